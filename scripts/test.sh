@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs every test: the normal build, the ASan+UBSan build, and the fuzzers.
+# FUZZ_SECONDS (default 60) per libFuzzer target.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+jobs=$(nproc)
+
+echo "== build (warnings are errors here) =="
+cmake --preset default -DCMAKE_C_FLAGS="-Werror" >/dev/null
+cmake --build --preset default -j"$jobs"
+echo "== tests =="
+ctest --preset default -j"$jobs"
+
+echo "== ASan + UBSan build and tests =="
+cmake --preset asan >/dev/null
+cmake --build --preset asan -j"$jobs"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --preset asan -j"$jobs"
+
+echo "== fuzzers =="
+cmake --preset fuzz >/dev/null
+cmake --build --preset fuzz -j"$jobs"
+secs=${FUZZ_SECONDS:-60}
+for f in build-fuzz/tests/fuzz_*; do
+  [ -x "$f" ] || continue
+  name=$(basename "$f")
+  corpus="build-fuzz/corpus-$name"
+  mkdir -p "$corpus"
+  seeds="tests/fuzz/corpus/${name#fuzz_}"
+  [ -d "$seeds" ] && cp -r "$seeds"/. "$corpus"/
+  echo "-- $name for ${secs}s"
+  "$f" -max_total_time="$secs" -print_final_stats=0 "$corpus" 2>&1 | tail -n 3
+done
+echo "== all tests passed =="

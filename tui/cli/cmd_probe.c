@@ -1,0 +1,9 @@
+/* Placeholder until the owning issue lands; replaced by the real command. */
+#include <stdio.h>
+#include "commands.h"
+int cmd_probe(int argc, char **argv)
+{
+    (void)argc; (void)argv;
+    fprintf(stderr, "kvlab probe: not built yet\n");
+    return 2;
+}

@@ -1,0 +1,64 @@
+/* kvlab: CLI dispatch. With no command (or only app flags) it opens the
+ * lesson app; otherwise it runs one command and exits with its code. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+#ifndef KVLAB_VERSION
+#define KVLAB_VERSION "0.0.0"
+#endif
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: kvlab [--lesson N] [--ascii] [--no-color] [--fps N]\n"
+        "                                 the lesson app (resumes where you left off)\n"
+        "       kvlab serve MODEL [vLLM flags] [--gpu NAME] [--json]\n"
+        "                                 will this `vllm serve` start, and with how many KV tokens?\n"
+        "       kvlab simulate MODEL --trace FILE|gen:... [vLLM flags] [--gpu NAME] [--json] [--metrics]\n"
+        "                                 run the engine on a request trace, headless\n"
+        "       kvlab models | gpus | lessons\n"
+        "       kvlab check [N ...]        run lessons headless; non-zero exit on a failed check\n"
+        "       kvlab probe                what the CUDA backend measures on this machine\n"
+        "       kvlab --version | --help\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2) {
+        const char *c = argv[1];
+        if (!strcmp(c, "--help") || !strcmp(c, "-h") || !strcmp(c, "help")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(c, "serve"))    return cmd_serve(argc - 1, argv + 1);
+        if (!strcmp(c, "models"))   return cmd_models(argc - 1, argv + 1);
+        if (!strcmp(c, "gpus"))     return cmd_gpus(argc - 1, argv + 1);
+        if (!strcmp(c, "simulate")) return cmd_simulate(argc - 1, argv + 1);
+        if (!strcmp(c, "probe"))    return cmd_probe(argc - 1, argv + 1);
+#ifdef KVLAB_HAVE_TUI
+        if (!strcmp(c, "lessons"))  return cmd_lessons(argc - 1, argv + 1);
+        if (!strcmp(c, "check"))    return cmd_check(argc - 1, argv + 1);
+#else
+        if (!strcmp(c, "lessons") || !strcmp(c, "check")) {
+            fprintf(stderr, "kvlab: this build has no lesson app (configured with -DKVLAB_TUI=OFF)\n");
+            return 2;
+        }
+#endif
+        if (c[0] != '-') {
+            fprintf(stderr, "kvlab: unknown command '%s' (try kvlab --help)\n", c);
+            return 2;
+        }
+    }
+#ifdef KVLAB_HAVE_TUI
+    return app_main(argc, argv);
+#else
+    if (argc >= 2 && !strcmp(argv[1], "--version")) {
+        printf("kvlab %s (no lesson app in this build)\n", KVLAB_VERSION);
+        return 0;
+    }
+    usage(stderr);
+    return 2;
+#endif
+}
