@@ -14,13 +14,13 @@
 #define KVLAB_DATADIR "/usr/local/share/kvlab"
 #endif
 
-static char data_dir[PATH_MAX];
-static char assets_dir[PATH_MAX + 16];
-static char lessons_dir[PATH_MAX + 16];
+static char data_dir[PATH_MAX + 64];
+static char assets_dir[PATH_MAX + 96];
+static char lessons_dir[PATH_MAX + 96];
 
 static int has_assets(const char *dir)
 {
-    char p[PATH_MAX + 32];
+    char p[PATH_MAX + 128];
     struct stat st;
     snprintf(p, sizeof p, "%s/assets/gpus.json", dir);
     return stat(p, &st) == 0;

@@ -1,0 +1,15 @@
+#include "kv_util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+int kv_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
+}

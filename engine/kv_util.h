@@ -1,0 +1,22 @@
+/* kv_util: small helpers shared by engine modules. */
+#ifndef KV_UTIL_H
+#define KV_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define KV_GIB (1024.0 * 1024.0 * 1024.0)
+
+/* Format one error line into err[errlen] (if err is non-NULL); returns rc so
+ * callers can write `return kv_errf(err, n, -1, "...")`. */
+int kv_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Bytes <-> GiB (2^30), as vLLM prints memory. */
+static inline double kv_gib(double bytes) { return bytes / KV_GIB; }
+static inline double kv_bytes_of_gib(double gib) { return gib * KV_GIB; }
+
+/* ceil(a / b) for positive integers (vLLM's cdiv). */
+static inline int64_t kv_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+#endif
