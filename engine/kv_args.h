@@ -1,0 +1,153 @@
+/* kv_args: vLLM engine arguments, with vLLM's names and defaults
+ * (vllm/engine/arg_utils.py, vllm/config/cache.py, vllm/config/scheduler.py;
+ * shared/research/vllm-internals.md section 9), plus kvlab's overrides for
+ * each memory-plan term.
+ *
+ * The same setter serves the command line (`kvlab serve ... --max-model-len
+ * 8192`), the TUI flags view and Lua lessons (kv_args_set(a, "max-model-len",
+ * "8192")). Names are accepted with dashes or underscores and with or without
+ * the leading "--", as vLLM's FlexibleArgumentParser does.
+ *
+ * Integers accept vLLM's human-readable forms (human_readable_int in
+ * arg_utils.py): k/m/g/t = powers of 1000 (decimals allowed: 25.6k = 25600),
+ * K/M/G/T = powers of 1024 (whole numbers only): 32k = 32000, 128K = 131072,
+ * 1m = 1000000. Booleans take --flag, --no-flag, or --flag=true/false. */
+#ifndef KV_ARGS_H
+#define KV_ARGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* kv_args_set / kv_args_parse results. */
+enum {
+    KV_ARGS_OK = 0,
+    KV_ARGS_IGNORED = 1,     /* a real vLLM flag that does not touch memory: accepted, note in err */
+    KV_ARGS_EUNKNOWN = -1,   /* not a vLLM (or kvlab) flag */
+    KV_ARGS_EVALUE = -2,     /* bad value: not a number, negative, out of range, not a choice */
+    KV_ARGS_EMISSING = -3,   /* flag needs a value and none was given */
+};
+
+/* --max-model-len auto / -1: fit the largest length the KV pool allows. */
+#define KV_MAX_MODEL_LEN_AUTO (-1)
+
+/* Weight quantization (--quantization). */
+typedef enum kv_args_quant {
+    KV_ARGS_QUANT_NONE = 0,  /* default: the checkpoint's own quantization_config, if any */
+    KV_ARGS_QUANT_FP8,
+    KV_ARGS_QUANT_AWQ,
+    KV_ARGS_QUANT_GPTQ,
+    KV_ARGS_QUANT_BITSANDBYTES,
+    KV_ARGS_QUANT_MXFP4,
+    KV_ARGS_QUANT_COMPRESSED_TENSORS,
+} kv_args_quant;
+
+/* --kv-cache-dtype. */
+typedef enum kv_args_kv_dtype {
+    KV_ARGS_KV_AUTO = 0,     /* = model dtype */
+    KV_ARGS_KV_BF16,
+    KV_ARGS_KV_FP16,
+    KV_ARGS_KV_FP8,          /* fp8, fp8_e4m3, fp8_e5m2, fp8_inc: 1 byte */
+    KV_ARGS_KV_FP8_DS_MLA,   /* MLA special layout: 656 bytes per token per layer */
+    KV_ARGS_KV_FP32,
+} kv_args_kv_dtype;
+
+/* --dtype. */
+typedef enum kv_args_dtype {
+    KV_ARGS_DTYPE_AUTO = 0,  /* config torch_dtype; float32 checkpoints run in 16-bit as vLLM does */
+    KV_ARGS_DTYPE_BF16,
+    KV_ARGS_DTYPE_FP16,
+    KV_ARGS_DTYPE_FP32,
+} kv_args_dtype;
+
+typedef struct kv_args {
+    /* vLLM engine args (names as in vLLM; -1 / 0 = "unset, use vLLM's default"). */
+    char model[1024];               /* positional MODEL or --model */
+    double gpu_memory_utilization;  /* default 0.92 (2026 vLLM); (0, 1] */
+    int64_t max_model_len;          /* 0 = model's max; KV_MAX_MODEL_LEN_AUTO = auto-fit */
+    int64_t max_num_seqs;           /* 0 = default (256, or 1024 on >= 70 GiB non-A100 cards) */
+    int64_t max_num_batched_tokens; /* 0 = default (2048, or 8192 on >= 70 GiB non-A100 cards) */
+    int32_t block_size;             /* default 16 */
+    kv_args_kv_dtype kv_cache_dtype;
+    kv_args_quant quantization;
+    kv_args_dtype dtype;
+    int32_t tensor_parallel_size;   /* default 1 */
+    int32_t pipeline_parallel_size; /* default 1; kvlab plans pp=1 only */
+    int32_t enable_prefix_caching;  /* default 1 */
+    int32_t enable_chunked_prefill; /* default 1 (v1 engine) */
+    int32_t enforce_eager;          /* default 0 */
+    int64_t kv_cache_memory_bytes;  /* 0 = unset; else the KV pool per GPU and utilization is ignored */
+    int64_t num_gpu_blocks_override;/* 0 = unset */
+
+    /* kvlab: the card and term overrides (GiB; < 0 = not overridden). */
+    char gpu[64];                   /* --gpu NAME ("" = none) */
+    double gpu_memory_gib;          /* --gpu-memory-gib: the card's reported total */
+    double gpu_used_gib;            /* --gpu-used-gib: taken by other processes at start-up (default 0) */
+    double weights_gib;             /* --weights-gib */
+    double activation_gib;          /* --activation-gib */
+    double cudagraph_gib;           /* --cudagraph-gib */
+    double cuda_context_gib;        /* --cuda-context-gib */
+    double nccl_gib;                /* --nccl-gib */
+
+    /* Which vLLM args the user set explicitly (bit per kv_args flag index), so
+     * defaults that depend on the card can be filled in later. */
+    uint64_t set_mask;
+} kv_args;
+
+/* Fill *a with vLLM's defaults (above). */
+void kv_args_init(kv_args *a);
+
+/* Set one flag by name ("max-model-len", "--max_model_len", "no-enforce-eager")
+ * to value (NULL for a bare boolean flag). Returns KV_ARGS_OK, KV_ARGS_IGNORED
+ * (err holds a one-line note: "--port does not change memory; ignored") or a
+ * negative code with one line in err naming the flag. */
+int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size_t errlen);
+
+/* Read one flag's current value as text ("8192", "auto", "true", "0.92"; ""
+ * when unset). Returns 0, or KV_ARGS_EUNKNOWN. */
+int kv_args_get(const kv_args *a, const char *name, char *buf, size_t buflen);
+
+/* Parse a `vllm serve` argument vector (argv[0] is the first argument, not a
+ * program name): the MODEL positional (or --model), `--flag value`,
+ * `--flag=value`, bare and --no- booleans. A leading "vllm serve" is skipped
+ * so a pasted command works. Notes for accepted-but-ignored flags are written
+ * one per line into notes (if non-NULL). Returns KV_ARGS_OK or the first
+ * error's code with one line in err. */
+int kv_args_parse(kv_args *a, int argc, char **argv, char *notes, size_t noteslen,
+                  char *err, size_t errlen);
+
+/* Was this vLLM flag given explicitly? */
+int kv_args_is_set(const kv_args *a, const char *name);
+
+/* The known flags, for help screens and the TUI flags view. */
+typedef enum kv_args_kind {
+    KV_ARG_INT, KV_ARG_FLOAT, KV_ARG_BOOL, KV_ARG_CHOICE, KV_ARG_STRING,
+    KV_ARG_GIB,       /* kvlab override in GiB */
+    KV_ARG_NOTE,      /* real vLLM flag that does not change memory: accepted and ignored */
+    KV_ARG_NOTE_BOOL, /* the same, taking no value */
+} kv_args_kind;
+
+typedef struct kv_args_flag {
+    const char *name;     /* dashed, without "--": "max-model-len" */
+    const char *field;    /* vLLM's name: "max_model_len" (kvlab-only: "kvlab") */
+    kv_args_kind kind;
+    const char *choices;  /* "auto|fp8|..." for choices, else NULL */
+    const char *deflt;    /* vLLM's default, as text */
+    const char *help;     /* one line */
+    int memory;           /* 1: changes the memory plan */
+} kv_args_flag;
+
+int kv_args_flag_count(void);
+const kv_args_flag *kv_args_flag_at(int i);
+/* Look up by any accepted spelling; NULL if unknown. */
+const kv_args_flag *kv_args_flag_find(const char *name);
+
+/* Parse a vLLM human-readable integer ("8192", "32k", "128K", "1m", "25.6k").
+ * Returns 0 and *out, or KV_ARGS_EVALUE with err. */
+int kv_args_parse_int(const char *s, int64_t *out, char *err, size_t errlen);
+
+/* Names for enums, as vLLM spells them ("fp8", "awq", "auto", "bfloat16"). */
+const char *kv_args_quant_name(kv_args_quant q);
+const char *kv_args_kv_dtype_name(kv_args_kv_dtype d);
+const char *kv_args_dtype_name(kv_args_dtype d);
+
+#endif

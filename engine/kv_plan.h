@@ -1,0 +1,188 @@
+/* kv_plan: the start-up memory plan vLLM works out on each GPU, in vLLM's
+ * order and terms (vllm/v1/worker/gpu_worker.py determine_available_memory,
+ * vllm/v1/core/kv_cache_utils.py get_kv_cache_configs; vllm-internals.md
+ * sections 5-7; the worked examples of shared/seeds/000_*.txt):
+ *
+ *   budget    = reported total x gpu_memory_utilization
+ *   available = budget - weights - activation peak - CUDA graphs
+ *               - CUDA context - NCCL (tp > 1)
+ *   num_blocks = available // (page_size x layers)       (block 0 is the null block)
+ *   tokens     = num_blocks x block_size
+ *
+ * then vLLM's checks: free memory at start-up, "No available memory for the
+ * cache blocks", and "To serve at least one request with the model's max seq
+ * len ..." with the estimated maximum model length (binary search).
+ *
+ * With tensor parallelism every rank runs the same plan on its own card; the
+ * ranks are identical here, so the plan holds one rank's figures and
+ * num_ranks. All byte figures are per GPU. */
+#ifndef KV_PLAN_H
+#define KV_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kv_args.h"
+#include "kv_gpu.h"
+#include "kv_model.h"
+
+struct cJSON;
+
+/* kv_plan_compute return codes (a plan that would not start is still OK). */
+enum {
+    KV_PLAN_OK = 0,
+    KV_PLAN_EINVAL = -1,   /* impossible input; err holds vLLM's message where vLLM has one */
+};
+
+/* Why vLLM would not start (plan.error_kind). */
+typedef enum kv_plan_error {
+    KV_PLAN_STARTS = 0,
+    KV_PLAN_ERR_FREE_MEMORY,      /* "Free memory on device ... on startup is less than desired ..." */
+    KV_PLAN_ERR_NO_KV_MEMORY,     /* "No available memory for the cache blocks ..." */
+    KV_PLAN_ERR_MAX_MODEL_LEN,    /* "To serve at least one request with the model's max seq len ..." */
+    KV_PLAN_ERR_AUTO_FIT,         /* "Cannot auto-fit max_model_len ..." */
+    KV_PLAN_ERR_WEIGHTS_OOM,      /* weights alone exceed the card: torch OOM while loading */
+} kv_plan_error;
+
+/* Short machine names for kv_plan_error: "", "free_memory",
+ * "no_memory_for_cache_blocks", "max_model_len", "auto_fit", "weights_oom". */
+const char *kv_plan_error_name(kv_plan_error e);
+
+/* One subtracted term of the plan. */
+typedef struct kv_plan_term {
+    char name[24];      /* "budget", "weights", "activation", "cudagraph", "cuda_context", "nccl", "kv_cache" */
+    char how[160];      /* how it was obtained, e.g. "8.03e9 params x 2 bytes / tp 1" or "--activation-gib" */
+    double bytes;       /* per GPU; the kv_cache term may be negative */
+    int overridden;     /* 1: typed in by the user */
+} kv_plan_term;
+
+enum { KV_PLAN_TERM_BUDGET, KV_PLAN_TERM_WEIGHTS, KV_PLAN_TERM_ACTIVATION, KV_PLAN_TERM_CUDAGRAPH,
+       KV_PLAN_TERM_CUDA_CONTEXT, KV_PLAN_TERM_NCCL, KV_PLAN_TERM_KV_CACHE, KV_PLAN_NUM_TERMS };
+
+/* A fix for a plan that would not start: a flag change and what it gives. */
+typedef struct kv_plan_fix {
+    char flags[96];     /* what to add/change, e.g. "--max-model-len 23184" */
+    char what[96];      /* "lower max_model_len", "fp8 KV cache", ... */
+    int starts;         /* 1 if the plan with this change would start */
+    double kv_cache_bytes;      /* available KV memory per GPU with the change */
+    int64_t kv_cache_tokens;    /* pool size in tokens with the change */
+    int64_t max_model_len;      /* max_model_len with the change */
+    double max_concurrency;     /* with the change */
+} kv_plan_fix;
+
+#define KV_PLAN_MAX_LOG 16
+#define KV_PLAN_MAX_FIXES 8
+#define KV_PLAN_MAX_NOTES 8
+
+typedef struct kv_plan {
+    /* Outcome. */
+    int starts;                  /* 1: vLLM would start */
+    kv_plan_error error_kind;
+    char error[1024];            /* vLLM's error text ("" when it starts) */
+
+    /* Card and parallelism. */
+    char gpu_id[48];
+    char gpu_name[128];
+    double gpu_total_bytes;      /* reported total per GPU */
+    double gpu_used_bytes;       /* other processes at start-up (--gpu-used-gib) */
+    double free_at_start_bytes;  /* total - used - CUDA context, what vLLM's start-up check sees */
+    double gpu_memory_utilization;
+    int32_t tensor_parallel_size;
+    int32_t num_ranks;           /* = tensor_parallel_size; every rank's figures are the ones below */
+
+    /* The subtraction, per GPU (bytes). available_kv = budget - the five terms. */
+    double budget_bytes;
+    double weights_bytes;
+    double activation_bytes;
+    double cudagraph_bytes;
+    double cuda_context_bytes;
+    double nccl_bytes;
+    double available_kv_bytes;   /* "Available KV cache memory"; may be <= 0 */
+    double kv_pool_bytes;        /* what the pool really takes: num_blocks x page_size x layers */
+    kv_plan_term terms[KV_PLAN_NUM_TERMS];
+    int kv_cache_memory_bytes_set; /* --kv-cache-memory-bytes: available = that, utilization ignored */
+
+    /* KV geometry per GPU. */
+    int32_t num_layers;          /* attention layers holding KV */
+    int32_t num_sliding_layers;  /* of which use a sliding window */
+    int32_t sliding_window;
+    int32_t kv_heads_per_gpu;    /* max(1, kv_heads // tp); 1 for MLA */
+    int32_t head_size;           /* MLA: kv_lora_rank + qk_rope_head_dim */
+    int32_t kv_factor;           /* 2 (K and V), 1 for MLA */
+    int32_t kv_dtype_bytes;      /* 2 for bf16/fp16, 1 for fp8, 4 for fp32 */
+    int32_t block_size;
+    int64_t page_size_bytes;     /* one block of one layer: kv_factor x block_size x heads x head_size x bytes */
+    int64_t kv_bytes_per_token;  /* over all KV layers on this GPU */
+    int32_t num_kv_groups;       /* vLLM KV cache groups (1 unless hybrid full/sliding) */
+    int32_t group_size;          /* layers sharing one block id (= num_layers when 1 group) */
+
+    /* Pool and requests. */
+    int64_t num_blocks;          /* includes the null block 0; 0 when it would not start */
+    int64_t num_blocks_computed; /* before --num-gpu-blocks-override */
+    int64_t kv_cache_tokens;     /* num_blocks // groups x block_size (vLLM's "GPU KV cache size") */
+    int64_t kv_cache_tokens_unrounded; /* floor(available / kv_bytes_per_token): no block rounding */
+    int64_t max_model_len;       /* the length the check used (after auto-fit) */
+    int64_t model_max_model_len; /* the model's own maximum (derived from config.json) */
+    int max_model_len_auto;      /* 1: --max-model-len auto / -1 */
+    int64_t needed_bytes;        /* KV memory one max_model_len request needs (all layers) */
+    int64_t estimated_max_model_len; /* largest length that fits (binary search); 0 if none */
+    int64_t blocks_per_request;  /* blocks one max_model_len request needs */
+    double max_concurrency;      /* num_blocks / blocks_per_request */
+    int64_t max_num_batched_tokens; /* used for the profile run */
+    int64_t max_num_seqs;
+    int32_t enforce_eager;
+    int32_t enable_prefix_caching;
+    char weights_dtype[24];      /* "bfloat16", "fp8", "awq 4-bit", ... */
+    char kv_cache_dtype[16];     /* "auto"/"fp8"/... as used */
+
+    /* What vLLM would log, in order (INFO / WARNING / ERROR lines, prefixed). */
+    int num_log;
+    char log[KV_PLAN_MAX_LOG][512];
+
+    /* Fixes, cheapest first, filled when it would not start. */
+    int num_fixes;
+    kv_plan_fix fixes[KV_PLAN_MAX_FIXES];
+
+    /* Notes kvlab adds (a weight it could not size, flags ignored, ...). */
+    int num_notes;
+    char notes[KV_PLAN_MAX_NOTES][256];
+} kv_plan;
+
+/* Compute the plan for model m on card gpu (NULL: args->gpu_memory_gib must
+ * be set, a custom card) with engine args a. Never fails because the
+ * configuration would not start: that is plan.starts = 0, error_kind and
+ * vLLM's error text, plus ranked fixes. Returns KV_PLAN_EINVAL only for
+ * impossible input, with err e.g. "Total number of attention heads (64) must
+ * be divisible by tensor parallel size (3)." (vllm/config/parallel.py). */
+int kv_plan_compute(const kv_model *m, const kv_gpu *gpu, const kv_args *a, kv_plan *out,
+                    char *err, size_t errlen);
+
+/* The same without computing fixes (what fixes use internally; cheaper). */
+int kv_plan_compute_nofix(const kv_model *m, const kv_gpu *gpu, const kv_args *a, kv_plan *out,
+                          char *err, size_t errlen);
+
+/* KV memory one request of `len` tokens needs on one GPU, summed over the
+ * layers (FullAttentionSpec / SlidingWindowSpec max_memory_usage_bytes). */
+int64_t kv_plan_request_bytes(const kv_plan *p, int64_t len);
+
+/* vLLM's estimate_max_model_len: largest L in [1, max_len] whose request
+ * bytes fit in available_bytes (binary search); 0 if even 1 token does not. */
+int64_t kv_plan_estimate_max_model_len(const kv_plan *p, double available_bytes, int64_t max_len);
+
+/* The activation peak of the profile run (bytes per GPU) for a model, tp and
+ * max_num_batched_tokens; documented in kv_plan.c. */
+double kv_plan_activation_bytes(const kv_model *m, int32_t tp, int64_t max_num_batched_tokens);
+
+/* Weight bytes per GPU for a model with engine args (quantization, dtype,
+ * tp); sets *how (if non-NULL, howlen bytes) to how it was sized. Returns < 0
+ * when the weight format cannot be sized (how says why). */
+double kv_plan_weights_bytes(const kv_model *m, const kv_args *a, char *how, size_t howlen);
+
+/* The `serve --json` object (DESIGN.md lists its fields). Caller frees with
+ * cJSON_Delete. */
+struct cJSON *kv_plan_to_json(const kv_plan *p);
+
+/* The same, printed (malloc'd string; caller frees). */
+char *kv_plan_json_string(const kv_plan *p);
+
+#endif
