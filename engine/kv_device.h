@@ -19,6 +19,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Lets cuda/ call the inline helpers below from kernels; plain C sees nothing. */
+#ifdef __CUDACC__
+#define KV_HOST_DEVICE __host__ __device__
+#else
+#define KV_HOST_DEVICE
+#endif
+
 enum {
     KV_DEV_OK = 0,
     KV_DEV_EINVAL = -1,   /* bad argument (rank out of range, slot past the pool) */
@@ -40,7 +47,7 @@ typedef struct kv_pool_layout {
 enum { KV_DTYPE_BF16 = 0, KV_DTYPE_FP16 = 1, KV_DTYPE_FP8_E4M3 = 2, KV_DTYPE_FP32 = 3 };
 
 /* Bytes per value of a KV_DTYPE_*: 2, 2, 1, 4. */
-static inline int kv_dtype_bytes(int dtype)
+static inline KV_HOST_DEVICE int kv_dtype_bytes(int dtype)
 {
     return dtype == KV_DTYPE_FP8_E4M3 ? 1 : dtype == KV_DTYPE_FP32 ? 4 : 2;
 }
@@ -66,7 +73,7 @@ typedef struct kv_slot_write {
  * backends derive what they store from it, so a block shared by two requests
  * is provably the same bytes and a read-back can be checked. splitmix64-style
  * mixing; the same in C and CUDA. */
-static inline uint64_t kv_fingerprint(int32_t token_id, int32_t position, int32_t layer, int32_t head)
+static inline KV_HOST_DEVICE uint64_t kv_fingerprint(int32_t token_id, int32_t position, int32_t layer, int32_t head)
 {
     uint64_t x = ((uint64_t)(uint32_t)token_id << 32) ^ (uint64_t)(uint32_t)position;
     x ^= ((uint64_t)(uint32_t)layer << 48) ^ ((uint64_t)(uint32_t)head << 40) ^ 0x9E3779B97F4A7C15ull;

@@ -1,0 +1,140 @@
+/* kv_cuda_values: the K/V values the CUDA backend stores, as pure functions
+ * that compile for the host (C11, unit-tested) and for kernels (nvcc).
+ *
+ * A token's value at (layer, kv head) starts from kv_fingerprint() in
+ * engine/kv_device.h; element e of that head's row takes one byte of the
+ * fingerprint (V uses the fingerprint xor a constant), and the byte maps to
+ * the number (byte - 128) / 64 in [-2, 2), stored in the cache dtype. The
+ * byte -> stored-bits map has 256 entries, so kernels load it as a table.
+ * No CUDA header is included: this file is plain C with a macro. */
+#ifndef KV_CUDA_VALUES_H
+#define KV_CUDA_VALUES_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "kv_device.h"
+
+/* Distinguishes V from K of the same token, layer and head. */
+#define KV_CUDA_V_SALT 0xD6E8FEB86659FD93ull
+
+static inline KV_HOST_DEVICE uint32_t kv_cuda_f32_bits(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    return x;
+}
+
+static inline KV_HOST_DEVICE float kv_cuda_bits_f32(uint32_t x)
+{
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+/* float -> bfloat16 bits, round to nearest even (NaN stays NaN). */
+static inline KV_HOST_DEVICE uint16_t kv_cuda_f32_to_bf16(float f)
+{
+    uint32_t x = kv_cuda_f32_bits(f);
+    if ((x & 0x7FFFFFFFu) > 0x7F800000u)
+        return (uint16_t)((x >> 16) | 0x40u);
+    x += 0x7FFFu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+}
+
+/* float -> IEEE binary16 bits, round to nearest even; overflow gives inf,
+ * tiny values become fp16 subnormals or zero. */
+static inline KV_HOST_DEVICE uint16_t kv_cuda_f32_to_f16(float f)
+{
+    uint32_t x = kv_cuda_f32_bits(f);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    uint32_t ax = x & 0x7FFFFFFFu;
+    if (ax > 0x7F800000u) return (uint16_t)(sign | 0x7E00u);
+    if (ax >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u); /* >= 65520 rounds to inf */
+    int e = (int)(ax >> 23) - 127;
+    if (e < -14) { /* subnormal half: value = q x 2^-24 */
+        if (e < -25) return sign;
+        uint32_t mant = (ax & 0x7FFFFFu) | 0x800000u;
+        int shift = -e - 1; /* mant x 2^(e-23) / 2^-24 = mant >> (-e - 1) */
+        uint32_t q = mant >> shift, rem = mant & ((1u << shift) - 1u), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (q & 1u))) q++;
+        return (uint16_t)(sign | q);
+    }
+    uint32_t bits = ((uint32_t)(e + 15) << 10) | ((ax >> 13) & 0x3FFu);
+    uint32_t rem = ax & 0x1FFFu;
+    if (rem > 0x1000u || (rem == 0x1000u && (bits & 1u))) bits++;
+    return (uint16_t)(sign | bits);
+}
+
+/* float -> fp8 e4m3 bits (the "fn" variant NVIDIA and vLLM use: bias 7, no
+ * infinity, largest finite 448 = 0x7E, NaN = 0x7F), round to nearest even,
+ * saturating to +-448 like __NV_SATFINITE. */
+static inline KV_HOST_DEVICE uint8_t kv_cuda_f32_to_e4m3(float f)
+{
+    uint32_t x = kv_cuda_f32_bits(f);
+    uint8_t sign = (uint8_t)((x >> 24) & 0x80u);
+    uint32_t ax = x & 0x7FFFFFFFu;
+    if (ax > 0x7F800000u) return (uint8_t)(sign | 0x7Fu);
+    if (ax >= 0x43E00000u) return (uint8_t)(sign | 0x7Eu); /* >= 448, inf included */
+    int e = (int)(ax >> 23) - 127;
+    if (e < -6) { /* subnormal e4m3: value = q x 2^-9 */
+        if (e < -10) return sign;
+        uint32_t mant = (ax & 0x7FFFFFu) | 0x800000u;
+        int shift = 14 - e;
+        uint32_t q = mant >> shift, rem = mant & ((1u << shift) - 1u), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (q & 1u))) q++;
+        return (uint8_t)(sign | q); /* q == 8 is the smallest normal: still right */
+    }
+    uint32_t bits = ((uint32_t)(e + 7) << 3) | ((ax >> 20) & 7u);
+    uint32_t rem = ax & 0xFFFFFu;
+    if (rem > 0x80000u || (rem == 0x80000u && (bits & 1u))) bits++;
+    if (bits > 0x7Eu) bits = 0x7Eu;
+    return (uint8_t)(sign | bits);
+}
+
+/* fp8 e4m3 bits -> float (exact). */
+static inline KV_HOST_DEVICE float kv_cuda_e4m3_to_f32(uint8_t b)
+{
+    uint32_t sign = (uint32_t)(b & 0x80u) << 24;
+    uint32_t e = (b >> 3) & 0xFu, m = b & 7u;
+    if (e == 0xFu && m == 7u) return kv_cuda_bits_f32(sign | 0x7FC00000u);
+    float v = e ? (float)(8u + m) * kv_cuda_bits_f32((e + 127u - 7u - 3u) << 23)
+                : (float)m * (1.0f / 512.0f);
+    return kv_cuda_bits_f32(sign | kv_cuda_f32_bits(v));
+}
+
+/* The byte element e of a head row takes from fingerprint f. Bytes repeat
+ * every 8 elements, shuffled by the group index so rows do not look periodic. */
+static inline KV_HOST_DEVICE uint8_t kv_cuda_value_byte(uint64_t f, int32_t e)
+{
+    return (uint8_t)((uint8_t)(f >> ((e & 7) * 8)) ^ (uint8_t)((uint32_t)(e >> 3) * 157u));
+}
+
+/* The number a byte stands for: (byte - 128) / 64, in [-2, 2). Every such
+ * value is exact in bf16, fp16 and fp32; fp8 e4m3 rounds it. */
+static inline KV_HOST_DEVICE float kv_cuda_value_f32(uint8_t b)
+{
+    return (float)((int)b - 128) * (1.0f / 64.0f);
+}
+
+/* The stored bits (low kv_dtype_bytes() bytes) of a byte in a cache dtype. */
+static inline KV_HOST_DEVICE uint32_t kv_cuda_value_bits(int dtype, uint8_t b)
+{
+    float v = kv_cuda_value_f32(b);
+    switch (dtype) {
+    case KV_DTYPE_BF16: return kv_cuda_f32_to_bf16(v);
+    case KV_DTYPE_FP16: return kv_cuda_f32_to_f16(v);
+    case KV_DTYPE_FP8_E4M3: return kv_cuda_f32_to_e4m3(v);
+    default: return kv_cuda_f32_bits(v);
+    }
+}
+
+/* Fingerprint of K (kv = 0) or V (kv = 1) of a token at (layer, head). */
+static inline KV_HOST_DEVICE uint64_t kv_cuda_row_fingerprint(int32_t token_id, int32_t position,
+                                                              int32_t layer, int32_t head, int kv)
+{
+    uint64_t f = kv_fingerprint(token_id, position, layer, head);
+    return kv ? f ^ KV_CUDA_V_SALT : f;
+}
+
+#endif
