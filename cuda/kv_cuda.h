@@ -119,6 +119,17 @@ const char *kv_cuda_format_oom(char *buf, size_t len, const kv_cuda_oom *o);
  * 0 when each has its own, -1 on bad input (num_ranks < 1 or num_gpus < 1). */
 int kv_cuda_map_ranks(int num_ranks, int num_gpus, int *gpu_of_rank);
 
+struct kv_gpu;
+struct kv_gpu_catalog;
+
+/* The catalogue entry (engine/kv_gpu.h) that a real device is: the id's
+ * first word ("h100", "rtx6000", "gh200") must appear in the device name
+ * with spaces, dashes and "NVIDIA"/"GeForce" ignored; the longest such word
+ * wins, then the most other id words found ("pcie", "nvl", "ada"), then the
+ * reported total closest to total_bytes. NULL when nothing matches. */
+const struct kv_gpu *kv_cuda_match_catalog(const struct kv_gpu_catalog *cat, const char *device_name,
+                                           double total_bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,260 @@
+/* The CUDA backend's host-side pieces, runnable without a GPU: the dtype
+ * conversions the kernels store, the OOM message, rank mapping, catalogue
+ * matching, and kv_cuda_open's fallback answer. With a device present the
+ * last test also writes and verifies real blocks. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kv_cuda.h"
+#include "kv_cuda_values.h"
+#include "kv_gpu.h"
+
+static void test_e4m3_known_values(void **state)
+{
+    (void)state;
+    assert_int_equal(kv_cuda_f32_to_e4m3(0.0f), 0x00);
+    assert_int_equal(kv_cuda_f32_to_e4m3(-0.0f), 0x80);
+    assert_int_equal(kv_cuda_f32_to_e4m3(1.0f), 0x38);
+    assert_int_equal(kv_cuda_f32_to_e4m3(-1.0f), 0xB8);
+    assert_int_equal(kv_cuda_f32_to_e4m3(0.5f), 0x30);
+    assert_int_equal(kv_cuda_f32_to_e4m3(2.0f), 0x40);
+    assert_int_equal(kv_cuda_f32_to_e4m3(1.125f), 0x39);
+    assert_int_equal(kv_cuda_f32_to_e4m3(15.0f), 0x57);
+    assert_int_equal(kv_cuda_f32_to_e4m3(448.0f), 0x7E);   /* largest finite */
+    assert_int_equal(kv_cuda_f32_to_e4m3(-448.0f), 0xFE);
+    /* round to nearest even on ties */
+    assert_int_equal(kv_cuda_f32_to_e4m3(1.0625f), 0x38);  /* between 1.0 and 1.125 -> even 1.0 */
+    assert_int_equal(kv_cuda_f32_to_e4m3(1.1875f), 0x3A);  /* between 1.125 and 1.25 -> even 1.25 */
+    assert_int_equal(kv_cuda_f32_to_e4m3(15.5f), 0x58);    /* between 15 and 16 -> 16 */
+    assert_int_equal(kv_cuda_f32_to_e4m3(1.06f), 0x38);
+    assert_int_equal(kv_cuda_f32_to_e4m3(1.07f), 0x39);
+    /* saturation (no infinity in e4m3fn) and NaN */
+    assert_int_equal(kv_cuda_f32_to_e4m3(500.0f), 0x7E);
+    assert_int_equal(kv_cuda_f32_to_e4m3(-1e9f), 0xFE);
+    assert_int_equal(kv_cuda_f32_to_e4m3(INFINITY), 0x7E);
+    assert_int_equal(kv_cuda_f32_to_e4m3(NAN) & 0x7F, 0x7F);
+    /* normals down to 2^-6, subnormals in steps of 2^-9 */
+    assert_int_equal(kv_cuda_f32_to_e4m3(0.015625f), 0x08);           /* 2^-6 */
+    assert_int_equal(kv_cuda_f32_to_e4m3(7.0f / 512.0f), 0x07);
+    assert_int_equal(kv_cuda_f32_to_e4m3(1.0f / 512.0f), 0x01);       /* 2^-9 */
+    assert_int_equal(kv_cuda_f32_to_e4m3(1.0f / 1024.0f), 0x00);      /* tie -> even 0 */
+    assert_int_equal(kv_cuda_f32_to_e4m3(1.5f / 1024.0f), 0x01);
+    assert_int_equal(kv_cuda_f32_to_e4m3(15.5f / 1024.0f), 0x08);     /* 7.75 x 2^-9 -> 2^-6 */
+    assert_true(kv_cuda_e4m3_to_f32(0x7E) == 448.0f);
+    assert_true(kv_cuda_e4m3_to_f32(0x01) == 1.0f / 512.0f);
+    assert_true(kv_cuda_e4m3_to_f32(0xB8) == -1.0f);
+    assert_true(isnan(kv_cuda_e4m3_to_f32(0x7F)));
+}
+
+static void test_e4m3_round_trip(void **state)
+{
+    (void)state;
+    for (int b = 0; b < 256; b++) {
+        if ((b & 0x7F) == 0x7F) continue; /* NaN */
+        float v = kv_cuda_e4m3_to_f32((uint8_t)b);
+        assert_int_equal(kv_cuda_f32_to_e4m3(v), b);
+    }
+}
+
+static void test_f16_bf16_known_values(void **state)
+{
+    (void)state;
+    assert_int_equal(kv_cuda_f32_to_f16(1.0f), 0x3C00);
+    assert_int_equal(kv_cuda_f32_to_f16(-2.0f), 0xC000);
+    assert_int_equal(kv_cuda_f32_to_f16(1.0f / 3.0f), 0x3555);
+    assert_int_equal(kv_cuda_f32_to_f16(65504.0f), 0x7BFF);
+    assert_int_equal(kv_cuda_f32_to_f16(65520.0f), 0x7C00); /* rounds up to inf */
+    assert_int_equal(kv_cuda_f32_to_f16(0x1p-24f), 0x0001);  /* smallest subnormal */
+    assert_int_equal(kv_cuda_f32_to_f16(0x1p-14f), 0x0400);  /* smallest normal */
+    assert_int_equal(kv_cuda_f32_to_f16(0x1p-26f), 0x0000);
+    assert_int_equal(kv_cuda_f32_to_bf16(1.0f), 0x3F80);
+    assert_int_equal(kv_cuda_f32_to_bf16(-2.0f), 0xC000);
+    assert_int_equal(kv_cuda_f32_to_bf16(1.0f / 3.0f), 0x3EAB);
+    assert_int_equal(kv_cuda_f32_to_bf16(3.0e38f), 0x7F62);
+}
+
+/* Every stored value is the byte's number in the cache dtype: exact in
+ * bf16/fp16/fp32, within half an fp8 step in e4m3. */
+static void test_value_table(void **state)
+{
+    (void)state;
+    for (int b = 0; b < 256; b++) {
+        float v = kv_cuda_value_f32((uint8_t)b);
+        assert_true(v >= -2.0f && v < 2.0f);
+        uint32_t bf = kv_cuda_value_bits(KV_DTYPE_BF16, (uint8_t)b);
+        assert_true(kv_cuda_bits_f32(bf << 16) == v);
+        assert_int_equal(kv_cuda_value_bits(KV_DTYPE_FP32, (uint8_t)b), kv_cuda_f32_bits(v));
+        float f8 = kv_cuda_e4m3_to_f32((uint8_t)kv_cuda_value_bits(KV_DTYPE_FP8_E4M3, (uint8_t)b));
+        assert_true(fabsf(f8 - v) <= fabsf(v) / 16.0f + 1.0f / 1024.0f);
+    }
+    assert_int_equal(kv_cuda_value_bits(KV_DTYPE_FP16, 128 + 64), 0x3C00); /* 64/64 = 1.0 */
+    assert_int_equal(kv_cuda_value_bits(KV_DTYPE_FP8_E4M3, 128 + 64), 0x38);
+}
+
+static void test_value_bytes(void **state)
+{
+    (void)state;
+    const uint64_t f = kv_fingerprint(128000, 5, 3, 1);
+    for (int e = 0; e < 8; e++)
+        assert_int_equal(kv_cuda_value_byte(f, e), (uint8_t)(f >> (8 * e)));
+    assert_int_equal(kv_cuda_value_byte(f, 8), (uint8_t)((uint8_t)f ^ 157u));
+    assert_true(kv_cuda_row_fingerprint(128000, 5, 3, 1, 0) == f);
+    assert_true(kv_cuda_row_fingerprint(128000, 5, 3, 1, 1) != f);
+    /* a different token, position, layer or head changes the row */
+    assert_true(kv_fingerprint(128001, 5, 3, 1) != f);
+    assert_true(kv_fingerprint(128000, 6, 3, 1) != f);
+    assert_true(kv_fingerprint(128000, 5, 4, 1) != f);
+    assert_true(kv_fingerprint(128000, 5, 3, 2) != f);
+}
+
+static void test_format_size(void **state)
+{
+    (void)state;
+    char b[32];
+    assert_string_equal(kv_cuda_format_size(b, sizeof b, 512), "512 bytes");
+    assert_string_equal(kv_cuda_format_size(b, sizeof b, 1024), "1024 bytes");
+    assert_string_equal(kv_cuda_format_size(b, sizeof b, 1536), "1.50 KiB");
+    assert_string_equal(kv_cuda_format_size(b, sizeof b, 20ull << 20), "20.00 MiB");
+    assert_string_equal(kv_cuda_format_size(b, sizeof b, 1ull << 30), "1024.00 MiB");
+    assert_string_equal(kv_cuda_format_size(b, sizeof b, 5ull << 28), "1.25 GiB");
+}
+
+static void test_format_oom(void **state)
+{
+    (void)state;
+    char b[512];
+    kv_cuda_oom o = {"KV cache pool", 1, 1, 20ull << 30, 150110748672ull, 3328599654ull, 120ull << 30, 536870912};
+    kv_cuda_format_oom(b, sizeof b, &o);
+    assert_non_null(strstr(b, "CUDA out of memory. Tried to allocate 20.00 GiB (KV cache pool, rank 1). "
+                              "GPU 1 has a total capacity of 139.80 GiB of which 3.10 GiB is free. "));
+    assert_non_null(strstr(b, "kvlab already holds 120.00 GiB on this GPU for rank 1 plus a 512.00 MiB CUDA context"));
+    o.context = -1;
+    kv_cuda_format_oom(b, sizeof b, &o);
+    assert_null(strstr(b, "CUDA context"));
+}
+
+static void test_map_ranks(void **state)
+{
+    (void)state;
+    int g[4];
+    assert_int_equal(kv_cuda_map_ranks(4, 8, g), 0);
+    for (int r = 0; r < 4; r++) assert_int_equal(g[r], r);
+    assert_int_equal(kv_cuda_map_ranks(2, 1, g), 1);
+    assert_int_equal(g[0], 0);
+    assert_int_equal(g[1], 0);
+    assert_int_equal(kv_cuda_map_ranks(0, 1, g), -1);
+    assert_int_equal(kv_cuda_map_ranks(1, 0, g), -1);
+}
+
+static void test_match_catalog(void **state)
+{
+    (void)state;
+    static const struct { const char *id; double total; } rows[] = {
+        {"t4-16gb", 15835660288.0}, {"a10g-24gb", 23609475072.0}, {"a10-24gb", 23609475072.0},
+        {"l4-24gb", 23570219008.0}, {"l40s-48gb", 47803596800.0}, {"rtx4090-24gb", 25386352640.0},
+        {"rtx-a6000-48gb", 0}, {"rtx6000-ada-48gb", 51002867712.0}, {"a100-40gb-pcie", 42298834944.0},
+        {"a100-80gb-sxm", 85100068864.0}, {"h100-80gb-sxm", 85045477376.0}, {"h100-80gb-pcie", 0},
+        {"h100-nvl-94gb", 99861594112.0}, {"h200-141gb-sxm", 0}, {"gh200-96gb", 0},
+    };
+    kv_gpu gpus[sizeof rows / sizeof *rows];
+    memset(gpus, 0, sizeof gpus);
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        snprintf(gpus[i].id, sizeof gpus[i].id, "%s", rows[i].id);
+        gpus[i].reported_total_bytes = rows[i].total;
+    }
+    kv_gpu_catalog cat = {gpus, (int)(sizeof rows / sizeof *rows)};
+    static const struct { const char *name; double total; const char *want; } cases[] = {
+        {"NVIDIA H200", 150110748672.0, "h200-141gb-sxm"},
+        {"NVIDIA H100 80GB HBM3", 85045477376.0, "h100-80gb-sxm"},
+        {"NVIDIA H100 PCIe", 85030000000.0, "h100-80gb-pcie"},
+        {"NVIDIA H100 NVL", 99861594112.0, "h100-nvl-94gb"},
+        {"NVIDIA GH200 480GB", 102000000000.0, "gh200-96gb"},
+        {"NVIDIA A100-SXM4-80GB", 85100068864.0, "a100-80gb-sxm"},
+        {"NVIDIA A100-PCIE-40GB", 42298834944.0, "a100-40gb-pcie"},
+        {"NVIDIA GeForce RTX 4090", 25386352640.0, "rtx4090-24gb"},
+        {"NVIDIA RTX A6000", 51041271808.0, "rtx-a6000-48gb"},
+        {"NVIDIA RTX 6000 Ada Generation", 51002867712.0, "rtx6000-ada-48gb"},
+        {"NVIDIA L40S", 47803596800.0, "l40s-48gb"},
+        {"NVIDIA L4", 23570219008.0, "l4-24gb"},
+        {"NVIDIA A10G", 23609475072.0, "a10g-24gb"},
+        {"Tesla T4", 15835660288.0, "t4-16gb"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const kv_gpu *g = kv_cuda_match_catalog(&cat, cases[i].name, cases[i].total);
+        assert_non_null(g);
+        if (strcmp(g->id, cases[i].want)) fail_msg("%s matched %s, want %s", cases[i].name, g->id, cases[i].want);
+    }
+    assert_null(kv_cuda_match_catalog(&cat, "Quadro P1000", 4e9));
+}
+
+#ifdef KVLAB_HAVE_CUDA
+/* Without a device: NULL and one line naming the reason. With one: a small
+ * pool written and read back, a wrong token caught. */
+static void test_open_or_fallback(void **state)
+{
+    (void)state;
+    char err[256] = "";
+    assert_null(kv_cuda_open(0, err, sizeof err));
+    assert_non_null(strstr(err, "ranks"));
+    err[0] = 0;
+    kv_device *d = kv_cuda_open(1, err, sizeof err);
+    if (!d) {
+        assert_int_equal(strncmp(err, "no CUDA device: ", 16), 0);
+        assert_null(strchr(err, '\n'));
+        print_message("no CUDA device here (%s): fallback path checked\n", err);
+        return;
+    }
+    assert_true(kv_cuda_is(d));
+    assert_string_equal(d->name, "cuda");
+    kv_cuda_gpu_info info;
+    assert_int_equal(kv_cuda_info(d, 0, &info, err, sizeof err), 0);
+    assert_true(info.total_bytes > 0 && info.name[0]);
+    for (int dt = 0; dt < 4; dt++) {
+        kv_pool_layout l = {9, 16, 4, 2, dt == KV_DTYPE_FP16 ? 68 : 128, 2, dt}; /* 68 x 2 bytes: the per-element path */
+        assert_int_equal(d->ops->alloc_pool(d, 0, &l, err, sizeof err), 0);
+        int32_t table[2] = {7, 3}, tokens[20];
+        kv_slot_write w[20];
+        for (int i = 0; i < 20; i++) {
+            tokens[i] = 1000 + 37 * i;
+            w[i].slot = (int64_t)table[i / 16] * 16 + i % 16;
+            w[i].token_id = tokens[i];
+            w[i].position = i;
+        }
+        assert_int_equal(d->ops->write_kv(d, 0, w, 20, err, sizeof err), 0);
+        int64_t bad = -1;
+        assert_int_equal(d->ops->verify(d, 0, table, 2, tokens, 20, &bad, err, sizeof err), 0);
+        assert_int_equal(bad, 0);
+        tokens[17] += 1; /* one wrong token: every layer and head of it differs */
+        assert_int_equal(d->ops->verify(d, 0, table, 2, tokens, 20, &bad, err, sizeof err), 0);
+        assert_int_equal(bad, 4 * 2);
+        w[0].slot = 9 * 16;
+        assert_int_equal(d->ops->write_kv(d, 0, w, 1, err, sizeof err), KV_DEV_EINVAL);
+    }
+    d->ops->destroy(d);
+}
+#endif
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_e4m3_known_values),
+        cmocka_unit_test(test_e4m3_round_trip),
+        cmocka_unit_test(test_f16_bf16_known_values),
+        cmocka_unit_test(test_value_table),
+        cmocka_unit_test(test_value_bytes),
+        cmocka_unit_test(test_format_size),
+        cmocka_unit_test(test_format_oom),
+        cmocka_unit_test(test_map_ranks),
+        cmocka_unit_test(test_match_catalog),
+#ifdef KVLAB_HAVE_CUDA
+        cmocka_unit_test(test_open_or_fallback),
+#endif
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
