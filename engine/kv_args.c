@@ -1,16 +1,618 @@
+/* kv_args: vLLM engine args by name, with vLLM's defaults and forms. */
 #include "kv_args.h"
 #include "kv_util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-void kv_args_init(kv_args *a) { memset(a, 0, sizeof *a); a->gpu_memory_utilization = 0.92; a->block_size = 16; a->tensor_parallel_size = 1; a->pipeline_parallel_size = 1; a->enable_prefix_caching = 1; a->enable_chunked_prefill = 1;
-  a->gpu_memory_gib = a->weights_gib = a->activation_gib = a->cudagraph_gib = a->cuda_context_gib = a->nccl_gib = -1; }
-int kv_args_set(kv_args *a, const char *n, const char *v, char *err, size_t errlen) { (void)a; (void)v; return kv_errf(err, errlen, KV_ARGS_EUNKNOWN, "unknown flag --%s", n); }
-int kv_args_get(const kv_args *a, const char *n, char *b, size_t l) { (void)a; (void)n; if (l) b[0] = 0; return KV_ARGS_EUNKNOWN; }
-int kv_args_parse(kv_args *a, int c, char **v, char *notes, size_t nl, char *err, size_t el) { (void)a; (void)c; (void)v; (void)notes; (void)nl; return kv_errf(err, el, KV_ARGS_EUNKNOWN, "not built yet"); }
-int kv_args_is_set(const kv_args *a, const char *n) { (void)a; (void)n; return 0; }
-int kv_args_flag_count(void) { return 0; }
-const kv_args_flag *kv_args_flag_at(int i) { (void)i; return NULL; }
-const kv_args_flag *kv_args_flag_find(const char *n) { (void)n; return NULL; }
-int kv_args_parse_int(const char *s, int64_t *o, char *err, size_t el) { (void)s; *o = 0; return kv_errf(err, el, KV_ARGS_EVALUE, "not built yet"); }
-const char *kv_args_quant_name(kv_args_quant q) { (void)q; return ""; }
-const char *kv_args_kv_dtype_name(kv_args_kv_dtype d) { (void)d; return ""; }
-const char *kv_args_dtype_name(kv_args_dtype d) { (void)d; return ""; }
+#include <strings.h>
+
+enum {
+    F_MODEL, F_UTIL, F_MAX_MODEL_LEN, F_MAX_NUM_SEQS, F_MNBT, F_BLOCK_SIZE, F_KV_DTYPE, F_QUANT, F_DTYPE, F_TP, F_PP,
+    F_PREFIX, F_CHUNKED, F_EAGER, F_KV_BYTES, F_BLOCKS_OVERRIDE,
+    F_GPU, F_GPU_GIB, F_GPU_USED, F_WEIGHTS, F_ACTIVATION, F_CUDAGRAPH, F_CONTEXT, F_NCCL,
+    F_FIRST_NOTE
+};
+
+static const kv_args_flag flags[] = {
+    [F_MODEL] = {"model", "model", KV_ARG_STRING, NULL, "", "model id, config.json or folder (also the positional MODEL)", 1},
+    [F_UTIL] = {"gpu-memory-utilization", "gpu_memory_utilization", KV_ARG_FLOAT, NULL, "0.92",
+                "fraction of the card's reported total vLLM may use, in (0, 1]", 1},
+    [F_MAX_MODEL_LEN] = {"max-model-len", "max_model_len", KV_ARG_INT, NULL, "model's max",
+                         "longest request in tokens (32k, 128K, auto or -1 to fit)", 1},
+    [F_MAX_NUM_SEQS] = {"max-num-seqs", "max_num_seqs", KV_ARG_INT, NULL, "256 (1024 on >=70 GiB non-A100)",
+                        "requests scheduled at once", 1},
+    [F_MNBT] = {"max-num-batched-tokens", "max_num_batched_tokens", KV_ARG_INT, NULL,
+                "2048 (8192 on >=70 GiB non-A100)", "tokens per step; sizes the profile run's activation peak", 1},
+    [F_BLOCK_SIZE] = {"block-size", "block_size", KV_ARG_CHOICE, "1|8|16|32|64|128|256", "16", "tokens per KV block", 1},
+    [F_KV_DTYPE] = {"kv-cache-dtype", "kv_cache_dtype", KV_ARG_CHOICE,
+                    "auto|bfloat16|float16|fp8|fp8_e4m3|fp8_e5m2|fp8_inc|fp8_ds_mla|float32", "auto",
+                    "KV cache element type (auto = model dtype; fp8 = 1 byte)", 1},
+    [F_QUANT] = {"quantization", "quantization", KV_ARG_CHOICE,
+                 "none|fp8|awq|awq_marlin|gptq|gptq_marlin|bitsandbytes|mxfp4|compressed-tensors", "none",
+                 "weight quantization (default: the checkpoint's quantization_config)", 1},
+    [F_DTYPE] = {"dtype", "dtype", KV_ARG_CHOICE, "auto|bfloat16|float16|half|float|float32", "auto",
+                 "weight and activation dtype", 1},
+    [F_TP] = {"tensor-parallel-size", "tensor_parallel_size", KV_ARG_INT, NULL, "1", "GPUs the model is split across", 1},
+    [F_PP] = {"pipeline-parallel-size", "pipeline_parallel_size", KV_ARG_INT, NULL, "1",
+              "pipeline stages (kvlab plans 1 only)", 1},
+    [F_PREFIX] = {"enable-prefix-caching", "enable_prefix_caching", KV_ARG_BOOL, NULL, "true",
+                  "reuse cached blocks of shared prefixes", 0},
+    [F_CHUNKED] = {"enable-chunked-prefill", "enable_chunked_prefill", KV_ARG_BOOL, NULL, "true",
+                   "split long prompts over steps", 0},
+    [F_EAGER] = {"enforce-eager", "enforce_eager", KV_ARG_BOOL, NULL, "false", "no CUDA graphs (their memory becomes 0)", 1},
+    [F_KV_BYTES] = {"kv-cache-memory-bytes", "kv_cache_memory_bytes", KV_ARG_INT, NULL, "unset",
+                    "KV pool size per GPU in bytes; gpu_memory_utilization is then ignored", 1},
+    [F_BLOCKS_OVERRIDE] = {"num-gpu-blocks-override", "num_gpu_blocks_override", KV_ARG_INT, NULL, "unset",
+                           "force num_blocks (vLLM uses it to test preemption)", 1},
+    [F_GPU] = {"gpu", "kvlab", KV_ARG_STRING, NULL, "", "the card: a kvlab gpus id or alias (rtx-4090, h100-80gb)", 1},
+    [F_GPU_GIB] = {"gpu-memory-gib", "kvlab", KV_ARG_GIB, NULL, "catalogue",
+                   "the card's reported total in GiB (alone: a custom card)", 1},
+    [F_GPU_USED] = {"gpu-used-gib", "kvlab", KV_ARG_GIB, NULL, "0", "memory other processes hold at start-up (GiB)", 1},
+    [F_WEIGHTS] = {"weights-gib", "kvlab", KV_ARG_GIB, NULL, "from the shape", "override the weights term (GiB per GPU)", 1},
+    [F_ACTIVATION] = {"activation-gib", "kvlab", KV_ARG_GIB, NULL, "estimated",
+                      "override the profile run's activation peak (GiB per GPU)", 1},
+    [F_CUDAGRAPH] = {"cudagraph-gib", "kvlab", KV_ARG_GIB, NULL, "0.60", "override the CUDA-graph estimate (GiB per GPU)", 1},
+    [F_CONTEXT] = {"cuda-context-gib", "kvlab", KV_ARG_GIB, NULL, "0.60", "override the CUDA context (GiB per GPU)", 1},
+    [F_NCCL] = {"nccl-gib", "kvlab", KV_ARG_GIB, NULL, "1.00 when tp > 1", "override the NCCL buffers (GiB per GPU)", 1},
+    /* Real vLLM flags that do not change the memory plan. */
+    {"port", "port", KV_ARG_NOTE, NULL, "8000", "API server port", 0},
+    {"host", "host", KV_ARG_NOTE, NULL, "", "API server host", 0},
+    {"served-model-name", "served_model_name", KV_ARG_NOTE, NULL, "", "names the API serves the model under", 0},
+    {"api-key", "api_key", KV_ARG_NOTE, NULL, "", "API key", 0},
+    {"seed", "seed", KV_ARG_NOTE, NULL, "0", "random seed", 0},
+    {"swap-space", "swap_space", KV_ARG_NOTE, NULL, "4", "CPU swap space in GiB (host memory; gone in newer vLLM)", 0},
+    {"tokenizer", "tokenizer", KV_ARG_NOTE, NULL, "", "tokenizer name or path", 0},
+    {"tokenizer-mode", "tokenizer_mode", KV_ARG_NOTE, NULL, "auto", "tokenizer mode", 0},
+    {"revision", "revision", KV_ARG_NOTE, NULL, "", "model revision", 0},
+    {"tokenizer-revision", "tokenizer_revision", KV_ARG_NOTE, NULL, "", "tokenizer revision", 0},
+    {"download-dir", "download_dir", KV_ARG_NOTE, NULL, "", "where weights are downloaded", 0},
+    {"load-format", "load_format", KV_ARG_NOTE, NULL, "auto", "weight file format", 0},
+    {"config-format", "config_format", KV_ARG_NOTE, NULL, "auto", "config file format", 0},
+    {"chat-template", "chat_template", KV_ARG_NOTE, NULL, "", "chat template", 0},
+    {"generation-config", "generation_config", KV_ARG_NOTE, NULL, "auto", "generation config source", 0},
+    {"uvicorn-log-level", "uvicorn_log_level", KV_ARG_NOTE, NULL, "info", "API server log level", 0},
+    {"max-logprobs", "max_logprobs", KV_ARG_NOTE, NULL, "20", "most logprobs returned", 0},
+    {"max-log-len", "max_log_len", KV_ARG_NOTE, NULL, "", "prompt characters logged", 0},
+    {"tool-call-parser", "tool_call_parser", KV_ARG_NOTE, NULL, "", "tool-call parser", 0},
+    {"reasoning-parser", "reasoning_parser", KV_ARG_NOTE, NULL, "", "reasoning parser", 0},
+    {"root-path", "root_path", KV_ARG_NOTE, NULL, "", "API root path", 0},
+    {"ssl-keyfile", "ssl_keyfile", KV_ARG_NOTE, NULL, "", "TLS key", 0},
+    {"ssl-certfile", "ssl_certfile", KV_ARG_NOTE, NULL, "", "TLS certificate", 0},
+    {"scheduling-policy", "scheduling_policy", KV_ARG_NOTE, NULL, "fcfs", "fcfs or priority", 0},
+    {"distributed-executor-backend", "distributed_executor_backend", KV_ARG_NOTE, NULL, "", "mp or ray", 0},
+    {"data-parallel-size", "data_parallel_size", KV_ARG_NOTE, NULL, "1",
+     "engine replicas; each runs this same per-GPU plan", 0},
+    {"cpu-offload-gb", "cpu_offload_gb", KV_ARG_NOTE, NULL, "0",
+     "weights kept in CPU memory (not modelled: use --weights-gib for what stays on the GPU)", 0},
+    {"trust-remote-code", "trust_remote_code", KV_ARG_NOTE_BOOL, NULL, "false", "run the model repo's code", 0},
+    {"disable-log-requests", "disable_log_requests", KV_ARG_NOTE_BOOL, NULL, "false", "quieter logs", 0},
+    {"enable-log-requests", "enable_log_requests", KV_ARG_NOTE_BOOL, NULL, "false", "log each request", 0},
+    {"disable-log-stats", "disable_log_stats", KV_ARG_NOTE_BOOL, NULL, "false", "no periodic stats", 0},
+    {"enable-auto-tool-choice", "enable_auto_tool_choice", KV_ARG_NOTE_BOOL, NULL, "false", "automatic tool choice", 0},
+    {"disable-custom-all-reduce", "disable_custom_all_reduce", KV_ARG_NOTE_BOOL, NULL, "false",
+     "use NCCL all-reduce only", 0},
+    {"disable-frontend-multiprocessing", "disable_frontend_multiprocessing", KV_ARG_NOTE_BOOL, NULL, "false",
+     "API server in the engine's process", 0},
+};
+#define NUM_FLAGS ((int)(sizeof flags / sizeof flags[0]))
+
+int kv_args_flag_count(void) { return NUM_FLAGS; }
+
+const kv_args_flag *kv_args_flag_at(int i) { return i >= 0 && i < NUM_FLAGS ? &flags[i] : NULL; }
+
+void kv_args_init(kv_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->gpu_memory_utilization = 0.92;
+    a->block_size = 16;
+    a->tensor_parallel_size = 1;
+    a->pipeline_parallel_size = 1;
+    a->enable_prefix_caching = 1;
+    a->enable_chunked_prefill = 1;
+    a->gpu_memory_gib = a->weights_gib = a->activation_gib = -1;
+    a->cudagraph_gib = a->cuda_context_gib = a->nccl_gib = -1;
+    a->gpu_used_gib = 0;
+}
+
+/* Normalise a name: strip leading dashes, '_' -> '-'; *negated set for "no-". */
+static int find_index(const char *name, int *negated)
+{
+    char n[96];
+    *negated = 0;
+    if (!name)
+        return -1;
+    while (*name == '-')
+        name++;
+    size_t j = 0;
+    for (; *name && j + 1 < sizeof n; name++)
+        n[j++] = *name == '_' ? '-' : *name;
+    n[j] = '\0';
+    if (!strcmp(n, "q"))
+        return F_QUANT;
+    if (!strcmp(n, "tp"))
+        return F_TP;
+    if (!strcmp(n, "pp"))
+        return F_PP;
+    if (!strcmp(n, "kv-cache-memory"))
+        return F_KV_BYTES;
+    for (int pass = 0; pass < 2; pass++) {
+        const char *s = n;
+        if (pass == 1) {
+            if (strncmp(n, "no-", 3))
+                break;
+            s = n + 3;
+        }
+        for (int i = 0; i < NUM_FLAGS; i++)
+            if (!strcmp(flags[i].name, s)) {
+                if (pass == 1 && flags[i].kind != KV_ARG_BOOL && flags[i].kind != KV_ARG_NOTE_BOOL)
+                    return -1;
+                *negated = pass;
+                return i;
+            }
+    }
+    return -1;
+}
+
+const kv_args_flag *kv_args_flag_find(const char *name)
+{
+    int neg;
+    int i = find_index(name, &neg);
+    return i < 0 ? NULL : &flags[i];
+}
+
+int kv_args_parse_int(const char *s, int64_t *out, char *err, size_t errlen)
+{
+    *out = 0;
+    if (!s)
+        return kv_errf(err, errlen, KV_ARGS_EVALUE, "missing number");
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1]))
+        n--;
+    if (n == 0 || n > 40)
+        return kv_errf(err, errlen, KV_ARGS_EVALUE, "'%.40s' is not a number", s);
+    char buf[48];
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    char suf = buf[n - 1];
+    static const char dec[] = "kmgt", bin[] = "KMGT";
+    const char *pd = strchr(dec, suf), *pb = strchr(bin, suf);
+    if (suf && (pd || pb)) {
+        buf[n - 1] = '\0';
+        /* digits with at most one '.', as vLLM's regex (\d+(?:\.\d+)?) */
+        int dots = 0, digits = 0;
+        for (char *p = buf; *p; p++) {
+            if (*p == '.')
+                dots++;
+            else if (isdigit((unsigned char)*p))
+                digits++;
+            else
+                return kv_errf(err, errlen, KV_ARGS_EVALUE, "'%s' is not a number", s);
+        }
+        if (!digits || dots > 1 || buf[0] == '.' || buf[strlen(buf) - 1] == '.')
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "'%s' is not a number", s);
+        if (pb && dots)
+            return kv_errf(err, errlen, KV_ARGS_EVALUE,
+                           "decimals are not allowed with binary suffixes like %c (did you mean %s%c?)", suf, buf,
+                           (char)tolower((unsigned char)suf));
+        double v = strtod(buf, NULL);
+        double mult = 1;
+        int power = (int)((pd ? pd - dec : pb - bin) + 1);
+        for (int i = 0; i < power; i++)
+            mult *= pd ? 1000.0 : 1024.0;
+        v = floor(v * mult);
+        if (!(v < 9.0e18))
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "'%s' is too large", s);
+        *out = (int64_t)v;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    long long v = strtoll(buf, &end, 10);
+    if (*end || errno)
+        return kv_errf(err, errlen, KV_ARGS_EVALUE, "'%s' is not a whole number", s);
+    *out = v;
+    return 0;
+}
+
+static int parse_double(const char *s, double *out)
+{
+    if (!s || !*s)
+        return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    while (isspace((unsigned char)*end))
+        end++;
+    if (*end || errno || !isfinite(v) || isspace((unsigned char)*s))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_bool(const char *s, int *out)
+{
+    if (!s) {
+        *out = 1;
+        return 0;
+    }
+    if (!strcasecmp(s, "true") || !strcmp(s, "1") || !strcasecmp(s, "yes") || !strcasecmp(s, "on")) {
+        *out = 1;
+        return 0;
+    }
+    if (!strcasecmp(s, "false") || !strcmp(s, "0") || !strcasecmp(s, "no") || !strcasecmp(s, "off")) {
+        *out = 0;
+        return 0;
+    }
+    return -1;
+}
+
+static int choice_ok(const char *choices, const char *v)
+{
+    size_t n = strlen(v);
+    for (const char *p = choices; p && *p;) {
+        const char *bar = strchr(p, '|');
+        size_t l = bar ? (size_t)(bar - p) : strlen(p);
+        if (l == n && !strncmp(p, v, n))
+            return 1;
+        p = bar ? bar + 1 : NULL;
+    }
+    return 0;
+}
+
+int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size_t errlen)
+{
+    int neg;
+    int i = find_index(name, &neg);
+    const char *nm = name ? name : "";
+    while (*nm == '-')
+        nm++;
+    if (i < 0)
+        return kv_errf(err, errlen, KV_ARGS_EUNKNOWN, "unknown flag --%s (not a vLLM engine argument kvlab knows)", nm);
+    const kv_args_flag *f = &flags[i];
+    if (f->kind == KV_ARG_NOTE_BOOL || f->kind == KV_ARG_NOTE)
+        return kv_errf(err, errlen, KV_ARGS_IGNORED, "note: --%s does not change the memory plan; ignored", f->name);
+    if (f->kind == KV_ARG_BOOL) {
+        int b;
+        if (parse_bool(value, &b))
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--%s takes true or false, not '%s'", f->name, value);
+        if (neg)
+            b = !b;
+        if (i == F_PREFIX)
+            a->enable_prefix_caching = b;
+        else if (i == F_CHUNKED)
+            a->enable_chunked_prefill = b;
+        else
+            a->enforce_eager = b;
+        a->set_mask |= 1ull << i;
+        return KV_ARGS_OK;
+    }
+    if (!value || !*value)
+        return kv_errf(err, errlen, KV_ARGS_EMISSING, "--%s needs a value", f->name);
+    char e2[160];
+    int64_t iv = 0;
+    double dv = 0;
+    switch (i) {
+    case F_MODEL:
+        snprintf(a->model, sizeof a->model, "%s", value);
+        break;
+    case F_GPU:
+        snprintf(a->gpu, sizeof a->gpu, "%s", value);
+        break;
+    case F_UTIL:
+        if (parse_double(value, &dv))
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--gpu-memory-utilization: '%s' is not a number", value);
+        if (!(dv > 0 && dv <= 1))
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--gpu-memory-utilization must be in (0, 1], got %s", value);
+        a->gpu_memory_utilization = dv;
+        break;
+    case F_MAX_MODEL_LEN:
+        if (!strcasecmp(value, "auto")) {
+            a->max_model_len = KV_MAX_MODEL_LEN_AUTO;
+            break;
+        }
+        if (kv_args_parse_int(value, &iv, e2, sizeof e2))
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--max-model-len: %s", e2);
+        if (iv == -1) {
+            a->max_model_len = KV_MAX_MODEL_LEN_AUTO;
+            break;
+        }
+        if (iv < 1)
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--max-model-len must be a positive length, auto or -1, got %s",
+                           value);
+        a->max_model_len = iv;
+        break;
+    case F_MAX_NUM_SEQS:
+    case F_MNBT:
+    case F_TP:
+    case F_PP:
+    case F_KV_BYTES:
+    case F_BLOCKS_OVERRIDE:
+    case F_BLOCK_SIZE:
+        if (kv_args_parse_int(value, &iv, e2, sizeof e2))
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--%s: %s", f->name, e2);
+        if (iv < 1)
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--%s must be a positive whole number, got %s", f->name, value);
+        if ((i == F_TP || i == F_PP) && iv > 1024)
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--%s %s is more GPUs than kvlab plans for (1024)", f->name, value);
+        if ((i == F_MAX_NUM_SEQS || i == F_MNBT || i == F_BLOCKS_OVERRIDE) && iv > ((int64_t)1 << 40))
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--%s %s is too large", f->name, value);
+        if (i == F_MAX_NUM_SEQS)
+            a->max_num_seqs = iv;
+        else if (i == F_MNBT)
+            a->max_num_batched_tokens = iv;
+        else if (i == F_TP)
+            a->tensor_parallel_size = (int32_t)iv;
+        else if (i == F_PP) {
+            if (iv != 1)
+                return kv_errf(err, errlen, KV_ARGS_EVALUE,
+                               "--pipeline-parallel-size %s: kvlab plans one pipeline stage only (use --tensor-parallel-size)",
+                               value);
+            a->pipeline_parallel_size = 1;
+        } else if (i == F_KV_BYTES)
+            a->kv_cache_memory_bytes = iv;
+        else if (i == F_BLOCKS_OVERRIDE)
+            a->num_gpu_blocks_override = iv;
+        else {
+            if (!choice_ok(f->choices, value) && !(iv == 1 || iv == 8 || iv == 16 || iv == 32 || iv == 64 || iv == 128 ||
+                                                   iv == 256))
+                return kv_errf(err, errlen, KV_ARGS_EVALUE, "--block-size must be one of 1, 8, 16, 32, 64, 128, 256, got %s",
+                               value);
+            a->block_size = (int32_t)iv;
+        }
+        break;
+    case F_KV_DTYPE:
+        if (!choice_ok(f->choices, value))
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--kv-cache-dtype must be one of %s, got '%s'", f->choices, value);
+        if (!strcmp(value, "auto"))
+            a->kv_cache_dtype = KV_ARGS_KV_AUTO;
+        else if (!strcmp(value, "bfloat16"))
+            a->kv_cache_dtype = KV_ARGS_KV_BF16;
+        else if (!strcmp(value, "float16"))
+            a->kv_cache_dtype = KV_ARGS_KV_FP16;
+        else if (!strcmp(value, "float32"))
+            a->kv_cache_dtype = KV_ARGS_KV_FP32;
+        else if (!strcmp(value, "fp8_ds_mla"))
+            a->kv_cache_dtype = KV_ARGS_KV_FP8_DS_MLA;
+        else
+            a->kv_cache_dtype = KV_ARGS_KV_FP8;
+        break;
+    case F_QUANT:
+        if (!choice_ok(f->choices, value))
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--quantization must be one of %s, got '%s'", f->choices, value);
+        if (!strcmp(value, "none"))
+            a->quantization = KV_ARGS_QUANT_NONE;
+        else if (!strcmp(value, "fp8"))
+            a->quantization = KV_ARGS_QUANT_FP8;
+        else if (!strncmp(value, "awq", 3))
+            a->quantization = KV_ARGS_QUANT_AWQ;
+        else if (!strncmp(value, "gptq", 4))
+            a->quantization = KV_ARGS_QUANT_GPTQ;
+        else if (!strcmp(value, "bitsandbytes"))
+            a->quantization = KV_ARGS_QUANT_BITSANDBYTES;
+        else if (!strcmp(value, "mxfp4"))
+            a->quantization = KV_ARGS_QUANT_MXFP4;
+        else
+            a->quantization = KV_ARGS_QUANT_COMPRESSED_TENSORS;
+        break;
+    case F_DTYPE:
+        if (!choice_ok(f->choices, value))
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--dtype must be one of %s, got '%s'", f->choices, value);
+        if (!strcmp(value, "auto"))
+            a->dtype = KV_ARGS_DTYPE_AUTO;
+        else if (!strcmp(value, "bfloat16"))
+            a->dtype = KV_ARGS_DTYPE_BF16;
+        else if (!strcmp(value, "float16") || !strcmp(value, "half"))
+            a->dtype = KV_ARGS_DTYPE_FP16;
+        else
+            a->dtype = KV_ARGS_DTYPE_FP32;
+        break;
+    default: /* GiB overrides */
+        if (parse_double(value, &dv))
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--%s: '%s' is not a number", f->name, value);
+        if (dv < 0 || dv > 1e6 || (i == F_GPU_GIB && dv <= 0))
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--%s must be %s GiB, got %s", f->name,
+                           i == F_GPU_GIB ? "a positive number of" : "a non-negative number of", value);
+        if (i == F_GPU_GIB)
+            a->gpu_memory_gib = dv;
+        else if (i == F_GPU_USED)
+            a->gpu_used_gib = dv;
+        else if (i == F_WEIGHTS)
+            a->weights_gib = dv;
+        else if (i == F_ACTIVATION)
+            a->activation_gib = dv;
+        else if (i == F_CUDAGRAPH)
+            a->cudagraph_gib = dv;
+        else if (i == F_CONTEXT)
+            a->cuda_context_gib = dv;
+        else
+            a->nccl_gib = dv;
+        break;
+    }
+    a->set_mask |= 1ull << i;
+    return KV_ARGS_OK;
+}
+
+int kv_args_is_set(const kv_args *a, const char *name)
+{
+    int neg;
+    int i = find_index(name, &neg);
+    return i >= 0 && i < 64 && (a->set_mask >> i) & 1;
+}
+
+static void fmt_gib(char *b, size_t n, double v)
+{
+    if (v < 0)
+        snprintf(b, n, "%s", "");
+    else
+        snprintf(b, n, "%g", v);
+}
+
+int kv_args_get(const kv_args *a, const char *name, char *b, size_t n)
+{
+    int neg;
+    int i = find_index(name, &neg);
+    if (!n)
+        return i < 0 ? KV_ARGS_EUNKNOWN : 0;
+    b[0] = '\0';
+    if (i < 0)
+        return KV_ARGS_EUNKNOWN;
+    switch (i) {
+    case F_MODEL: snprintf(b, n, "%s", a->model); break;
+    case F_GPU: snprintf(b, n, "%s", a->gpu); break;
+    case F_UTIL: snprintf(b, n, "%g", a->gpu_memory_utilization); break;
+    case F_MAX_MODEL_LEN:
+        if (a->max_model_len == KV_MAX_MODEL_LEN_AUTO)
+            snprintf(b, n, "auto");
+        else if (a->max_model_len > 0)
+            snprintf(b, n, "%lld", (long long)a->max_model_len);
+        break;
+    case F_MAX_NUM_SEQS: if (a->max_num_seqs) snprintf(b, n, "%lld", (long long)a->max_num_seqs); break;
+    case F_MNBT: if (a->max_num_batched_tokens) snprintf(b, n, "%lld", (long long)a->max_num_batched_tokens); break;
+    case F_BLOCK_SIZE: snprintf(b, n, "%d", a->block_size); break;
+    case F_KV_DTYPE: snprintf(b, n, "%s", kv_args_kv_dtype_name(a->kv_cache_dtype)); break;
+    case F_QUANT: snprintf(b, n, "%s", kv_args_quant_name(a->quantization)); break;
+    case F_DTYPE: snprintf(b, n, "%s", kv_args_dtype_name(a->dtype)); break;
+    case F_TP: snprintf(b, n, "%d", a->tensor_parallel_size); break;
+    case F_PP: snprintf(b, n, "%d", a->pipeline_parallel_size); break;
+    case F_PREFIX: snprintf(b, n, "%s", (a->enable_prefix_caching != 0) != neg ? "true" : "false"); break;
+    case F_CHUNKED: snprintf(b, n, "%s", (a->enable_chunked_prefill != 0) != neg ? "true" : "false"); break;
+    case F_EAGER: snprintf(b, n, "%s", (a->enforce_eager != 0) != neg ? "true" : "false"); break;
+    case F_KV_BYTES: if (a->kv_cache_memory_bytes) snprintf(b, n, "%lld", (long long)a->kv_cache_memory_bytes); break;
+    case F_BLOCKS_OVERRIDE:
+        if (a->num_gpu_blocks_override) snprintf(b, n, "%lld", (long long)a->num_gpu_blocks_override);
+        break;
+    case F_GPU_GIB: fmt_gib(b, n, a->gpu_memory_gib); break;
+    case F_GPU_USED: fmt_gib(b, n, a->gpu_used_gib); break;
+    case F_WEIGHTS: fmt_gib(b, n, a->weights_gib); break;
+    case F_ACTIVATION: fmt_gib(b, n, a->activation_gib); break;
+    case F_CUDAGRAPH: fmt_gib(b, n, a->cudagraph_gib); break;
+    case F_CONTEXT: fmt_gib(b, n, a->cuda_context_gib); break;
+    case F_NCCL: fmt_gib(b, n, a->nccl_gib); break;
+    default: break; /* ignored flags hold no value */
+    }
+    return 0;
+}
+
+static void add_note(char *notes, size_t n, const char *line)
+{
+    if (!notes || !n)
+        return;
+    size_t l = strlen(notes);
+    if (l + 1 < n)
+        snprintf(notes + l, n - l, "%s\n", line);
+}
+
+/* Does this argument look like a flag (not a value such as "-1")? */
+static int is_flag(const char *s)
+{
+    if (s[0] != '-')
+        return 0;
+    if (s[1] == '-')
+        return 1;
+    return !strcmp(s, "-q") || !strcmp(s, "-tp") || !strcmp(s, "-pp");
+}
+
+int kv_args_parse(kv_args *a, int argc, char **argv, char *notes, size_t noteslen, char *err, size_t errlen)
+{
+    if (notes && noteslen)
+        notes[0] = '\0';
+    int i = 0;
+    if (argc >= 2 && !strcmp(argv[0], "vllm") && !strcmp(argv[1], "serve"))
+        i = 2;
+    int have_model = 0;
+    for (; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!arg)
+            break;
+        if (!strcmp(arg, "\\") || !strcmp(arg, "--"))
+            continue; /* a pasted line continuation; end of options */
+        if (!is_flag(arg)) {
+            if (have_model)
+                return kv_errf(err, errlen, KV_ARGS_EUNKNOWN, "unexpected argument '%s' (MODEL is already '%s')", arg,
+                               a->model);
+            snprintf(a->model, sizeof a->model, "%s", arg);
+            have_model = 1;
+            continue;
+        }
+        char name[128];
+        const char *eq = strchr(arg, '=');
+        const char *value = NULL;
+        size_t nl = eq ? (size_t)(eq - arg) : strlen(arg);
+        if (nl >= sizeof name)
+            return kv_errf(err, errlen, KV_ARGS_EUNKNOWN, "unknown flag %.60s...", arg);
+        memcpy(name, arg, nl);
+        name[nl] = '\0';
+        if (eq)
+            value = eq + 1;
+        int neg;
+        int fi = find_index(name, &neg);
+        if (fi < 0)
+            return kv_errf(err, errlen, KV_ARGS_EUNKNOWN, "unknown flag %s (not a vLLM engine argument kvlab knows)", name);
+        const kv_args_flag *f = &flags[fi];
+        int takes_value = f->kind != KV_ARG_BOOL && f->kind != KV_ARG_NOTE_BOOL;
+        if (!takes_value && eq && (f->kind == KV_ARG_NOTE_BOOL))
+            value = NULL;
+        if (takes_value && !eq) {
+            if (i + 1 >= argc || !argv[i + 1] || is_flag(argv[i + 1]))
+                return kv_errf(err, errlen, KV_ARGS_EMISSING, "--%s needs a value", f->name);
+            value = argv[++i];
+            /* --served-model-name takes one or more names */
+            if (fi >= F_FIRST_NOTE && !strcmp(f->name, "served-model-name"))
+                while (i + 1 < argc && argv[i + 1] && !is_flag(argv[i + 1]) && have_model)
+                    i++;
+        }
+        if (fi == F_MODEL)
+            have_model = 1;
+        int rc = kv_args_set(a, name, value, err, errlen);
+        if (rc == KV_ARGS_IGNORED) {
+            add_note(notes, noteslen, err);
+            if (err && errlen)
+                err[0] = '\0';
+            continue;
+        }
+        if (rc < 0)
+            return rc;
+    }
+    return KV_ARGS_OK;
+}
+
+const char *kv_args_quant_name(kv_args_quant q)
+{
+    switch (q) {
+    case KV_ARGS_QUANT_FP8: return "fp8";
+    case KV_ARGS_QUANT_AWQ: return "awq";
+    case KV_ARGS_QUANT_GPTQ: return "gptq";
+    case KV_ARGS_QUANT_BITSANDBYTES: return "bitsandbytes";
+    case KV_ARGS_QUANT_MXFP4: return "mxfp4";
+    case KV_ARGS_QUANT_COMPRESSED_TENSORS: return "compressed-tensors";
+    default: return "none";
+    }
+}
+
+const char *kv_args_kv_dtype_name(kv_args_kv_dtype d)
+{
+    switch (d) {
+    case KV_ARGS_KV_BF16: return "bfloat16";
+    case KV_ARGS_KV_FP16: return "float16";
+    case KV_ARGS_KV_FP8: return "fp8";
+    case KV_ARGS_KV_FP8_DS_MLA: return "fp8_ds_mla";
+    case KV_ARGS_KV_FP32: return "float32";
+    default: return "auto";
+    }
+}
+
+const char *kv_args_dtype_name(kv_args_dtype d)
+{
+    switch (d) {
+    case KV_ARGS_DTYPE_BF16: return "bfloat16";
+    case KV_ARGS_DTYPE_FP16: return "float16";
+    case KV_ARGS_DTYPE_FP32: return "float32";
+    default: return "auto";
+    }
+}

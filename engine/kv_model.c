@@ -1,10 +1,730 @@
+/* kv_model: HF config.json -> model shape and derived parameter counts. */
 #include "kv_model.h"
 #include "kv_util.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#define MAX_CONFIG_BYTES (8u << 20)
+
+/* ---------------------------------------------------------------- reading */
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n < cap)
+            break;
+        if (cap >= MAX_CONFIG_BYTES) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        cap *= 2;
+        char *nb = realloc(buf, cap + 1);
+        if (!nb) {
+            free(buf);
+            buf = NULL;
+        }
+        buf = nb;
+    }
+    fclose(f);
+    if (buf) {
+        buf[n] = '\0';
+        *len = n;
+    }
+    return buf;
+}
+
+static int is_file(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int is_dir(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* ------------------------------------------------------------ JSON fields */
+
+typedef struct ctx {
+    const cJSON *text;   /* text_config when nested, else root */
+    const cJSON *root;
+    const char *path;
+    char *err;
+    size_t errlen;
+} ctx;
+
+/* Find a key in text_config first, then the root. */
+static const cJSON *field(const ctx *c, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(c->text, key);
+    if (!v && c->text != c->root)
+        v = cJSON_GetObjectItemCaseSensitive(c->root, key);
+    return v;
+}
+
+/* Read an integer field. Returns 1 if present and valid, 0 if absent or
+ * null, -1 (err set) if present with a bad value. */
+static int get_int(const ctx *c, const char *key, int64_t lo, int64_t hi, int64_t *out)
+{
+    const cJSON *v = field(c, key);
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble != floor(v->valuedouble)) {
+        kv_errf(c->err, c->errlen, -1, "%s: field \"%s\" must be a whole number", c->path, key);
+        return -1;
+    }
+    if (v->valuedouble < (double)lo || v->valuedouble > (double)hi) {
+        kv_errf(c->err, c->errlen, -1, "%s: field \"%s\" = %.17g is out of range [%lld, %lld]",
+                c->path, key, v->valuedouble, (long long)lo, (long long)hi);
+        return -1;
+    }
+    *out = (int64_t)v->valuedouble;
+    return 1;
+}
+
+static int get_int32(const ctx *c, const char *key, int64_t lo, int64_t hi, int32_t *out)
+{
+    int64_t v = 0;
+    int r = get_int(c, key, lo, hi, &v);
+    if (r == 1)
+        *out = (int32_t)v;
+    return r;
+}
+
+static int need_int32(const ctx *c, const char *key, int64_t lo, int64_t hi, int32_t *out)
+{
+    int r = get_int32(c, key, lo, hi, out);
+    if (r == 0)
+        kv_errf(c->err, c->errlen, -1, "%s: required field \"%s\" is missing", c->path, key);
+    return r == 1 ? 1 : -1;
+}
+
+static int get_bool(const ctx *c, const char *key, int dflt, int32_t *out)
+{
+    const cJSON *v = field(c, key);
+    if (!v || cJSON_IsNull(v)) {
+        *out = dflt;
+        return 0;
+    }
+    if (!cJSON_IsBool(v)) {
+        kv_errf(c->err, c->errlen, -1, "%s: field \"%s\" must be true or false", c->path, key);
+        return -1;
+    }
+    *out = cJSON_IsTrue(v);
+    return 1;
+}
+
+static const char *get_str(const ctx *c, const char *key)
+{
+    const cJSON *v = field(c, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static void copy_str(char *dst, size_t n, const char *src)
+{
+    snprintf(dst, n, "%s", src ? src : "");
+}
+
+/* -------------------------------------------------------- derived values */
+
+static int dtype_bytes_of(const char *s)
+{
+    if (!s)
+        return 2;
+    if (!strcmp(s, "float32") || !strcmp(s, "fp32"))
+        return 4;
+    return 2;
+}
+
+/* vLLM's derived max_model_len (vllm/config/model.py _get_and_verify_max_len):
+ * the smallest of the length keys present, times the RoPE scaling factor
+ * unless the type already includes it (su, longrope, llama3) or the model is
+ * Gemma 3 (its 128K is already scaled); yarn starts from the original length. */
+static int derive_max_len(const ctx *c, kv_model *m)
+{
+    static const char *keys[] = {"max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
+                                 "max_sequence_length", "max_seq_length", "seq_len"};
+    int64_t best = 0;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        int64_t v = 0;
+        int r = get_int(c, keys[i], 1, (int64_t)1 << 40, &v);
+        if (r < 0)
+            return -1;
+        if (r == 1 && (best == 0 || v < best))
+            best = v;
+    }
+    if (best == 0) {
+        if (strstr(m->model_type, "gemma3"))
+            best = 131072; /* Gemma3TextConfig default, absent from the sparse official file */
+        else
+            return kv_errf(c->err, c->errlen, -1, "%s: required field \"max_position_embeddings\" is missing",
+                           c->path);
+    }
+    const cJSON *rs = field(c, "rope_scaling");
+    if (cJSON_IsObject(rs) && !strstr(m->model_type, "gemma3")) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
+        if (!cJSON_IsString(t))
+            t = cJSON_GetObjectItemCaseSensitive(rs, "type");
+        const char *type = cJSON_IsString(t) ? t->valuestring : "";
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(rs, "factor");
+        if (strcmp(type, "su") && strcmp(type, "longrope") && strcmp(type, "llama3") && cJSON_IsNumber(f) &&
+            f->valuedouble >= 1.0 && f->valuedouble <= 1024.0) {
+            double len = (double)best;
+            if (!strcmp(type, "yarn")) {
+                const cJSON *o = cJSON_GetObjectItemCaseSensitive(rs, "original_max_position_embeddings");
+                if (cJSON_IsNumber(o) && o->valuedouble >= 1 && o->valuedouble <= (double)((int64_t)1 << 40))
+                    len = floor(o->valuedouble);
+            }
+            best = (int64_t)(len * f->valuedouble);
+        }
+    }
+    m->max_position_embeddings = best;
+    return 0;
+}
+
+static int parse_sliding(const ctx *c, kv_model *m)
+{
+    int32_t win = 0;
+    int r = get_int32(c, "sliding_window", 0, INT32_MAX, &win);
+    if (r < 0)
+        return -1;
+    const cJSON *lt = field(c, "layer_types");
+    int L = m->num_hidden_layers;
+    memset(m->layer_is_sliding, 0, sizeof m->layer_is_sliding);
+    if (cJSON_IsArray(lt)) {
+        if (cJSON_GetArraySize(lt) != L)
+            return kv_errf(c->err, c->errlen, -1, "%s: field \"layer_types\" has %d entries, num_hidden_layers is %d",
+                           c->path, cJSON_GetArraySize(lt), L);
+        int i = 0;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, lt) {
+            if (!cJSON_IsString(e))
+                return kv_errf(c->err, c->errlen, -1, "%s: field \"layer_types\" entry %d is not a string", c->path, i);
+            if (!strcmp(e->valuestring, "sliding_attention"))
+                m->layer_is_sliding[i] = 1;
+            i++;
+        }
+    } else if (win > 0 && !strcmp(m->model_type, "gemma2")) {
+        for (int i = 0; i < L; i++)
+            m->layer_is_sliding[i] = (i % 2 == 0); /* Gemma 2: even layers local */
+    } else if (win > 0 && strstr(m->model_type, "gemma3")) {
+        int32_t pat = 6; /* Gemma3TextConfig default: 5 local layers then 1 global */
+        if (get_int32(c, "sliding_window_pattern", 1, 1 << 20, &pat) < 0)
+            return -1;
+        for (int i = 0; i < L; i++)
+            m->layer_is_sliding[i] = ((i + 1) % pat) != 0;
+    } else if (win > 0 && !strncmp(m->model_type, "qwen", 4)) {
+        int32_t use = 0, from = 0;
+        if (get_bool(c, "use_sliding_window", 0, &use) < 0)
+            return -1;
+        if (get_int32(c, "max_window_layers", 0, INT32_MAX, &from) < 0)
+            return -1;
+        for (int i = 0; i < L; i++)
+            m->layer_is_sliding[i] = use && i >= from;
+    }
+    /* Other models with a sliding_window but no per-layer pattern (Mistral
+     * v0.1, Phi-3) run full attention in vLLM's llama-family code. */
+    int n = 0;
+    for (int i = 0; i < L; i++)
+        n += m->layer_is_sliding[i];
+    m->num_sliding_layers = n;
+    m->sliding_window = n ? win : 0;
+    if (n && win <= 0)
+        return kv_errf(c->err, c->errlen, -1, "%s: field \"sliding_window\" must be set when layers slide", c->path);
+    return 0;
+}
+
+static int parse_quant(const ctx *c, kv_model *m)
+{
+    const cJSON *q = cJSON_GetObjectItemCaseSensitive(c->root, "quantization_config");
+    if (!q && c->text != c->root)
+        q = cJSON_GetObjectItemCaseSensitive(c->text, "quantization_config");
+    if (!q || cJSON_IsNull(q))
+        return 0;
+    if (!cJSON_IsObject(q))
+        return kv_errf(c->err, c->errlen, -1, "%s: field \"quantization_config\" must be an object", c->path);
+    const cJSON *meth = cJSON_GetObjectItemCaseSensitive(q, "quant_method");
+    const char *s = cJSON_IsString(meth) ? meth->valuestring : "";
+    copy_str(m->quant_method, sizeof m->quant_method, s);
+    ctx qc = *c;
+    qc.text = qc.root = q;
+    int64_t v;
+    if (!strcmp(s, "fp8")) {
+        m->quant = KV_QUANT_FP8;
+        m->quant_bits = 8;
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(q, "weight_block_size");
+        if (cJSON_IsArray(b) && cJSON_GetArraySize(b) == 2) {
+            for (int i = 0; i < 2; i++) {
+                const cJSON *e = cJSON_GetArrayItem(b, i);
+                if (!cJSON_IsNumber(e) || e->valuedouble < 1 || e->valuedouble > 65536)
+                    return kv_errf(c->err, c->errlen, -1, "%s: field \"quantization_config.weight_block_size\" is invalid",
+                                   c->path);
+                m->quant_block[i] = (int32_t)e->valuedouble;
+            }
+        }
+    } else if (!strcmp(s, "awq") || !strcmp(s, "gptq")) {
+        m->quant = s[0] == 'a' ? KV_QUANT_AWQ : KV_QUANT_GPTQ;
+        m->quant_bits = 4;
+        m->quant_group_size = 128;
+        int r = get_int(&qc, "bits", 1, 16, &v);
+        if (r == 0)
+            r = get_int(&qc, "w_bit", 1, 16, &v);
+        if (r < 0)
+            return -1;
+        if (r == 1)
+            m->quant_bits = (int32_t)v;
+        r = get_int(&qc, "group_size", -1, 1 << 20, &v);
+        if (r == 0)
+            r = get_int(&qc, "q_group_size", -1, 1 << 20, &v);
+        if (r < 0)
+            return -1;
+        if (r == 1)
+            m->quant_group_size = v <= 0 ? 0 : (int32_t)v;
+    } else if (!strcmp(s, "compressed-tensors")) {
+        m->quant = KV_QUANT_COMPRESSED_TENSORS;
+        const cJSON *groups = cJSON_GetObjectItemCaseSensitive(q, "config_groups");
+        const cJSON *g = cJSON_IsObject(groups) ? groups->child : NULL;
+        const cJSON *w = g ? cJSON_GetObjectItemCaseSensitive(g, "weights") : NULL;
+        if (!cJSON_IsObject(w)) {
+            m->quant = KV_QUANT_UNKNOWN;
+            return 0;
+        }
+        ctx wc = *c;
+        wc.text = wc.root = w;
+        if (get_int(&wc, "num_bits", 1, 16, &v) != 1) {
+            m->quant = KV_QUANT_UNKNOWN;
+            return 0;
+        }
+        m->quant_bits = (int32_t)v;
+        if (get_int(&wc, "group_size", -1, 1 << 20, &v) == 1 && v > 0)
+            m->quant_group_size = (int32_t)v;
+    } else if (!strcmp(s, "mxfp4")) {
+        m->quant = KV_QUANT_MXFP4;
+        m->quant_bits = 4;
+        m->quant_group_size = 32;
+    } else if (!strcmp(s, "bitsandbytes")) {
+        m->quant = KV_QUANT_BITSANDBYTES;
+        int32_t b8 = 0;
+        if (get_bool(&qc, "load_in_8bit", 0, &b8) < 0)
+            return -1;
+        m->quant_bits = b8 ? 8 : 4;
+        m->quant_group_size = b8 ? 0 : 64;
+    } else {
+        m->quant = KV_QUANT_UNKNOWN;
+    }
+    return 0;
+}
+
+/* Parameter counts from the shape. Sums are kept in double (exact for every
+ * real model, < 2^53) so hostile configs cannot overflow. */
+static int count_params(const ctx *c, kv_model *m)
+{
+    double h = m->hidden_size, V = m->vocab_size, H = m->num_attention_heads, KV = m->num_key_value_heads;
+    double hd = m->head_dim;
+    double linear = 0, other = 0, expert = 0, active_linear = 0;
+    int L = m->num_hidden_layers;
+    const int qwen2 = !strcmp(m->model_type, "qwen2") || !strcmp(m->model_type, "qwen2_moe");
+    const int gemma = !strncmp(m->model_type, "gemma", 5);
+    const int gemma3 = strstr(m->model_type, "gemma3") != NULL;
+    const int qwen3 = !strncmp(m->model_type, "qwen3", 5);
+    const int gptoss = !strcmp(m->model_type, "gpt_oss");
+    const int ds3 = !strcmp(m->model_type, "deepseek_v3");
+
+    /* One decoder layer: attention + MLP (dense or MoE) + norms. */
+    double attn = 0, attn_other = 0;
+    if (m->is_mla) {
+        double qk = m->qk_nope_head_dim + m->qk_rope_head_dim;
+        if (m->q_lora_rank > 0) {
+            attn += h * m->q_lora_rank + (double)m->q_lora_rank * H * qk;
+            attn_other += m->q_lora_rank;
+        } else {
+            attn += h * H * qk;
+        }
+        attn += h * (m->kv_lora_rank + m->qk_rope_head_dim);
+        attn += (double)m->kv_lora_rank * H * (m->qk_nope_head_dim + m->v_head_dim);
+        attn += H * m->v_head_dim * h;
+        attn_other += m->kv_lora_rank;
+    } else {
+        attn = h * H * hd + 2 * h * KV * hd + H * hd * h;
+        if (m->attention_bias)
+            attn_other += H * hd + 2 * KV * hd + h;
+        else if (qwen2)
+            attn_other += H * hd + 2 * KV * hd;
+        if (qwen3 || gemma3)
+            attn_other += 2 * hd; /* q_norm, k_norm */
+        if (gptoss)
+            attn_other += H;      /* attention sinks */
+    }
+    double norms = (gemma ? 4 : 2) * h;
+    double dense_mlp = 3 * h * m->intermediate_size;
+    double e_w = m->moe_intermediate_size;
+    double moe_experts = (double)m->num_experts * 3 * h * e_w;
+    double moe_shared = 3 * h * ((double)m->num_shared_experts * e_w + m->shared_expert_intermediate_size);
+    double moe_other = h * m->num_experts; /* router weight, counted with linear layers */
+    double moe_bias = 0;
+    if (gptoss)
+        moe_bias = m->num_experts + (double)m->num_experts * (2 * e_w + h);
+    if (ds3)
+        moe_bias = m->num_experts; /* e_score_correction_bias */
+    if (m->shared_expert_intermediate_size)
+        moe_other += h; /* shared_expert_gate */
+    double moe_active = (double)m->num_experts_per_tok * 3 * h * e_w + moe_shared + moe_other;
+
+    double moe_layer_linear = moe_experts + moe_shared + moe_other;
+    for (int i = 0; i < L; i++) {
+        int is_moe = m->num_experts > 0 && i >= m->first_k_dense_replace;
+        linear += attn + (is_moe ? moe_layer_linear : dense_mlp);
+        active_linear += attn + (is_moe ? moe_active : dense_mlp);
+        if (is_moe)
+            expert += moe_experts;
+        other += attn_other + norms + (is_moe ? moe_bias : 0);
+    }
+    other += h; /* final norm */
+    double embed = V * h * (m->tie_word_embeddings ? 1 : 2);
+    double total = linear + embed + other;
+    /* DeepSeek MTP layers: a MoE decoder layer plus enorm, hnorm, eh_proj,
+     * and its own copies of the embedding and output head. */
+    double mtp = 0;
+    if (m->num_nextn_predict_layers > 0)
+        mtp = m->num_nextn_predict_layers *
+              (attn + moe_layer_linear + attn_other + norms + moe_bias + 3 * h + 2 * h * h + 2 * V * h);
+    if (total + mtp > 9.0e18)
+        return kv_errf(c->err, c->errlen, -1, "%s: the shape gives more than 9e18 parameters", c->path);
+    m->params_linear = (int64_t)linear;
+    m->params_embedding = (int64_t)embed;
+    m->params_other = (int64_t)other;
+    m->params_total = (int64_t)total;
+    m->params_checkpoint = (int64_t)(total + mtp);
+    m->params_active = (int64_t)(active_linear + embed + other);
+    m->params_expert_linear = (int64_t)expert;
+    return 0;
+}
+
+/* --------------------------------------------------------------- parsing */
+
 int kv_model_parse(const char *json, size_t len, const char *path, kv_model *out, char *err, size_t errlen)
-{ (void)json; (void)len; memset(out, 0, sizeof *out); return kv_errf(err, errlen, KV_MODEL_EPARSE, "%s: loader not built yet", path ? path : "?"); }
-int kv_model_load(const char *n, const char *a, kv_model *out, char *err, size_t errlen)
-{ (void)a; memset(out, 0, sizeof *out); return kv_errf(err, errlen, KV_MODEL_ENOTFOUND, "%s: loader not built yet", n); }
-const char *kv_model_attention_kind(const kv_model *m) { (void)m; return "?"; }
-int kv_model_catalog_list(const char *a, char ***ids, char *err, size_t errlen) { (void)a; *ids = NULL; return kv_errf(err, errlen, KV_MODEL_ENOTFOUND, "not built yet"); }
-void kv_model_catalog_free(char **ids, int count) { (void)ids; (void)count; }
+{
+    memset(out, 0, sizeof *out);
+    if (!path)
+        path = "config.json";
+    copy_str(out->path, sizeof out->path, path);
+    cJSON *root = cJSON_ParseWithLength(json, len);
+    if (!root)
+        return kv_errf(err, errlen, KV_MODEL_EPARSE, "%s: not valid JSON", path);
+    int rc = KV_MODEL_EFIELD;
+    ctx c = {root, root, path, err, errlen};
+    kv_model *m = out;
+    if (!cJSON_IsObject(root)) {
+        kv_errf(err, errlen, KV_MODEL_EPARSE, "%s: not a JSON object", path);
+        rc = KV_MODEL_EPARSE;
+        goto done;
+    }
+    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(root, "text_config");
+    if (cJSON_IsObject(tc))
+        c.text = tc;
+
+    const char *mt = get_str(&c, "model_type");
+    copy_str(m->model_type, sizeof m->model_type, mt);
+    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "architectures");
+    if (cJSON_IsArray(arch) && cJSON_IsString(cJSON_GetArrayItem(arch, 0)))
+        copy_str(m->architecture, sizeof m->architecture, cJSON_GetArrayItem(arch, 0)->valuestring);
+
+    if (need_int32(&c, "num_hidden_layers", 1, KV_MODEL_MAX_LAYERS, &m->num_hidden_layers) < 0 ||
+        need_int32(&c, "hidden_size", 1, 1 << 20, &m->hidden_size) < 0 ||
+        need_int32(&c, "num_attention_heads", 1, 1 << 16, &m->num_attention_heads) < 0)
+        goto done;
+    if (get_int32(&c, "intermediate_size", 1, 1 << 22, &m->intermediate_size) < 0)
+        goto done;
+    int r = get_int32(&c, "vocab_size", 1, 1 << 26, &m->vocab_size);
+    if (r < 0)
+        goto done;
+    if (r == 0) {
+        if (strstr(m->model_type, "gemma3"))
+            m->vocab_size = 262208; /* Gemma3TextConfig default */
+        else {
+            kv_errf(err, errlen, rc, "%s: required field \"vocab_size\" is missing", path);
+            goto done;
+        }
+    }
+    /* KV heads: the first of vLLM's spellings present, else MHA. */
+    static const char *kvkeys[] = {"n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num"};
+    m->num_key_value_heads = 0;
+    for (size_t i = 0; i < 4 && !m->num_key_value_heads; i++)
+        if (get_int32(&c, kvkeys[i], 1, 1 << 16, &m->num_key_value_heads) < 0)
+            goto done;
+    if (!m->num_key_value_heads)
+        m->num_key_value_heads = m->num_attention_heads;
+    if (m->num_key_value_heads > m->num_attention_heads) {
+        kv_errf(err, errlen, rc, "%s: field \"num_key_value_heads\" (%d) exceeds num_attention_heads (%d)", path,
+                m->num_key_value_heads, m->num_attention_heads);
+        goto done;
+    }
+    if ((r = get_int32(&c, "head_dim", 1, 1 << 16, &m->head_dim)) < 0)
+        goto done;
+    if (r == 0) {
+        if (m->hidden_size % m->num_attention_heads) {
+            kv_errf(err, errlen, rc, "%s: field \"hidden_size\" (%d) is not a multiple of num_attention_heads (%d) and no head_dim is given",
+                    path, m->hidden_size, m->num_attention_heads);
+            goto done;
+        }
+        m->head_dim = m->hidden_size / m->num_attention_heads;
+    }
+    if (get_bool(&c, "tie_word_embeddings", 1, &m->tie_word_embeddings) < 0 ||
+        get_bool(&c, "attention_bias", 0, &m->attention_bias) < 0)
+        goto done;
+    const char *dt = get_str(&c, "torch_dtype");
+    if (!dt)
+        dt = get_str(&c, "dtype");
+    if (dt && strcmp(dt, "bfloat16") && strcmp(dt, "float16") && strcmp(dt, "float32")) {
+        kv_errf(err, errlen, rc, "%s: field \"torch_dtype\" = \"%s\" is not bfloat16, float16 or float32", path, dt);
+        goto done;
+    }
+    copy_str(m->torch_dtype, sizeof m->torch_dtype, dt ? dt : "bfloat16");
+    m->dtype_bytes = dtype_bytes_of(m->torch_dtype);
+
+    /* MoE. */
+    static const char *ekeys[] = {"num_local_experts", "num_experts", "n_routed_experts"};
+    for (size_t i = 0; i < 3 && !m->num_experts; i++)
+        if (get_int32(&c, ekeys[i], 0, 1 << 14, &m->num_experts) < 0)
+            goto done;
+    if (m->num_experts > 0) {
+        if (get_int32(&c, "num_experts_per_tok", 1, m->num_experts, &m->num_experts_per_tok) < 0 ||
+            (!m->num_experts_per_tok &&
+             get_int32(&c, "experts_per_token", 1, m->num_experts, &m->num_experts_per_tok) < 0))
+            goto done;
+        if (!m->num_experts_per_tok) {
+            kv_errf(err, errlen, rc, "%s: required field \"num_experts_per_tok\" is missing (MoE model)", path);
+            goto done;
+        }
+        if (get_int32(&c, "moe_intermediate_size", 1, 1 << 22, &m->moe_intermediate_size) < 0 ||
+            get_int32(&c, "n_shared_experts", 0, 1 << 10, &m->num_shared_experts) < 0 ||
+            get_int32(&c, "shared_expert_intermediate_size", 0, 1 << 22, &m->shared_expert_intermediate_size) < 0 ||
+            get_int32(&c, "first_k_dense_replace", 0, m->num_hidden_layers, &m->first_k_dense_replace) < 0)
+            goto done;
+        if (!m->moe_intermediate_size)
+            m->moe_intermediate_size = m->intermediate_size; /* Mixtral, gpt-oss: experts are intermediate_size wide */
+        if (!m->moe_intermediate_size) {
+            kv_errf(err, errlen, rc, "%s: required field \"moe_intermediate_size\" is missing (MoE model)", path);
+            goto done;
+        }
+        m->num_moe_layers = m->num_hidden_layers - m->first_k_dense_replace;
+    }
+    if (!m->intermediate_size && (m->num_experts == 0 || m->first_k_dense_replace > 0)) {
+        kv_errf(err, errlen, rc, "%s: required field \"intermediate_size\" is missing", path);
+        goto done;
+    }
+    if (get_int32(&c, "num_nextn_predict_layers", 0, 64, &m->num_nextn_predict_layers) < 0)
+        goto done;
+
+    /* MLA. */
+    if (get_int32(&c, "kv_lora_rank", 0, 1 << 16, &m->kv_lora_rank) < 0)
+        goto done;
+    if (m->kv_lora_rank > 0) {
+        m->is_mla = 1;
+        if (need_int32(&c, "qk_rope_head_dim", 1, 1 << 16, &m->qk_rope_head_dim) < 0 ||
+            need_int32(&c, "qk_nope_head_dim", 0, 1 << 16, &m->qk_nope_head_dim) < 0 ||
+            need_int32(&c, "v_head_dim", 1, 1 << 16, &m->v_head_dim) < 0 ||
+            get_int32(&c, "q_lora_rank", 0, 1 << 20, &m->q_lora_rank) < 0)
+            goto done;
+    }
+
+    if (derive_max_len(&c, m) < 0 || parse_sliding(&c, m) < 0 || parse_quant(&c, m) < 0 || count_params(&c, m) < 0)
+        goto done;
+    rc = KV_MODEL_OK;
+done:
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* ------------------------------------------------------------- resolving */
+
+static int load_file(const char *file, const char *id, kv_model *out, char *err, size_t errlen)
+{
+    size_t len = 0;
+    char *txt = read_file(file, &len);
+    if (!txt)
+        return kv_errf(err, errlen, KV_MODEL_ENOTFOUND, "%s: cannot read (%s)", file,
+                       errno ? strerror(errno) : "too large");
+    int rc = kv_model_parse(txt, len, file, out, err, errlen);
+    free(txt);
+    if (rc == KV_MODEL_OK)
+        copy_str(out->id, sizeof out->id, id);
+    return rc;
+}
+
+/* The HF hub cache folder: $HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub. */
+static void hf_cache_dir(char *buf, size_t n)
+{
+    const char *e = getenv("HF_HUB_CACHE");
+    if (e && *e) {
+        snprintf(buf, n, "%s", e);
+        return;
+    }
+    e = getenv("HF_HOME");
+    if (e && *e) {
+        snprintf(buf, n, "%s/hub", e);
+        return;
+    }
+    e = getenv("XDG_CACHE_HOME");
+    if (e && *e) {
+        snprintf(buf, n, "%s/huggingface/hub", e);
+        return;
+    }
+    e = getenv("HOME");
+    snprintf(buf, n, "%s/.cache/huggingface/hub", e && *e ? e : ".");
+}
+
+/* models--ORG--NAME/snapshots/<refs/main or any>/config.json */
+static int find_in_hf_cache(const char *name, char *file, size_t n)
+{
+    const char *slash = strchr(name, '/');
+    if (!slash || strchr(slash + 1, '/') || strstr(name, ".."))
+        return 0;
+    char cache[1024], repo[1536], snap[2048];
+    hf_cache_dir(cache, sizeof cache);
+    snprintf(repo, sizeof repo, "%s/models--%.*s--%s", cache, (int)(slash - name), name, slash + 1);
+    char ref[2048];
+    snprintf(ref, sizeof ref, "%s/refs/main", repo);
+    size_t len = 0;
+    char *hash = read_file(ref, &len);
+    if (hash) {
+        hash[strcspn(hash, "\r\n")] = '\0';
+        snprintf(file, n, "%s/snapshots/%s/config.json", repo, hash);
+        free(hash);
+        if (is_file(file))
+            return 1;
+    }
+    snprintf(snap, sizeof snap, "%s/snapshots", repo);
+    DIR *d = opendir(snap);
+    if (!d)
+        return 0;
+    struct dirent *de;
+    int found = 0;
+    while (!found && (de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        int w = snprintf(file, n, "%s/%s/config.json", snap, de->d_name);
+        found = w > 0 && (size_t)w < n && is_file(file);
+    }
+    closedir(d);
+    return found;
+}
+
+int kv_model_load(const char *name, const char *assets_dir, kv_model *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (!name || !*name)
+        return kv_errf(err, errlen, KV_MODEL_ENOTFOUND, "no model given");
+    char file[2048];
+    if (is_file(name))
+        return load_file(name, name, out, err, errlen);
+    if (is_dir(name)) {
+        snprintf(file, sizeof file, "%s/config.json", name);
+        if (is_file(file))
+            return load_file(file, name, out, err, errlen);
+        return kv_errf(err, errlen, KV_MODEL_ENOTFOUND, "%s: folder holds no config.json", name);
+    }
+    if (assets_dir && !strstr(name, "..")) {
+        snprintf(file, sizeof file, "%s/models/%s/config.json", assets_dir, name);
+        if (is_file(file))
+            return load_file(file, name, out, err, errlen);
+    }
+    if (find_in_hf_cache(name, file, sizeof file))
+        return load_file(file, name, out, err, errlen);
+    char cache[1024];
+    hf_cache_dir(cache, sizeof cache);
+    return kv_errf(err, errlen, KV_MODEL_ENOTFOUND,
+                   "unknown model '%s': not in the catalogue (see kvlab models), not a config.json or a folder "
+                   "holding one, not in the Hugging Face cache (%s)",
+                   name, cache);
+}
+
+const char *kv_model_attention_kind(const kv_model *m)
+{
+    if (m->is_mla)
+        return "MLA";
+    if (m->num_key_value_heads == 1 && m->num_attention_heads > 1)
+        return "MQA";
+    if (m->num_key_value_heads == m->num_attention_heads)
+        return "MHA";
+    return "GQA";
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int kv_model_catalog_list(const char *assets_dir, char ***ids, char *err, size_t errlen)
+{
+    *ids = NULL;
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/models", assets_dir);
+    DIR *d = opendir(dir);
+    if (!d)
+        return kv_errf(err, errlen, KV_MODEL_ENOTFOUND, "%s: cannot open the model catalogue", dir);
+    int count = 0, cap = 0;
+    char **list = NULL;
+    struct dirent *org;
+    while ((org = readdir(d))) {
+        if (org->d_name[0] == '.')
+            continue;
+        char odir[2048];
+        snprintf(odir, sizeof odir, "%s/%s", dir, org->d_name);
+        DIR *od = opendir(odir);
+        if (!od)
+            continue;
+        struct dirent *nm;
+        while ((nm = readdir(od))) {
+            if (nm->d_name[0] == '.')
+                continue;
+            char f[4096];
+            snprintf(f, sizeof f, "%s/%s/config.json", odir, nm->d_name);
+            if (!is_file(f))
+                continue;
+            if (count == cap) {
+                cap = cap ? cap * 2 : 32;
+                char **nl = realloc(list, (size_t)cap * sizeof *nl);
+                if (!nl)
+                    break;
+                list = nl;
+            }
+            size_t need = strlen(org->d_name) + strlen(nm->d_name) + 2;
+            list[count] = malloc(need);
+            if (!list[count])
+                break;
+            snprintf(list[count], need, "%s/%s", org->d_name, nm->d_name);
+            count++;
+        }
+        closedir(od);
+    }
+    closedir(d);
+    if (count)
+        qsort(list, (size_t)count, sizeof *list, cmp_str);
+    *ids = list;
+    return count;
+}
+
+void kv_model_catalog_free(char **ids, int count)
+{
+    for (int i = 0; i < count; i++)
+        free(ids[i]);
+    free(ids);
+}

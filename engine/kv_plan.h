@@ -41,11 +41,13 @@ typedef enum kv_plan_error {
     KV_PLAN_ERR_NO_KV_MEMORY,     /* "No available memory for the cache blocks ..." */
     KV_PLAN_ERR_MAX_MODEL_LEN,    /* "To serve at least one request with the model's max seq len ..." */
     KV_PLAN_ERR_AUTO_FIT,         /* "Cannot auto-fit max_model_len ..." */
-    KV_PLAN_ERR_WEIGHTS_OOM,      /* weights alone exceed the card: torch OOM while loading */
+    KV_PLAN_ERR_WEIGHTS_OOM,      /* weights alone exceed the free memory: torch OOM while loading */
+    KV_PLAN_ERR_PROFILE_OOM,      /* weights + activation peak exceed it: torch OOM in the profile run */
 } kv_plan_error;
 
 /* Short machine names for kv_plan_error: "", "free_memory",
- * "no_memory_for_cache_blocks", "max_model_len", "auto_fit", "weights_oom". */
+ * "no_memory_for_cache_blocks", "max_model_len", "auto_fit", "weights_oom",
+ * "profile_oom". */
 const char *kv_plan_error_name(kv_plan_error e);
 
 /* One subtracted term of the plan. */
@@ -132,7 +134,7 @@ typedef struct kv_plan {
     int64_t max_num_seqs;
     int32_t enforce_eager;
     int32_t enable_prefix_caching;
-    char weights_dtype[24];      /* "bfloat16", "fp8", "awq 4-bit", ... */
+    char weights_dtype[40];      /* "bfloat16", "fp8", "awq 4-bit", ... */
     char kv_cache_dtype[16];     /* "auto"/"fp8"/... as used */
 
     /* What vLLM would log, in order (INFO / WARNING / ERROR lines, prefixed). */

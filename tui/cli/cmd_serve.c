@@ -1,9 +1,231 @@
-/* Placeholder until the owning issue lands; replaced by the real command. */
+/* kvlab serve MODEL [vLLM flags] [--gpu NAME] [--json]: would this `vllm
+ * serve` start, and with how many KV-cache tokens? Prints vLLM's start-up
+ * lines, the per-GPU subtraction and, when it would not start, the fixes
+ * cheapest first. Exit 0 starts, 1 would not start, 2 bad input. */
+#include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "commands.h"
+#include "kv_args.h"
+#include "kv_gpu.h"
+#include "kv_model.h"
+#include "kv_plan.h"
+#include "kv_util.h"
+#include "paths.h"
+
+#define DEFAULT_GPU "h100-80gb"
+
+static void serve_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: kvlab serve MODEL [vLLM flags] [--gpu NAME] [--json]\n"
+            "  MODEL: a catalogue id (kvlab models), a config.json, a folder holding one,\n"
+            "         or a model in the local Hugging Face cache\n"
+            "  --gpu NAME        the card (kvlab gpus); default %s\n"
+            "  --json            print one JSON object instead of the report\n"
+            "flags (vLLM's names; 32k = 32000, 128K = 131072):\n",
+            DEFAULT_GPU);
+    for (int i = 0; i < kv_args_flag_count(); i++) {
+        const kv_args_flag *fl = kv_args_flag_at(i);
+        if (fl->kind == KV_ARG_NOTE || fl->kind == KV_ARG_NOTE_BOOL)
+            continue;
+        fprintf(f, "  --%-26s %s (default %s)\n", fl->name, fl->help, fl->deflt);
+    }
+    fprintf(f, "other vLLM flags (--port, --host, --served-model-name, ...) are accepted and ignored.\n");
+}
+
+static const char *term_label(int i)
+{
+    static const char *const labels[] = {"budget", "weights", "activation", "CUDA graphs", "CUDA context", "NCCL",
+                                         "KV cache"};
+    return i >= 0 && i < KV_PLAN_NUM_TERMS ? labels[i] : "?";
+}
+
+static void thousands(char *b, size_t n, long long v)
+{
+    char raw[32];
+    snprintf(raw, sizeof raw, "%lld", v < 0 ? -v : v);
+    size_t l = strlen(raw), j = 0;
+    if (v < 0)
+        b[j++] = '-';
+    for (size_t i = 0; i < l && j + 2 < n; i++) {
+        b[j++] = raw[i];
+        if ((l - i - 1) % 3 == 0 && i + 1 < l)
+            b[j++] = ',';
+    }
+    b[j] = '\0';
+}
+
+static void print_report(const kv_model *m, const kv_plan *p, const char *notes)
+{
+    char a[32], b[32], c[32];
+    printf("kvlab serve: %s on %s (%.2f GiB reported)", m->id, p->gpu_id, p->gpu_total_bytes / KV_GIB);
+    if (p->tensor_parallel_size > 1)
+        printf(" x %d, tensor_parallel_size %d", p->tensor_parallel_size, p->tensor_parallel_size);
+    printf(", gpu_memory_utilization %g\n", p->gpu_memory_utilization);
+    printf("model: %d layers, %s, %d KV heads x %d head_dim, %s weights, max_model_len %s\n", m->num_hidden_layers,
+           kv_model_attention_kind(m), m->is_mla ? 1 : m->num_key_value_heads, p->head_size, p->weights_dtype,
+           (thousands(a, sizeof a, p->max_model_len), a));
+    for (const char *s = notes; s && *s;) {
+        const char *nl = strchr(s, '\n');
+        int len = nl ? (int)(nl - s) : (int)strlen(s);
+        printf("%.*s\n", len, s);
+        s = nl ? nl + 1 : s + len;
+    }
+    for (int i = 0; i < p->num_notes; i++)
+        printf("note: %s\n", p->notes[i]);
+
+    printf("\nvLLM start-up log:\n");
+    for (int i = 0; i < p->num_log; i++)
+        printf("  %s\n", p->log[i]);
+
+    printf("\nMemory per GPU (GiB):\n");
+    for (int i = 0; i < KV_PLAN_NUM_TERMS; i++) {
+        const kv_plan_term *t = &p->terms[i];
+        const char *sign = i == KV_PLAN_TERM_BUDGET ? " " : i == KV_PLAN_TERM_KV_CACHE ? "=" : "-";
+        printf("  %s %-13s %-62s %8.2f\n", sign, term_label(i), t->how, t->bytes / KV_GIB);
+    }
+
+    thousands(a, sizeof a, p->kv_bytes_per_token);
+    printf("\nKV cache per GPU: %s bytes per token = %d (K,V) x %d layers x %d KV heads x %d x %d bytes (%s)\n", a,
+           p->kv_factor, p->num_layers, p->kv_heads_per_gpu, p->head_size, p->kv_dtype_bytes, p->kv_cache_dtype);
+    if (p->num_sliding_layers)
+        printf("  %d layers slide over %d tokens: a request needs at most the window there\n", p->num_sliding_layers,
+               p->sliding_window);
+    if (p->starts) {
+        thousands(a, sizeof a, p->num_blocks);
+        thousands(b, sizeof b, p->kv_cache_tokens);
+        thousands(c, sizeof c, p->max_model_len);
+        printf("  num_blocks %s (block 0 is the null block) x %d tokens = %s tokens\n", a, p->block_size, b);
+        printf("  %.2f requests of %s tokens fit at once\n", p->max_concurrency, c);
+        return;
+    }
+    if (p->error_kind == KV_PLAN_ERR_MAX_MODEL_LEN) {
+        thousands(a, sizeof a, p->max_model_len);
+        thousands(b, sizeof b, p->estimated_max_model_len);
+        printf("  one %s-token request needs %.2f GiB; %.2f GiB fits %s tokens\n", a, (double)p->needed_bytes / KV_GIB,
+               p->available_kv_bytes / KV_GIB, b);
+    }
+    printf("\nWould not start (%s). Fixes, cheapest first:\n", kv_plan_error_name(p->error_kind));
+    if (p->num_fixes == 0)
+        printf("  none of kvlab's fixes makes it start on this card\n");
+    for (int i = 0; i < p->num_fixes; i++) {
+        const kv_plan_fix *f = &p->fixes[i];
+        printf("  %d. %-34s %-32s ", i + 1, f->what, f->flags);
+        if (f->starts) {
+            thousands(a, sizeof a, f->kv_cache_tokens);
+            thousands(b, sizeof b, f->max_model_len);
+            printf("starts: %s tokens, %.2fx at %s\n", a, f->max_concurrency, b);
+        } else if (f->max_model_len > 0) {
+            thousands(b, sizeof b, f->max_model_len);
+            printf("still fails: KV %.2f GiB fits %s tokens\n", f->kv_cache_bytes / KV_GIB, b);
+        } else {
+            printf("still fails: KV %.2f GiB\n", f->kv_cache_bytes / KV_GIB);
+        }
+    }
+}
+
+static void add_notes_json(cJSON *o, const char *notes)
+{
+    cJSON *arr = cJSON_GetObjectItemCaseSensitive(o, "notes");
+    if (!arr)
+        return;
+    int pos = 0;
+    for (const char *s = notes; s && *s;) {
+        const char *nl = strchr(s, '\n');
+        size_t len = nl ? (size_t)(nl - s) : strlen(s);
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", (int)len, s);
+        cJSON_InsertItemInArray(arr, pos++, cJSON_CreateString(line));
+        s = nl ? nl + 1 : s + len;
+    }
+}
+
 int cmd_serve(int argc, char **argv)
 {
-    (void)argc; (void)argv;
-    fprintf(stderr, "kvlab serve: not built yet\n");
-    return 2;
+    int json = 0;
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    if (!rest)
+        return 2;
+    int n = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json"))
+            json = 1;
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            serve_usage(stdout);
+            free(rest);
+            return 0;
+        } else
+            rest[n++] = argv[i];
+    }
+    kv_args a;
+    kv_args_init(&a);
+    char err[1024] = "", notes[2048] = "";
+    int rc = kv_args_parse(&a, n, rest, notes, sizeof notes, err, sizeof err);
+    free(rest);
+    if (rc < 0) {
+        fprintf(stderr, "kvlab serve: %s\n", err);
+        return 2;
+    }
+    if (!a.model[0]) {
+        fprintf(stderr, "kvlab serve: no MODEL given (kvlab serve MODEL [vLLM flags] [--gpu NAME]; see kvlab models)\n");
+        return 2;
+    }
+    const char *assets = kvlab_assets_dir();
+    kv_model m;
+    if (kv_model_load(a.model, assets, &m, err, sizeof err) != KV_MODEL_OK) {
+        fprintf(stderr, "kvlab serve: %s\n", err);
+        return 2;
+    }
+    kv_gpu_catalog cat = {0};
+    const kv_gpu *gpu = NULL;
+    if (a.gpu[0] || a.gpu_memory_gib < 0) {
+        if (kv_gpu_catalog_load(assets, &cat, err, sizeof err) != KV_GPU_OK) {
+            fprintf(stderr, "kvlab serve: %s\n", err);
+            return 2;
+        }
+        if (!a.gpu[0]) {
+            size_t l = strlen(notes);
+            snprintf(notes + l, sizeof notes - l, "note: no --gpu given; assuming %s\n", DEFAULT_GPU);
+        }
+        gpu = kv_gpu_find(&cat, a.gpu[0] ? a.gpu : DEFAULT_GPU, err, sizeof err);
+        if (!gpu) {
+            fprintf(stderr, "kvlab serve: %s\n", err);
+            kv_gpu_catalog_free(&cat);
+            return 2;
+        }
+    }
+    kv_plan *p = malloc(sizeof *p);
+    if (!p) {
+        kv_gpu_catalog_free(&cat);
+        return 2;
+    }
+    rc = kv_plan_compute(&m, gpu, &a, p, err, sizeof err);
+    kv_gpu_catalog_free(&cat);
+    if (rc != KV_PLAN_OK) {
+        fprintf(stderr, "kvlab serve: %s\n", err);
+        free(p);
+        return 2;
+    }
+    int code = p->starts ? 0 : 1;
+    if (json) {
+        cJSON *o = kv_plan_to_json(p);
+        if (o) {
+            cJSON_InsertItemInArray(o, 0, cJSON_CreateString(m.id)); /* placeholder removed below */
+            cJSON_DeleteItemFromArray(o, 0);
+            cJSON_AddStringToObject(o, "model", m.id);
+            add_notes_json(o, notes);
+            char *s = cJSON_Print(o);
+            if (s)
+                printf("%s\n", s);
+            free(s);
+            cJSON_Delete(o);
+        }
+    } else {
+        print_report(&m, p, notes);
+    }
+    free(p);
+    return code;
 }
