@@ -96,6 +96,8 @@ typedef struct kv_engine_config {
     double peak_flops;              /* dense FLOP/s of one GPU in the compute dtype */
     double hbm_bytes_per_s;         /* HBM bandwidth of one GPU, bytes/s */
     double link_bytes_per_s;        /* per-GPU interconnect for TP all-reduce (NVLink, else PCIe); 0 = free */
+    double gpu_total_bytes;         /* memory of one GPU as the device reports it (host backend
+                                       simulates a card of this size; 0 = unlimited) */
     /* Per-rank plan terms (bytes) reserved on the device at start; rank r
      * uses terms[r] (all zero = reserve nothing). */
     double terms[KV_ENGINE_MAX_RANKS][KV_TERM_COUNT];
@@ -110,6 +112,8 @@ typedef struct kv_engine_config {
     uint32_t timeline_capacity;     /* sparkline samples kept (default 4096) */
     kv_device *device;              /* backend to use (borrowed); NULL = the engine
                                        creates and owns a host backend */
+    int block_events;               /* 1 (default): record alloc/free/hit/evict/store events;
+                                       0: only request events and logs (long headless runs) */
 } kv_engine_config;
 
 /* Fill cfg with vLLM defaults and a Llama-3.1-8B / H100-80GB shape:

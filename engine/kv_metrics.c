@@ -1,0 +1,176 @@
+#include "kv_metrics.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Bucket bounds as vLLM declares them (vllm/v1/metrics/loggers.py). */
+static const double ttft_b[] = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0,
+                                2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+static const double itl_b[] = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0,
+                               2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0};
+static const double req_b[] = {0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0,
+                               40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+
+void kv_hist_init(kv_hist *h, int kind)
+{
+    memset(h, 0, sizeof *h);
+    switch (kind) {
+    case KV_HIST_TTFT:
+        h->name = "vllm:time_to_first_token_seconds";
+        h->help = "Histogram of time to first token in seconds.";
+        h->bounds = ttft_b;
+        h->nbounds = (int)(sizeof ttft_b / sizeof ttft_b[0]);
+        break;
+    case KV_HIST_ITL:
+        h->name = "vllm:inter_token_latency_seconds";
+        h->help = "Histogram of inter-token latency in seconds.";
+        h->bounds = itl_b;
+        h->nbounds = (int)(sizeof itl_b / sizeof itl_b[0]);
+        break;
+    case KV_HIST_E2E:
+        h->name = "vllm:e2e_request_latency_seconds";
+        h->help = "Histogram of e2e request latency in seconds.";
+        h->bounds = req_b;
+        h->nbounds = (int)(sizeof req_b / sizeof req_b[0]);
+        break;
+    default:
+        h->name = "vllm:request_queue_time_seconds";
+        h->help = "Histogram of time spent in WAITING phase for request.";
+        h->bounds = req_b;
+        h->nbounds = (int)(sizeof req_b / sizeof req_b[0]);
+        break;
+    }
+}
+
+/* fine bucket i covers [10^(-6 + i/10), 10^(-6 + (i+1)/10)); 0 and below go to 0 */
+static int fine_index(double v)
+{
+    if (!(v > 1e-6))
+        return 0;
+    int i = (int)floor((log10(v) + 6.0) * 10.0);
+    if (i < 0)
+        i = 0;
+    if (i > KV_METRICS_FINE)
+        i = KV_METRICS_FINE;
+    return i;
+}
+
+void kv_hist_observe(kv_hist *h, double v)
+{
+    if (v < 0)
+        v = 0;
+    int b = 0;
+    while (b < h->nbounds && v > h->bounds[b])
+        b++;
+    h->counts[b]++;
+    h->fine[fine_index(v)]++;
+    if (h->count == 0 || v < h->min)
+        h->min = v;
+    if (h->count == 0 || v > h->max)
+        h->max = v;
+    h->count++;
+    h->sum += v;
+}
+
+static double quantile(const kv_hist *h, double q)
+{
+    if (h->count == 0)
+        return 0.0;
+    int64_t target = (int64_t)ceil(q * (double)h->count);
+    if (target < 1)
+        target = 1;
+    int64_t acc = 0;
+    for (int i = 0; i <= KV_METRICS_FINE; i++) {
+        acc += h->fine[i];
+        if (acc >= target) {
+            /* geometric middle of the bucket, clamped to what was seen */
+            double v = pow(10.0, -6.0 + (i + 0.5) / 10.0);
+            if (v < h->min)
+                v = h->min;
+            if (v > h->max)
+                v = h->max;
+            return v;
+        }
+    }
+    return h->max;
+}
+
+void kv_hist_stats(const kv_hist *h, kv_latency_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->count = h->count;
+    out->sum = h->sum;
+    if (!h->count)
+        return;
+    out->mean = h->sum / (double)h->count;
+    out->min = h->min;
+    out->max = h->max;
+    out->p50 = quantile(h, 0.50);
+    out->p90 = quantile(h, 0.90);
+    out->p99 = quantile(h, 0.99);
+}
+
+typedef struct sbuf {
+    char *buf;
+    size_t len, used;
+} sbuf;
+
+static void sb(sbuf *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb(sbuf *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = s->used < s->len ? s->len - s->used : 0;
+    int n = vsnprintf(room ? s->buf + s->used : NULL, room, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        s->used += (size_t)n;
+}
+
+static void metric(sbuf *s, const char *name, const char *type, const char *help, const char *model, double v)
+{
+    sb(s, "# HELP %s %s\n# TYPE %s %s\n%s{model_name=\"%s\"} %.17g\n", name, help, name, type, name, model, v);
+}
+
+size_t kv_metrics_prometheus(const kv_engine_metrics *m, const kv_hist *hists, int nhists,
+                             const char *model_name, char *buf, size_t len)
+{
+    sbuf s = {buf, len, 0};
+    const char *mn = model_name ? model_name : "kvlab";
+    if (len)
+        buf[0] = '\0';
+    metric(&s, "vllm:num_requests_running", "gauge", "Number of requests in model execution batches.", mn,
+           m->num_requests_running);
+    metric(&s, "vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.", mn,
+           m->num_requests_waiting);
+    metric(&s, "vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", mn,
+           m->kv_cache_usage_perc);
+    metric(&s, "vllm:num_preemptions_total", "counter", "Cumulative number of preemption from the engine.", mn,
+           (double)m->num_preemptions_total);
+    metric(&s, "vllm:prefix_cache_queries_total", "counter",
+           "Prefix cache queries, in terms of number of queried tokens.", mn, (double)m->prefix_cache_queries);
+    metric(&s, "vllm:prefix_cache_hits_total", "counter",
+           "Prefix cache hits, in terms of number of cached tokens.", mn, (double)m->prefix_cache_hits);
+    metric(&s, "vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.", mn,
+           (double)m->prompt_tokens_total);
+    metric(&s, "vllm:generation_tokens_total", "counter", "Number of generation tokens processed.", mn,
+           (double)m->generation_tokens_total);
+    metric(&s, "vllm:request_success_total", "counter", "Count of successfully processed requests.", mn,
+           (double)m->request_success_total);
+    for (int k = 0; k < nhists; k++) {
+        const kv_hist *h = &hists[k];
+        sb(&s, "# HELP %s %s\n# TYPE %s histogram\n", h->name, h->help, h->name);
+        int64_t acc = 0;
+        for (int b = 0; b < h->nbounds; b++) {
+            acc += h->counts[b];
+            sb(&s, "%s_bucket{le=\"%g\",model_name=\"%s\"} %lld\n", h->name, h->bounds[b], mn, (long long)acc);
+        }
+        acc += h->counts[h->nbounds];
+        sb(&s, "%s_bucket{le=\"+Inf\",model_name=\"%s\"} %lld\n", h->name, mn, (long long)acc);
+        sb(&s, "%s_count{model_name=\"%s\"} %lld\n", h->name, mn, (long long)h->count);
+        sb(&s, "%s_sum{model_name=\"%s\"} %.17g\n", h->name, mn, h->sum);
+    }
+    return s.used;
+}

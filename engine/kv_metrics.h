@@ -1,0 +1,43 @@
+/* kv_metrics: latency histograms on the virtual clock and the Prometheus
+ * text dump with vLLM's metric names (vllm/v1/metrics/loggers.py).
+ * Each histogram keeps vLLM's bucket bounds (for the exposition) and a fine
+ * log-spaced set (10 per decade, 1 us .. 100000 s) for percentile estimates.
+ * Observing never allocates. */
+#ifndef KV_METRICS_H
+#define KV_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kv_engine.h"
+
+#define KV_METRICS_MAX_BUCKETS 32
+#define KV_METRICS_FINE 111
+
+typedef struct kv_hist {
+    const char *name;            /* e.g. "vllm:time_to_first_token_seconds" */
+    const char *help;
+    const double *bounds;        /* vLLM's upper bounds, ascending */
+    int nbounds;
+    int64_t counts[KV_METRICS_MAX_BUCKETS + 1]; /* per bound, plus +Inf */
+    int64_t fine[KV_METRICS_FINE + 1];
+    int64_t count;
+    double sum, min, max;
+} kv_hist;
+
+/* Histogram kinds with vLLM's buckets. */
+enum { KV_HIST_TTFT = 0, KV_HIST_ITL, KV_HIST_E2E, KV_HIST_QUEUE, KV_HIST_COUNT };
+
+/* Set up histogram kind (KV_HIST_*) empty. */
+void kv_hist_init(kv_hist *h, int kind);
+/* Add one observation (seconds). */
+void kv_hist_observe(kv_hist *h, double v);
+/* Count, sum, mean, min, max and p50/p90/p99 (from the fine buckets). */
+void kv_hist_stats(const kv_hist *h, kv_latency_stats *out);
+
+/* Write m and the histograms as Prometheus text (label model_name) into
+ * buf[len]; returns the length needed, like snprintf. */
+size_t kv_metrics_prometheus(const kv_engine_metrics *m, const kv_hist *hists, int nhists,
+                             const char *model_name, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,83 @@
+#include "kv_req.h"
+
+#include <stdlib.h>
+
+#define KV_REQ_OUTPUT_SALT 0xD1B54A32D192ED03ull
+
+int32_t kv_req_token(const kv_req *r, int32_t pos)
+{
+    uint32_t vocab = (uint32_t)(r->vocab > 0 ? r->vocab : 32000);
+    if (pos < r->prefix_len)
+        return (int32_t)(kv_hash_mix(r->prefix_seed, (uint64_t)pos) % vocab);
+    if (pos < r->prompt_len) {
+        if (r->prompt_ids)
+            return r->prompt_ids[pos - r->prefix_len];
+        return (int32_t)(kv_hash_mix(r->tok_seed, (uint64_t)pos) % vocab);
+    }
+    return (int32_t)(kv_hash_mix(r->tok_seed ^ KV_REQ_OUTPUT_SALT, (uint64_t)pos) % vocab);
+}
+
+void kv_req_tokens(const kv_req *r, int32_t pos, int32_t n, int32_t *out)
+{
+    for (int32_t i = 0; i < n; i++)
+        out[i] = kv_req_token(r, pos + i);
+}
+
+int kv_req_reserve(kv_req *r, int32_t max_blocks)
+{
+    if (max_blocks < 1)
+        max_blocks = 1;
+    if (r->table_cap < max_blocks) {
+        int32_t *t = realloc(r->table, (size_t)max_blocks * sizeof *t);
+        if (!t)
+            return -1;
+        r->table = t;
+        r->table_cap = max_blocks;
+    }
+    if (r->hashes_cap < max_blocks) {
+        kv_hash *h = realloc(r->hashes, (size_t)max_blocks * sizeof *h);
+        if (!h)
+            return -1;
+        r->hashes = h;
+        r->hashes_cap = max_blocks;
+    }
+    return 0;
+}
+
+void kv_req_update_hashes(kv_req *r, int32_t block_size, kv_hash none)
+{
+    int32_t full = kv_req_num_tokens(r) / block_size;
+    if (full > r->hashes_cap)
+        full = r->hashes_cap;
+    int32_t tok[256];
+    while (r->num_hashes < full) {
+        int32_t i = r->num_hashes;
+        kv_hash parent = i ? r->hashes[i - 1] : none;
+        int has_extra = i == 0 && r->has_salt;
+        if (block_size <= 256) {
+            kv_req_tokens(r, i * block_size, block_size, tok);
+            r->hashes[i] = kv_hash_block(parent, tok, block_size, has_extra, r->salt);
+        } else {
+            /* big blocks: hash the parent with each 256-token piece in turn */
+            kv_hash h = parent;
+            for (int32_t off = 0; off < block_size; off += 256) {
+                int32_t n = block_size - off < 256 ? block_size - off : 256;
+                kv_req_tokens(r, i * block_size + off, n, tok);
+                h = kv_hash_block(h, tok, n, has_extra && off == 0, r->salt);
+            }
+            r->hashes[i] = h;
+        }
+        r->num_hashes++;
+    }
+}
+
+void kv_req_release(kv_req *r)
+{
+    free(r->prompt_ids);
+    free(r->table);
+    free(r->hashes);
+    r->prompt_ids = NULL;
+    r->table = NULL;
+    r->hashes = NULL;
+    r->prompt_ids_cap = r->table_cap = r->hashes_cap = 0;
+}
