@@ -51,11 +51,6 @@ struct cuda_impl {
     rank_state ranks[KV_CUDA_MAX_RANKS];
 };
 
-/* The byte -> stored bits table for one dtype (passed by value to kernels). */
-struct value_lut {
-    uint32_t v[256];
-};
-
 /* Where a rank's pool is and how it is cut. */
 struct pool_geom {
     char *base;
@@ -171,83 +166,74 @@ pool_geom geom_of(const rank_state *r)
     return g;
 }
 
-value_lut lut_for(int dtype)
-{
-    value_lut t;
-    for (int b = 0; b < 256; b++)
-        t.v[b] = kv_cuda_value_bits(dtype, (uint8_t)b);
-    return t;
-}
-
 /* ---- kernels ---------------------------------------------------------- */
 
-/* Expected bits of one unit: VEC -> 16 bytes (16/DSZ elements) as a uint4,
- * else one element in .x. e0 = first element index in the head row. */
-template <int DSZ, bool VEC>
-__device__ __forceinline__ uint4 expected_unit(const uint32_t *lut, uint64_t f, int e0)
+/* Bytes per value of a KV_DTYPE_* as a compile-time constant. */
+template <int DT>
+struct dt_bytes {
+    static constexpr int v = DT == KV_DTYPE_FP8_E4M3 ? 1 : DT == KV_DTYPE_FP32 ? 4 : 2;
+};
+
+/* Expected bits of one unit: VEC -> 16 bytes (16/bytes-per-value elements)
+ * as a uint4, else one element in .x. e0 = first element index in the row. */
+template <int DT, bool VEC>
+__device__ __forceinline__ uint4 expected_unit(uint64_t f, int e0)
 {
     uint4 out = make_uint4(0, 0, 0, 0);
     if (!VEC) {
-        out.x = lut[kv_cuda_value_byte(f, e0)];
+        out.x = kv_cuda_value_bits(DT, kv_cuda_value_byte(f, e0));
         return out;
     }
-    uint32_t w[4] = {0, 0, 0, 0};
-#pragma unroll
-    for (int k = 0; k < 16 / DSZ; k++) {
-        uint32_t bits = lut[kv_cuda_value_byte(f, e0 + k)];
-        if (DSZ == 1) w[k >> 2] |= bits << (8 * (k & 3));
-        else if (DSZ == 2) w[k >> 1] |= bits << (16 * (k & 1));
-        else w[k] = bits;
-    }
+    uint32_t w[4];
+    kv_cuda_pack16(DT, f, e0, w);
     out.x = w[0]; out.y = w[1]; out.z = w[2]; out.w = w[3];
     return out;
 }
 
-template <int DSZ, bool VEC>
+template <int DT, bool VEC>
 __device__ __forceinline__ void store_unit(char *p, uint4 v)
 {
+    constexpr int B = dt_bytes<DT>::v;
     if (VEC) *(uint4 *)p = v;
-    else if (DSZ == 1) *(uint8_t *)p = (uint8_t)v.x;
-    else if (DSZ == 2) *(uint16_t *)p = (uint16_t)v.x;
+    else if (B == 1) *(uint8_t *)p = (uint8_t)v.x;
+    else if (B == 2) *(uint16_t *)p = (uint16_t)v.x;
     else *(uint32_t *)p = v.x;
 }
 
-/* Counts elements of a unit that differ from the expected bits. */
-template <int DSZ, bool VEC>
+/* True when a stored unit differs from the expected bits. */
+template <int DT, bool VEC>
 __device__ __forceinline__ bool unit_differs(const char *p, uint4 want)
 {
+    constexpr int B = dt_bytes<DT>::v;
     if (VEC) {
         uint4 got = *(const uint4 *)p;
         return got.x != want.x || got.y != want.y || got.z != want.z || got.w != want.w;
     }
-    if (DSZ == 1) return *(const uint8_t *)p != (uint8_t)want.x;
-    if (DSZ == 2) return *(const uint16_t *)p != (uint16_t)want.x;
+    if (B == 1) return *(const uint8_t *)p != (uint8_t)want.x;
+    if (B == 2) return *(const uint16_t *)p != (uint16_t)want.x;
     return *(const uint32_t *)p != want.x;
 }
 
 /* Writes K/V of n tokens: a CUDA block per token (grid-stride), threads over
  * the (K/V, head, unit) cells of a layer, each thread walking the layers so a
  * warp's stores for one layer are contiguous. */
-template <int DSZ, bool VEC>
-__global__ void write_kv_kernel(pool_geom g, const kv_slot_write *w, long long n, value_lut lut)
+template <int DT, bool VEC>
+__global__ void write_kv_kernel(pool_geom g, const kv_slot_write *w, long long n)
 {
-    __shared__ uint32_t s_lut[256];
-    for (int i = threadIdx.x; i < 256; i += blockDim.x) s_lut[i] = lut.v[i];
-    __syncthreads();
-    const int unit_bytes = VEC ? 16 : DSZ;
-    const int units_per_row = g.row_bytes / unit_bytes;
+    constexpr int B = dt_bytes<DT>::v, UNIT = VEC ? 16 : B;
+    const int units_per_row = g.row_bytes / UNIT;
     const int cells = g.kvf * g.heads * units_per_row;
     for (long long t = blockIdx.x; t < n; t += gridDim.x) {
         const kv_slot_write s = w[t];
         for (int u = threadIdx.x; u < cells; u += blockDim.x) {
             const int row = u / units_per_row, col = u - row * units_per_row;
             const int c = row >= g.heads ? 1 : 0, h = row - c * g.heads;
-            const int e0 = col * (unit_bytes / DSZ);
+            const int e0 = col * (UNIT / B);
             char *p = g.base + c * g.kv_stride + s.slot * g.slot_bytes + (long long)h * g.row_bytes +
-                      (long long)col * unit_bytes;
+                      (long long)col * UNIT;
             for (int l = 0; l < g.num_layers; l++, p += g.layer_stride) {
                 const uint64_t f = kv_cuda_row_fingerprint(s.token_id, s.position, l, h, c);
-                store_unit<DSZ, VEC>(p, expected_unit<DSZ, VEC>(s_lut, f, e0));
+                store_unit<DT, VEC>(p, expected_unit<DT, VEC>(f, e0));
             }
         }
     }
@@ -256,17 +242,15 @@ __global__ void write_kv_kernel(pool_geom g, const kv_slot_write *w, long long n
 /* Reads a request's tokens through its block table: a CUDA block per token,
  * a warp per (layer, head) covering K and V; a (token, layer, head) with any
  * differing value counts once. */
-template <int DSZ, bool VEC>
+template <int DT, bool VEC>
 __global__ void verify_kernel(pool_geom g, const int32_t *table, const int32_t *tokens, int n,
-                              value_lut lut, unsigned long long *count)
+                              unsigned long long *count)
 {
-    __shared__ uint32_t s_lut[256];
     __shared__ unsigned int s_bad;
-    for (int i = threadIdx.x; i < 256; i += blockDim.x) s_lut[i] = lut.v[i];
     if (threadIdx.x == 0) s_bad = 0;
     __syncthreads();
-    const int unit_bytes = VEC ? 16 : DSZ;
-    const int units_per_row = g.row_bytes / unit_bytes;
+    constexpr int B = dt_bytes<DT>::v, UNIT = VEC ? 16 : B;
+    const int units_per_row = g.row_bytes / UNIT;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     const int rows = g.num_layers * g.heads;
     for (int t = blockIdx.x; t < n; t += gridDim.x) {
@@ -280,8 +264,8 @@ __global__ void verify_kernel(pool_geom g, const int32_t *table, const int32_t *
             for (int j = lane; j < g.kvf * units_per_row; j += 32) {
                 const int c = j >= units_per_row ? 1 : 0, col = j - c * units_per_row;
                 const uint64_t f = kv_cuda_row_fingerprint(tok, t, l, h, c);
-                const uint4 want = expected_unit<DSZ, VEC>(s_lut, f, col * (unit_bytes / DSZ));
-                bad |= unit_differs<DSZ, VEC>(row0 + c * g.kv_stride + (long long)col * unit_bytes, want);
+                const uint4 want = expected_unit<DT, VEC>(f, col * (UNIT / B));
+                bad |= unit_differs<DT, VEC>(row0 + c * g.kv_stride + (long long)col * UNIT, want);
             }
             if (__any_sync(0xffffffffu, bad) && lane == 0) atomicAdd(&s_bad, 1u);
         }
@@ -295,36 +279,39 @@ int grid_for(long long n)
     return (int)(n < 1 ? 1 : n > 1048576 ? 1048576 : n);
 }
 
+template <int DT>
+void launch_write_dt(const pool_geom &g, const kv_slot_write *w, long long n)
+{
+    if (g.row_bytes % 16 == 0) write_kv_kernel<DT, true><<<grid_for(n), 256>>>(g, w, n);
+    else write_kv_kernel<DT, false><<<grid_for(n), 256>>>(g, w, n);
+}
+
 void launch_write(const pool_geom &g, int dtype, const kv_slot_write *w, long long n)
 {
-    const value_lut lut = lut_for(dtype);
-    const bool vec = g.row_bytes % 16 == 0;
-    const int dsz = kv_dtype_bytes(dtype), grid = grid_for(n), tpb = 256;
-    if (vec) {
-        if (dsz == 1) write_kv_kernel<1, true><<<grid, tpb>>>(g, w, n, lut);
-        else if (dsz == 2) write_kv_kernel<2, true><<<grid, tpb>>>(g, w, n, lut);
-        else write_kv_kernel<4, true><<<grid, tpb>>>(g, w, n, lut);
-    } else {
-        if (dsz == 1) write_kv_kernel<1, false><<<grid, tpb>>>(g, w, n, lut);
-        else if (dsz == 2) write_kv_kernel<2, false><<<grid, tpb>>>(g, w, n, lut);
-        else write_kv_kernel<4, false><<<grid, tpb>>>(g, w, n, lut);
+    switch (dtype) {
+    case KV_DTYPE_BF16: launch_write_dt<KV_DTYPE_BF16>(g, w, n); break;
+    case KV_DTYPE_FP16: launch_write_dt<KV_DTYPE_FP16>(g, w, n); break;
+    case KV_DTYPE_FP8_E4M3: launch_write_dt<KV_DTYPE_FP8_E4M3>(g, w, n); break;
+    default: launch_write_dt<KV_DTYPE_FP32>(g, w, n); break;
     }
+}
+
+template <int DT>
+void launch_verify_dt(const pool_geom &g, const int32_t *table, const int32_t *tokens, int n,
+                      unsigned long long *count)
+{
+    if (g.row_bytes % 16 == 0) verify_kernel<DT, true><<<grid_for(n), 256>>>(g, table, tokens, n, count);
+    else verify_kernel<DT, false><<<grid_for(n), 256>>>(g, table, tokens, n, count);
 }
 
 void launch_verify(const pool_geom &g, int dtype, const int32_t *table, const int32_t *tokens, int n,
                    unsigned long long *count)
 {
-    const value_lut lut = lut_for(dtype);
-    const bool vec = g.row_bytes % 16 == 0;
-    const int dsz = kv_dtype_bytes(dtype), grid = grid_for(n), tpb = 256;
-    if (vec) {
-        if (dsz == 1) verify_kernel<1, true><<<grid, tpb>>>(g, table, tokens, n, lut, count);
-        else if (dsz == 2) verify_kernel<2, true><<<grid, tpb>>>(g, table, tokens, n, lut, count);
-        else verify_kernel<4, true><<<grid, tpb>>>(g, table, tokens, n, lut, count);
-    } else {
-        if (dsz == 1) verify_kernel<1, false><<<grid, tpb>>>(g, table, tokens, n, lut, count);
-        else if (dsz == 2) verify_kernel<2, false><<<grid, tpb>>>(g, table, tokens, n, lut, count);
-        else verify_kernel<4, false><<<grid, tpb>>>(g, table, tokens, n, lut, count);
+    switch (dtype) {
+    case KV_DTYPE_BF16: launch_verify_dt<KV_DTYPE_BF16>(g, table, tokens, n, count); break;
+    case KV_DTYPE_FP16: launch_verify_dt<KV_DTYPE_FP16>(g, table, tokens, n, count); break;
+    case KV_DTYPE_FP8_E4M3: launch_verify_dt<KV_DTYPE_FP8_E4M3>(g, table, tokens, n, count); break;
+    default: launch_verify_dt<KV_DTYPE_FP32>(g, table, tokens, n, count); break;
     }
 }
 

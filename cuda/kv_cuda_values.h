@@ -4,8 +4,9 @@
  * A token's value at (layer, kv head) starts from kv_fingerprint() in
  * engine/kv_device.h; element e of that head's row takes one byte of the
  * fingerprint (V uses the fingerprint xor a constant), and the byte maps to
- * the number (byte - 128) / 64 in [-2, 2), stored in the cache dtype. The
- * byte -> stored-bits map has 256 entries, so kernels load it as a table.
+ * a number in +-[1, 2) stored in the cache dtype. Kernels build 16 stored
+ * bytes at a time with bit operations (kv_cuda_pack16) so the write stays
+ * bound by memory bandwidth; the float conversions are the reference.
  * No CUDA header is included: this file is plain C with a macro. */
 #ifndef KV_CUDA_VALUES_H
 #define KV_CUDA_VALUES_H
@@ -110,14 +111,17 @@ static inline KV_HOST_DEVICE uint8_t kv_cuda_value_byte(uint64_t f, int32_t e)
     return (uint8_t)((uint8_t)(f >> ((e & 7) * 8)) ^ (uint8_t)((uint32_t)(e >> 3) * 157u));
 }
 
-/* The number a byte stands for: (byte - 128) / 64, in [-2, 2). Every such
- * value is exact in bf16, fp16 and fp32; fp8 e4m3 rounds it. */
+/* The number a byte stands for: sign bit 7, then 1 + (7 low bits) / 128, so
+ * +-[1, 2). Every such value is exact in bf16, fp16 and fp32 (7 mantissa
+ * bits); fp8 e4m3 rounds it to 3 mantissa bits. */
 static inline KV_HOST_DEVICE float kv_cuda_value_f32(uint8_t b)
 {
-    return (float)((int)b - 128) * (1.0f / 64.0f);
+    float v = 1.0f + (float)(b & 0x7Fu) * (1.0f / 128.0f);
+    return (b & 0x80u) ? -v : v;
 }
 
-/* The stored bits (low kv_dtype_bytes() bytes) of a byte in a cache dtype. */
+/* The stored bits (low kv_dtype_bytes() bytes) of a byte in a cache dtype:
+ * the reference, through the conversions above. */
 static inline KV_HOST_DEVICE uint32_t kv_cuda_value_bits(int dtype, uint8_t b)
 {
     float v = kv_cuda_value_f32(b);
@@ -126,6 +130,59 @@ static inline KV_HOST_DEVICE uint32_t kv_cuda_value_bits(int dtype, uint8_t b)
     case KV_DTYPE_FP16: return kv_cuda_f32_to_f16(v);
     case KV_DTYPE_FP8_E4M3: return kv_cuda_f32_to_e4m3(v);
     default: return kv_cuda_f32_bits(v);
+    }
+}
+
+/* Two bytes (bits 0-7 and 16-23 of w) -> two 16-bit values in one word,
+ * with the same bits kv_cuda_value_bits gives, by bit operations only. */
+static inline KV_HOST_DEVICE uint32_t kv_cuda_pair16(int dtype, uint32_t w)
+{
+    uint32_t sign = (w & 0x00800080u) << 8, m = w & 0x007F007Fu;
+    return dtype == KV_DTYPE_FP16 ? sign | 0x3C003C00u | (m << 3) : sign | 0x3F803F80u | m;
+}
+
+/* Four bytes -> four fp8 e4m3 values in one word: 1 + m/128 rounded to
+ * nearest even on 3 mantissa bits, per byte without carries between bytes
+ * (a round-up from 1.875 lands on 2.0 = 0x40, the next exponent). */
+static inline KV_HOST_DEVICE uint32_t kv_cuda_quad_e4m3(uint32_t w)
+{
+    uint32_t q = (w >> 4) & 0x07070707u, rem = w & 0x0F0F0F0Fu;
+    uint32_t up = ((rem + 0x07070707u + (q & 0x01010101u)) >> 4) & 0x01010101u;
+    return (w & 0x80808080u) | (0x38383838u + q + up);
+}
+
+/* One 32-bit value from a byte (fp32 cache). */
+static inline KV_HOST_DEVICE uint32_t kv_cuda_one32(uint32_t b)
+{
+    return ((b & 0x80u) << 24) | 0x3F800000u | ((b & 0x7Fu) << 16);
+}
+
+/* The 16 bytes stored for elements e0 .. e0 + 16/dtype_bytes - 1 of a head
+ * row with fingerprint f (e0 a multiple of 16/dtype_bytes), as four
+ * little-endian words: what the kernels store and compare, unit-tested
+ * against kv_cuda_value_bits element by element. */
+static inline KV_HOST_DEVICE void kv_cuda_pack16(int dtype, uint64_t f, int32_t e0, uint32_t out[4])
+{
+    const uint32_t lo = (uint32_t)f, hi = (uint32_t)(f >> 32);
+    const uint32_t c0 = ((uint32_t)(e0 >> 3) * 157u & 0xFFu) * 0x01010101u;
+    if (dtype == KV_DTYPE_FP8_E4M3) { /* 16 elements: two groups of 8 */
+        const uint32_t c1 = ((uint32_t)((e0 >> 3) + 1) * 157u & 0xFFu) * 0x01010101u;
+        out[0] = kv_cuda_quad_e4m3(lo ^ c0);
+        out[1] = kv_cuda_quad_e4m3(hi ^ c0);
+        out[2] = kv_cuda_quad_e4m3(lo ^ c1);
+        out[3] = kv_cuda_quad_e4m3(hi ^ c1);
+    } else if (dtype == KV_DTYPE_BF16 || dtype == KV_DTYPE_FP16) { /* 8 elements: one group */
+        const uint32_t x = lo ^ c0, y = hi ^ c0;
+        out[0] = kv_cuda_pair16(dtype, (x & 0xFFu) | ((x & 0xFF00u) << 8));
+        out[1] = kv_cuda_pair16(dtype, ((x >> 16) & 0xFFu) | ((x >> 8) & 0xFF0000u));
+        out[2] = kv_cuda_pair16(dtype, (y & 0xFFu) | ((y & 0xFF00u) << 8));
+        out[3] = kv_cuda_pair16(dtype, ((y >> 16) & 0xFFu) | ((y >> 8) & 0xFF0000u));
+    } else { /* fp32: 4 elements, half a group */
+        const uint32_t x = ((e0 & 4) ? hi : lo) ^ c0;
+        out[0] = kv_cuda_one32(x & 0xFFu);
+        out[1] = kv_cuda_one32((x >> 8) & 0xFFu);
+        out[2] = kv_cuda_one32((x >> 16) & 0xFFu);
+        out[3] = kv_cuda_one32(x >> 24);
     }
 }
 

@@ -80,21 +80,56 @@ static void test_f16_bf16_known_values(void **state)
 }
 
 /* Every stored value is the byte's number in the cache dtype: exact in
- * bf16/fp16/fp32, within half an fp8 step in e4m3. */
+ * bf16/fp16/fp32, within half an fp8 step (1/16 in [1, 2)) in e4m3. */
 static void test_value_table(void **state)
 {
     (void)state;
     for (int b = 0; b < 256; b++) {
         float v = kv_cuda_value_f32((uint8_t)b);
-        assert_true(v >= -2.0f && v < 2.0f);
+        assert_true(fabsf(v) >= 1.0f && fabsf(v) < 2.0f);
         uint32_t bf = kv_cuda_value_bits(KV_DTYPE_BF16, (uint8_t)b);
         assert_true(kv_cuda_bits_f32(bf << 16) == v);
         assert_int_equal(kv_cuda_value_bits(KV_DTYPE_FP32, (uint8_t)b), kv_cuda_f32_bits(v));
         float f8 = kv_cuda_e4m3_to_f32((uint8_t)kv_cuda_value_bits(KV_DTYPE_FP8_E4M3, (uint8_t)b));
-        assert_true(fabsf(f8 - v) <= fabsf(v) / 16.0f + 1.0f / 1024.0f);
+        assert_true(fabsf(f8 - v) <= 1.0f / 16.0f);
     }
-    assert_int_equal(kv_cuda_value_bits(KV_DTYPE_FP16, 128 + 64), 0x3C00); /* 64/64 = 1.0 */
-    assert_int_equal(kv_cuda_value_bits(KV_DTYPE_FP8_E4M3, 128 + 64), 0x38);
+    assert_int_equal(kv_cuda_value_bits(KV_DTYPE_FP16, 0x00), 0x3C00); /* +1.0 */
+    assert_int_equal(kv_cuda_value_bits(KV_DTYPE_FP16, 0x80), 0xBC00); /* -1.0 */
+    assert_int_equal(kv_cuda_value_bits(KV_DTYPE_BF16, 0x7F), 0x3FFF); /* 1.9921875 */
+    assert_int_equal(kv_cuda_value_bits(KV_DTYPE_FP8_E4M3, 0x7F), 0x40); /* rounds up to 2.0 */
+    assert_int_equal(kv_cuda_value_bits(KV_DTYPE_FP8_E4M3, 0x88), 0xB8); /* -1.0625: tie -> even -1.0 */
+    assert_int_equal(kv_cuda_value_bits(KV_DTYPE_FP8_E4M3, 0x18), 0x3A); /* 1.1875: tie -> even 1.25 */
+}
+
+/* The kernels' 16-byte packing equals the reference element by element. */
+static void test_pack16_matches_reference(void **state)
+{
+    (void)state;
+    for (int dt = 0; dt < 4; dt++) {
+        const int bytes = kv_dtype_bytes(dt), per = 16 / bytes;
+        for (int i = 0; i < 200; i++) {
+            const uint64_t f = kv_fingerprint(i * 7919, i, i % 5, i % 3) ^ (i & 1 ? KV_CUDA_V_SALT : 0);
+            const int32_t e0 = (i % 24) * per;
+            uint32_t w[4];
+            kv_cuda_pack16(dt, f, e0, w);
+            for (int k = 0; k < per; k++) {
+                uint32_t got = bytes == 4 ? w[k]
+                             : bytes == 2 ? (w[k >> 1] >> (16 * (k & 1))) & 0xFFFFu
+                                          : (w[k >> 2] >> (8 * (k & 3))) & 0xFFu;
+                uint32_t want = kv_cuda_value_bits(dt, kv_cuda_value_byte(f, e0 + k));
+                if (got != want)
+                    fail_msg("dtype %d f %016llx e0 %d element %d: packed %x, reference %x", dt,
+                             (unsigned long long)f, e0, k, got, want);
+            }
+        }
+    }
+    /* all 256 bytes through the fp8 and 16-bit packers */
+    for (uint32_t b = 0; b < 256; b++) {
+        assert_int_equal(kv_cuda_quad_e4m3(b * 0x01010101u) & 0xFFu, kv_cuda_value_bits(KV_DTYPE_FP8_E4M3, (uint8_t)b));
+        assert_int_equal(kv_cuda_pair16(KV_DTYPE_FP16, b) & 0xFFFFu, kv_cuda_value_bits(KV_DTYPE_FP16, (uint8_t)b));
+        assert_int_equal(kv_cuda_pair16(KV_DTYPE_BF16, b << 16) >> 16, kv_cuda_value_bits(KV_DTYPE_BF16, (uint8_t)b));
+        assert_int_equal(kv_cuda_one32(b), kv_cuda_value_bits(KV_DTYPE_FP32, (uint8_t)b));
+    }
 }
 
 static void test_value_bytes(void **state)
@@ -247,6 +282,7 @@ int main(void)
         cmocka_unit_test(test_e4m3_round_trip),
         cmocka_unit_test(test_f16_bf16_known_values),
         cmocka_unit_test(test_value_table),
+        cmocka_unit_test(test_pack16_matches_reference),
         cmocka_unit_test(test_value_bytes),
         cmocka_unit_test(test_format_size),
         cmocka_unit_test(test_format_oom),
