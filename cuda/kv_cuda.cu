@@ -240,8 +240,9 @@ __global__ void write_kv_kernel(pool_geom g, const kv_slot_write *w, long long n
 }
 
 /* Reads a request's tokens through its block table: a CUDA block per token,
- * a warp per (layer, head) covering K and V; a (token, layer, head) with any
- * differing value counts once. */
+ * a warp per (layer, head) covering K and V; each of K and V of a (token,
+ * layer, head) with any differing value counts once, as the host backend
+ * counts (a wrong token = layers x heads x kv_factor). */
 template <int DT, bool VEC>
 __global__ void verify_kernel(pool_geom g, const int32_t *table, const int32_t *tokens, int n,
                               unsigned long long *count)
@@ -260,14 +261,15 @@ __global__ void verify_kernel(pool_geom g, const int32_t *table, const int32_t *
             const int l = r / g.heads, h = r - l * g.heads;
             const char *row0 = g.base + (long long)l * g.layer_stride + slot * g.slot_bytes +
                                (long long)h * g.row_bytes;
-            bool bad = false;
+            bool bad[2] = {false, false};
             for (int j = lane; j < g.kvf * units_per_row; j += 32) {
                 const int c = j >= units_per_row ? 1 : 0, col = j - c * units_per_row;
                 const uint64_t f = kv_cuda_row_fingerprint(tok, t, l, h, c);
                 const uint4 want = expected_unit<DT, VEC>(f, col * (UNIT / B));
-                bad |= unit_differs<DT, VEC>(row0 + c * g.kv_stride + (long long)col * UNIT, want);
+                bad[c] |= unit_differs<DT, VEC>(row0 + c * g.kv_stride + (long long)col * UNIT, want);
             }
-            if (__any_sync(0xffffffffu, bad) && lane == 0) atomicAdd(&s_bad, 1u);
+            const unsigned nbad = (__any_sync(0xffffffffu, bad[0]) ? 1u : 0u) + (__any_sync(0xffffffffu, bad[1]) ? 1u : 0u);
+            if (nbad && lane == 0) atomicAdd(&s_bad, nbad);
         }
     }
     __syncthreads();

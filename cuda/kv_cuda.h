@@ -110,8 +110,9 @@ typedef struct kv_cuda_oom {
 
 /* Writes the one-line OOM message in PyTorch's shape:
  * "CUDA out of memory. Tried to allocate 20.00 GiB (KV cache pool, rank 0).
- *  GPU 0 has a total capacity of 139.80 GiB of which 3.10 GiB is free. ..."
- * Returns buf. */
+ *  GPU 0 has a total capacity of 139.80 GiB of which 3.10 GiB is free. kvlab
+ *  holds 120.00 GiB there plus a 512.00 MiB CUDA context." (under 256
+ * characters for the usual figures). Returns buf. */
 const char *kv_cuda_format_oom(char *buf, size_t len, const kv_cuda_oom *o);
 
 /* Maps num_ranks ranks onto num_gpus devices: gpu_of_rank[r] = r when there

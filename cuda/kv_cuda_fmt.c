@@ -24,6 +24,7 @@ const char *kv_cuda_format_size(char *buf, size_t len, uint64_t bytes)
 
 const char *kv_cuda_format_oom(char *buf, size_t len, const kv_cuda_oom *o)
 {
+    /* Kept under 256 characters: callers pass one-line buffers of that size. */
     char tried[32], total[32], free_s[32], held[32], ctx[32];
     kv_cuda_format_size(tried, sizeof tried, o->tried);
     kv_cuda_format_size(total, sizeof total, o->total);
@@ -33,10 +34,9 @@ const char *kv_cuda_format_oom(char *buf, size_t len, const kv_cuda_oom *o)
         kv_cuda_format_size(ctx, sizeof ctx, (uint64_t)o->context);
     snprintf(buf, len,
              "CUDA out of memory. Tried to allocate %s (%s, rank %d). GPU %d has a total capacity "
-             "of %s of which %s is free. kvlab already holds %s on this GPU for rank %d%s%s%s. "
-             "Lower --gpu-memory-utilization or --max-model-len, or free the card.",
+             "of %s of which %s is free. kvlab holds %s there%s%s%s.",
              tried, o->what ? o->what : "allocation", o->rank, o->gpu, total, free_s, held,
-             o->rank, o->context >= 0 ? " plus a " : "", o->context >= 0 ? ctx : "",
+             o->context >= 0 ? " plus a " : "", o->context >= 0 ? ctx : "",
              o->context >= 0 ? " CUDA context" : "");
     return buf;
 }

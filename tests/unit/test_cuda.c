@@ -168,7 +168,8 @@ static void test_format_oom(void **state)
     kv_cuda_format_oom(b, sizeof b, &o);
     assert_non_null(strstr(b, "CUDA out of memory. Tried to allocate 20.00 GiB (KV cache pool, rank 1). "
                               "GPU 1 has a total capacity of 139.80 GiB of which 3.10 GiB is free. "));
-    assert_non_null(strstr(b, "kvlab already holds 120.00 GiB on this GPU for rank 1 plus a 512.00 MiB CUDA context"));
+    assert_non_null(strstr(b, "kvlab holds 120.00 GiB there plus a 512.00 MiB CUDA context."));
+    assert_true(strlen(b) < 256);
     o.context = -1;
     kv_cuda_format_oom(b, sizeof b, &o);
     assert_null(strstr(b, "CUDA context"));
@@ -267,7 +268,7 @@ static void test_open_or_fallback(void **state)
         assert_int_equal(bad, 0);
         tokens[17] += 1; /* one wrong token: every layer and head of it differs */
         assert_int_equal(d->ops->verify(d, 0, table, 2, tokens, 20, &bad, err, sizeof err), 0);
-        assert_int_equal(bad, 4 * 2);
+        assert_int_equal(bad, 4 * 2 * 2); /* layers x heads x (K, V), as the host backend counts */
         w[0].slot = 9 * 16;
         assert_int_equal(d->ops->write_kv(d, 0, w, 1, err, sizeof err), KV_DEV_EINVAL);
     }
