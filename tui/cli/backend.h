@@ -6,9 +6,13 @@
 #define KVLAB_BACKEND_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 
 #include "kv_device.h"
+#include "kv_args.h"
 #include "kv_gpu.h"
+#include "kv_plan.h"
 
 /* 1 when the CUDA backend was compiled in. */
 int kvlab_backend_cuda_built(void);
@@ -31,5 +35,70 @@ kv_device *kvlab_backend_open(int num_ranks, int placeholders, int *failed, char
  * with the reason in err (no backend built, no device). */
 int kvlab_backend_this_gpu(const kv_gpu_catalog *cat, kv_gpu *out, double *context_bytes,
                            char *err, size_t errlen);
+
+
+/* ---- `kvlab serve` on a real card (issue #4, items 2 and 4) ----------- */
+
+
+/* kvlab's device flags for serve, which vLLM does not have. */
+typedef struct kvlab_serve_dev {
+    int allocate;        /* --allocate: hold the plan's memory on the GPU */
+    int placeholders;    /* 1, or 0 with --no-placeholders (pool only; for a shared card) */
+    double hold_s;       /* --hold S: keep it S seconds; -1: until Enter on a terminal, else not at all */
+    int on_this_gpu;     /* the plan is for the real card (--gpu this, or the default when one answers) */
+    int64_t context_bytes; /* the measured CUDA context, -1 when not measured */
+    char note[2048];     /* lines (each ending in \n) to show with serve's notes */
+} kvlab_serve_dev;
+
+/* What --allocate did. */
+typedef struct kvlab_alloc_result {
+    int attempted;       /* 1 when --allocate ran */
+    int ok;              /* 1: every term and pool is held */
+    int oom;             /* 1: a real CUDA out-of-memory stopped it */
+    char error[512];     /* the OOM line or other failure */
+    int num_ranks;
+    int shared_card;     /* ranks side by side on one device */
+    double scale;        /* 1 = as planned; < 1 when the simulated card is bigger than the real one */
+    int64_t num_blocks;  /* blocks in each rank's pool as allocated */
+    double held_bytes;   /* kvlab's allocations on rank 0's device (all ranks there when shared) */
+    double context_bytes;/* measured context of rank 0's device, -1 unknown */
+    double pool_alloc_ms;/* rank 0's one cudaMalloc for the pool */
+    double write_gbps;   /* K/V written into the whole pool of rank 0 */
+    double write_gib;
+    int64_t mismatches;  /* gather-verify of that write: 0 = every block holds its bytes */
+} kvlab_alloc_result;
+
+/* Takes --allocate, --no-placeholders and --hold S out of argv[0..argc) (in
+ * place) and fills *o. Returns the new argc, or -1 with err for a bad value. */
+int kvlab_serve_dev_flags(int argc, char **argv, kvlab_serve_dev *o, char *err, size_t errlen);
+
+/* `--gpu this`, and the default card when no --gpu / --gpu-memory-gib was
+ * given and a CUDA device answers: fills *out with the real card (see
+ * kvlab_backend_this_gpu) and sets a->cuda_context_gib to the measured
+ * context and a->gpu_used_gib to what other processes hold, unless the user
+ * set them. Returns 1 when the plan should use *out, 0 when not (no device
+ * and --gpu was not "this"), -1 with err when --gpu this has no device. */
+int kvlab_serve_pick_gpu(kv_args *a, const kv_gpu_catalog *cat, kvlab_serve_dev *o, kv_gpu *out,
+                         char *err, size_t errlen);
+
+/* After kv_plan_compute: marks the CUDA context term as measured. */
+void kvlab_serve_mark_plan(kv_plan *p, const kvlab_serve_dev *o);
+
+/* --allocate: opens CUDA for the plan's ranks, reserves each rank's
+ * weights / activation / CUDA-graph / NCCL terms (placeholders) and its KV
+ * pool, writes K/V into every block and gather-verifies them. A simulated
+ * card larger than the real one scales every term down to fit and says so.
+ * Returns the device holding the memory (release and destroy it after
+ * kvlab_serve_hold), or NULL with *r saying why (r->oom for a real OOM). */
+kv_device *kvlab_serve_allocate(const kv_plan *p, const kvlab_serve_dev *o, kvlab_alloc_result *r);
+
+/* Prints what --allocate did (text, to f). */
+void kvlab_serve_print_alloc(FILE *f, const kvlab_alloc_result *r);
+
+/* Adds r as a "device" object to a serve --json object (a cJSON *). */
+void kvlab_serve_json_alloc(void *json_object, const kvlab_alloc_result *r);
+
+/* Keeps the memory held for o->hold_s seconds (or until Enter), saying so on stderr. */
+void kvlab_serve_hold(const kvlab_serve_dev *o, const kvlab_alloc_result *r);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "commands.h"
 #include "kv_args.h"
 #include "kv_gpu.h"
@@ -23,8 +24,13 @@ static void serve_usage(FILE *f)
             "usage: kvlab serve MODEL [vLLM flags] [--gpu NAME] [--json]\n"
             "  MODEL: a catalogue id (kvlab models), a config.json, a folder holding one,\n"
             "         or a model in the local Hugging Face cache\n"
-            "  --gpu NAME        the card (kvlab gpus); default %s\n"
+            "  --gpu NAME        the card (kvlab gpus); default %s, or this machine's GPU\n"
+            "                    when a CUDA device answers (--gpu this asks for it)\n"
             "  --json            print one JSON object instead of the report\n"
+            "  --allocate        hold the plan on the GPU: placeholders for weights, activation\n"
+            "                    peak, CUDA graphs and NCCL, and the KV pool with K/V written\n"
+            "  --no-placeholders with --allocate: the KV pool only (a shared card)\n"
+            "  --hold S          with --allocate: keep it S seconds (default: until Enter)\n"
             "flags (vLLM's names; 32k = 32000, 128K = 131072):\n",
             DEFAULT_GPU);
     for (int i = 0; i < kv_args_flag_count(); i++) {
@@ -162,7 +168,14 @@ int cmd_serve(int argc, char **argv)
     }
     kv_args a;
     kv_args_init(&a);
-    char err[1024] = "", notes[2048] = "";
+    char err[1024] = "", notes[4096] = "";
+    kvlab_serve_dev dev;
+    n = kvlab_serve_dev_flags(n, rest, &dev, err, sizeof err);
+    if (n < 0) {
+        fprintf(stderr, "kvlab serve: %s\n", err);
+        free(rest);
+        return 2;
+    }
     int rc = kv_args_parse(&a, n, rest, notes, sizeof notes, err, sizeof err);
     free(rest);
     if (rc < 0) {
@@ -181,16 +194,30 @@ int cmd_serve(int argc, char **argv)
     }
     kv_gpu_catalog cat = {0};
     const kv_gpu *gpu = NULL;
+    kv_gpu this_gpu;
+    int pick = 0;
     if (a.gpu[0] || a.gpu_memory_gib < 0) {
         if (kv_gpu_catalog_load(assets, &cat, err, sizeof err) != KV_GPU_OK) {
             fprintf(stderr, "kvlab serve: %s\n", err);
             return 2;
         }
-        if (!a.gpu[0]) {
+        /* The real card: --gpu this, or the default when a CUDA device answers. */
+        pick = kvlab_serve_pick_gpu(&a, &cat, &dev, &this_gpu, err, sizeof err);
+        if (pick < 0) {
+            fprintf(stderr, "kvlab serve: %s\n", err);
+            kv_gpu_catalog_free(&cat);
+            return 2;
+        }
+        size_t nl = strlen(notes);
+        snprintf(notes + nl, sizeof notes - nl, "%s", dev.note);
+        if (pick) {
+            gpu = &this_gpu;
+        } else if (!a.gpu[0]) {
             size_t l = strlen(notes);
             snprintf(notes + l, sizeof notes - l, "note: no --gpu given; assuming %s\n", DEFAULT_GPU);
         }
-        gpu = kv_gpu_find(&cat, a.gpu[0] ? a.gpu : DEFAULT_GPU, err, sizeof err);
+        if (!pick)
+            gpu = kv_gpu_find(&cat, a.gpu[0] ? a.gpu : DEFAULT_GPU, err, sizeof err);
         if (!gpu) {
             fprintf(stderr, "kvlab serve: %s\n", err);
             kv_gpu_catalog_free(&cat);
@@ -210,6 +237,11 @@ int cmd_serve(int argc, char **argv)
         return 2;
     }
     int code = p->starts ? 0 : 1;
+    kvlab_serve_mark_plan(p, &dev);
+    kvlab_alloc_result alloc = {0};
+    kv_device *held = dev.allocate ? kvlab_serve_allocate(p, &dev, &alloc) : NULL;
+    if (dev.allocate && !alloc.ok)
+        code = 1; /* a real OOM (or no device): it would not start here */
     if (json) {
         cJSON *o = kv_plan_to_json(p);
         if (o) {
@@ -217,6 +249,7 @@ int cmd_serve(int argc, char **argv)
             cJSON_DeleteItemFromArray(o, 0);
             cJSON_AddStringToObject(o, "model", m.id);
             add_notes_json(o, notes);
+            kvlab_serve_json_alloc(o, &alloc);
             char *s = cJSON_Print(o);
             if (s)
                 printf("%s\n", s);
@@ -225,7 +258,12 @@ int cmd_serve(int argc, char **argv)
         }
     } else {
         print_report(&m, p, notes);
+        kvlab_serve_print_alloc(stdout, &alloc);
     }
+    fflush(stdout);
+    kvlab_serve_hold(&dev, &alloc);
+    if (held)
+        held->ops->destroy(held);
     free(p);
     return code;
 }
