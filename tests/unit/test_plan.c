@@ -1,0 +1,735 @@
+/* kv_plan: every case of tests/vectors/seed-figures.json (a verbatim copy of
+ * shared/vectors/seed-figures.json), pinned (terms set to the document's
+ * values, tight tolerance) and unpinned (kvlab's own estimates, loose
+ * tolerance); vLLM's capacity-math vectors (vllm-internals.md section 11
+ * item 11); every start-up error. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <math.h>
+
+#include "kv_args.h"
+#include "kv_gpu.h"
+#include "kv_model.h"
+#include "kv_plan.h"
+#include "kv_util.h"
+#include "test_helpers.h"
+
+static cJSON *figures;
+static kv_gpu_catalog catalog;
+
+static int setup(void **state)
+{
+    (void)state;
+    char *txt = test_read_file("tests/vectors/seed-figures.json", NULL);
+    if (!txt)
+        return -1;
+    figures = cJSON_Parse(txt);
+    free(txt);
+    char err[256];
+    if (kv_gpu_catalog_load(test_assets_dir(), &catalog, err, sizeof err))
+        return -1;
+    return figures ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    cJSON_Delete(figures);
+    kv_gpu_catalog_free(&catalog);
+    return 0;
+}
+
+static kv_model *load_model(const char *id)
+{
+    static kv_model m;
+    char err[512];
+    int rc = kv_model_load(id, test_assets_dir(), &m, err, sizeof err);
+    if (rc)
+        print_error("%s\n", err);
+    assert_int_equal(rc, KV_MODEL_OK);
+    return &m;
+}
+
+static void check_near(const char *id, const char *what, double got, double want, double tol)
+{
+    if (!(fabs(got - want) <= tol + 1e-12)) {
+        print_error("%s: %s = %.6g, expected %.6g (tolerance %.4g)\n", id, what, got, want, tol);
+        fail();
+    }
+}
+
+static void check_rel(const char *id, const char *what, double got, double want, double rel)
+{
+    check_near(id, what, got, want, fabs(want) * rel);
+}
+
+static double num(const cJSON *o, const char *k, double dflt)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+static void set_flag(kv_args *a, const char *name, const cJSON *v)
+{
+    char val[64], err[256];
+    if (cJSON_IsString(v))
+        snprintf(val, sizeof val, "%s", v->valuestring);
+    else
+        snprintf(val, sizeof val, "%.17g", v->valuedouble);
+    int rc = kv_args_set(a, name, val, err, sizeof err);
+    if (rc)
+        print_error("flag %s=%s: %s\n", name, val, err);
+    assert_int_equal(rc, KV_ARGS_OK);
+}
+
+static void set_gib(kv_args *a, const char *flag, double gib)
+{
+    char val[64], err[256];
+    snprintf(val, sizeof val, "%.17g", gib);
+    assert_int_equal(kv_args_set(a, flag, val, err, sizeof err), KV_ARGS_OK);
+}
+
+/* Build args for a case; pinned = set each term the document states. The
+ * card is the catalogue's when the document's reported size is the
+ * catalogue's rounded (h100-80gb: 79.2 = 79.2047 GiB), else the document's
+ * size is typed in (its 4090 reports 23.5, the catalogue's 23.64). */
+static const kv_gpu *case_args(const cJSON *c, int pinned, kv_args *a)
+{
+    const kv_gpu *card = NULL;
+    kv_args_init(a);
+    const cJSON *flags = cJSON_GetObjectItemCaseSensitive(c, "flags"), *f;
+    cJSON_ArrayForEach(f, flags) set_flag(a, f->string, f);
+    const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(c, "gpu");
+    if (cJSON_IsString(gpu)) {
+        const cJSON *g = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(figures, "gpus"),
+                                                          gpu->valuestring);
+        snprintf(a->gpu, sizeof a->gpu, "%s", gpu->valuestring);
+        card = kv_gpu_find(&catalog, gpu->valuestring, NULL, 0);
+        assert_non_null(card);
+        if (fabs(card->reported_total_gib - num(g, "reported_gib", -1)) >= 0.005) {
+            card = NULL;
+            set_gib(a, "gpu-memory-gib", num(g, "reported_gib", -1));
+        }
+    } else {
+        set_gib(a, "gpu-memory-gib", 80); /* geometry-only cases */
+    }
+    if (!pinned)
+        return card;
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(c, "expect");
+    if (num(e, "weights_gib", -1) >= 0)
+        set_gib(a, "weights-gib", num(e, "weights_gib", 0));
+    if (num(e, "activation_gib", -1) >= 0)
+        set_gib(a, "activation-gib", num(e, "activation_gib", 0));
+    if (num(e, "cudagraph_gib", -1) >= 0)
+        set_gib(a, "cudagraph-gib", num(e, "cudagraph_gib", 0));
+    if (num(e, "cuda_context_gib", -1) >= 0)
+        set_gib(a, "cuda-context-gib", num(e, "cuda_context_gib", 0));
+    /* Combined terms: put the sum on the graphs term, zero the others. */
+    if (num(e, "cudagraph_plus_context_gib", -1) >= 0) {
+        set_gib(a, "cudagraph-gib", num(e, "cudagraph_plus_context_gib", 0));
+        set_gib(a, "cuda-context-gib", 0);
+    }
+    if (num(e, "cudagraph_context_nccl_gib", -1) >= 0) {
+        set_gib(a, "cudagraph-gib", num(e, "cudagraph_context_nccl_gib", 0));
+        set_gib(a, "cuda-context-gib", 0);
+        set_gib(a, "nccl-gib", 0);
+    }
+    return card;
+}
+
+/* Compare a plan with a case's expectations. Returns how many were checked. */
+static int check_case(const char *id, const cJSON *c, const kv_plan *p, int pinned)
+{
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(c, "expect");
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "tolerance");
+    double gib = num(t, pinned ? "gib" : "unpinned_gib", 0.5);
+    double rel = num(t, pinned ? "rel" : "unpinned_rel", pinned ? 0.005 : 0.1);
+    int n = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, e) {
+        const char *k = v->string;
+        double want = v->valuedouble;
+        if (!strcmp(k, "starts")) {
+            if (p->starts != cJSON_IsTrue(v)) {
+                print_error("%s: starts = %d (%s)\n", id, p->starts, p->error);
+                fail();
+            }
+        } else if (!strcmp(k, "error_kind")) {
+            assert_string_equal(kv_plan_error_name(p->error_kind), v->valuestring);
+        } else if (!strcmp(k, "budget_gib")) {
+            check_near(id, k, p->budget_bytes / KV_GIB, want, gib);
+        } else if (!strcmp(k, "weights_gib")) {
+            check_near(id, k, p->weights_bytes / KV_GIB, want, gib);
+        } else if (!strcmp(k, "activation_gib")) {
+            check_near(id, k, p->activation_bytes / KV_GIB, want, gib);
+        } else if (!strcmp(k, "cudagraph_gib")) {
+            check_near(id, k, p->cudagraph_bytes / KV_GIB, want, gib);
+        } else if (!strcmp(k, "cuda_context_gib")) {
+            check_near(id, k, p->cuda_context_bytes / KV_GIB, want, gib);
+        } else if (!strcmp(k, "cudagraph_plus_context_gib")) {
+            check_near(id, k, (p->cudagraph_bytes + p->cuda_context_bytes) / KV_GIB, want, gib);
+        } else if (!strcmp(k, "cudagraph_context_nccl_gib")) {
+            check_near(id, k, (p->cudagraph_bytes + p->cuda_context_bytes + p->nccl_bytes) / KV_GIB, want, gib);
+        } else if (!strcmp(k, "kv_cache_gib")) {
+            check_near(id, k, p->available_kv_bytes / KV_GIB, want, gib);
+        } else if (!strcmp(k, "needed_gib")) {
+            check_near(id, k, (double)p->needed_bytes / KV_GIB, want, gib);
+        } else if (!strcmp(k, "max_model_len")) {
+            assert_int_equal(p->max_model_len, (int64_t)want);
+        } else if (!strcmp(k, "estimated_max_model_len")) {
+            check_rel(id, k, (double)p->estimated_max_model_len, want, rel);
+        } else if (!strcmp(k, "kv_bytes_per_token")) {
+            assert_int_equal(p->kv_bytes_per_token, (int64_t)want);
+        } else if (!strcmp(k, "kv_cache_tokens")) {
+            check_rel(id, k, (double)p->kv_cache_tokens, want, rel);
+        } else if (!strcmp(k, "kv_cache_tokens_if_sized")) {
+            check_rel(id, k, (double)p->kv_cache_tokens_unrounded, want, rel);
+        } else if (!strcmp(k, "max_concurrency")) {
+            check_rel(id, k, p->max_concurrency, want, rel);
+        } else if (!strcmp(k, "concurrent_8k_requests")) {
+            check_rel(id, k, floor(p->max_concurrency), want, rel);
+        } else if (!strcmp(k, "kv_heads_per_gpu")) {
+            assert_int_equal(p->kv_heads_per_gpu, (int)want);
+        } else if (!strcmp(k, "same_as_tp")) {
+            continue; /* checked by the caller */
+        } else {
+            print_error("%s: unknown expectation '%s' (extend the test)\n", id, k);
+            fail();
+        }
+        n++;
+    }
+    return n;
+}
+
+static void run_cases(int pinned)
+{
+    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(figures, "cases"), *c;
+    int ran = 0;
+    cJSON_ArrayForEach(c, cases) {
+        const cJSON *model = cJSON_GetObjectItemCaseSensitive(c, "model");
+        if (!cJSON_IsString(model) || !cJSON_GetObjectItemCaseSensitive(c, "flags"))
+            continue; /* table and whiteboard cases have their own tests */
+        const char *id = cJSON_GetObjectItemCaseSensitive(c, "id")->valuestring;
+        kv_args a;
+        const kv_gpu *card = case_args(c, pinned, &a);
+        kv_plan p;
+        char err[512];
+        int rc = kv_plan_compute(load_model(model->valuestring), card, &a, &p, err, sizeof err);
+        if (rc)
+            print_error("%s: %s\n", id, err);
+        assert_int_equal(rc, KV_PLAN_OK);
+        assert_true(check_case(id, c, &p, pinned) > 0);
+        const cJSON *same = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "expect"), "same_as_tp");
+        if (cJSON_IsNumber(same)) {
+            kv_plan q;
+            a.tensor_parallel_size = (int32_t)same->valuedouble;
+            assert_int_equal(kv_plan_compute(load_model(model->valuestring), card, &a, &q, err, sizeof err), 0);
+            assert_int_equal(q.kv_bytes_per_token, p.kv_bytes_per_token);
+            assert_int_equal(q.kv_heads_per_gpu, p.kv_heads_per_gpu);
+        }
+        ran++;
+    }
+    assert_true(ran >= 9);
+}
+
+static void test_seed_cases_pinned(void **state)
+{
+    (void)state;
+    run_cases(1);
+}
+
+static void test_seed_cases_unpinned(void **state)
+{
+    (void)state;
+    run_cases(0);
+}
+
+static const cJSON *find_case(const char *id)
+{
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(figures, "cases")) {
+        const cJSON *i = cJSON_GetObjectItemCaseSensitive(c, "id");
+        if (cJSON_IsString(i) && !strcmp(i->valuestring, id))
+            return c;
+    }
+    return NULL;
+}
+
+/* "llama-3.1-8b-bf16" -> bytes per token; "...-32k-conversation-fp8-GB" -> a
+ * whole conversation in GB (1e9) or GiB. */
+static void test_kv_per_token_table(void **state)
+{
+    (void)state;
+    const cJSON *c = find_case("kv-per-token-table");
+    assert_non_null(c);
+    const cJSON *v;
+    int n = 0;
+    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(c, "expect")) {
+        char key[128];
+        snprintf(key, sizeof key, "%s", v->string);
+        const char *model = strstr(key, "-70b") ? "meta-llama/Llama-3.1-70B-Instruct" : "meta-llama/Llama-3.1-8B-Instruct";
+        kv_args a;
+        kv_args_init(&a);
+        set_gib(&a, "gpu-memory-gib", 80);
+        char err[256];
+        if (strstr(key, "-fp8"))
+            assert_int_equal(kv_args_set(&a, "kv-cache-dtype", "fp8", err, sizeof err), 0);
+        kv_plan p;
+        assert_int_equal(kv_plan_compute_nofix(load_model(model), NULL, &a, &p, err, sizeof err), 0);
+        const char *conv = strstr(key, "k-conversation");
+        if (!conv) {
+            assert_int_equal(p.kv_bytes_per_token, (int64_t)v->valuedouble);
+        } else {
+            const char *d = conv;
+            while (d > key && d[-1] >= '0' && d[-1] <= '9')
+                d--;
+            double tokens = atof(d) * 1024;
+            double unit = strstr(key, "-GiB") ? KV_GIB : 1e9;
+            check_near(key, "conversation size", tokens * (double)p.kv_bytes_per_token / unit, v->valuedouble, 0.05);
+        }
+        n++;
+    }
+    assert_int_equal(n, 6);
+}
+
+/* The lesson outline's whiteboard arithmetic: decimal bytes typed in as
+ * overrides, no CUDA graphs, no block rounding. */
+static void test_whiteboard_case(void **state)
+{
+    (void)state;
+    const cJSON *c = find_case("whiteboard-h100-8b");
+    assert_non_null(c);
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(c, "inputs"), *e = cJSON_GetObjectItemCaseSensitive(c, "expect");
+    kv_args a;
+    kv_args_init(&a);
+    set_gib(&a, "gpu-memory-gib", num(in, "gpu_total_bytes", 0) / KV_GIB);
+    a.gpu_memory_utilization = num(in, "gpu_memory_utilization", 0);
+    set_gib(&a, "weights-gib", num(in, "weights_bytes", 0) / KV_GIB);
+    set_gib(&a, "activation-gib", num(in, "workspace_bytes", 0) / KV_GIB);
+    set_gib(&a, "cuda-context-gib", num(in, "cuda_context_bytes", 0) / KV_GIB);
+    set_gib(&a, "cudagraph-gib", 0);
+    char err[256];
+    assert_int_equal(kv_args_set(&a, "max-model-len", "8192", err, sizeof err), 0);
+    kv_plan p;
+    assert_int_equal(kv_plan_compute(load_model("meta-llama/Llama-3.1-8B-Instruct"), NULL, &a, &p, err, sizeof err), 0);
+    assert_true(p.starts);
+    assert_int_equal(p.kv_bytes_per_token, (int64_t)num(in, "kv_bytes_per_token", 0));
+    assert_int_equal(p.kv_cache_tokens_unrounded, (int64_t)num(e, "kv_cache_tokens", 0));
+    /* Block rounding costs less than one block. */
+    assert_true(p.kv_cache_tokens <= p.kv_cache_tokens_unrounded &&
+                p.kv_cache_tokens > p.kv_cache_tokens_unrounded - p.block_size);
+    check_near("whiteboard", "used before requests", p.budget_bytes / KV_GIB, num(e, "gpu_used_gib_before_requests", 0),
+               0.1);
+}
+
+/* A synthetic model for vLLM's capacity tests. */
+static kv_model synthetic(int layers, int heads, int kv_heads, int head_dim, const char *dtype)
+{
+    kv_model m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.id, sizeof m.id, "synthetic");
+    m.num_hidden_layers = layers;
+    m.num_attention_heads = heads;
+    m.num_key_value_heads = kv_heads;
+    m.head_dim = head_dim;
+    m.hidden_size = heads * head_dim;
+    m.intermediate_size = 4 * m.hidden_size;
+    m.vocab_size = 1000;
+    m.max_position_embeddings = 1 << 20;
+    snprintf(m.torch_dtype, sizeof m.torch_dtype, "%s", dtype);
+    m.dtype_bytes = 2;
+    return m;
+}
+
+/* KV pool of exactly `bytes`, every other term zero. */
+static void pool_args(kv_args *a, double bytes, const char *max_len)
+{
+    char err[256], v[64];
+    kv_args_init(a);
+    set_gib(a, "gpu-memory-gib", 1000);
+    set_gib(a, "weights-gib", 0);
+    set_gib(a, "activation-gib", 0);
+    set_gib(a, "cudagraph-gib", 0);
+    set_gib(a, "cuda-context-gib", 0);
+    snprintf(v, sizeof v, "%.0f", bytes);
+    assert_int_equal(kv_args_set(a, "kv-cache-memory-bytes", v, err, sizeof err), 0);
+    if (max_len)
+        assert_int_equal(kv_args_set(a, "max-model-len", max_len, err, sizeof err), 0);
+}
+
+static void test_vllm_estimate_max_model_len(void **state)
+{
+    (void)state;
+    /* 32 layers x 32 KV heads x head 128, fp16, block 16: 512 KiB per token; 8 GiB. */
+    kv_model m = synthetic(32, 32, 32, 128, "float16");
+    kv_args a;
+    kv_plan p;
+    char err[256];
+    pool_args(&a, 8 * KV_GIB, "16385");
+    assert_int_equal(kv_plan_compute_nofix(&m, NULL, &a, &p, err, sizeof err), 0);
+    assert_int_equal(p.kv_bytes_per_token, 512 * 1024);
+    assert_int_equal(kv_plan_estimate_max_model_len(&p, 8 * KV_GIB, 16385), 16384);
+    assert_int_equal(kv_plan_estimate_max_model_len(&p, 8 * KV_GIB, 16383), 16383);
+    assert_int_equal(kv_plan_estimate_max_model_len(&p, 1.0, 16383), 0);
+    /* The length check uses it: 16385 tokens do not fit in 8 GiB. */
+    assert_false(p.starts);
+    assert_int_equal(p.error_kind, KV_PLAN_ERR_MAX_MODEL_LEN);
+    assert_int_equal(p.estimated_max_model_len, 16384);
+    assert_non_null(strstr(p.error, "the estimated maximum model length is 16384."));
+}
+
+static void test_vllm_max_concurrency(void **state)
+{
+    (void)state;
+    kv_model m = synthetic(32, 32, 32, 128, "float16");
+    kv_args a;
+    kv_plan p;
+    char err[256];
+    /* 1536 blocks of 16 tokens (1 block = 8 MiB over 32 layers), max_model_len 16384 -> 1.5 */
+    pool_args(&a, 1536.0 * 16 * 512 * 1024, "16384");
+    assert_int_equal(kv_plan_compute_nofix(&m, NULL, &a, &p, err, sizeof err), 0);
+    assert_true(p.starts);
+    assert_int_equal(p.num_blocks, 1536);
+    check_near("concurrency", "full", p.max_concurrency, 1.5, 1e-9);
+    /* Sliding window 1024 on every layer, max_num_batched_tokens 1024:
+     * cdiv(2047, 16) + 1 = 129 blocks per request; 387 blocks -> 3.0 */
+    for (int i = 0; i < m.num_hidden_layers; i++)
+        m.layer_is_sliding[i] = 1;
+    m.num_sliding_layers = m.num_hidden_layers;
+    m.sliding_window = 1024;
+    pool_args(&a, 387.0 * 16 * 512 * 1024, "16384");
+    assert_int_equal(kv_args_set(&a, "max-num-batched-tokens", "1024", err, sizeof err), 0);
+    assert_int_equal(kv_args_set(&a, "max-num-seqs", "256", err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute_nofix(&m, NULL, &a, &p, err, sizeof err), 0);
+    assert_true(p.starts);
+    assert_int_equal(p.blocks_per_request, 129);
+    check_near("concurrency", "sliding", p.max_concurrency, 3.0, 1e-9);
+}
+
+static void test_vllm_num_blocks_and_override(void **state)
+{
+    (void)state;
+    /* Two full-attention layers, 2 KV heads x head 64, fp32, block 16:
+     * page P = 16 x 2 x 64 x 4 x 2 = 16384 B; memory 2 x 32 x P -> 32 blocks. */
+    kv_model m = synthetic(2, 2, 2, 64, "float32");
+    kv_args a;
+    kv_plan p;
+    char err[256];
+    pool_args(&a, 2.0 * 32 * 16384, "16");
+    assert_int_equal(kv_args_set(&a, "dtype", "float32", err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute_nofix(&m, NULL, &a, &p, err, sizeof err), 0);
+    assert_int_equal(p.page_size_bytes, 16384);
+    assert_int_equal(p.num_blocks, 32);
+    assert_int_equal(kv_args_set(&a, "num-gpu-blocks-override", "16", err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute_nofix(&m, NULL, &a, &p, err, sizeof err), 0);
+    assert_int_equal(p.num_blocks_computed, 32);
+    assert_int_equal(p.num_blocks, 16);
+    int logged = 0;
+    for (int i = 0; i < p.num_log; i++)
+        logged |= strstr(p.log[i], "Overriding num_gpu_blocks=32 with num_gpu_blocks_override=16") != NULL;
+    assert_true(logged);
+}
+
+/* --------------------------------------------------------------- errors */
+
+static void base_args(kv_args *a, const char *util)
+{
+    char err[256];
+    kv_args_init(a);
+    set_gib(a, "gpu-memory-gib", 79.2);
+    assert_int_equal(kv_args_set(a, "max-num-batched-tokens", "8192", err, sizeof err), 0);
+    if (util)
+        assert_int_equal(kv_args_set(a, "gpu-memory-utilization", util, err, sizeof err), 0);
+}
+
+static void test_tp_must_divide_heads(void **state)
+{
+    (void)state;
+    kv_args a;
+    kv_plan p;
+    char err[256];
+    base_args(&a, NULL);
+    a.tensor_parallel_size = 3;
+    assert_int_equal(kv_plan_compute(load_model("meta-llama/Llama-3.1-70B-Instruct"), NULL, &a, &p, err, sizeof err),
+                     KV_PLAN_EINVAL);
+    assert_string_equal(err, "Total number of attention heads (64) must be divisible by tensor parallel size (3).");
+}
+
+static void test_input_errors(void **state)
+{
+    (void)state;
+    kv_model *m = load_model("meta-llama/Llama-3.1-8B-Instruct");
+    kv_args a;
+    kv_plan p;
+    char err[512];
+    /* no card */
+    kv_args_init(&a);
+    assert_int_equal(kv_plan_compute(m, NULL, &a, &p, err, sizeof err), KV_PLAN_EINVAL);
+    assert_non_null(strstr(err, "--gpu"));
+    /* max_model_len above the model's */
+    base_args(&a, NULL);
+    assert_int_equal(kv_args_set(&a, "max-model-len", "256K", err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute(m, NULL, &a, &p, err, sizeof err), KV_PLAN_EINVAL);
+    assert_non_null(strstr(err, "User-specified max_model_len (262144) is greater than the derived max_model_len"));
+    /* max_num_batched_tokens < max_num_seqs, both explicit */
+    base_args(&a, NULL);
+    assert_int_equal(kv_args_set(&a, "max-num-seqs", "9000", err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute(m, NULL, &a, &p, err, sizeof err), KV_PLAN_EINVAL);
+    assert_string_equal(err, "max_num_batched_tokens (8192) must be greater than or equal to max_num_seqs (9000).");
+    /* chunked prefill off with a budget below max_model_len */
+    base_args(&a, NULL);
+    assert_int_equal(kv_args_set(&a, "no-enable-chunked-prefill", NULL, err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute(m, NULL, &a, &p, err, sizeof err), KV_PLAN_EINVAL);
+    assert_non_null(strstr(err, "is smaller than max_model_len (131072)"));
+    /* fp8_ds_mla on a non-MLA model */
+    base_args(&a, NULL);
+    assert_int_equal(kv_args_set(&a, "kv-cache-dtype", "fp8_ds_mla", err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute(m, NULL, &a, &p, err, sizeof err), KV_PLAN_EINVAL);
+    /* --quantization against a checkpoint's own method */
+    kv_model *v3 = load_model("deepseek-ai/DeepSeek-V3");
+    base_args(&a, NULL);
+    assert_int_equal(kv_args_set(&a, "quantization", "awq", err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute(v3, NULL, &a, &p, err, sizeof err), KV_PLAN_EINVAL);
+    assert_non_null(strstr(err, "Quantization method specified in the model config (fp8) does not match"));
+}
+
+static void test_free_memory_check(void **state)
+{
+    (void)state;
+    kv_args a;
+    kv_plan p;
+    char err[512];
+    base_args(&a, "0.9");
+    assert_int_equal(kv_args_set(&a, "max-model-len", "8192", err, sizeof err), 0);
+    assert_int_equal(kv_args_set(&a, "gpu-used-gib", "10", err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute(load_model("meta-llama/Llama-3.1-8B-Instruct"), NULL, &a, &p, err, sizeof err), 0);
+    assert_false(p.starts);
+    assert_int_equal(p.error_kind, KV_PLAN_ERR_FREE_MEMORY);
+    assert_string_equal(p.error,
+                        "Free memory on device cuda:0 (68.60/79.20 GiB) on startup is less than desired GPU memory "
+                        "utilization (0.9, 71.28 GiB). Decrease GPU memory utilization or reduce GPU memory used by "
+                        "other processes.");
+    assert_true(p.num_fixes >= 1);
+    assert_true(p.fixes[0].starts);
+    assert_string_equal(p.fixes[0].flags, "--gpu-memory-utilization 0.86");
+}
+
+static void test_no_memory_and_fixes(void **state)
+{
+    (void)state;
+    kv_args a;
+    kv_plan p;
+    char err[512];
+    base_args(&a, "0.9");
+    assert_int_equal(kv_args_set(&a, "max-model-len", "8192", err, sizeof err), 0);
+    assert_int_equal(kv_args_set(&a, "quantization", "fp8", err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute(load_model("meta-llama/Llama-3.1-70B-Instruct"), NULL, &a, &p, err, sizeof err), 0);
+    assert_int_equal(p.error_kind, KV_PLAN_ERR_NO_KV_MEMORY);
+    assert_non_null(strstr(p.error, "No available memory for the cache blocks."));
+    assert_int_equal(p.num_blocks, 0);
+    /* Fixes come cheapest first and utilization is last. */
+    assert_true(p.num_fixes >= 3);
+    assert_non_null(strstr(p.fixes[p.num_fixes - 1].flags, "--gpu-memory-utilization"));
+    int saw_tp = 0;
+    for (int i = 0; i < p.num_fixes; i++)
+        if (strstr(p.fixes[i].flags, "--tensor-parallel-size 2")) {
+            saw_tp = 1;
+            assert_true(p.fixes[i].starts);
+            check_rel("fix tp2", "tokens", (double)p.fixes[i].kv_cache_tokens, 216848, 0.005);
+        }
+    assert_true(saw_tp);
+}
+
+static void test_length_check_fix_order(void **state)
+{
+    (void)state;
+    kv_args a;
+    kv_plan p;
+    char err[512];
+    kv_args_init(&a);
+    set_gib(&a, "gpu-memory-gib", 23.5);
+    assert_int_equal(kv_args_set(&a, "gpu-memory-utilization", "0.9", err, sizeof err), 0);
+    assert_int_equal(kv_args_set(&a, "max-num-batched-tokens", "8192", err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute(load_model("meta-llama/Llama-3.1-8B-Instruct"), NULL, &a, &p, err, sizeof err), 0);
+    assert_int_equal(p.error_kind, KV_PLAN_ERR_MAX_MODEL_LEN);
+    assert_non_null(strstr(p.error, "max seq len (131072), (16.0 GiB KV cache is needed"));
+    assert_non_null(strstr(p.error, "available KV cache memory (2.83 GiB)"));
+    assert_true(p.num_fixes >= 2);
+    assert_string_equal(p.fixes[0].what, "lower max_model_len");
+    assert_true(p.fixes[0].starts);
+    assert_string_equal(p.fixes[1].flags, "--kv-cache-dtype fp8");
+    /* fp8 KV doubles what fits */
+    check_rel("fp8 kv", "tokens", (double)p.fixes[1].max_model_len, 2.0 * (double)p.estimated_max_model_len, 0.01);
+}
+
+static void test_auto_fit(void **state)
+{
+    (void)state;
+    kv_args a;
+    kv_plan p;
+    char err[512];
+    kv_args_init(&a);
+    set_gib(&a, "gpu-memory-gib", 23.5);
+    assert_int_equal(kv_args_set(&a, "gpu-memory-utilization", "0.9", err, sizeof err), 0);
+    assert_int_equal(kv_args_set(&a, "max-num-batched-tokens", "8192", err, sizeof err), 0);
+    assert_int_equal(kv_args_set(&a, "max-model-len", "auto", err, sizeof err), 0);
+    kv_model *m = load_model("meta-llama/Llama-3.1-8B-Instruct");
+    assert_int_equal(kv_plan_compute(m, NULL, &a, &p, err, sizeof err), 0);
+    assert_true(p.starts);
+    assert_true(p.max_model_len_auto);
+    check_rel("auto", "max_model_len", (double)p.max_model_len, 23184, 0.005);
+    assert_non_null(strstr(p.log[3], "Auto-fit max_model_len: reduced from 131072 to"));
+    /* -1 means the same */
+    assert_int_equal(kv_args_set(&a, "max-model-len", "-1", err, sizeof err), 0);
+    assert_int_equal(a.max_model_len, KV_MAX_MODEL_LEN_AUTO);
+    /* a big card fits the whole context */
+    set_gib(&a, "gpu-memory-gib", 79.2);
+    assert_int_equal(kv_plan_compute(m, NULL, &a, &p, err, sizeof err), 0);
+    assert_int_equal(p.max_model_len, 131072);
+    /* nothing fits: auto-fit's own error */
+    pool_args(&a, 1000, "auto");
+    assert_int_equal(kv_plan_compute(m, NULL, &a, &p, err, sizeof err), 0);
+    assert_int_equal(p.error_kind, KV_PLAN_ERR_AUTO_FIT);
+    assert_non_null(strstr(p.error, "Cannot auto-fit max_model_len"));
+}
+
+static void test_oom_paths(void **state)
+{
+    (void)state;
+    kv_args a;
+    kv_plan p;
+    char err[512];
+    kv_model *m = load_model("meta-llama/Llama-3.1-70B-Instruct");
+    kv_args_init(&a);
+    set_gib(&a, "gpu-memory-gib", 79.2);
+    assert_int_equal(kv_args_set(&a, "max-model-len", "8192", err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute(m, NULL, &a, &p, err, sizeof err), 0);
+    assert_int_equal(p.error_kind, KV_PLAN_ERR_WEIGHTS_OOM); /* 131 GiB of bf16 weights */
+    assert_non_null(strstr(p.error, "CUDA out of memory"));
+    /* weights fit, activation peak does not */
+    assert_int_equal(kv_args_set(&a, "quantization", "fp8", err, sizeof err), 0);
+    assert_int_equal(kv_args_set(&a, "activation-gib", "15", err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute(m, NULL, &a, &p, err, sizeof err), 0);
+    assert_int_equal(p.error_kind, KV_PLAN_ERR_PROFILE_OOM);
+}
+
+static void test_terms_and_overrides(void **state)
+{
+    (void)state;
+    kv_args a;
+    kv_plan p, q;
+    char err[512];
+    kv_model *m = load_model("meta-llama/Llama-3.1-8B-Instruct");
+    base_args(&a, "0.9");
+    assert_int_equal(kv_args_set(&a, "max-model-len", "8192", err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute(m, NULL, &a, &p, err, sizeof err), 0);
+    /* --enforce-eager: graphs cost nothing, the pool grows by their size */
+    assert_int_equal(kv_args_set(&a, "enforce-eager", NULL, err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute(m, NULL, &a, &q, err, sizeof err), 0);
+    assert_true(q.cudagraph_bytes == 0);
+    check_near("eager", "kv", (q.available_kv_bytes - p.available_kv_bytes) / KV_GIB, 0.60, 1e-9);
+    /* fp8 KV: half the bytes per token, twice the tokens */
+    kv_args_init(&a);
+    base_args(&a, "0.9");
+    assert_int_equal(kv_args_set(&a, "max-model-len", "8192", err, sizeof err), 0);
+    assert_int_equal(kv_args_set(&a, "kv-cache-dtype", "fp8", err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute(m, NULL, &a, &q, err, sizeof err), 0);
+    assert_int_equal(q.kv_bytes_per_token, p.kv_bytes_per_token / 2);
+    check_rel("fp8 kv", "tokens", (double)q.kv_cache_tokens, 2.0 * (double)p.kv_cache_tokens, 0.001);
+    /* every term takes an override and says so */
+    base_args(&a, "0.9");
+    assert_int_equal(kv_args_set(&a, "max-model-len", "8192", err, sizeof err), 0);
+    set_gib(&a, "weights-gib", 15);
+    set_gib(&a, "activation-gib", 1);
+    set_gib(&a, "cudagraph-gib", 0.5);
+    set_gib(&a, "cuda-context-gib", 0.5);
+    set_gib(&a, "nccl-gib", 0.25);
+    assert_int_equal(kv_plan_compute(m, NULL, &a, &q, err, sizeof err), 0);
+    for (int i = KV_PLAN_TERM_WEIGHTS; i <= KV_PLAN_TERM_NCCL; i++)
+        assert_true(q.terms[i].overridden);
+    check_near("overrides", "kv", q.available_kv_bytes / KV_GIB, 79.2 * 0.9 - 17.25, 1e-9);
+    /* --kv-cache-memory-bytes: the pool is that size, utilization ignored */
+    base_args(&a, "0.5");
+    assert_int_equal(kv_args_set(&a, "max-model-len", "8192", err, sizeof err), 0);
+    assert_int_equal(kv_args_set(&a, "kv-cache-memory-bytes", "4G", err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute(m, NULL, &a, &q, err, sizeof err), 0);
+    assert_true(q.starts);
+    check_near("kv bytes", "available", q.available_kv_bytes, 4 * KV_GIB, 0.5);
+    assert_int_equal(q.num_blocks, 2048);
+}
+
+static void test_json_fields(void **state)
+{
+    (void)state;
+    kv_args a;
+    kv_plan p;
+    char err[512];
+    base_args(&a, "0.9");
+    assert_int_equal(kv_plan_compute(load_model("meta-llama/Llama-3.1-8B-Instruct"), NULL, &a, &p, err, sizeof err), 0);
+    cJSON *o = kv_plan_to_json(&p);
+    assert_non_null(o);
+    static const char *fields[] = {"starts", "error", "gpu_total_gib", "budget_gib", "weights_gib", "activation_gib",
+                                   "cudagraph_gib", "cuda_context_gib", "nccl_gib", "kv_cache_gib",
+                                   "kv_bytes_per_token", "block_size", "num_blocks", "kv_cache_tokens", "max_model_len",
+                                   "max_concurrency", "estimated_max_model_len", "tensor_parallel_size",
+                                   "kv_heads_per_gpu"};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        if (!cJSON_GetObjectItemCaseSensitive(o, fields[i]))
+            print_error("missing %s\n", fields[i]);
+        assert_non_null(cJSON_GetObjectItemCaseSensitive(o, fields[i]));
+    }
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "starts")));
+    assert_int_equal((int)cJSON_GetObjectItemCaseSensitive(o, "kv_bytes_per_token")->valuedouble, 131072);
+    cJSON_Delete(o);
+    char *s = kv_plan_json_string(&p);
+    assert_non_null(s);
+    free(s);
+}
+
+static void test_activation_formula(void **state)
+{
+    (void)state;
+    /* The calibration: 8B and 70B at tp 2 have the same width per GPU. */
+    kv_model m8 = *load_model("meta-llama/Llama-3.1-8B-Instruct");
+    double a8 = kv_plan_activation_bytes(&m8, 1, 8192);
+    kv_model *m70 = load_model("meta-llama/Llama-3.1-70B-Instruct");
+    double a70 = kv_plan_activation_bytes(m70, 1, 8192), a70tp2 = kv_plan_activation_bytes(m70, 2, 8192);
+    check_near("act", "8b", a8 / KV_GIB, 2.16, 0.005);
+    check_near("act", "70b", a70 / KV_GIB, 3.92, 0.005);
+    check_near("act", "70b tp2", a70tp2 / KV_GIB, a8 / KV_GIB, 1e-9);
+    /* linear in the batch */
+    check_near("act", "half", kv_plan_activation_bytes(&m8, 1, 4096), a8 / 2, 1.0);
+    /* MoE: the active experts' width, not every expert's */
+    kv_model *moe = load_model("mistralai/Mixtral-8x7B-Instruct-v0.1");
+    double amoe = kv_plan_activation_bytes(moe, 1, 8192);
+    check_near("act", "mixtral", amoe, 8192.0 * (2 * 6.2578 * (4096 + 2 * 14336) + 52428.8), 1.0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_seed_cases_pinned),
+        cmocka_unit_test(test_seed_cases_unpinned),
+        cmocka_unit_test(test_kv_per_token_table),
+        cmocka_unit_test(test_whiteboard_case),
+        cmocka_unit_test(test_vllm_estimate_max_model_len),
+        cmocka_unit_test(test_vllm_max_concurrency),
+        cmocka_unit_test(test_vllm_num_blocks_and_override),
+        cmocka_unit_test(test_tp_must_divide_heads),
+        cmocka_unit_test(test_input_errors),
+        cmocka_unit_test(test_free_memory_check),
+        cmocka_unit_test(test_no_memory_and_fixes),
+        cmocka_unit_test(test_length_check_fix_order),
+        cmocka_unit_test(test_auto_fit),
+        cmocka_unit_test(test_oom_paths),
+        cmocka_unit_test(test_terms_and_overrides),
+        cmocka_unit_test(test_json_fields),
+        cmocka_unit_test(test_activation_formula),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
