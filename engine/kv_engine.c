@@ -297,9 +297,6 @@ kv_engine *kv_engine_create(const kv_engine_config *cfg, char *err, size_t errle
         return NULL;
     }
     int32_t usable = c->num_blocks - 1;
-    kv_engine_log(e, 0, "GPU KV cache size: %lld tokens, Maximum concurrency for %d tokens per request: %.2fx",
-                  (long long)c->num_blocks * c->block_size, (int)c->max_model_len,
-                  (double)c->num_blocks / (double)kv_cdiv(c->max_model_len, c->block_size));
     kv_engine_log(e, 0, "block pool: %d blocks of %d tokens (block 0 is the null block, %d usable), %s backend, tp=%d",
                   (int)c->num_blocks, (int)c->block_size, (int)usable, e->dev->name, (int)c->tensor_parallel_size);
     if (c->enable_chunked_prefill)
@@ -1057,4 +1054,100 @@ int kv_engine_verify(kv_engine *e, char *err, size_t errlen)
         }
     }
     return 0;
+}
+
+/* ---- glue: plan -> engine ---------------------------------------------- */
+
+int kv_engine_config_from_plan(const kv_plan *p, const kv_model *m, const kv_gpu *gpu, const kv_args *a,
+                               kv_engine_config *c, char *note, size_t notelen, char *err, size_t errlen)
+{
+    if (note && notelen)
+        note[0] = '\0';
+    if (!p->starts)
+        return kv_errf(err, errlen, KV_ENGINE_EINVAL, "%s", p->error[0] ? p->error : "the plan would not start");
+    if (p->num_blocks < 2 || p->num_blocks > INT32_MAX)
+        return kv_errf(err, errlen, KV_ENGINE_EINVAL, "the plan has %lld blocks", (long long)p->num_blocks);
+    kv_engine_config_default(c);
+    c->num_blocks = (int32_t)p->num_blocks;
+    c->block_size = p->block_size;
+    c->max_model_len = (int32_t)p->max_model_len;
+    c->max_num_seqs = (int32_t)p->max_num_seqs;
+    c->max_num_batched_tokens = (int32_t)p->max_num_batched_tokens;
+    c->enable_prefix_caching = p->enable_prefix_caching;
+    c->enable_chunked_prefill = a ? a->enable_chunked_prefill : 1;
+    c->num_layers = p->num_layers;
+    c->num_kv_heads = m->is_mla ? 1 : m->num_key_value_heads;
+    c->head_size = p->head_size;
+    c->kv_factor = p->kv_factor;
+    c->cache_dtype = p->kv_dtype_bytes == 1 ? KV_DTYPE_FP8_E4M3 : p->kv_dtype_bytes == 4 ? KV_DTYPE_FP32 : KV_DTYPE_BF16;
+    c->hidden_size = m->hidden_size;
+    c->vocab_size = m->vocab_size;
+    c->tensor_parallel_size = p->tensor_parallel_size > 0 ? p->tensor_parallel_size : 1;
+    if (c->tensor_parallel_size > KV_ENGINE_MAX_RANKS)
+        return kv_errf(err, errlen, KV_ENGINE_EINVAL, "tensor_parallel_size %d is more than kvlab's %d ranks",
+                       (int)c->tensor_parallel_size, KV_ENGINE_MAX_RANKS);
+    c->active_params = (double)(m->params_active > 0 ? m->params_active : m->params_total);
+    c->weight_bytes = p->weights_bytes;
+    c->gpu_total_bytes = p->gpu_total_bytes;
+    for (int32_t r = 0; r < c->tensor_parallel_size; r++) {
+        c->terms[r][KV_TERM_WEIGHTS] = p->weights_bytes;
+        c->terms[r][KV_TERM_ACTIVATION] = p->activation_bytes;
+        c->terms[r][KV_TERM_CUDAGRAPH] = p->cudagraph_bytes;
+        c->terms[r][KV_TERM_CUDA_CONTEXT] = p->cuda_context_bytes;
+        c->terms[r][KV_TERM_NCCL] = p->nccl_bytes;
+    }
+    double bw = gpu ? gpu->hbm_bandwidth_gbps * 1e9 : 0.0;
+    double fl = gpu ? gpu->bf16_dense_tflops * 1e12 : 0.0;
+    size_t used = 0;
+    if (bw <= 0) {
+        bw = 1e12; /* stand-in: 1 TB/s */
+        if (note && notelen > used)
+            used += (size_t)snprintf(note + used, notelen - used,
+                                     "time model: no HBM bandwidth for this card; assuming 1000 GB/s. ");
+    }
+    if (fl <= 0) {
+        /* stand-in: a ridge point of 150 FLOP per byte (A100 ~153, RTX 4090 ~164) */
+        fl = bw * 150.0;
+        if (note && notelen > used)
+            used += (size_t)snprintf(note + used, notelen - used,
+                                     "time model: no bf16 dense TFLOPS for this card; assuming %.0f TFLOPS "
+                                     "(150 FLOP per byte of bandwidth).", fl / 1e12);
+    }
+    c->hbm_bytes_per_s = bw;
+    c->peak_flops = fl;
+    c->link_bytes_per_s = 0; /* the catalogue's link figures are not exposed yet: all-reduce counted free */
+    return 0;
+}
+
+kv_engine *kv_engine_create_vllm(const kv_model *m, const kv_gpu *gpu, const kv_args *a, kv_device *device,
+                                 kv_plan *plan_out, char *err, size_t errlen)
+{
+    kv_plan *p = malloc(sizeof *p);
+    if (!p) {
+        kv_errf(err, errlen, KV_ENGINE_ENOMEM, "out of memory");
+        return NULL;
+    }
+    kv_engine *e = NULL;
+    char perr[1024] = "";
+    if (kv_plan_compute_nofix(m, gpu, a, p, perr, sizeof perr) != KV_PLAN_OK) {
+        kv_errf(err, errlen, KV_ENGINE_EINVAL, "%s", perr);
+        free(p);
+        return NULL;
+    }
+    if (plan_out)
+        *plan_out = *p;
+    kv_engine_config c;
+    char note[512];
+    if (kv_engine_config_from_plan(p, m, gpu, a, &c, note, sizeof note, err, errlen) == 0) {
+        c.device = device;
+        e = kv_engine_create(&c, err, errlen);
+        if (e) {
+            for (int i = 0; i < p->num_log; i++)
+                kv_engine_log(e, strstr(p->log[i], "WARNING") ? 1 : 0, "%s", p->log[i]);
+            if (note[0])
+                kv_engine_log(e, 1, "%s", note);
+        }
+    }
+    free(p);
+    return e;
 }

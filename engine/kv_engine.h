@@ -19,7 +19,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kv_args.h"
 #include "kv_device.h"
+#include "kv_gpu.h"
+#include "kv_model.h"
+#include "kv_plan.h"
 
 enum {
     KV_ENGINE_OK = 0,
@@ -124,6 +128,28 @@ typedef struct kv_engine_config {
 void kv_engine_config_default(kv_engine_config *cfg);
 
 typedef struct kv_engine kv_engine;
+
+/* Fill *out from a finished start-up plan (kv_plan.h) of model m on gpu
+ * with args a: num_blocks (min over ranks: the ranks are identical),
+ * block_size, max_model_len, max_num_seqs, max_num_batched_tokens, prefix
+ * caching, chunked prefill, geometry, tp, each rank's plan terms, and the
+ * time-model inputs (active parameters from the model shape, weights per
+ * rank, the card's bf16 dense TFLOP/s and HBM bandwidth; when the catalogue
+ * lacks a figure, a stand-in is used and *note says so). Everything else
+ * keeps kv_engine_config_default(). EINVAL when the plan would not start
+ * (err = vLLM's error). note may be NULL. */
+int kv_engine_config_from_plan(const kv_plan *p, const kv_model *m, const kv_gpu *gpu, const kv_args *a,
+                               kv_engine_config *out, char *note, size_t notelen, char *err, size_t errlen);
+
+/* Plan and start an engine the way `vllm serve` would: kv_plan_compute for
+ * (m, gpu, a) (gpu NULL: a custom card from a->gpu_memory_gib), then
+ * kv_engine_config_from_plan, then kv_engine_create with device (NULL =
+ * host backend). The plan's log lines become the first events. *plan_out
+ * (may be NULL) receives the plan, also when it would not start. NULL on
+ * error: the plan's vLLM error when it would not start, else the create
+ * error. */
+kv_engine *kv_engine_create_vllm(const kv_model *m, const kv_gpu *gpu, const kv_args *a, kv_device *device,
+                                 kv_plan *plan_out, char *err, size_t errlen);
 
 /* Create an engine from cfg: builds the block pool (num_blocks incl. null),
  * opens the device (host backend unless cfg->device), reserves each rank's

@@ -40,15 +40,20 @@ int32_t kv_kvcm_get_computed_blocks(kv_kvcm *m, const kv_req *r, int32_t *out)
             break;
         out[n++] = id;
     }
-    int64_t hit_tokens = (int64_t)n * m->block_size;
+    return n;
+}
+
+void kv_kvcm_record_stats(kv_kvcm *m, const kv_req *r, int32_t hit_tokens)
+{
+    if (!m->caching)
+        return;
     if (r->num_preemptions > 0) {
-        m->preempted_queries += num_tokens;
+        m->preempted_queries += kv_req_num_tokens(r);
         m->preempted_hits += hit_tokens;
     } else {
-        m->queries += num_tokens;
+        m->queries += kv_req_num_tokens(r);
         m->hits += hit_tokens;
     }
-    return n;
 }
 
 static void cache_blocks(kv_kvcm *m, kv_req *r, int32_t num_tokens)

@@ -34,10 +34,16 @@ void kv_kvcm_init(kv_kvcm *m, kv_pool *pool, int32_t block_size, int32_t max_mod
  * hashes from the start, at most (num_tokens - 1) / block_size blocks (the
  * last prompt token is always computed), stopping at the first miss. Writes
  * the hit block ids into out (room for num_tokens / block_size) and returns
- * their count; hit tokens = count x block_size. Records queries/hits in
- * tokens (separately for preempted requests). 0 when caching is off. Does
- * not change ref counts. */
+ * their count; hit tokens = count x block_size. 0 when caching is off.
+ * Changes neither ref counts nor stats. */
 int32_t kv_kvcm_get_computed_blocks(kv_kvcm *m, const kv_req *r, int32_t *out);
+
+/* Record one prefix-cache lookup in tokens (PrefixCacheStats.record):
+ * queries += r's tokens, hits += hit_tokens, into the preempted_* counters
+ * for a request that was preempted before. Called once per admission, after
+ * allocate_slots succeeded, as current vLLM does (PR #48860: a request that
+ * waits several steps is not counted several times). */
+void kv_kvcm_record_stats(kv_kvcm *m, const kv_req *r, int32_t hit_tokens);
 
 /* allocate_slots: make room for num_new_tokens more tokens of r after its
  * computed tokens and the n_hit prefix-hit blocks hit[0..n_hit) (only for a

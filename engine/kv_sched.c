@@ -322,6 +322,8 @@ void kv_sched_schedule(kv_sched *s, kv_sched_output *out)
                 n = budget;
             if (kv_kvcm_allocate_slots(s->kvcm, r, n, s->hit, n_hit) < 0)
                 break;
+            if (r->num_computed == 0)
+                kv_kvcm_record_stats(s->kvcm, r, hit_tokens);
             wq_pop(&s->waiting);
             s->running[s->num_running++] = r;
             int resumed = r->status == KV_REQ_PREEMPTED;

@@ -1,9 +1,365 @@
-/* Placeholder until the owning issue lands; replaced by the real command. */
+/* kvlab simulate MODEL --trace FILE|gen:... [vLLM flags] [--gpu NAME]
+ * [--json] [--metrics]: plan the server as `kvlab serve` does, then run the
+ * engine headless on a request trace and print what happened on the virtual
+ * clock. Exit 0 ran, 1 the server would not start (vLLM's error printed),
+ * 2 bad input (one clear line). Trace format: docs/trace-format.md. */
+#include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
 #include "commands.h"
+#include "kv_args.h"
+#include "kv_engine.h"
+#include "kv_gpu.h"
+#include "kv_model.h"
+#include "kv_plan.h"
+#include "kv_trace.h"
+#include "kv_util.h"
+#include "paths.h"
+
+#define DEFAULT_GPU "h100-80gb"
+
+static void sim_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: kvlab simulate MODEL --trace FILE.jsonl|gen:KEY=V,... [vLLM flags] [--gpu NAME]\n"
+            "                      [--json] [--metrics] [--mode paged|contiguous|no-cache] [--seed N] [--verify]\n"
+            "  --trace FILE      JSONL, one request per line: arrival_s, output_tokens, prompt_tokens or\n"
+            "                    prompt_token_ids; optional prefix_id + prefix_tokens, priority, cache_salt\n"
+            "  --trace gen:...   seeded generator, e.g. gen:requests=1000,rate=20,prompt=1024,output=256,\n"
+            "                    shared=0.3,prefix=2048,prefixes=4,seed=1 (see docs/trace-format.md)\n"
+            "  --json            print the summary as one JSON object\n"
+            "  --metrics         print the metrics in Prometheus text format (vLLM's names)\n"
+            "  --mode M          paged (vLLM, default), contiguous (max_model_len slabs), no-cache\n"
+            "  --seed N          seed for generated token ids (default 0)\n"
+            "  --verify          write K/V to the device and read every running request back each step\n"
+            "  --device          use the CUDA backend when one answers (default: host backend)\n"
+            "vLLM flags as in `kvlab serve` (--max-model-len, --kv-cache-dtype, --max-num-seqs, ...);\n"
+            "--gpu defaults to %s.\n",
+            DEFAULT_GPU);
+}
+
+static void summary_json(const kv_engine *e, const kv_plan *p, const kv_model *m, const char *trace_name,
+                         int64_t submitted, int64_t rejected, const char *first_reject, const kv_engine_info *info)
+{
+    kv_engine_metrics mt;
+    kv_engine_get_metrics(e, &mt);
+    double dur = info->clock_s;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "model", m->id);
+    cJSON_AddStringToObject(o, "gpu", p->gpu_id);
+    cJSON_AddStringToObject(o, "trace", trace_name);
+    static const char *modes[] = {"paged", "contiguous", "no-cache"};
+    cJSON_AddStringToObject(o, "mode", modes[info->mode]);
+    cJSON_AddNumberToObject(o, "tensor_parallel_size", info->tensor_parallel_size);
+    cJSON_AddNumberToObject(o, "num_blocks", info->num_blocks);
+    cJSON_AddNumberToObject(o, "block_size", info->block_size);
+    cJSON_AddNumberToObject(o, "kv_cache_tokens", (double)info->num_blocks * info->block_size);
+    cJSON_AddNumberToObject(o, "max_model_len", (double)p->max_model_len);
+    cJSON_AddNumberToObject(o, "requests_submitted", (double)submitted);
+    cJSON_AddNumberToObject(o, "requests_rejected", (double)rejected);
+    if (first_reject)
+        cJSON_AddStringToObject(o, "first_rejection", first_reject);
+    else
+        cJSON_AddNullToObject(o, "first_rejection");
+    cJSON_AddNumberToObject(o, "requests_finished", (double)mt.request_success_total);
+    cJSON_AddNumberToObject(o, "prompt_tokens", (double)mt.prompt_tokens_total);
+    cJSON_AddNumberToObject(o, "generation_tokens", (double)mt.generation_tokens_total);
+    cJSON_AddNumberToObject(o, "preemptions", (double)mt.num_preemptions_total);
+    cJSON_AddNumberToObject(o, "recomputed_tokens", (double)mt.recomputed_tokens);
+    cJSON_AddNumberToObject(o, "peak_kv_usage", mt.peak_kv_usage);
+    cJSON_AddNumberToObject(o, "mean_kv_usage", mt.mean_kv_usage);
+    cJSON_AddNumberToObject(o, "prefix_cache_queries", (double)mt.prefix_cache_queries);
+    cJSON_AddNumberToObject(o, "prefix_cache_hits", (double)mt.prefix_cache_hits);
+    cJSON_AddNumberToObject(o, "prefix_cache_hit_rate",
+                            mt.prefix_cache_queries ? (double)mt.prefix_cache_hits / (double)mt.prefix_cache_queries : 0.0);
+    cJSON_AddNumberToObject(o, "mean_num_requests_waiting", mt.mean_num_requests_waiting);
+    cJSON_AddNumberToObject(o, "mean_num_requests_running", mt.mean_num_requests_running);
+    cJSON_AddNumberToObject(o, "steps", (double)info->step);
+    cJSON_AddNumberToObject(o, "duration_s", dur);
+    cJSON_AddNumberToObject(o, "throughput_tokens_per_s",
+                            dur > 0 ? (double)(mt.prompt_tokens_total + mt.generation_tokens_total) / dur : 0.0);
+    cJSON_AddNumberToObject(o, "output_throughput_tokens_per_s",
+                            dur > 0 ? (double)mt.generation_tokens_total / dur : 0.0);
+    cJSON_AddNumberToObject(o, "requests_per_s", dur > 0 ? (double)mt.request_success_total / dur : 0.0);
+    const struct { const char *k; const kv_latency_stats *s; } lat[] = {
+        {"ttft", &mt.ttft}, {"itl", &mt.itl}, {"e2e_latency", &mt.e2e}, {"queue_time", &mt.queue}};
+    char key[48];
+    for (size_t i = 0; i < sizeof lat / sizeof lat[0]; i++) {
+        snprintf(key, sizeof key, "%s_mean_s", lat[i].k);
+        cJSON_AddNumberToObject(o, key, lat[i].s->mean);
+        snprintf(key, sizeof key, "%s_p50_s", lat[i].k);
+        cJSON_AddNumberToObject(o, key, lat[i].s->p50);
+        snprintf(key, sizeof key, "%s_p99_s", lat[i].k);
+        cJSON_AddNumberToObject(o, key, lat[i].s->p99);
+        snprintf(key, sizeof key, "%s_max_s", lat[i].k);
+        cJSON_AddNumberToObject(o, key, lat[i].s->max);
+    }
+    cJSON_AddNumberToObject(o, "block_allocations", (double)mt.block_allocations);
+    cJSON_AddNumberToObject(o, "block_frees", (double)mt.block_frees);
+    cJSON_AddNumberToObject(o, "block_evictions", (double)mt.block_evictions);
+    cJSON_AddNumberToObject(o, "work_tokens_with_cache", (double)mt.work_tokens_with_cache);
+    cJSON_AddNumberToObject(o, "work_tokens_without_cache", (double)mt.work_tokens_without_cache);
+    char *s = cJSON_Print(o);
+    if (s)
+        printf("%s\n", s);
+    free(s);
+    cJSON_Delete(o);
+}
+
+static void summary_text(const kv_engine *e, const kv_plan *p, const kv_model *m, const char *trace_name,
+                         int64_t submitted, int64_t rejected, const char *first_reject, const kv_engine_info *info)
+{
+    kv_engine_metrics mt;
+    kv_engine_get_metrics(e, &mt);
+    double dur = info->clock_s;
+    printf("kvlab simulate: %s on %s", m->id, p->gpu_id);
+    if (info->tensor_parallel_size > 1)
+        printf(" x %d (tensor_parallel_size %d)", info->tensor_parallel_size, info->tensor_parallel_size);
+    printf(", trace %s\n", trace_name);
+    printf("  pool                  %d blocks x %d tokens = %lld tokens (block 0 is the null block), max_model_len %lld\n",
+           info->num_blocks, info->block_size, (long long)info->num_blocks * info->block_size, (long long)p->max_model_len);
+    printf("  requests finished     %lld of %lld submitted", (long long)mt.request_success_total, (long long)submitted);
+    if (rejected)
+        printf(" (%lld rejected: %s)", (long long)rejected, first_reject ? first_reject : "");
+    printf("\n");
+    printf("  prompt tokens         %lld\n", (long long)mt.prompt_tokens_total);
+    printf("  generation tokens     %lld\n", (long long)mt.generation_tokens_total);
+    printf("  preemptions           %lld (%lld tokens recomputed)\n", (long long)mt.num_preemptions_total,
+           (long long)mt.recomputed_tokens);
+    printf("  KV cache usage        peak %.1f%%, mean %.1f%%\n", 100 * mt.peak_kv_usage, 100 * mt.mean_kv_usage);
+    printf("  prefix cache          %lld hit of %lld queried tokens (%.1f%%)\n", (long long)mt.prefix_cache_hits,
+           (long long)mt.prefix_cache_queries,
+           mt.prefix_cache_queries ? 100.0 * (double)mt.prefix_cache_hits / (double)mt.prefix_cache_queries : 0.0);
+    printf("  mean queue length     %.2f waiting, %.2f running\n", mt.mean_num_requests_waiting,
+           mt.mean_num_requests_running);
+    printf("  duration              %.3f s on the virtual clock, %lld steps\n", dur, (long long)info->step);
+    printf("  throughput            %.0f tokens/s (output %.0f tokens/s)\n",
+           dur > 0 ? (double)(mt.prompt_tokens_total + mt.generation_tokens_total) / dur : 0.0,
+           dur > 0 ? (double)mt.generation_tokens_total / dur : 0.0);
+    printf("  time to first token   mean %.4f s, p50 %.4f s, p99 %.4f s\n", mt.ttft.mean, mt.ttft.p50, mt.ttft.p99);
+    printf("  inter-token latency   mean %.4f s, p50 %.4f s, p99 %.4f s\n", mt.itl.mean, mt.itl.p50, mt.itl.p99);
+    printf("  request latency       mean %.3f s, p50 %.3f s, p99 %.3f s\n", mt.e2e.mean, mt.e2e.p50, mt.e2e.p99);
+    printf("  queue time            mean %.3f s, p99 %.3f s\n", mt.queue.mean, mt.queue.p99);
+}
+
 int cmd_simulate(int argc, char **argv)
 {
-    (void)argc; (void)argv;
-    fprintf(stderr, "kvlab simulate: not built yet\n");
-    return 2;
+    int json = 0, metrics = 0, verify = 0, use_device = 0;
+    const char *trace_arg = NULL, *mode_arg = NULL;
+    unsigned long long seed = 0;
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    if (!rest)
+        return 2;
+    int n = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if (!strcmp(s, "--json"))
+            json = 1;
+        else if (!strcmp(s, "--metrics"))
+            metrics = 1;
+        else if (!strcmp(s, "--verify"))
+            verify = 1;
+        else if (!strcmp(s, "--device"))
+            use_device = 1;
+        else if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
+            sim_usage(stdout);
+            free(rest);
+            return 0;
+        } else if (!strcmp(s, "--trace") || !strcmp(s, "--mode") || !strcmp(s, "--seed")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "kvlab simulate: %s needs a value\n", s);
+                free(rest);
+                return 2;
+            }
+            const char *v = argv[++i];
+            if (!strcmp(s, "--trace"))
+                trace_arg = v;
+            else if (!strcmp(s, "--mode"))
+                mode_arg = v;
+            else {
+                char *end;
+                seed = strtoull(v, &end, 10);
+                if (*end || end == v) {
+                    fprintf(stderr, "kvlab simulate: --seed: '%s' is not a whole number\n", v);
+                    free(rest);
+                    return 2;
+                }
+            }
+        } else if (!strncmp(s, "--trace=", 8))
+            trace_arg = s + 8;
+        else if (!strncmp(s, "--mode=", 7))
+            mode_arg = s + 7;
+        else
+            rest[n++] = argv[i];
+    }
+    int mode = KV_MODE_PAGED;
+    if (mode_arg) {
+        if (!strcmp(mode_arg, "paged"))
+            mode = KV_MODE_PAGED;
+        else if (!strcmp(mode_arg, "contiguous"))
+            mode = KV_MODE_CONTIGUOUS;
+        else if (!strcmp(mode_arg, "no-cache") || !strcmp(mode_arg, "no_cache"))
+            mode = KV_MODE_NO_CACHE;
+        else {
+            fprintf(stderr, "kvlab simulate: --mode: '%s' is not one of paged, contiguous, no-cache\n", mode_arg);
+            free(rest);
+            return 2;
+        }
+    }
+    kv_args a;
+    kv_args_init(&a);
+    char err[1024] = "", notes[2048] = "";
+    int rc = kv_args_parse(&a, n, rest, notes, sizeof notes, err, sizeof err);
+    free(rest);
+    if (rc < 0) {
+        fprintf(stderr, "kvlab simulate: %s\n", err);
+        return 2;
+    }
+    if (!a.model[0]) {
+        fprintf(stderr, "kvlab simulate: no MODEL given (kvlab simulate MODEL --trace FILE; see kvlab models)\n");
+        return 2;
+    }
+    if (!trace_arg) {
+        fprintf(stderr, "kvlab simulate: no --trace given (a JSONL file or gen:...; see kvlab simulate --help)\n");
+        return 2;
+    }
+    kv_trace tr;
+    if (kv_trace_open(trace_arg, &tr, err, sizeof err) != 0) {
+        fprintf(stderr, "kvlab simulate: trace %s\n", err);
+        return 2;
+    }
+    const char *assets = kvlab_assets_dir();
+    kv_model m;
+    if (kv_model_load(a.model, assets, &m, err, sizeof err) != KV_MODEL_OK) {
+        fprintf(stderr, "kvlab simulate: %s\n", err);
+        kv_trace_free(&tr);
+        return 2;
+    }
+    kv_gpu_catalog cat = {0};
+    const kv_gpu *gpu = NULL;
+    if (a.gpu[0] || a.gpu_memory_gib < 0) {
+        if (kv_gpu_catalog_load(assets, &cat, err, sizeof err) != KV_GPU_OK) {
+            fprintf(stderr, "kvlab simulate: %s\n", err);
+            kv_trace_free(&tr);
+            return 2;
+        }
+        gpu = kv_gpu_find(&cat, a.gpu[0] ? a.gpu : DEFAULT_GPU, err, sizeof err);
+        if (!gpu) {
+            fprintf(stderr, "kvlab simulate: %s\n", err);
+            kv_gpu_catalog_free(&cat);
+            kv_trace_free(&tr);
+            return 2;
+        }
+    }
+    kv_plan *plan = malloc(sizeof *plan);
+    if (!plan) {
+        kv_gpu_catalog_free(&cat);
+        kv_trace_free(&tr);
+        return 2;
+    }
+    memset(plan, 0, sizeof *plan);
+    int code = 0;
+    kv_engine *e = NULL;
+    kv_device *dev = NULL;
+    if (use_device)
+        dev = kvlab_backend_open(a.tensor_parallel_size > 0 ? a.tensor_parallel_size : 1, 0, NULL, NULL, 0);
+    if (kv_plan_compute_nofix(&m, gpu, &a, plan, err, sizeof err) != KV_PLAN_OK) {
+        fprintf(stderr, "kvlab simulate: %s\n", err);
+        code = 2;
+        goto done;
+    }
+    if (!plan->starts) {
+        fprintf(stderr, "kvlab simulate: the server would not start:\n%s\n", plan->error);
+        code = 1;
+        goto done;
+    }
+    kv_engine_config cfg;
+    char note[512];
+    if (kv_engine_config_from_plan(plan, &m, gpu, &a, &cfg, note, sizeof note, err, sizeof err) != 0) {
+        fprintf(stderr, "kvlab simulate: %s\n", err);
+        code = 1;
+        goto done;
+    }
+    if (note[0] && !json)
+        fprintf(stderr, "kvlab simulate: note: %s\n", note);
+    cfg.mode = mode;
+    cfg.seed = seed;
+    cfg.verify = verify;
+    cfg.write_kv = verify || use_device;
+    cfg.block_events = 0; /* nobody watches: keep request events and logs only */
+    cfg.device = dev;
+    e = kv_engine_create(&cfg, err, sizeof err);
+    if (!e) {
+        fprintf(stderr, "kvlab simulate: %s\n", err);
+        code = 1;
+        goto done;
+    }
+    int64_t next = 0, rejected = 0;
+    char first_reject[700] = "";
+    kv_engine_info info;
+    for (;;) {
+        kv_engine_get_info(e, &info);
+        while (next < tr.count && tr.reqs[next].arrival_s <= info.clock_s) {
+            kv_request_spec sp;
+            kv_trace_spec(&tr, next, &sp);
+            char rerr[512];
+            if (kv_engine_submit(e, &sp, rerr, sizeof rerr) < 0) {
+                if (!rejected)
+                    snprintf(first_reject, sizeof first_reject, "request %lld: %s", (long long)next, rerr);
+                rejected++;
+            }
+            next++;
+        }
+        kv_engine_get_info(e, &info);
+        if (info.num_running == 0 && info.num_waiting == 0) {
+            if (next >= tr.count)
+                break;
+            kv_engine_advance_clock(e, tr.reqs[next].arrival_s);
+            continue;
+        }
+        kv_step_result res;
+        rc = kv_engine_step(e, &res, err, sizeof err);
+        if (rc < 0) {
+            fprintf(stderr, "kvlab simulate: step %lld: %s\n", (long long)res.step, err);
+            code = 1;
+            goto done;
+        }
+        if (rc == 0 && res.num_preempted == 0) {
+            kv_engine_get_info(e, &info);
+            if (info.num_running == 0) {
+                fprintf(stderr, "kvlab simulate: stuck: %d requests wait but none can be scheduled\n",
+                        info.num_waiting);
+                code = 1;
+                goto done;
+            }
+        }
+    }
+    kv_engine_get_info(e, &info);
+    const char *fr = rejected ? first_reject : NULL;
+    if (json)
+        summary_json(e, plan, &m, trace_arg, tr.count, rejected, fr, &info);
+    else
+        summary_text(e, plan, &m, trace_arg, tr.count, rejected, fr, &info);
+    if (metrics) {
+        size_t need = kv_engine_prometheus(e, m.id, NULL, 0) + 1;
+        char *buf = malloc(need);
+        if (buf) {
+            kv_engine_prometheus(e, m.id, buf, need);
+            fputs(buf, stdout);
+            free(buf);
+        }
+    }
+done:
+    kv_engine_destroy(e);
+    if (dev) {
+        dev->ops->release(dev);
+        dev->ops->destroy(dev);
+    }
+    free(plan);
+    kv_gpu_catalog_free(&cat);
+    kv_trace_free(&tr);
+    return code;
 }

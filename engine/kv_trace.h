@@ -1,0 +1,74 @@
+/* kv_trace: request traces for `kvlab simulate` (DESIGN.md, "Command
+ * line"; docs/trace-format.md).
+ *
+ * A trace is JSONL, one request per line:
+ *   arrival_s        seconds, required, >= 0
+ *   output_tokens    required, integer >= 1
+ *   prompt_tokens    a length (integer >= 0)      } exactly one of the two
+ *   prompt_token_ids a list of token ids (>= 0)   }
+ *   prefix_id        optional string (or number): a shared prefix ...
+ *   prefix_tokens    ... of this many tokens, placed before the prompt,
+ *                    identical for every request naming the same id
+ *   priority         optional integer (smaller = sooner, vLLM's rule)
+ *   cache_salt       optional string: requests with different salts never
+ *                    share cached blocks
+ * Blank lines are skipped; unknown fields are ignored. Requests are sorted by
+ * arrival (stable). Errors name the line and the field.
+ *
+ * Or a seeded generator, "gen:key=value,...": Poisson arrivals, log-normal
+ * prompt and output lengths (a long tail), a fraction of requests sharing a
+ * prefix (see kv_trace_generate). */
+#ifndef KV_TRACE_H
+#define KV_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kv_engine.h"
+
+typedef struct kv_trace_req {
+    double arrival_s;
+    int32_t prompt_tokens;       /* length after the prefix (= num ids when ids are given) */
+    int32_t output_tokens;
+    int32_t prefix_tokens;       /* 0 = no prefix */
+    int32_t priority;
+    int32_t num_ids;
+    int32_t *prompt_token_ids;   /* owned, or NULL */
+    const char *prefix_id;       /* interned in the trace, or NULL */
+    const char *cache_salt;      /* interned in the trace, or NULL */
+} kv_trace_req;
+
+typedef struct kv_trace {
+    kv_trace_req *reqs;
+    int64_t count, cap;
+    char **strings;              /* interned prefix ids and salts */
+    int32_t num_strings, cap_strings;
+} kv_trace;
+
+/* Parse JSONL text (len bytes). 0 on success; -1 with "line N: field
+ * 'name': problem" in err on the first bad line (out is left empty). */
+int kv_trace_parse(const char *text, size_t len, kv_trace *out, char *err, size_t errlen);
+
+/* Read and parse a file. -1 with the reason (file or line) in err. */
+int kv_trace_load(const char *path, kv_trace *out, char *err, size_t errlen);
+
+/* Generate from a spec "gen:k=v,k=v..." (the "gen:" prefix optional). Keys
+ * (defaults): requests (1000) | n; rate (10, requests/s, Poisson); prompt
+ * (512, median prompt tokens); prompt_sigma (0.8, log-normal sigma: the
+ * tail); output (128, median output tokens); output_sigma (0.6); max_prompt
+ * (32768) and max_output (8192) caps; shared (0, fraction of requests with a
+ * shared prefix); prefix (1024, prefix tokens); prefixes (1, distinct
+ * prefixes); priorities (0 = all 0, else uniform in [0, priorities)); seed
+ * (1). The same spec always gives the same trace. -1 with err naming the key
+ * on a bad spec. */
+int kv_trace_generate(const char *spec, kv_trace *out, char *err, size_t errlen);
+
+/* Load a file or, for "gen:...", generate. */
+int kv_trace_open(const char *path_or_spec, kv_trace *out, char *err, size_t errlen);
+
+/* The request spec for request i (pointers into the trace). */
+void kv_trace_spec(const kv_trace *t, int64_t i, kv_request_spec *out);
+
+void kv_trace_free(kv_trace *t);
+
+#endif
