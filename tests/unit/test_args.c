@@ -1,0 +1,233 @@
+/* kv_args: vLLM's names, defaults, number and boolean forms, argv parsing,
+ * and every bad-input message. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "kv_args.h"
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    kv_args a;
+    kv_args_init(&a);
+    assert_true(a.gpu_memory_utilization == 0.92);
+    assert_int_equal(a.block_size, 16);
+    assert_int_equal(a.tensor_parallel_size, 1);
+    assert_int_equal(a.enable_prefix_caching, 1);
+    assert_int_equal(a.enforce_eager, 0);
+    assert_int_equal(a.kv_cache_dtype, KV_ARGS_KV_AUTO);
+    assert_int_equal(a.max_model_len, 0);
+    assert_true(a.weights_gib < 0 && a.activation_gib < 0 && a.gpu_memory_gib < 0);
+    assert_false(kv_args_is_set(&a, "max-model-len"));
+}
+
+static void test_human_readable_ints(void **state)
+{
+    (void)state;
+    int64_t v;
+    char err[160];
+    struct { const char *s; int64_t v; } ok[] = {
+        {"8192", 8192}, {"32k", 32000}, {"128K", 131072}, {"1m", 1000000}, {"1M", 1048576},
+        {"25.6k", 25600}, {"2g", 2000000000LL}, {"4G", 4LL << 30}, {" 16 ", 16}, {"-1", -1},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        assert_int_equal(kv_args_parse_int(ok[i].s, &v, err, sizeof err), 0);
+        assert_int_equal(v, ok[i].v);
+    }
+    const char *bad[] = {"", "k", "1.5K", "12x", "1..5k", "abc", "1e3", ".5k", "99999999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(kv_args_parse_int(bad[i], &v, err, sizeof err), KV_ARGS_EVALUE);
+    assert_int_equal(kv_args_parse_int("1.5K", &v, err, sizeof err), KV_ARGS_EVALUE);
+    assert_non_null(strstr(err, "did you mean 1.5k"));
+}
+
+static void test_set_by_name(void **state)
+{
+    (void)state;
+    kv_args a;
+    kv_args_init(&a);
+    char err[256], buf[64];
+    /* dashes, underscores, leading dashes all name the same flag */
+    assert_int_equal(kv_args_set(&a, "max-model-len", "8192", err, sizeof err), 0);
+    assert_int_equal(a.max_model_len, 8192);
+    assert_int_equal(kv_args_set(&a, "--max_model_len", "32k", err, sizeof err), 0);
+    assert_int_equal(a.max_model_len, 32000);
+    assert_true(kv_args_is_set(&a, "max_model_len"));
+    assert_int_equal(kv_args_get(&a, "max-model-len", buf, sizeof buf), 0);
+    assert_string_equal(buf, "32000");
+    assert_int_equal(kv_args_set(&a, "max-model-len", "auto", err, sizeof err), 0);
+    assert_int_equal(a.max_model_len, KV_MAX_MODEL_LEN_AUTO);
+    kv_args_get(&a, "max-model-len", buf, sizeof buf);
+    assert_string_equal(buf, "auto");
+    assert_int_equal(kv_args_set(&a, "max-model-len", "-1", err, sizeof err), 0);
+    assert_int_equal(a.max_model_len, KV_MAX_MODEL_LEN_AUTO);
+    assert_int_equal(kv_args_set(&a, "gpu-memory-utilization", "0.9", err, sizeof err), 0);
+    assert_true(a.gpu_memory_utilization == 0.9);
+    assert_int_equal(kv_args_set(&a, "gpu-memory-utilization", "1", err, sizeof err), 0);
+    assert_int_equal(kv_args_set(&a, "tp", "4", err, sizeof err), 0);
+    assert_int_equal(a.tensor_parallel_size, 4);
+    assert_int_equal(kv_args_set(&a, "q", "fp8", err, sizeof err), 0);
+    assert_int_equal(a.quantization, KV_ARGS_QUANT_FP8);
+    assert_int_equal(kv_args_set(&a, "quantization", "awq_marlin", err, sizeof err), 0);
+    assert_int_equal(a.quantization, KV_ARGS_QUANT_AWQ);
+    assert_int_equal(kv_args_set(&a, "kv-cache-dtype", "fp8_e5m2", err, sizeof err), 0);
+    assert_int_equal(a.kv_cache_dtype, KV_ARGS_KV_FP8);
+    assert_int_equal(kv_args_set(&a, "dtype", "half", err, sizeof err), 0);
+    assert_int_equal(a.dtype, KV_ARGS_DTYPE_FP16);
+    assert_int_equal(kv_args_set(&a, "block-size", "32", err, sizeof err), 0);
+    assert_int_equal(kv_args_set(&a, "kv-cache-memory", "8G", err, sizeof err), 0);
+    assert_int_equal(a.kv_cache_memory_bytes, 8LL << 30);
+    assert_int_equal(kv_args_set(&a, "gpu", "rtx-4090", err, sizeof err), 0);
+    assert_string_equal(a.gpu, "rtx-4090");
+    assert_int_equal(kv_args_set(&a, "gpu-used-gib", "3.5", err, sizeof err), 0);
+    assert_true(a.gpu_used_gib == 3.5);
+    assert_int_equal(kv_args_set(&a, "weights-gib", "0", err, sizeof err), 0);
+    assert_true(a.weights_gib == 0);
+}
+
+static void test_booleans(void **state)
+{
+    (void)state;
+    kv_args a;
+    kv_args_init(&a);
+    char err[256], buf[16];
+    assert_int_equal(kv_args_set(&a, "enforce-eager", NULL, err, sizeof err), 0);
+    assert_int_equal(a.enforce_eager, 1);
+    assert_int_equal(kv_args_set(&a, "no-enforce-eager", NULL, err, sizeof err), 0);
+    assert_int_equal(a.enforce_eager, 0);
+    assert_int_equal(kv_args_set(&a, "no-enable-prefix-caching", NULL, err, sizeof err), 0);
+    assert_int_equal(a.enable_prefix_caching, 0);
+    kv_args_get(&a, "enable-prefix-caching", buf, sizeof buf);
+    assert_string_equal(buf, "false");
+    assert_int_equal(kv_args_set(&a, "enable-prefix-caching", "true", err, sizeof err), 0);
+    assert_int_equal(a.enable_prefix_caching, 1);
+    assert_int_equal(kv_args_set(&a, "enable-prefix-caching", "maybe", err, sizeof err), KV_ARGS_EVALUE);
+    /* only booleans take no- */
+    assert_int_equal(kv_args_set(&a, "no-max-model-len", NULL, err, sizeof err), KV_ARGS_EUNKNOWN);
+}
+
+static void test_bad_values(void **state)
+{
+    (void)state;
+    kv_args a;
+    kv_args_init(&a);
+    char err[256];
+    struct { const char *flag, *value; int rc; const char *needle; } bad[] = {
+        {"gpu-memory-utilization", "0", KV_ARGS_EVALUE, "(0, 1]"},
+        {"gpu-memory-utilization", "1.2", KV_ARGS_EVALUE, "(0, 1]"},
+        {"gpu-memory-utilization", "-0.5", KV_ARGS_EVALUE, "(0, 1]"},
+        {"gpu-memory-utilization", "most", KV_ARGS_EVALUE, "not a number"},
+        {"gpu-memory-utilization", "nan", KV_ARGS_EVALUE, "not a number"},
+        {"max-model-len", "0", KV_ARGS_EVALUE, "positive"},
+        {"max-model-len", "-5", KV_ARGS_EVALUE, "positive"},
+        {"max-model-len", "lots", KV_ARGS_EVALUE, "not a"},
+        {"max-num-seqs", "-1", KV_ARGS_EVALUE, "positive"},
+        {"max-num-batched-tokens", "8k tokens", KV_ARGS_EVALUE, "--max-num-batched-tokens"},
+        {"tensor-parallel-size", "0", KV_ARGS_EVALUE, "positive"},
+        {"tensor-parallel-size", "2.5", KV_ARGS_EVALUE, "whole number"},
+        {"pipeline-parallel-size", "2", KV_ARGS_EVALUE, "one pipeline stage"},
+        {"block-size", "24", KV_ARGS_EVALUE, "one of 1, 8, 16"},
+        {"kv-cache-dtype", "int4", KV_ARGS_EVALUE, "--kv-cache-dtype must be one of"},
+        {"quantization", "magic", KV_ARGS_EVALUE, "--quantization must be one of"},
+        {"dtype", "float8", KV_ARGS_EVALUE, "--dtype must be one of"},
+        {"gpu-memory-gib", "0", KV_ARGS_EVALUE, "positive"},
+        {"activation-gib", "-1", KV_ARGS_EVALUE, "non-negative"},
+        {"nccl-gib", "x", KV_ARGS_EVALUE, "not a number"},
+        {"max-model-len", NULL, KV_ARGS_EMISSING, "needs a value"},
+        {"frobnicate", "1", KV_ARGS_EUNKNOWN, "unknown flag --frobnicate"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = '\0';
+        int rc = kv_args_set(&a, bad[i].flag, bad[i].value, err, sizeof err);
+        if (rc != bad[i].rc || !strstr(err, bad[i].needle))
+            print_error("%s=%s: rc %d '%s'\n", bad[i].flag, bad[i].value ? bad[i].value : "(null)", rc, err);
+        assert_int_equal(rc, bad[i].rc);
+        assert_non_null(strstr(err, bad[i].needle));
+        assert_null(strchr(err, '\n'));
+    }
+    /* nothing changed */
+    assert_true(a.gpu_memory_utilization == 0.92);
+    assert_int_equal(a.max_model_len, 0);
+}
+
+static void test_ignored_flags(void **state)
+{
+    (void)state;
+    kv_args a;
+    kv_args_init(&a);
+    char err[256];
+    assert_int_equal(kv_args_set(&a, "port", "8000", err, sizeof err), KV_ARGS_IGNORED);
+    assert_non_null(strstr(err, "--port does not change the memory plan"));
+    assert_int_equal(kv_args_set(&a, "trust-remote-code", NULL, err, sizeof err), KV_ARGS_IGNORED);
+    const kv_args_flag *f = kv_args_flag_find("--swap_space");
+    assert_non_null(f);
+    assert_int_equal(f->kind, KV_ARG_NOTE);
+    assert_null(kv_args_flag_find("nope"));
+    /* every flag has a name, a field, help and a default */
+    for (int i = 0; i < kv_args_flag_count(); i++) {
+        f = kv_args_flag_at(i);
+        assert_true(f->name[0] && f->field[0] && f->help[0] && f->deflt);
+        assert_ptr_equal(kv_args_flag_find(f->name), f);
+    }
+    assert_null(kv_args_flag_at(-1));
+    assert_null(kv_args_flag_at(kv_args_flag_count()));
+}
+
+static void test_parse_argv(void **state)
+{
+    (void)state;
+    kv_args a;
+    kv_args_init(&a);
+    char err[256], notes[512];
+    char *argv[] = {"vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--gpu-memory-utilization=0.9",
+                    "--max-num-batched-tokens", "8192", "\\", "--port", "8000", "--served-model-name", "a", "b",
+                    "--trust-remote-code", "-tp", "2", "--max-model-len", "-1", "--no-enable-prefix-caching",
+                    "--gpu", "h100"};
+    int argc = (int)(sizeof argv / sizeof argv[0]);
+    assert_int_equal(kv_args_parse(&a, argc, argv, notes, sizeof notes, err, sizeof err), 0);
+    assert_string_equal(a.model, "meta-llama/Llama-3.1-8B-Instruct");
+    assert_true(a.gpu_memory_utilization == 0.9);
+    assert_int_equal(a.max_num_batched_tokens, 8192);
+    assert_int_equal(a.tensor_parallel_size, 2);
+    assert_int_equal(a.max_model_len, KV_MAX_MODEL_LEN_AUTO);
+    assert_int_equal(a.enable_prefix_caching, 0);
+    assert_string_equal(a.gpu, "h100");
+    assert_non_null(strstr(notes, "--port"));
+    assert_non_null(strstr(notes, "--served-model-name"));
+    assert_non_null(strstr(notes, "--trust-remote-code"));
+
+    char *bad1[] = {"m", "--max-model-len"};
+    assert_int_equal(kv_args_parse(&a, 2, bad1, NULL, 0, err, sizeof err), KV_ARGS_EMISSING);
+    assert_string_equal(err, "--max-model-len needs a value");
+    char *bad2[] = {"m", "--max-model-len", "--enforce-eager"};
+    assert_int_equal(kv_args_parse(&a, 3, bad2, NULL, 0, err, sizeof err), KV_ARGS_EMISSING);
+    char *bad3[] = {"m", "--gpu-mem-util", "0.5"};
+    assert_int_equal(kv_args_parse(&a, 3, bad3, NULL, 0, err, sizeof err), KV_ARGS_EUNKNOWN);
+    assert_non_null(strstr(err, "--gpu-mem-util"));
+    char *bad4[] = {"m1", "m2"};
+    assert_int_equal(kv_args_parse(&a, 2, bad4, NULL, 0, err, sizeof err), KV_ARGS_EUNKNOWN);
+    assert_non_null(strstr(err, "unexpected argument 'm2'"));
+    char *model_flag[] = {"--model", "x/y"};
+    kv_args_init(&a);
+    assert_int_equal(kv_args_parse(&a, 2, model_flag, NULL, 0, err, sizeof err), 0);
+    assert_string_equal(a.model, "x/y");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_human_readable_ints),
+        cmocka_unit_test(test_set_by_name),
+        cmocka_unit_test(test_booleans),
+        cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_ignored_flags),
+        cmocka_unit_test(test_parse_argv),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
