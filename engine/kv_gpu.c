@@ -198,26 +198,38 @@ const kv_gpu *kv_gpu_find(const kv_gpu_catalog *cat, const char *name, char *err
             if (!strcmp(cat->gpus[i].id, aliases[a][1]))
                 return &cat->gpus[i];
     }
-    /* Near matches: ids or aliases containing the query (or contained in
-     * it), or within a small edit distance. */
-    char list[512] = "";
-    int shown = 0;
-    for (int i = 0; i < cat->count && shown < 5; i++) {
+    /* Near matches, closest first: an id or alias containing the query (or
+     * contained in it) scores 0, else the smallest edit distance (<= 3). */
+    int score[256];
+    int n = cat->count < 256 ? cat->count : 256;
+    for (int i = 0; i < n; i++) {
         norm(cat->gpus[i].id, t, sizeof t);
-        int near = (*q && (strstr(t, q) || strstr(q, t))) || edit_distance(q, t) <= 3;
-        for (int a = 0; !near && a < NUM_ALIASES; a++) {
+        int best = (*q && (strstr(t, q) || strstr(q, t))) ? 0 : edit_distance(q, t);
+        for (int a = 0; a < NUM_ALIASES; a++) {
             if (strcmp(aliases[a][1], cat->gpus[i].id))
                 continue;
             char al[64];
             norm(aliases[a][0], al, sizeof al);
-            near = (*q && strlen(al) >= 3 && (strstr(al, q) || strstr(q, al))) || edit_distance(q, al) <= 2;
+            int d = (*q && strlen(al) >= 4 && strlen(q) >= 3 && (strstr(al, q) || strstr(q, al))) ? 0
+                                                                                               : edit_distance(q, al);
+            if (d < best)
+                best = d;
         }
-        if (near) {
-            size_t l = strlen(list);
-            snprintf(list + l, sizeof list - l, "%s%s", shown ? ", " : "", cat->gpus[i].id);
-            shown++;
-        }
+        score[i] = best;
     }
+    char list[512] = "";
+    int shown = 0;
+    int lo = 99;
+    for (int i = 0; i < n; i++)
+        if (score[i] < lo)
+            lo = score[i];
+    for (int d = lo; d <= 3 && d <= lo + 1 && shown < 4; d++)
+        for (int i = 0; i < n && shown < 4; i++)
+            if (score[i] == d) {
+                size_t l = strlen(list);
+                snprintf(list + l, sizeof list - l, "%s%s", shown ? ", " : "", cat->gpus[i].id);
+                shown++;
+            }
     if (shown)
         kv_errf(err, errlen, KV_GPU_ENOTFOUND, "unknown GPU '%s' (did you mean: %s?); see kvlab gpus", name, list);
     else

@@ -698,7 +698,7 @@ static void compute_fixes(kv_plan *p, const kv_model *m, const kv_gpu *g, const 
         try_fix(p, m, g, &b, "lower max_model_len", flags);
     }
     /* 2. fp8 KV cache. */
-    if (p->kv_dtype_bytes > 1 && !(m->is_mla && a->kv_cache_dtype == KV_ARGS_KV_FP8_DS_MLA)) {
+    if (p->kv_dtype_bytes > 1 && p->error_kind == KV_PLAN_ERR_MAX_MODEL_LEN) { /* no help when nothing is left */
         b = *a;
         b.kv_cache_dtype = KV_ARGS_KV_FP8;
         try_fix(p, m, g, &b, "fp8 KV cache", "--kv-cache-dtype fp8");

@@ -95,11 +95,26 @@ static void print_report(const kv_model *m, const kv_plan *p, const char *notes)
     }
 
     thousands(a, sizeof a, p->kv_bytes_per_token);
-    printf("\nKV cache per GPU: %s bytes per token = %d (K,V) x %d layers x %d KV heads x %d x %d bytes (%s)\n", a,
-           p->kv_factor, p->num_layers, p->kv_heads_per_gpu, p->head_size, p->kv_dtype_bytes, p->kv_cache_dtype);
+    if (p->kv_factor == 1)
+        printf("\nKV cache per GPU: %s bytes per token = %d layers x one latent of %d values x %d bytes (%s, MLA)\n", a,
+               p->num_layers, p->head_size, p->kv_dtype_bytes, p->kv_cache_dtype);
+    else
+        printf("\nKV cache per GPU: %s bytes per token = 2 (K,V) x %d layers x %d KV heads x %d x %d bytes (%s)\n", a,
+               p->num_layers, p->kv_heads_per_gpu, p->head_size, p->kv_dtype_bytes, p->kv_cache_dtype);
     if (p->num_sliding_layers)
         printf("  %d layers slide over %d tokens: a request needs at most the window there\n", p->num_sliding_layers,
                p->sliding_window);
+    if (p->starts && p->num_kv_groups > 1) {
+        thousands(a, sizeof a, p->num_blocks);
+        thousands(b, sizeof b, p->max_model_len);
+        thousands(c, sizeof c, p->blocks_per_request);
+        printf("  num_blocks %s (block 0 is the null block), shared by %d KV cache groups of %d layers\n", a,
+               p->num_kv_groups, p->group_size);
+        printf("  one %s-token request takes %s blocks across the groups\n", b, c);
+        thousands(a, sizeof a, (long long)(p->max_concurrency * (double)p->max_model_len));
+        printf("  %.2f requests of %s tokens fit at once (%s tokens)\n", p->max_concurrency, b, a);
+        return;
+    }
     if (p->starts) {
         thousands(a, sizeof a, p->num_blocks);
         thousands(b, sizeof b, p->kv_cache_tokens);

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Bad input to kvlab serve / models / gpus: exit 2, nothing on stdout, exactly
+# one clear line on stderr that contains the expected words. Never a crash.
+set -u
+: "${KVLAB:?set KVLAB to the kvlab binary}"
+: "${KVLAB_SOURCE_DIR:?set KVLAB_SOURCE_DIR}"
+export KVLAB_DATA_DIR="$KVLAB_SOURCE_DIR"
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+L8=meta-llama/Llama-3.1-8B-Instruct
+
+bad() { # expected-substring args...
+  local want=$1; shift
+  "$KVLAB" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$? lines
+  lines=$(wc -l <"$tmp/err")
+  if [ $rc != 2 ] || [ -s "$tmp/out" ] || [ "$lines" != 1 ] || ! grep -qF -- "$want" "$tmp/err"; then
+    echo "FAIL (exit $rc, $lines stderr lines) kvlab $*"; echo "  wanted: $want"; sed 's/^/  stderr: /' "$tmp/err"
+    sed 's/^/  stdout: /' "$tmp/out" | head -3; fail=1
+  fi
+}
+
+bad "no MODEL given" serve
+bad "no MODEL given" serve --gpu h100
+bad "unknown model 'nobody/nothing'" serve nobody/nothing
+bad "did you mean: h100-80gb-sxm" serve $L8 --gpu h100-90gb
+bad "unknown GPU 'potato'" serve $L8 --gpu potato
+bad "--gpu-memory-utilization must be in (0, 1], got 0" serve $L8 --gpu-memory-utilization 0
+bad "--gpu-memory-utilization must be in (0, 1], got 1.5" serve $L8 --gpu-memory-utilization 1.5
+bad "--gpu-memory-utilization: 'lots' is not a number" serve $L8 --gpu-memory-utilization lots
+bad "--max-model-len must be a positive length, auto or -1, got -5" serve $L8 --max-model-len -5
+bad "--max-model-len: 'long' is not a" serve $L8 --max-model-len long
+bad "--max-num-seqs must be a positive whole number, got -1" serve $L8 --max-num-seqs -1
+bad "--gpu-memory-gib must be a positive number of GiB, got -1" serve $L8 --gpu-memory-gib -1
+bad "--activation-gib must be a non-negative number of GiB, got -2" serve $L8 --activation-gib -2
+bad "Total number of attention heads (64) must be divisible by tensor parallel size (3)." \
+  serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 3
+bad "unknown flag --frobnicate" serve $L8 --frobnicate 3
+bad "--max-model-len needs a value" serve $L8 --max-model-len
+bad "unexpected argument 'extra'" serve $L8 extra
+bad "User-specified max_model_len (1000000) is greater than the derived max_model_len" serve $L8 --max-model-len 1m
+bad "must be greater than or equal to max_num_seqs (4096)" serve $L8 --max-num-batched-tokens 2048 --max-num-seqs 4096
+bad "--kv-cache-dtype must be one of" serve $L8 --kv-cache-dtype int2
+bad "decimals are not allowed with binary suffixes" serve $L8 --max-model-len 1.5K
+bad "one pipeline stage" serve $L8 --pipeline-parallel-size 2
+bad "does not match the quantization method" serve deepseek-ai/DeepSeek-V3 --quantization awq
+# config.json errors name the file and the field
+printf '{"num_hidden_layers": 2, "hidden_size": 64' >"$tmp/broken.json"
+bad "$tmp/broken.json: not valid JSON" serve "$tmp/broken.json"
+printf '{"hidden_size": 64, "num_attention_heads": 4}' >"$tmp/config.json"
+bad "$tmp/config.json: required field \"num_hidden_layers\" is missing" serve "$tmp"
+printf '{"num_hidden_layers": "many"}' >"$tmp/config.json"
+bad "field \"num_hidden_layers\" must be a whole number" serve "$tmp/config.json"
+mkdir -p "$tmp/empty"
+bad "folder holds no config.json" serve "$tmp/empty"
+bad "unexpected argument 'extra'" models extra
+bad "unexpected argument '--x'" gpus --x
+# a broken data dir is reported, not crashed on
+KVLAB_DATA_DIR="$tmp/empty" bad "cannot open the GPU catalogue" serve "$KVLAB_SOURCE_DIR/assets/models/$L8/config.json"
+
+# Accepted with a note (exit 0): vLLM flags that do not touch memory.
+out=$("$KVLAB" serve $L8 --gpu h100 --port 8000 --api-key k --seed 1 --disable-log-requests --swap-space 4 \
+      --max-model-len 8192 2>&1)
+rc=$?
+if [ $rc != 0 ] || ! grep -q "note: --swap-space does not change the memory plan" <<<"$out"; then
+  echo "FAIL: ignored flags (exit $rc)"; fail=1
+fi
+
+[ $fail = 0 ] && echo "all serve error checks passed"
+exit $fail
