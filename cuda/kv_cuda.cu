@@ -354,7 +354,8 @@ int op_reserve(kv_device *d, int rank, const char *term, uint64_t bytes, char *e
     t->ptr = NULL;
     t->bytes = 0;
     if (bytes == 0) return 0;
-    if (!im->placeholders) {
+    /* The real context already holds its memory: never add a second one. */
+    if (!im->placeholders || !strcmp(term, "cuda_context")) {
         t->bytes = bytes;
         return 0;
     }

@@ -12,6 +12,9 @@
  * (cudaSetDevice per rank, as vLLM starts one worker per GPU); otherwise all
  * ranks share device 0 and their pools sit side by side on it.
  *
+ * reserve("cuda_context", ...) is bookkeeping only: the real context already
+ * holds that memory. With placeholders off every reserve() is bookkeeping.
+ *
  * Errors: functions return KV_DEV_* codes (engine/kv_device.h) and write one
  * line into err. An allocation the card cannot satisfy returns KV_DEV_ENOMEM
  * with a PyTorch-style "CUDA out of memory. Tried to allocate ..." line. */

@@ -7,7 +7,8 @@ scripts/deps.sh
 jobs=$(nproc)
 
 echo "== build (warnings are errors here) =="
-cmake --preset default -DCMAKE_C_FLAGS="-Werror" >/dev/null
+# The kvlab: lines say whether the CUDA backend is built (it is wherever nvcc is).
+cmake --preset default -DCMAKE_C_FLAGS="-Werror" -DCMAKE_CUDA_FLAGS="-Xcompiler=-Werror" | grep -E '^-- kvlab:'
 cmake --build --preset default -j"$jobs"
 echo "== tests =="
 ctest --preset default -j"$jobs"

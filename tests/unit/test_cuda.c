@@ -12,7 +12,9 @@
 #include <cmocka.h>
 
 #include "kv_cuda.h"
+#include "kv_cuda_parity.h"
 #include "kv_cuda_values.h"
+#include "kv_device_host.h"
 #include "kv_gpu.h"
 
 static void test_e4m3_known_values(void **state)
@@ -229,6 +231,31 @@ static void test_match_catalog(void **state)
     assert_null(kv_cuda_match_catalog(&cat, "Quadro P1000", 4e9));
 }
 
+/* The parity harness against a second host backend: the trace really shares
+ * a prefix, preempts, verifies every step, and two runs agree exactly. */
+static void test_parity_harness_host(void **state)
+{
+    (void)state;
+    char err[256] = "";
+    for (int tp = 1; tp <= 2; tp++) {
+        kv_device *d = kv_device_host_open(tp, 0, err, sizeof err);
+        assert_non_null(d);
+        kv_cuda_parity_report r;
+        if (kv_cuda_parity_run(d, tp, &r, err, sizeof err) != 0) fail_msg("parity run: %s", err);
+        d->ops->destroy(d);
+        print_message("tp %d: %lld steps, %lld preemptions, %lld prefix hit tokens, %lld events\n", tp,
+                      (long long)r.steps, (long long)r.preemptions, (long long)r.prefix_cache_hits, (long long)r.events);
+        if (!r.identical) fail_msg("tp %d: %s %s", tp, r.difference, r.verify_error);
+        assert_string_equal(r.verify_error, "");
+        assert_true(r.steps > 10);
+        assert_int_equal(r.verified_steps, r.steps);
+        assert_int_equal(r.requests_finished, 12);
+        assert_true(r.preemptions > 0);
+        assert_true(r.prefix_cache_hits >= 11 * 192); /* the 12 full prefix blocks, for the 11 later requests */
+        assert_true(r.events > 100);
+    }
+}
+
 #ifdef KVLAB_HAVE_CUDA
 /* Without a device: NULL and one line naming the reason. With one: a small
  * pool written and read back, a wrong token caught. */
@@ -273,6 +300,18 @@ static void test_open_or_fallback(void **state)
         assert_int_equal(d->ops->write_kv(d, 0, w, 1, err, sizeof err), KV_DEV_EINVAL);
     }
     d->ops->destroy(d);
+
+    /* Parity with the host backend, one rank and two ranks (side by side when
+     * there is one card). */
+    for (int tp = 1; tp <= 2; tp++) {
+        d = kv_cuda_open(tp, err, sizeof err);
+        assert_non_null(d);
+        kv_cuda_parity_report r;
+        if (kv_cuda_parity_run(d, tp, &r, err, sizeof err) != 0) fail_msg("parity run: %s", err);
+        d->ops->destroy(d);
+        if (!r.identical) fail_msg("tp %d: %s %s", tp, r.difference, r.verify_error);
+        assert_true(r.preemptions > 0 && r.prefix_cache_hits > 0);
+    }
 }
 #endif
 
@@ -289,6 +328,7 @@ int main(void)
         cmocka_unit_test(test_format_oom),
         cmocka_unit_test(test_map_ranks),
         cmocka_unit_test(test_match_catalog),
+        cmocka_unit_test(test_parity_harness_host),
 #ifdef KVLAB_HAVE_CUDA
         cmocka_unit_test(test_open_or_fallback),
 #endif

@@ -17,12 +17,16 @@
 #include "paths.h"
 #ifdef KVLAB_HAVE_CUDA
 #include "kv_cuda.h"
+#include "kv_cuda_parity.h"
 #endif
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: kvlab probe [--json] [--pool-gib X] [--kv-cache-dtype auto|bf16|fp16|fp8|fp32]\n"
-               "                   [--repeats N]\n"
+               "                   [--repeats N] [--parity]\n"
+               "  --parity       instead of the bandwidth figures: run a prefix-sharing trace that\n"
+               "                 preempts, with a gather-verify after every step, on the host and\n"
+               "                 CUDA backends (1 and 2 ranks) and compare them\n"
                "  --pool-gib X   size of the KV pool to allocate and write (default 8, capped at\n"
                "                 80%% of free memory unless given)\n");
 }
@@ -43,15 +47,74 @@ static const char *dtype_name(int d)
 }
 #endif
 
+#ifdef KVLAB_HAVE_CUDA
+/* --parity: the trace on 1 and 2 ranks; exit 0 when both verify and agree. */
+static int probe_parity(const kv_cuda_gpu_info *info, int json)
+{
+    kv_cuda_parity_report rep[2];
+    char err[512] = "";
+    int rc = 0, ran = 0;
+    for (int tp = 1; tp <= 2 && !rc; tp++) {
+        kv_device *d = kv_cuda_open(tp, err, sizeof err);
+        if (!d || kv_cuda_parity_run(d, tp, &rep[tp - 1], err, sizeof err) != 0) rc = 1;
+        else ran++;
+        if (d) d->ops->destroy(d);
+    }
+    for (int i = 0; i < ran; i++)
+        if (!rep[i].identical || rep[i].verify_error[0]) rc = 1;
+    if (json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", info->name);
+        cJSON_AddStringToObject(o, "error", err);
+        const kv_cuda_parity_report *r = &rep[0];
+        if (ran) {
+            cJSON_AddNumberToObject(o, "trace_steps", (double)r->steps);
+            cJSON_AddNumberToObject(o, "trace_verified_steps", (double)r->verified_steps);
+            cJSON_AddNumberToObject(o, "trace_requests_finished", (double)r->requests_finished);
+            cJSON_AddNumberToObject(o, "trace_preemptions", (double)r->preemptions);
+            cJSON_AddNumberToObject(o, "trace_prefix_cache_hits", (double)r->prefix_cache_hits);
+            cJSON_AddStringToObject(o, "trace_verify_error", ran == 2 && !r->verify_error[0] ? rep[1].verify_error
+                                                                                           : r->verify_error);
+            cJSON_AddNumberToObject(o, "parity_events", (double)r->events);
+            cJSON_AddBoolToObject(o, "parity_identical", ran == 2 && rep[0].identical && rep[1].identical);
+            cJSON_AddStringToObject(o, "parity_difference", !r->identical ? r->difference
+                                                            : ran == 2 ? rep[1].difference : "tp 2 did not run");
+            cJSON_AddNumberToObject(o, "seconds_host", r->seconds_host);
+            cJSON_AddNumberToObject(o, "seconds_cuda", r->seconds_device);
+        }
+        char *s = cJSON_Print(o);
+        printf("%s\n", s);
+        free(s);
+        cJSON_Delete(o);
+        return rc;
+    }
+    printf("kvlab probe --parity on %s\n", info->name);
+    for (int i = 0; i < ran; i++) {
+        const kv_cuda_parity_report *r = &rep[i];
+        printf("  tp %d: %lld steps, %lld requests, %lld preemptions, %lld prefix-cache hit tokens; "
+               "gather-verify after %lld steps: %s\n",
+               r->tensor_parallel_size, (long long)r->steps, (long long)r->requests_finished,
+               (long long)r->preemptions, (long long)r->prefix_cache_hits, (long long)r->verified_steps,
+               r->verify_error[0] ? r->verify_error : "every request's blocks hold its own K/V");
+        printf("        host vs CUDA: %s (%lld events; %.2f s host, %.2f s CUDA)\n",
+               r->identical ? "identical block tables, events and metrics" : r->difference, (long long)r->events,
+               r->seconds_host, r->seconds_device);
+    }
+    if (err[0]) fprintf(stderr, "kvlab probe: %s\n", err);
+    return rc;
+}
+#endif
+
 int cmd_probe(int argc, char **argv)
 {
-    int json = 0, repeats = 5;
+    int json = 0, repeats = 5, parity = 0;
     double pool_gib = 8.0;
     int pool_given = 0;
     const char *dtype_s = "auto";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "--parity")) parity = 1;
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
         else if ((!strcmp(a, "--pool-gib") || !strcmp(a, "--repeats") || !strcmp(a, "--kv-cache-dtype")) &&
                  i + 1 < argc) {
@@ -75,7 +138,7 @@ int cmd_probe(int argc, char **argv)
         }
     }
 #ifndef KVLAB_HAVE_CUDA
-    (void)json; (void)repeats; (void)pool_gib; (void)pool_given; (void)dtype_s;
+    (void)json; (void)repeats; (void)pool_gib; (void)pool_given; (void)dtype_s; (void)parity;
     fprintf(stderr, "kvlab probe: this build has no CUDA backend (configured without a CUDA toolkit or with KVLAB_CUDA=OFF); "
                     "kvlab uses the host backend\n");
     return 1;
@@ -93,6 +156,10 @@ int cmd_probe(int argc, char **argv)
     }
     kv_cuda_gpu_info info;
     kv_cuda_info(d, 0, &info, NULL, 0);
+    if (parity) {
+        d->ops->destroy(d);
+        return probe_parity(&info, json);
+    }
 
     kv_gpu_catalog cat = {0};
     char cerr[256] = "";
