@@ -338,6 +338,11 @@ int cmd_simulate(int argc, char **argv)
         }
     }
     kv_engine_get_info(e, &info);
+    if (rejected == tr.count) {
+        fprintf(stderr, "kvlab simulate: no request of the trace could be served; the first: %s\n", first_reject);
+        code = 1;
+        goto done;
+    }
     const char *fr = rejected ? first_reject : NULL;
     if (json)
         summary_json(e, plan, &m, trace_arg, tr.count, rejected, fr, &info);

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# kvlab simulate end to end: the --json contract, preemptions on a 4090 that
+# fp8 KV reduces, Prometheus output, and bad input (clear message, exit 2/1).
+set -u
+K=${KVLAB:?KVLAB not set}
+M=meta-llama/Llama-3.1-8B-Instruct
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+num() { sed -n "s/^[[:space:]]*\"$1\":[[:space:]]*\([-0-9.eE+]*\),\{0,1\}$/\1/p" "$2" | head -1; }
+
+GEN='gen:requests=300,rate=5,prompt=2000,output=800,shared=0.3,prefix=1024,seed=3'
+"$K" simulate $M --gpu rtx-4090 --max-model-len 8192 --trace "$GEN" --json >"$tmp/bf16.json" 2>"$tmp/err" \
+  || fail "simulate bf16: $(cat "$tmp/err")"
+for f in requests_finished prompt_tokens generation_tokens preemptions peak_kv_usage mean_kv_usage \
+         prefix_cache_queries prefix_cache_hits prefix_cache_hit_rate mean_num_requests_waiting duration_s \
+         throughput_tokens_per_s ttft_mean_s ttft_p99_s itl_mean_s e2e_latency_mean_s; do
+  v=$(num "$f" "$tmp/bf16.json")
+  [ -n "$v" ] || fail "--json lacks $f"
+done
+p16=$(num preemptions "$tmp/bf16.json")
+[ "$p16" -gt 0 ] || fail "expected preemptions on a 4090 at max-model-len 8192, got $p16"
+"$K" simulate $M --gpu rtx-4090 --max-model-len 8192 --kv-cache-dtype fp8 --trace "$GEN" --json >"$tmp/fp8.json" \
+  || fail "simulate fp8"
+p8=$(num preemptions "$tmp/fp8.json")
+[ "$p8" -lt "$p16" ] || fail "fp8 KV should preempt less: bf16 $p16, fp8 $p8"
+b16=$(num num_blocks "$tmp/bf16.json"); b8=$(num num_blocks "$tmp/fp8.json")
+[ "$b8" -gt "$b16" ] || fail "fp8 pool ($b8 blocks) not larger than bf16 ($b16)"
+peak=$(num peak_kv_usage "$tmp/bf16.json")
+awk -v p="$peak" 'BEGIN { exit !(p > 0.9 && p <= 1.0) }' || fail "peak_kv_usage $peak"
+
+# text summary and Prometheus metrics
+"$K" simulate $M --gpu h100-80gb --max-model-len 8192 --trace gen:requests=50,rate=20,seed=1 --metrics >"$tmp/out" \
+  || fail "simulate --metrics"
+grep -q "requests finished     50 of 50" "$tmp/out" || fail "text summary: $(head -5 "$tmp/out")"
+grep -q '^vllm:num_preemptions_total{model_name=' "$tmp/out" || fail "no vllm:num_preemptions_total"
+grep -q '^vllm:kv_cache_usage_perc{' "$tmp/out" || fail "no vllm:kv_cache_usage_perc"
+grep -q '^vllm:time_to_first_token_seconds_bucket{le="+Inf"' "$tmp/out" || fail "no TTFT histogram"
+
+# a JSONL trace file, with --verify (device read-back every step)
+cat >"$tmp/t.jsonl" <<'J'
+{"arrival_s": 0.0, "prompt_tokens": 300, "output_tokens": 20, "prefix_id": "repo", "prefix_tokens": 512}
+{"arrival_s": 0.01, "prompt_tokens": 200, "output_tokens": 20, "prefix_id": "repo", "prefix_tokens": 512}
+{"arrival_s": 0.02, "prompt_token_ids": [5, 6, 7, 8], "output_tokens": 3, "priority": 1, "cache_salt": "u1"}
+J
+"$K" simulate $M --gpu h100-80gb --max-model-len 4096 --trace "$tmp/t.jsonl" --json --verify >"$tmp/f.json" \
+  || fail "simulate trace file"
+[ "$(num requests_finished "$tmp/f.json")" = 3 ] || fail "trace file: $(cat "$tmp/f.json")"
+[ "$(num prefix_cache_hits "$tmp/f.json")" -ge 512 ] || fail "shared prefix not hit"
+
+# bad input: exit 2 with the line and the field
+printf '{"arrival_s": 0, "prompt_tokens": 5, "output_tokens": 1}\n{"arrival_s": 1, "prompt_tokens": 5}\n' >"$tmp/bad.jsonl"
+"$K" simulate $M --trace "$tmp/bad.jsonl" >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] || fail "bad trace: exit $rc"
+grep -q "line 2: field 'output_tokens'" "$tmp/err" || fail "bad trace message: $(cat "$tmp/err")"
+"$K" simulate $M >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q -- "--trace" "$tmp/err" || fail "missing --trace: exit $rc $(cat "$tmp/err")"
+"$K" simulate $M --trace gen:bogus=1 >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "unknown key 'bogus'" "$tmp/err" || fail "bad gen spec: exit $rc $(cat "$tmp/err")"
+# the server would not start (vLLM's error, exit 1)
+"$K" simulate $M --gpu rtx-4090 --trace gen:requests=5 >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 1 ] && grep -q "To serve at least one request" "$tmp/err" || fail "no-start: exit $rc $(cat "$tmp/err")"
+# a pool too small for any request: a clear error, exit 1, no crash
+"$K" simulate $M --gpu h100-80gb --max-model-len 8192 --num-gpu-blocks-override 8 \
+  --trace gen:requests=5,prompt=4000,prompt_sigma=0 >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 1 ] && grep -q "usable blocks" "$tmp/err" || fail "tiny pool: exit $rc $(cat "$tmp/err")"
+# prompts longer than max_model_len are rejected with vLLM's message, the rest run
+"$K" simulate $M --gpu h100-80gb --max-model-len 1024 --trace gen:requests=40,prompt=800,seed=2 >"$tmp/out" 2>&1 \
+  || fail "long prompts: $(cat "$tmp/out")"
+grep -q "is longer than the maximum model length of 1024" "$tmp/out" || fail "no vLLM length message: $(cat "$tmp/out")"
+echo "ok"

@@ -1,0 +1,155 @@
+/* JSONL traces and the seeded generator (kv_trace): every field, sorting,
+ * errors naming the line and field, and the generator's determinism and
+ * shape (Poisson arrivals, long-tailed lengths, shared-prefix fraction). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kv_trace.h"
+
+static void test_parse_fields(void **state)
+{
+    (void)state;
+    const char *t =
+        "{\"arrival_s\": 0.5, \"prompt_tokens\": 100, \"output_tokens\": 20}\n"
+        "\n"
+        "{\"arrival_s\": 0.1, \"prompt_token_ids\": [1, 2, 3], \"output_tokens\": 4, \"priority\": -2}\r\n"
+        "{\"arrival_s\": 0.5, \"prompt_tokens\": 0, \"output_tokens\": 1, \"prefix_id\": \"repo\", "
+        "\"prefix_tokens\": 64, \"cache_salt\": \"alice\", \"extra\": true}\n"
+        "{\"arrival_s\": 2, \"prompt_tokens\": 5, \"output_tokens\": 1, \"prefix_id\": 7, \"prefix_tokens\": 64}";
+    kv_trace tr;
+    char err[256];
+    assert_int_equal(kv_trace_parse(t, strlen(t), &tr, err, sizeof err), 0);
+    assert_int_equal(tr.count, 4);
+    /* sorted by arrival, ties keep file order */
+    assert_true(tr.reqs[0].arrival_s == 0.1);
+    assert_int_equal(tr.reqs[0].num_ids, 3);
+    assert_int_equal(tr.reqs[0].prompt_token_ids[2], 3);
+    assert_int_equal(tr.reqs[0].priority, -2);
+    assert_int_equal(tr.reqs[1].prompt_tokens, 100);
+    assert_string_equal(tr.reqs[2].prefix_id, "repo");
+    assert_int_equal(tr.reqs[2].prefix_tokens, 64);
+    assert_string_equal(tr.reqs[2].cache_salt, "alice");
+    assert_string_equal(tr.reqs[3].prefix_id, "7");
+    kv_request_spec s;
+    kv_trace_spec(&tr, 0, &s);
+    assert_int_equal(s.num_prompt_token_ids, 3);
+    assert_non_null(s.prompt_token_ids);
+    assert_true(s.arrival_s == 0.1);
+    kv_trace_free(&tr);
+}
+
+static void expect_error(const char *text, const char *want)
+{
+    kv_trace tr;
+    char err[256] = "";
+    assert_int_equal(kv_trace_parse(text, strlen(text), &tr, err, sizeof err), -1);
+    if (!strstr(err, want))
+        fail_msg("for %s\nwanted '%s' in '%s'", text, want, err);
+    assert_int_equal(tr.count, 0);
+    assert_null(tr.reqs);
+}
+
+static void test_parse_errors(void **state)
+{
+    (void)state;
+    const char *ok = "{\"arrival_s\": 0, \"prompt_tokens\": 1, \"output_tokens\": 1}\n";
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s%s{\"arrival_s\": 1, \"prompt_tokens\": 3}\n", ok, ok);
+    expect_error(buf, "line 3: field 'output_tokens': missing");
+    expect_error("{\"prompt_tokens\": 3, \"output_tokens\": 1}", "line 1: field 'arrival_s': missing");
+    expect_error("{\"arrival_s\": -1, \"prompt_tokens\": 3, \"output_tokens\": 1}", "field 'arrival_s': must be");
+    expect_error("{\"arrival_s\": \"soon\", \"prompt_tokens\": 3, \"output_tokens\": 1}", "field 'arrival_s'");
+    expect_error("{\"arrival_s\": 0, \"prompt_tokens\": 3, \"output_tokens\": 0}", "field 'output_tokens': must be");
+    expect_error("{\"arrival_s\": 0, \"prompt_tokens\": 2.5, \"output_tokens\": 1}", "field 'prompt_tokens'");
+    expect_error("{\"arrival_s\": 0, \"output_tokens\": 1}", "field 'prompt_tokens': missing");
+    expect_error("{\"arrival_s\": 0, \"prompt_tokens\": 1, \"prompt_token_ids\": [1], \"output_tokens\": 1}",
+                 "not both");
+    expect_error("{\"arrival_s\": 0, \"prompt_token_ids\": [1, \"a\"], \"output_tokens\": 1}",
+                 "field 'prompt_token_ids': item 1");
+    expect_error("{\"arrival_s\": 0, \"prompt_token_ids\": 5, \"output_tokens\": 1}", "field 'prompt_token_ids'");
+    expect_error("{\"arrival_s\": 0, \"prompt_tokens\": 1, \"output_tokens\": 1, \"prefix_id\": \"a\"}",
+                 "field 'prefix_tokens': missing");
+    expect_error("{\"arrival_s\": 0, \"prompt_tokens\": 1, \"output_tokens\": 1, \"prefix_tokens\": 4}",
+                 "field 'prefix_id': missing");
+    expect_error("{\"arrival_s\": 0, \"prompt_tokens\": 1, \"output_tokens\": 1, \"priority\": \"high\"}",
+                 "field 'priority'");
+    expect_error("{\"arrival_s\": 0, \"prompt_tokens\": 1, \"output_tokens\": 1, \"cache_salt\": 3}",
+                 "field 'cache_salt'");
+    expect_error("{\"arrival_s\": 0, \"prompt_tokens\": 0, \"output_tokens\": 1}", "empty");
+    snprintf(buf, sizeof buf, "%s{\"arrival_s\": 0, \"prompt_tokens\": 1,\n", ok);
+    expect_error(buf, "line 2: not valid JSON");
+    expect_error("[1, 2]", "line 1: expected a JSON object");
+    expect_error("\n\n", "no requests");
+}
+
+static void test_load_missing_file(void **state)
+{
+    (void)state;
+    kv_trace tr;
+    char err[256];
+    assert_int_equal(kv_trace_load("/nonexistent/trace.jsonl", &tr, err, sizeof err), -1);
+    assert_non_null(strstr(err, "/nonexistent/trace.jsonl"));
+}
+
+static void test_generator(void **state)
+{
+    (void)state;
+    kv_trace a, b;
+    char err[256];
+    const char *spec = "gen:requests=20000,rate=50,prompt=400,output=100,shared=0.3,prefix=512,prefixes=3,seed=7";
+    assert_int_equal(kv_trace_open(spec, &a, err, sizeof err), 0);
+    assert_int_equal(kv_trace_open(spec, &b, err, sizeof err), 0);
+    assert_int_equal(a.count, 20000);
+    int64_t shared = 0;
+    double sum_prompt = 0;
+    int32_t max_prompt = 0;
+    for (int64_t i = 0; i < a.count; i++) {
+        assert_true(a.reqs[i].arrival_s == b.reqs[i].arrival_s);
+        assert_int_equal(a.reqs[i].prompt_tokens, b.reqs[i].prompt_tokens);
+        if (i)
+            assert_true(a.reqs[i].arrival_s >= a.reqs[i - 1].arrival_s);
+        if (a.reqs[i].prefix_id) {
+            shared++;
+            assert_int_equal(a.reqs[i].prefix_tokens, 512);
+        }
+        sum_prompt += a.reqs[i].prompt_tokens;
+        if (a.reqs[i].prompt_tokens > max_prompt)
+            max_prompt = a.reqs[i].prompt_tokens;
+        assert_true(a.reqs[i].output_tokens >= 1);
+    }
+    /* Poisson at 50/s: 20000 arrivals take ~400 s */
+    double span = a.reqs[a.count - 1].arrival_s;
+    assert_true(span > 380 && span < 420);
+    assert_true(shared > 5700 && shared < 6300);
+    /* log-normal: the mean sits above the median and the tail reaches far */
+    assert_true(sum_prompt / (double)a.count > 450);
+    assert_true(max_prompt > 4 * 400);
+    kv_trace_free(&a);
+    kv_trace_free(&b);
+    assert_int_equal(kv_trace_open("gen:requests=10,seed=8", &b, err, sizeof err), 0);
+    kv_trace_free(&b);
+    assert_int_equal(kv_trace_generate("gen:reqests=10", &b, err, sizeof err), -1);
+    assert_non_null(strstr(err, "unknown key 'reqests'"));
+    assert_int_equal(kv_trace_generate("gen:rate=fast", &b, err, sizeof err), -1);
+    assert_non_null(strstr(err, "key 'rate'"));
+    assert_int_equal(kv_trace_generate("gen:shared=2", &b, err, sizeof err), -1);
+    assert_int_equal(kv_trace_generate("gen:prompt", &b, err, sizeof err), -1);
+    assert_non_null(strstr(err, "key=value"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_fields),
+        cmocka_unit_test(test_parse_errors),
+        cmocka_unit_test(test_load_missing_file),
+        cmocka_unit_test(test_generator),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
