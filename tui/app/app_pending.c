@@ -8,5 +8,3 @@ int app_main(int argc, char **argv)
     fprintf(stderr, "kvlab: the lesson app is not built yet; try kvlab serve --help\n");
     return 2;
 }
-int cmd_lessons(int argc, char **argv) { (void)argc; (void)argv; fprintf(stderr, "kvlab lessons: not built yet\n"); return 2; }
-int cmd_check(int argc, char **argv) { (void)argc; (void)argv; fprintf(stderr, "kvlab check: not built yet\n"); return 2; }

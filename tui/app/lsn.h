@@ -306,6 +306,11 @@ const lsn_goal *lsn_get_goal(const lsn_runner *r);
  * replaced when a flag changes (LSN_CH_SERVER). Views read it directly. */
 struct kv_engine *lsn_engine(const lsn_runner *r);
 
+/* The start-up memory plan of the last start (also of one vLLM would refuse:
+ * the memory bar and the start-up log draw it), or NULL if none. */
+struct kv_plan;
+const struct kv_plan *lsn_plan(const lsn_runner *r);
+
 /* vLLM's error line from the last failed start ("ValueError: To serve at least
  * one request ..."), or NULL if the last start succeeded. */
 const char *lsn_server_error(const lsn_runner *r);
@@ -318,8 +323,8 @@ const char *lsn_server_error(const lsn_runner *r);
  * flag changes (it must not be met before them, and must be met after). Writes
  * one line per question/goal and a final PASS/FAIL line to `log` (may be
  * NULL). Returns 0 when the lesson passes, 1 when a check fails or the
- * lesson errors (the reason is in the log and in lsn_error()). Does not touch
- * the progress file. */
+ * lesson errors (the reason, with file:line, is in the log). Unloads the
+ * lesson afterwards and never touches the progress file. */
 int lsn_check(lsn_runner *r, int number, FILE *log);
 
 #endif

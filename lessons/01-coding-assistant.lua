@@ -1,0 +1,159 @@
+-- Lesson 1: a coding assistant on one H100 (running example A).
+-- The server starts one phase at a time; the memory bar fills to the
+-- utilization budget before a single request arrives.
+local fmt = require("lib.fmt")
+local ask = require("lib.ask")
+
+local MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+
+local function term(plan, name)
+  for _, t in ipairs(plan.terms) do
+    if t.name == name then return t end
+  end
+  return { how = "", gib = 0 }
+end
+
+-- The start-up log lines of one phase, indented so the text view keeps them as they are.
+local function log_lines(lab, phase)
+  local out = {}
+  for _, l in ipairs(lab.log()) do
+    if l.phase == phase then out[#out + 1] = "  " .. l.text end
+  end
+  return table.concat(out, "\n")
+end
+
+return {
+  id = 1,
+  title = "A coding assistant on one H100",
+  flags = {},
+  run = function(lab)
+    lab.page("A coding assistant on one H100")
+    lab.show("memory", { upto = "init" })
+    lab.show("log", { upto = "init" })
+    local ok, err = lab.start({ model = MODEL, gpu = "h100-80gb", ["gpu-memory-utilization"] = 0.9 })
+    if not ok then error("example A should start: " .. tostring(err)) end
+    local plan, model, gpu = lab.plan(), lab.model(), lab.gpu()
+
+    lab.say("A developer-tools team runs a coding assistant: %s, with %s weights, behind vLLM on one %s.",
+      model.id, model.torch_dtype, gpu.name)
+    lab.say("The server is started like this:\n\n  vllm serve %s --gpu-memory-utilization %s",
+      model.id, tostring(plan.gpu_memory_utilization))
+    lab.say("Before the first request arrives, vLLM decides how much of the card becomes KV cache. " ..
+      "It does so in a fixed order of phases. Let us walk through them, watching the memory bar.")
+    lab.pause()
+
+    lab.page("1. Load the weights")
+    lab.show("memory", { upto = "load" })
+    lab.show("log", { upto = "load" })
+    lab.highlight("memory", "weights")
+    local w = term(plan, "weights")
+    lab.say("The worker loads the model: %s (%s). That memory is taken for as long as the server runs.",
+      fmt.gib(plan.weights_gib), w.how)
+    lab.say("The CUDA context (%s) is already there: it appeared when the worker first touched the GPU.",
+      fmt.gib(plan.cuda_context_gib))
+    lab.say("%s", log_lines(lab, "load"))
+    lab.pause()
+
+    lab.page("2. Profile a forward pass")
+    lab.unhighlight("memory")
+    lab.show("memory", { upto = "profile" })
+    lab.show("log", { upto = "profile" })
+    lab.highlight("memory", "activation")
+    lab.say("Next vLLM runs a dummy batch of %s tokens (max-num-batched-tokens) through the model " ..
+      "and records the peak. The activations are freed afterwards, but their space is held back " ..
+      "for real batches: %s.", fmt.int(plan.max_num_batched_tokens), fmt.gib(plan.activation_gib))
+    lab.pause()
+
+    lab.page("3. CUDA graphs")
+    lab.unhighlight("memory")
+    lab.show("memory", { upto = "cudagraph" })
+    lab.show("log", { upto = "cudagraph" })
+    lab.highlight("memory", "cudagraph")
+    lab.say("Unless --enforce-eager is given, vLLM estimates what capturing CUDA graphs will cost " ..
+      "and holds that back too: %s.", fmt.gib(plan.cudagraph_gib))
+    lab.say("%s", log_lines(lab, "cudagraph"))
+    lab.pause()
+
+    lab.page("4. Size the pool")
+    lab.unhighlight("memory")
+    lab.show("memory", { upto = "kv" })
+    lab.show("log", { upto = "kv" })
+    lab.highlight("memory", "kv")
+    lab.say("Now the subtraction. The budget is what the card reports times the utilization: " ..
+      "%s x %s = %s. Everything measured so far comes off it:",
+      fmt.gib(plan.gpu_total_gib), tostring(plan.gpu_memory_utilization), fmt.gib(plan.budget_gib))
+    lab.say("%s", fmt.table({
+      { "budget", string.format("%.2f", plan.budget_gib) },
+      { "- weights", string.format("%.2f", plan.weights_gib) },
+      { "- activation peak", string.format("%.2f", plan.activation_gib) },
+      { "- CUDA graphs", string.format("%.2f", plan.cudagraph_gib) },
+      { "- CUDA context", string.format("%.2f", plan.cuda_context_gib) },
+      { "= KV cache (GiB)", string.format("%.2f", plan.kv_cache_gib) },
+    }))
+    lab.say("%s", log_lines(lab, "kv"))
+    lab.pause()
+
+    lab.page("5. The length check")
+    lab.unhighlight("memory")
+    lab.show("memory", { upto = "check" })
+    lab.show("log", { upto = "check" })
+    lab.say("No --max-model-len was given, so vLLM uses the model's own limit: %s tokens. " ..
+      "Before going on it checks that one request that long fits in the pool. It needs %s; " ..
+      "the pool has %s, so the check passes. (On a smaller card it would not: lesson 7.)",
+      fmt.int(plan.max_model_len), fmt.gib(plan.needed_gib), fmt.gib(plan.kv_cache_gib))
+    lab.pause()
+
+    lab.page("6. Allocate")
+    lab.show("memory", { upto = "ready" })
+    lab.show("log", { upto = "ready" })
+    lab.show("pool")
+    lab.highlight("log", "GPU KV cache size")
+    lab.say("The pool is cut into blocks of %d tokens. Each block holds, for every one of the %d layers, " ..
+      "the keys and values of %d tokens: %s per token, so %s blocks fit. vLLM allocates them all now, " ..
+      "in one go, and prints the pool's size in tokens.",
+      plan.block_size, plan.num_layers, plan.block_size, fmt.bytes(plan.kv_bytes_per_token),
+      fmt.int(plan.num_blocks))
+    lab.say("%s", log_lines(lab, "allocate"))
+    local held = plan.weights_gib + plan.activation_gib + plan.cudagraph_gib + plan.cuda_context_gib +
+        plan.kv_pool_gib
+    lab.say("Not one request has arrived, yet the process holds %s of the card's %s (%s). " ..
+      "nvidia-smi would show the GPU almost full. That is the healthy state: the free memory was " ..
+      "turned into capacity on purpose, so nothing else can take it later.",
+      fmt.gib(held), fmt.gib(plan.gpu_total_gib), fmt.pct(held / plan.gpu_total_gib, 0))
+    lab.pause()
+
+    lab.page("How big is the pool?")
+    lab.unhighlight()
+    ask.tokens(lab, {
+      prompt = "Read it off the screen: how many tokens of KV cache does this server hold?",
+      answer = plan.kv_cache_tokens,
+      block_size = plan.block_size,
+      tolerance = 0.01,
+      hints = {
+        "The start-up log says it in tokens: look for \"GPU KV cache size\".",
+        string.format("It is num_blocks x block_size: %s blocks of %d tokens.", fmt.int(plan.num_blocks),
+          plan.block_size),
+      },
+      explain = "That number is the server's capacity: every prompt and every generated token of every " ..
+          "request in flight has to fit in it at once.",
+    })
+
+    lab.page("One request")
+    lab.show("requests")
+    local id = lab.submit({ prompt_tokens = 2000, output_tokens = 64 })
+    lab.say("Here is one request: a 2,000-token prompt (a file and a question) asking for 64 tokens. " ..
+      "Watch it take blocks from the pool.")
+    local peak = 0
+    lab.run_until(function()
+      local r = lab.request(id)
+      if r and r.num_blocks > peak then peak = r.num_blocks end
+      return r == nil or r.state == "finished"
+    end, 5000)
+    local blocks = lab.blocks()
+    lab.say("At its largest it held %d blocks (%s tokens), %s of the %s usable blocks. " ..
+      "Capacity is about how many such requests can be in flight together: that is what the rest of " ..
+      "the course is about.", peak, fmt.int(peak * plan.block_size), fmt.pct(peak / blocks.usable, 2),
+      fmt.int(blocks.usable))
+    lab.pause()
+  end,
+}

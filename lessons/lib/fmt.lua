@@ -1,0 +1,81 @@
+-- lib.fmt: numbers the way the app prints them. Every lesson formats engine
+-- figures through these, so the same figure always reads the same way.
+local fmt = {}
+
+local GIB = 1024 * 1024 * 1024
+
+-- 23184 -> "23,184"; 2.83 -> "3" (rounded to a whole number first)
+function fmt.int(n)
+  local s = string.format("%d", math.floor(n + 0.5))
+  local sign, digits = s:match("^(-?)(%d+)$")
+  digits = digits:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", "")
+  return sign .. digits
+end
+
+-- A figure already in GiB: 52.9668 -> "52.97 GiB"
+function fmt.gib(gib, digits)
+  return string.format("%." .. (digits or 2) .. "f GiB", gib)
+end
+
+-- Bytes in GiB: 3.04e9 -> "2.83 GiB"
+function fmt.gib_of(bytes, digits)
+  return fmt.gib(bytes / GIB, digits)
+end
+
+-- Bytes with the largest binary unit that keeps the number >= 1:
+-- 131072 -> "128 KiB", 2097152 -> "2 MiB", 5.7e10 -> "52.97 GiB"
+function fmt.bytes(n)
+  local units = { "bytes", "KiB", "MiB", "GiB", "TiB" }
+  local i, v = 1, n
+  while math.abs(v) >= 1024 and i < #units do
+    v = v / 1024
+    i = i + 1
+  end
+  if v == math.floor(v) then
+    return string.format("%d %s", v, units[i])
+  end
+  return string.format("%.2f %s", v, units[i])
+end
+
+-- Decimal gigabytes (10^9), for the places where GB is meant: 1.07e10 -> "10.7 GB"
+function fmt.gb(bytes, digits)
+  return string.format("%." .. (digits or 1) .. "f GB", bytes / 1e9)
+end
+
+-- 0.9 -> "90%"; 0.123 -> "12.3%"
+function fmt.pct(frac, digits)
+  local p = frac * 100
+  if not digits then
+    digits = (p == math.floor(p)) and 0 or 1
+  end
+  return string.format("%." .. digits .. "f%%", p)
+end
+
+-- 3.3125 -> "3.31x"
+function fmt.x(v)
+  return string.format("%.2fx", v)
+end
+
+-- Rows of cells -> aligned lines, each indented by two spaces (the text view
+-- shows such lines as they are). Numbers are right-aligned, text left.
+function fmt.table(rows)
+  local widths = {}
+  for _, row in ipairs(rows) do
+    for c, cell in ipairs(row) do
+      widths[c] = math.max(widths[c] or 0, utf8.len(tostring(cell)) or #tostring(cell))
+    end
+  end
+  local out = {}
+  for _, row in ipairs(rows) do
+    local cells = {}
+    for c, cell in ipairs(row) do
+      local s = tostring(cell)
+      local pad = string.rep(" ", widths[c] - (utf8.len(s) or #s))
+      cells[c] = (type(cell) == "number") and (pad .. s) or (s .. pad)
+    end
+    out[#out + 1] = "  " .. table.concat(cells, "  "):gsub("%s+$", "")
+  end
+  return table.concat(out, "\n")
+end
+
+return fmt

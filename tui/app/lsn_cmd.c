@@ -1,0 +1,152 @@
+/* `kvlab check [N ...]` and `kvlab lessons`: the lesson runner from the
+ * command line (tui/cli/commands.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "lsn.h"
+#include "lsn_course.h"
+
+static void check_usage(FILE *f)
+{
+    fprintf(f, "usage: kvlab check [N ...] [--lessons DIR] [-v]\n"
+               "  runs lessons headless with their scripted answers (all written lessons when no N);\n"
+               "  every question must refuse its wrong answers and accept its script; every goal\n"
+               "  must be reached by its scripted flag changes. Exit 0 when all pass, 1 otherwise.\n"
+               "  -v also shows what lessons print(). KVLAB_LESSONS_DIR also sets the folder.\n");
+}
+
+int lsn_cmd_verbose; /* read by the runner's print() */
+
+int cmd_check(int argc, char **argv)
+{
+    const char *dir = NULL;
+    int nums[128], n = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            check_usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--lessons") && i + 1 < argc) {
+            dir = argv[++i];
+        } else if (!strncmp(a, "--lessons=", 10)) {
+            dir = a + 10;
+        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+            lsn_cmd_verbose = 1;
+        } else {
+            char *end;
+            long v = strtol(a, &end, 10);
+            if (*end || v < 1 || v > 99 || n == 128) {
+                fprintf(stderr, "kvlab check: '%s' is not a lesson number\n", a);
+                check_usage(stderr);
+                return 2;
+            }
+            nums[n++] = (int)v;
+        }
+    }
+    char err[1024];
+    lsn_config cfg = {.lessons_dir = dir, .state_dir = "", .headless = 1};
+    lsn_runner *r = lsn_new(&cfg, err, sizeof err);
+    if (!r) {
+        fprintf(stderr, "kvlab check: %s\n", err);
+        return 2;
+    }
+    int failed = 0, passed = 0, skipped = 0;
+    if (n == 0) {
+        for (int i = 0; i < lsn_count(r); i++) {
+            const lsn_info *l = lsn_info_at(r, i);
+            if (l->available)
+                nums[n++] = l->number;
+            else
+                skipped++;
+        }
+        /* The whole course also means: no stray lesson files. */
+        lsn_course c;
+        if (lsn_course_load(&c, dir ? dir : (getenv("KVLAB_LESSONS_DIR") && getenv("KVLAB_LESSONS_DIR")[0]
+                                                 ? getenv("KVLAB_LESSONS_DIR")
+                                                 : NULL),
+                            err, sizeof err) == 0) {
+            char report[4096];
+            if (lsn_course_unlisted(&c, report, sizeof report) > 0) {
+                fputs(report, stdout);
+                failed++;
+            }
+            lsn_course_free(&c);
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        const lsn_info *l = lsn_info_of(r, nums[i]);
+        if (!l) {
+            printf("FAIL lesson %d: the course has only %d lessons\n", nums[i], lsn_count(r));
+            failed++;
+            continue;
+        }
+        if (!l->available) {
+            printf("FAIL lesson %d (%s): %s is missing\n", l->number, l->title, l->file);
+            failed++;
+            continue;
+        }
+        if (lsn_check(r, nums[i], stdout) == 0)
+            passed++;
+        else
+            failed++;
+        fflush(stdout);
+    }
+    printf("kvlab check: %d passed, %d failed", passed, failed);
+    if (skipped)
+        printf(" (%d lesson%s not written yet)", skipped, skipped == 1 ? "" : "s");
+    printf("\n");
+    lsn_free(r);
+    return failed ? 1 : 0;
+}
+
+int cmd_lessons(int argc, char **argv)
+{
+    const char *dir = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--lessons") && i + 1 < argc) {
+            dir = argv[++i];
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: kvlab lessons [--lessons DIR]\n  lists the course with your progress\n");
+            return 0;
+        } else {
+            fprintf(stderr, "kvlab lessons: unknown argument '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    char err[1024];
+    lsn_config cfg = {.lessons_dir = dir, .headless = 1};
+    lsn_runner *r = lsn_new(&cfg, err, sizeof err);
+    if (!r) {
+        fprintf(stderr, "kvlab lessons: %s\n", err);
+        return 2;
+    }
+    if (lsn_notice(r))
+        fprintf(stderr, "kvlab: %s\n", lsn_notice(r));
+    int chapter = 0, done = 0, avail = 0;
+    int resume = lsn_resume_lesson(r);
+    for (int i = 0; i < lsn_count(r); i++) {
+        const lsn_info *l = lsn_info_at(r, i);
+        if (l->chapter != chapter) {
+            chapter = l->chapter;
+            printf("%s%d. %s\n", i ? "\n" : "", chapter, l->chapter_title);
+        }
+        char status[64];
+        if (!l->available)
+            snprintf(status, sizeof status, "not written yet");
+        else if (l->done)
+            snprintf(status, sizeof status, "done");
+        else if (l->step > 0)
+            snprintf(status, sizeof status, "at step %d", l->step);
+        else
+            snprintf(status, sizeof status, "-");
+        done += l->done;
+        avail += l->available;
+        printf(" %c%2d  %-44s %s\n", l->number == resume ? '>' : ' ', l->number, l->title, status);
+    }
+    printf("\n%d of %d lessons done (%d written). `kvlab` resumes at lesson %d; `kvlab --lesson N` opens another.\n",
+           done, lsn_count(r), avail, resume);
+    lsn_free(r);
+    return 0;
+}

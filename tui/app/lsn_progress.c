@@ -1,0 +1,327 @@
+#include "lsn_progress.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FORMAT_VERSION 1
+
+void lsn_progress_init(lsn_progress *p)
+{
+    memset(p, 0, sizeof *p);
+}
+
+static void clear_lesson(lsn_lesson_progress *l)
+{
+    for (int i = 0; i < l->ninputs; i++) {
+        free(l->inputs[i].name);
+        free(l->inputs[i].value);
+    }
+    free(l->inputs);
+    memset(l, 0, sizeof *l);
+}
+
+void lsn_progress_clear(lsn_progress *p)
+{
+    for (int n = 0; n <= LSN_MAX_LESSONS; n++)
+        clear_lesson(&p->lessons[n]);
+    p->current = 0;
+}
+
+int lsn_progress_path(const char *state_dir, char *buf, size_t buflen)
+{
+    if (state_dir && state_dir[0]) {
+        snprintf(buf, buflen, "%s/progress.json", state_dir);
+        return 0;
+    }
+    const char *xdg = getenv("XDG_STATE_HOME");
+    /* The spec says a relative XDG path is invalid and must be ignored. */
+    if (xdg && xdg[0] == '/') {
+        snprintf(buf, buflen, "%s/kvlab/progress.json", xdg);
+        return 0;
+    }
+    const char *home = getenv("HOME");
+    if (home && home[0]) {
+        snprintf(buf, buflen, "%s/.local/state/kvlab/progress.json", home);
+        return 0;
+    }
+    return -1;
+}
+
+int lsn_progress_add_input(lsn_progress *p, int n, int wait, lsn_input_kind kind,
+                           const char *name, const char *value)
+{
+    if (n < 1 || n > LSN_MAX_LESSONS)
+        return -1;
+    lsn_lesson_progress *l = &p->lessons[n];
+    if (l->ninputs == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 8;
+        lsn_input *ni = realloc(l->inputs, (size_t)cap * sizeof *ni);
+        if (!ni)
+            return -1;
+        l->inputs = ni;
+        l->cap = cap;
+    }
+    lsn_input *in = &l->inputs[l->ninputs];
+    in->wait = wait;
+    in->kind = kind;
+    in->name = name ? strdup(name) : NULL;
+    in->value = value ? strdup(value) : NULL;
+    if ((name && !in->name) || (value && !in->value)) {
+        free(in->name);
+        free(in->value);
+        return -1;
+    }
+    l->ninputs++;
+    return 0;
+}
+
+void lsn_progress_truncate(lsn_progress *p, int n, int from_wait)
+{
+    if (n < 1 || n > LSN_MAX_LESSONS)
+        return;
+    lsn_lesson_progress *l = &p->lessons[n];
+    int k = 0;
+    for (int i = 0; i < l->ninputs; i++) {
+        if (l->inputs[i].wait < from_wait) {
+            l->inputs[k++] = l->inputs[i];
+        } else {
+            free(l->inputs[i].name);
+            free(l->inputs[i].value);
+        }
+    }
+    l->ninputs = k;
+}
+
+/* Parse the JSON text; returns NULL on success or a reason. */
+static const char *parse(lsn_progress *p, const char *text)
+{
+    cJSON *root = cJSON_Parse(text);
+    if (!root)
+        return "it is not valid JSON";
+    const char *why = NULL;
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "format_version");
+    const cJSON *cur = cJSON_GetObjectItemCaseSensitive(root, "current");
+    const cJSON *lessons = cJSON_GetObjectItemCaseSensitive(root, "lessons");
+    if (!cJSON_IsObject(root)) {
+        why = "it is not a JSON object";
+    } else if (!cJSON_IsNumber(ver) || ver->valueint != FORMAT_VERSION) {
+        why = "it has no format_version 1";
+    } else if (cur && !cJSON_IsNumber(cur)) {
+        why = "\"current\" is not a number";
+    } else if (lessons && !cJSON_IsObject(lessons)) {
+        why = "\"lessons\" is not an object";
+    }
+    if (!why && cur && cur->valueint >= 0 && cur->valueint <= LSN_MAX_LESSONS)
+        p->current = cur->valueint;
+    const cJSON *les;
+    if (!why && lessons) {
+        cJSON_ArrayForEach(les, lessons) {
+            char *end;
+            long n = strtol(les->string, &end, 10);
+            if (*end || n < 1 || n > LSN_MAX_LESSONS || !cJSON_IsObject(les)) {
+                why = "a lesson entry is malformed";
+                break;
+            }
+            const cJSON *step = cJSON_GetObjectItemCaseSensitive(les, "step");
+            const cJSON *done = cJSON_GetObjectItemCaseSensitive(les, "done");
+            const cJSON *inputs = cJSON_GetObjectItemCaseSensitive(les, "inputs");
+            if ((step && (!cJSON_IsNumber(step) || step->valueint < 0)) || (done && !cJSON_IsBool(done)) ||
+                (inputs && !cJSON_IsArray(inputs))) {
+                why = "a lesson entry has fields of the wrong type";
+                break;
+            }
+            lsn_lesson_progress *l = &p->lessons[n];
+            l->step = step ? step->valueint : 0;
+            l->done = cJSON_IsTrue(done);
+            const cJSON *in;
+            cJSON_ArrayForEach(in, inputs) {
+                const cJSON *wait = cJSON_GetObjectItemCaseSensitive(in, "wait");
+                const cJSON *ans = cJSON_GetObjectItemCaseSensitive(in, "answer");
+                const cJSON *flag = cJSON_GetObjectItemCaseSensitive(in, "flag");
+                const cJSON *val = cJSON_GetObjectItemCaseSensitive(in, "value");
+                const cJSON *rev = cJSON_GetObjectItemCaseSensitive(in, "reveal");
+                if (!cJSON_IsNumber(wait) || wait->valueint < 0) {
+                    why = "an input has no wait number";
+                    break;
+                }
+                int rc;
+                if (cJSON_IsString(ans))
+                    rc = lsn_progress_add_input(p, (int)n, wait->valueint, LSN_IN_ANSWER, NULL, ans->valuestring);
+                else if (cJSON_IsString(flag) && cJSON_IsString(val))
+                    rc = lsn_progress_add_input(p, (int)n, wait->valueint, LSN_IN_FLAG, flag->valuestring,
+                                                val->valuestring);
+                else if (cJSON_IsTrue(rev))
+                    rc = lsn_progress_add_input(p, (int)n, wait->valueint, LSN_IN_REVEAL, NULL, NULL);
+                else {
+                    why = "an input is neither an answer, a flag nor a reveal";
+                    break;
+                }
+                if (rc < 0) {
+                    why = "out of memory";
+                    break;
+                }
+            }
+            if (why)
+                break;
+        }
+    }
+    cJSON_Delete(root);
+    return why;
+}
+
+int lsn_progress_load(lsn_progress *p, const char *path, char *notice, size_t noticelen)
+{
+    lsn_progress_clear(p);
+    if (notice && noticelen)
+        notice[0] = '\0';
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        if (errno == ENOENT)
+            return 0;
+        snprintf(notice, noticelen, "Could not read your progress (%s: %s); progress will not be saved.", path,
+                 strerror(errno));
+        return -1;
+    }
+    /* A progress file is small; anything over 4 MiB is not ours. */
+    char *buf = malloc(4u << 20);
+    size_t n = buf ? fread(buf, 1, (4u << 20) - 1, f) : 0;
+    int big = buf && n == (4u << 20) - 1;
+    fclose(f);
+    if (!buf) {
+        snprintf(notice, noticelen, "Out of memory reading %s.", path);
+        return -1;
+    }
+    buf[n] = '\0';
+    const char *why = big ? "it is far too large" : parse(p, buf);
+    free(buf);
+    if (!why)
+        return 0;
+    lsn_progress_clear(p);
+    char aside[PATH_MAX + 64];
+    snprintf(aside, sizeof aside, "%s.corrupt-%lld", path, (long long)time(NULL));
+    if (rename(path, aside) == 0)
+        snprintf(notice, noticelen, "Your progress file could not be used (%s); moved it to %s and starting fresh.",
+                 why, aside);
+    else
+        snprintf(notice, noticelen, "Your progress file could not be used (%s) nor moved aside (%s); starting fresh.",
+                 why, strerror(errno));
+    return 1;
+}
+
+static int mkdirs(const char *dir)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", dir);
+    for (char *s = tmp + 1; *s; s++) {
+        if (*s == '/') {
+            *s = '\0';
+            if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
+                return -1;
+            *s = '/';
+        }
+    }
+    if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+static cJSON *to_json(const lsn_progress *p)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddNumberToObject(root, "format_version", FORMAT_VERSION);
+    cJSON_AddNumberToObject(root, "current", p->current);
+    cJSON *lessons = cJSON_AddObjectToObject(root, "lessons");
+    for (int n = 1; n <= LSN_MAX_LESSONS; n++) {
+        const lsn_lesson_progress *l = &p->lessons[n];
+        if (!l->step && !l->done && !l->ninputs)
+            continue;
+        char key[8];
+        snprintf(key, sizeof key, "%d", n);
+        cJSON *o = cJSON_AddObjectToObject(lessons, key);
+        cJSON_AddNumberToObject(o, "step", l->step);
+        cJSON_AddBoolToObject(o, "done", l->done);
+        cJSON *arr = cJSON_AddArrayToObject(o, "inputs");
+        for (int i = 0; i < l->ninputs; i++) {
+            const lsn_input *in = &l->inputs[i];
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddNumberToObject(e, "wait", in->wait);
+            if (in->kind == LSN_IN_ANSWER) {
+                cJSON_AddStringToObject(e, "answer", in->value ? in->value : "");
+            } else if (in->kind == LSN_IN_FLAG) {
+                cJSON_AddStringToObject(e, "flag", in->name ? in->name : "");
+                cJSON_AddStringToObject(e, "value", in->value ? in->value : "");
+            } else {
+                cJSON_AddBoolToObject(e, "reveal", 1);
+            }
+            cJSON_AddItemToArray(arr, e);
+        }
+    }
+    return root;
+}
+
+int lsn_progress_save(const lsn_progress *p, const char *path, char *err, size_t errlen)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        if (mkdirs(dir) < 0) {
+            snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+            return -1;
+        }
+    }
+    cJSON *root = to_json(p);
+    char *text = root ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    if (!text) {
+        snprintf(err, errlen, "out of memory writing progress");
+        return -1;
+    }
+    char tmp[PATH_MAX + 32];
+    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+        free(text);
+        return -1;
+    }
+    size_t len = strlen(text), off = 0;
+    int ok = 1;
+    while (off < len) {
+        ssize_t w = write(fd, text + off, len - off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            ok = 0;
+            break;
+        }
+        off += (size_t)w;
+    }
+    if (ok && write(fd, "\n", 1) != 1)
+        ok = 0;
+    if (ok && fsync(fd) < 0)
+        ok = 0;
+    int saved = errno;
+    if (close(fd) < 0 && ok) {
+        ok = 0;
+        saved = errno;
+    }
+    free(text);
+    if (!ok || rename(tmp, path) < 0) {
+        if (ok)
+            saved = errno;
+        unlink(tmp);
+        snprintf(err, errlen, "cannot save progress to %s: %s", path, strerror(saved));
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,70 @@
+/* lsn_progress: the learner's progress file (JSON, read and written with
+ * cJSON), $XDG_STATE_HOME/kvlab/progress.json, else
+ * ~/.local/state/kvlab/progress.json (XDG Base Directory spec: state data).
+ *
+ * Format (format_version 1):
+ *   {"format_version": 1, "current": 2,
+ *    "lessons": {"1": {"step": 4, "done": true,
+ *                      "inputs": [{"wait": 2, "answer": "407,000 tokens"},
+ *                                 {"wait": 3, "flag": "max-model-len", "value": "8192"},
+ *                                 {"wait": 5, "reveal": true}]}}}
+ * "step" is the number of steps completed; "inputs" are what the learner fed
+ * the lesson, tagged with the wait (0-based: the step being worked on) where
+ * they happened, so the runner can replay the lesson to its step.
+ * Writes are atomic: a temp file in the same folder, fsync, rename. */
+#ifndef LSN_PROGRESS_H
+#define LSN_PROGRESS_H
+
+#include <stddef.h>
+
+#define LSN_MAX_LESSONS 99
+
+typedef enum lsn_input_kind { LSN_IN_ANSWER = 0, LSN_IN_FLAG, LSN_IN_REVEAL } lsn_input_kind;
+
+typedef struct lsn_input {
+    int wait;                  /* step being worked on when it happened */
+    lsn_input_kind kind;
+    char *name;                /* LSN_IN_FLAG: flag name; else NULL */
+    char *value;               /* answer text or flag value; NULL for reveal */
+} lsn_input;
+
+typedef struct lsn_lesson_progress {
+    int step;                  /* steps completed (0 = not started) */
+    int done;                  /* completed once */
+    int ninputs, cap;
+    lsn_input *inputs;
+} lsn_lesson_progress;
+
+typedef struct lsn_progress {
+    int current;               /* lesson to resume, 0 = none */
+    lsn_lesson_progress lessons[LSN_MAX_LESSONS + 1]; /* index = lesson number */
+} lsn_progress;
+
+/* Empty progress. */
+void lsn_progress_init(lsn_progress *p);
+/* Free inputs (p itself is the caller's). */
+void lsn_progress_clear(lsn_progress *p);
+
+/* The progress file path for state_dir (NULL = XDG default, see above) into
+ * buf. Returns 0, or -1 when neither XDG_STATE_HOME nor HOME is set. */
+int lsn_progress_path(const char *state_dir, char *buf, size_t buflen);
+
+/* Load path into *p (which is cleared first). Returns 0 when loaded or when
+ * the file does not exist (empty progress); 1 when the file was corrupt: it
+ * was renamed to "<path>.corrupt-<unix time>", *p is empty and notice holds
+ * one line saying so; -1 when it could not be read (notice says why; *p is
+ * empty, the file is left alone). */
+int lsn_progress_load(lsn_progress *p, const char *path, char *notice, size_t noticelen);
+
+/* Write *p to path atomically, creating missing folders (mode 0700).
+ * Returns 0, or -1 with one line in err. */
+int lsn_progress_save(const lsn_progress *p, const char *path, char *err, size_t errlen);
+
+/* Append an input to lesson n (copies the strings). Returns 0 or -1 (no memory). */
+int lsn_progress_add_input(lsn_progress *p, int n, int wait, lsn_input_kind kind,
+                           const char *name, const char *value);
+
+/* Drop lesson n's inputs with wait >= from_wait. */
+void lsn_progress_truncate(lsn_progress *p, int n, int from_wait);
+
+#endif

@@ -1,0 +1,344 @@
+#include "lsn_server.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "kv_args.h"
+
+#define MAX_SET 64
+
+typedef struct set_flag {
+    char name[64];
+    char value[512];
+} set_flag;
+
+struct lsn_server {
+    char assets[PATH_MAX];
+    kv_device *dev;
+    int headless;
+    kv_gpu_catalog cat;
+    kv_args args;
+    set_flag set[MAX_SET];   /* flags given, in order, so "" can restore a default */
+    int nset;
+    int no_cache, contiguous;
+    kv_model model;
+    int have_model;
+    kv_gpu gpu;
+    int have_gpu;
+    kv_plan plan;
+    int have_plan;
+    kv_engine *engine;
+    int starts;
+};
+
+/* kvlab's own switches, on top of kv_args' flags. */
+static const struct { const char *name, *help, *choices; } own_flags[] = {
+    {"kv-cache", "off: keep no KV cache, so every new token recomputes the whole sequence", "on|off"},
+    {"contiguous", "on: reserve a max-model-len slab per request instead of blocks on demand", "on|off"},
+};
+
+static void canon(const char *name, char *out, size_t outl)
+{
+    while (*name == '-')
+        name++;
+    size_t i = 0;
+    for (; name[i] && i + 1 < outl; i++)
+        out[i] = name[i] == '_' ? '-' : name[i];
+    out[i] = '\0';
+}
+
+static int parse_onoff(const char *v, int *out)
+{
+    if (!v || !v[0])
+        return -1;
+    if (!strcasecmp(v, "on") || !strcasecmp(v, "true") || !strcmp(v, "1") || !strcasecmp(v, "yes")) {
+        *out = 1;
+        return 0;
+    }
+    if (!strcasecmp(v, "off") || !strcasecmp(v, "false") || !strcmp(v, "0") || !strcasecmp(v, "no")) {
+        *out = 0;
+        return 0;
+    }
+    return -1;
+}
+
+lsn_server *lsn_server_new(const char *assets_dir, kv_device *dev, int headless, char *err, size_t errlen)
+{
+    lsn_server *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    snprintf(s->assets, sizeof s->assets, "%s", assets_dir);
+    s->dev = dev;
+    s->headless = headless;
+    if (kv_gpu_catalog_load(assets_dir, &s->cat, err, errlen) != KV_GPU_OK) {
+        free(s);
+        return NULL;
+    }
+    lsn_server_reset_args(s);
+    return s;
+}
+
+void lsn_server_free(lsn_server *s)
+{
+    if (!s)
+        return;
+    lsn_server_stop(s);
+    kv_gpu_catalog_free(&s->cat);
+    free(s);
+}
+
+void lsn_server_reset_args(lsn_server *s)
+{
+    kv_args_init(&s->args);
+    s->nset = 0;
+    s->no_cache = 0;
+    s->contiguous = 0;
+}
+
+/* Apply one flag to a, or to the kvlab switches. */
+static int apply(lsn_server *s, kv_args *a, int *no_cache, int *contiguous, const char *name, const char *value,
+                 char *err, size_t errlen)
+{
+    if (!strcmp(name, "kv-cache") || !strcmp(name, "contiguous")) {
+        int on;
+        if (parse_onoff(value, &on) < 0) {
+            snprintf(err, errlen, "--%s takes on or off, not '%s'", name, value ? value : "");
+            return -1;
+        }
+        if (!strcmp(name, "kv-cache"))
+            *no_cache = !on;
+        else
+            *contiguous = on;
+        return 0;
+    }
+    (void)s;
+    const char *v = value;
+    if (v && (!strcasecmp(v, "on") || !strcasecmp(v, "yes")))
+        v = "true";
+    else if (v && (!strcasecmp(v, "off") || !strcasecmp(v, "no")))
+        v = "false";
+    int rc = kv_args_set(a, name, v, err, errlen);
+    if (rc < 0)
+        return -1;
+    if (rc == KV_ARGS_IGNORED && err && errlen)
+        err[0] = '\0';
+    return 0;
+}
+
+static int rebuild(lsn_server *s, char *err, size_t errlen)
+{
+    kv_args a;
+    kv_args_init(&a);
+    int nc = 0, ct = 0;
+    for (int i = 0; i < s->nset; i++)
+        if (apply(s, &a, &nc, &ct, s->set[i].name, s->set[i].value, err, errlen) < 0)
+            return -1;
+    s->args = a;
+    s->no_cache = nc;
+    s->contiguous = ct;
+    return 0;
+}
+
+int lsn_server_set(lsn_server *s, const char *name, const char *value, char *err, size_t errlen)
+{
+    char n[64];
+    canon(name ? name : "", n, sizeof n);
+    if (!n[0]) {
+        snprintf(err, errlen, "empty flag name");
+        return -1;
+    }
+    if (!lsn_server_flag_info(n, NULL, NULL, NULL)) {
+        snprintf(err, errlen, "unknown flag --%s", n);
+        return -1;
+    }
+    if (value && strlen(value) >= sizeof s->set[0].value) {
+        snprintf(err, errlen, "value of --%s is too long", n);
+        return -1;
+    }
+    /* Validate on a scratch copy so a bad value changes nothing. */
+    if (value && value[0]) {
+        kv_args scratch = s->args;
+        int nc = s->no_cache, ct = s->contiguous;
+        if (apply(s, &scratch, &nc, &ct, n, value, err, errlen) < 0)
+            return -1;
+    }
+    int k = -1;
+    for (int i = 0; i < s->nset; i++)
+        if (!strcmp(s->set[i].name, n))
+            k = i;
+    if (!value || !value[0]) {
+        if (k >= 0) {
+            memmove(&s->set[k], &s->set[k + 1], (size_t)(s->nset - k - 1) * sizeof s->set[0]);
+            s->nset--;
+        }
+    } else {
+        if (k < 0) {
+            if (s->nset == MAX_SET) {
+                snprintf(err, errlen, "too many flags");
+                return -1;
+            }
+            k = s->nset++;
+            snprintf(s->set[k].name, sizeof s->set[k].name, "%s", n);
+        }
+        snprintf(s->set[k].value, sizeof s->set[k].value, "%s", value);
+    }
+    return rebuild(s, err, errlen);
+}
+
+int lsn_server_get(const lsn_server *s, const char *name, char *buf, size_t buflen)
+{
+    char n[64];
+    canon(name ? name : "", n, sizeof n);
+    if (!strcmp(n, "kv-cache")) {
+        snprintf(buf, buflen, "%s", s->no_cache ? "off" : "on");
+        return 0;
+    }
+    if (!strcmp(n, "contiguous")) {
+        snprintf(buf, buflen, "%s", s->contiguous ? "on" : "off");
+        return 0;
+    }
+    if (kv_args_get(&s->args, n, buf, buflen) < 0) {
+        if (buflen)
+            buf[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
+int lsn_server_flag_info(const char *name, const char **canonical, const char **help, const char **choices)
+{
+    char n[64];
+    canon(name ? name : "", n, sizeof n);
+    for (size_t i = 0; i < sizeof own_flags / sizeof own_flags[0]; i++) {
+        if (!strcmp(n, own_flags[i].name)) {
+            if (canonical)
+                *canonical = own_flags[i].name;
+            if (help)
+                *help = own_flags[i].help;
+            if (choices)
+                *choices = own_flags[i].choices;
+            return 1;
+        }
+    }
+    const kv_args_flag *f = kv_args_flag_find(n);
+    if (!f)
+        return 0;
+    if (canonical)
+        *canonical = f->name;
+    if (help)
+        *help = f->help;
+    if (choices)
+        *choices = f->kind == KV_ARG_BOOL ? "true|false" : f->choices;
+    return 1;
+}
+
+void lsn_server_stop(lsn_server *s)
+{
+    if (s->engine) {
+        kv_engine_destroy(s->engine);
+        s->engine = NULL;
+    }
+}
+
+int lsn_server_start(lsn_server *s, char *err, size_t errlen)
+{
+    lsn_server_stop(s);
+    s->starts++;
+    s->have_plan = 0;
+    if (!s->args.model[0]) {
+        snprintf(err, errlen, "no model given: set model to a catalogue id or a config.json path");
+        return -1;
+    }
+    if (kv_model_load(s->args.model, s->assets, &s->model, err, errlen) != KV_MODEL_OK) {
+        s->have_model = 0;
+        return -1;
+    }
+    s->have_model = 1;
+    const kv_gpu *g = NULL;
+    s->have_gpu = 0;
+    if (s->args.gpu[0]) {
+        g = kv_gpu_find(&s->cat, s->args.gpu, err, errlen);
+        if (!g)
+            return -1;
+        s->gpu = *g;
+        s->have_gpu = 1;
+        g = &s->gpu;
+    } else if (s->args.gpu_memory_gib > 0) {
+        kv_gpu_custom(s->args.gpu_memory_gib, &s->gpu);
+        s->have_gpu = 1;
+    } else {
+        snprintf(err, errlen, "no GPU given: set gpu (e.g. h100-80gb) or gpu-memory-gib");
+        return -1;
+    }
+    if (kv_plan_compute(&s->model, g, &s->args, &s->plan, err, errlen) != KV_PLAN_OK)
+        return -1;
+    s->have_plan = 1;
+    if (!s->plan.starts) {
+        snprintf(err, errlen, "%s", s->plan.error);
+        return 0;
+    }
+    kv_engine_config c;
+    char note[256] = "";
+    if (kv_engine_config_from_plan(&s->plan, &s->model, g, &s->args, &c, note, sizeof note, err, errlen) < 0)
+        return -1;
+    c.mode = s->no_cache ? KV_MODE_NO_CACHE : s->contiguous ? KV_MODE_CONTIGUOUS : KV_MODE_PAGED;
+    /* Headless checks must be quick; the app writes K/V and reads it back. */
+    if (s->headless) {
+        c.verify = 0;
+        c.write_kv = 0;
+    }
+    c.device = s->dev;
+    s->engine = kv_engine_create(&c, err, errlen);
+    if (!s->engine)
+        return -1;
+    for (int i = 0; i < s->plan.num_log; i++) {
+        const char *line = s->plan.log[i];
+        int level = strstr(line, "ERROR") ? 2 : strstr(line, "WARNING") ? 1 : 0;
+        kv_engine_log(s->engine, level, "%s", line);
+    }
+    if (note[0])
+        kv_engine_log(s->engine, 1, "%s", note);
+    if (err && errlen)
+        err[0] = '\0';
+    return 1;
+}
+
+kv_engine *lsn_server_engine(const lsn_server *s) { return s->engine; }
+const kv_plan *lsn_server_plan(const lsn_server *s) { return s->have_plan ? &s->plan : NULL; }
+const kv_model *lsn_server_model(const lsn_server *s) { return s->have_model ? &s->model : NULL; }
+const kv_gpu *lsn_server_gpu(const lsn_server *s) { return s->have_gpu ? &s->gpu : NULL; }
+const kv_gpu_catalog *lsn_server_catalog(const lsn_server *s) { return &s->cat; }
+const char *lsn_server_assets(const lsn_server *s) { return s->assets; }
+int lsn_server_starts(const lsn_server *s) { return s->starts; }
+
+const char *lsn_server_log_phase(const char *line)
+{
+    static const struct { const char *needle, *phase; } map[] = {
+        {"Free memory on device", "init"},
+        {"Model loading", "load"},
+        {"weights", "load"},
+        {"Memory profiling", "profile"},
+        {"profil", "profile"},
+        {"Graph capturing", "ready"},
+        {"CUDA graph", "cudagraph"},
+        {"cudagraph", "cudagraph"},
+        {"Available KV cache memory", "kv"},
+        {"No available memory for the cache blocks", "kv"},
+        {"To serve at least one request", "check"},
+        {"max seq len", "check"},
+        {"auto-fit", "check"},
+        {"Auto-fit", "check"},
+        {"GPU KV cache size", "allocate"},
+        {"Maximum concurrency", "allocate"},
+        {"GPU blocks", "allocate"},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (strstr(line, map[i].needle))
+            return map[i].phase;
+    return "init";
+}
