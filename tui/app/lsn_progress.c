@@ -207,6 +207,8 @@ int lsn_progress_load(lsn_progress *p, const char *path, char *notice, size_t no
     lsn_progress_clear(p);
     char aside[PATH_MAX + 64];
     snprintf(aside, sizeof aside, "%s.corrupt-%lld", path, (long long)time(NULL));
+    for (int k = 2; access(aside, F_OK) == 0 && k < 1000; k++)
+        snprintf(aside, sizeof aside, "%s.corrupt-%lld-%d", path, (long long)time(NULL), k);
     if (rename(path, aside) == 0)
         snprintf(notice, noticelen, "Your progress file could not be used (%s); moved it to %s and starting fresh.",
                  why, aside);

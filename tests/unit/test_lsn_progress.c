@@ -1,0 +1,195 @@
+/* The learner's progress file (tui/app/lsn_progress.c): round trip, the XDG
+ * path rules, atomic writes, and a corrupt file moved aside. */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "lsn_progress.h"
+
+static char tmpdir[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/kvlab-progress-XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static int count_entries(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+        if (!strncmp(de->d_name, prefix, strlen(prefix)))
+            n++;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void test_path_rules(void **state)
+{
+    (void)state;
+    char buf[512];
+    setenv("XDG_STATE_HOME", "/x/state", 1);
+    setenv("HOME", "/home/u", 1);
+    assert_int_equal(lsn_progress_path(NULL, buf, sizeof buf), 0);
+    assert_string_equal(buf, "/x/state/kvlab/progress.json");
+    /* a relative XDG path is invalid per the spec and ignored */
+    setenv("XDG_STATE_HOME", "rel/state", 1);
+    assert_int_equal(lsn_progress_path(NULL, buf, sizeof buf), 0);
+    assert_string_equal(buf, "/home/u/.local/state/kvlab/progress.json");
+    unsetenv("XDG_STATE_HOME");
+    assert_int_equal(lsn_progress_path(NULL, buf, sizeof buf), 0);
+    assert_string_equal(buf, "/home/u/.local/state/kvlab/progress.json");
+    assert_int_equal(lsn_progress_path("/given", buf, sizeof buf), 0);
+    assert_string_equal(buf, "/given/progress.json");
+    unsetenv("HOME");
+    assert_int_equal(lsn_progress_path(NULL, buf, sizeof buf), -1);
+}
+
+static void test_round_trip(void **state)
+{
+    (void)state;
+    char path[512], err[256], notice[512];
+    /* folders that do not exist yet are created */
+    snprintf(path, sizeof path, "%s/a/b/kvlab/progress.json", tmpdir);
+    static lsn_progress p, q;
+    lsn_progress_init(&p);
+    p.current = 2;
+    p.lessons[1].step = 9;
+    p.lessons[1].done = 1;
+    p.lessons[2].step = 3;
+    assert_int_equal(lsn_progress_add_input(&p, 2, 1, LSN_IN_ANSWER, NULL, "433,888 tokens"), 0);
+    assert_int_equal(lsn_progress_add_input(&p, 2, 2, LSN_IN_FLAG, "max-model-len", "8192"), 0);
+    assert_int_equal(lsn_progress_add_input(&p, 2, 3, LSN_IN_REVEAL, NULL, NULL), 0);
+    assert_int_equal(lsn_progress_save(&p, path, err, sizeof err), 0);
+    /* no temp file is left behind */
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/a/b/kvlab", tmpdir);
+    assert_int_equal(count_entries(dir, "progress.json.tmp"), 0);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+
+    lsn_progress_init(&q);
+    assert_int_equal(lsn_progress_load(&q, path, notice, sizeof notice), 0);
+    assert_int_equal(q.current, 2);
+    assert_int_equal(q.lessons[1].step, 9);
+    assert_true(q.lessons[1].done);
+    assert_int_equal(q.lessons[2].step, 3);
+    assert_false(q.lessons[2].done);
+    assert_int_equal(q.lessons[2].ninputs, 3);
+    assert_int_equal(q.lessons[2].inputs[0].kind, LSN_IN_ANSWER);
+    assert_string_equal(q.lessons[2].inputs[0].value, "433,888 tokens");
+    assert_int_equal(q.lessons[2].inputs[1].kind, LSN_IN_FLAG);
+    assert_string_equal(q.lessons[2].inputs[1].name, "max-model-len");
+    assert_string_equal(q.lessons[2].inputs[1].value, "8192");
+    assert_int_equal(q.lessons[2].inputs[2].kind, LSN_IN_REVEAL);
+    assert_int_equal(q.lessons[2].inputs[2].wait, 3);
+
+    /* going back drops what was fed from that step on */
+    lsn_progress_truncate(&q, 2, 2);
+    assert_int_equal(q.lessons[2].ninputs, 1);
+    lsn_progress_clear(&p);
+    lsn_progress_clear(&q);
+}
+
+static void test_missing_file_is_fresh(void **state)
+{
+    (void)state;
+    char path[512], notice[512];
+    snprintf(path, sizeof path, "%s/none/progress.json", tmpdir);
+    static lsn_progress p;
+    lsn_progress_init(&p);
+    assert_int_equal(lsn_progress_load(&p, path, notice, sizeof notice), 0);
+    assert_int_equal(p.current, 0);
+    assert_string_equal(notice, "");
+}
+
+static void check_corrupt(const char *text, const char *reason)
+{
+    char path[512], notice[512];
+    snprintf(path, sizeof path, "%s/progress.json", tmpdir);
+    write_file(path, text);
+    int before = count_entries(tmpdir, "progress.json.corrupt-");
+    static lsn_progress p;
+    lsn_progress_init(&p);
+    p.current = 5; /* must be cleared */
+    assert_int_equal(lsn_progress_load(&p, path, notice, sizeof notice), 1);
+    assert_int_equal(p.current, 0);
+    assert_int_equal(p.lessons[1].step, 0);
+    assert_non_null(strstr(notice, reason));
+    assert_non_null(strstr(notice, "moved it to"));
+    assert_non_null(strstr(notice, "starting fresh"));
+    /* moved aside, not deleted, and the path is free for a fresh file */
+    assert_int_equal(access(path, F_OK), -1);
+    assert_true(count_entries(tmpdir, "progress.json.corrupt-") >= before);
+    char err[256];
+    assert_int_equal(lsn_progress_save(&p, path, err, sizeof err), 0);
+    unlink(path);
+    lsn_progress_clear(&p);
+}
+
+static void test_corrupt_files(void **state)
+{
+    (void)state;
+    check_corrupt("{\"format_version\": 1, \"lessons\": {", "not valid JSON");
+    check_corrupt("[1, 2, 3]", "not a JSON object");
+    check_corrupt("{\"format_version\": 7}", "format_version 1");
+    check_corrupt("{\"format_version\": 1, \"lessons\": {\"1\": {\"step\": \"three\"}}}", "wrong type");
+    check_corrupt("{\"format_version\": 1, \"lessons\": {\"x\": {}}}", "malformed");
+    check_corrupt("{\"format_version\": 1, \"lessons\": {\"1\": {\"inputs\": [{\"answer\": \"4\"}]}}}", "wait");
+    /* every bad file was kept, none overwrote another */
+    assert_int_equal(count_entries(tmpdir, "progress.json.corrupt-"), 6);
+}
+
+static void test_save_error(void **state)
+{
+    (void)state;
+    char path[512], err[256];
+    /* a folder where the file should be: saving fails with a message, nothing crashes */
+    snprintf(path, sizeof path, "%s/isdir", tmpdir);
+    mkdir(path, 0700);
+    static lsn_progress p;
+    lsn_progress_init(&p);
+    assert_int_equal(lsn_progress_save(&p, path, err, sizeof err), -1);
+    assert_non_null(strstr(err, "cannot save progress"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_path_rules),
+        cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_file_is_fresh, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_corrupt_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_save_error, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

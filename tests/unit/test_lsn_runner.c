@@ -1,0 +1,299 @@
+/* The lesson runner (tui/app/lsn_*.c) as the app drives it: steps, a
+ * question, a goal reached by a flag change, progress saved after each step
+ * and resumed (lesson, step, flag values), back and reset, a lesson error
+ * that leaves the runner usable, and a corrupt progress file. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "kv_plan.h"
+#include "lsn.h"
+
+static char dir[256], lessons[300], state[300];
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static const char *manifest =
+    "{\"format_version\": 1, \"chapters\": [{\"number\": 1, \"title\": \"Test\"}],\n"
+    " \"lessons\": [\n"
+    "  {\"number\": 1, \"chapter\": 1, \"file\": \"01-steps.lua\", \"title\": \"Steps\"},\n"
+    "  {\"number\": 2, \"chapter\": 1, \"file\": \"02-err.lua\", \"title\": \"Error\"},\n"
+    "  {\"number\": 3, \"chapter\": 1, \"file\": \"03-later.lua\", \"title\": \"Not written\"}]}\n";
+
+static const char *lesson1 =
+    "return {\n"
+    "  id = 1, title = \"Steps\", flags = { \"max-model-len\" },\n"
+    "  run = function(lab)\n"
+    "    lab.page(\"one\")\n"
+    "    lab.say(\"first page\")\n"
+    "    lab.show(\"memory\", { upto = \"load\" })\n"
+    "    lab.highlight(\"memory\", \"weights\", nil, \"here\")\n"
+    "    lab.plot{ title = \"work\", series = { \"a\", \"b\" } }\n"
+    "    lab.plot_add(\"a\", 1, 2)\n"
+    "    lab.plot_add(2, 1, 3)\n"
+    "    lab.pause()\n"
+    "    lab.page(\"two\")\n"
+    "    lab.say(\"second page\")\n"
+    "    lab.pause()\n"
+    "    local v, tries = lab.ask{ prompt = \"2+2?\", answer = 4, hints = { \"count\" } }\n"
+    "    lab.page(\"three\")\n"
+    "    lab.say(\"answered %g after %d tries\", v, tries)\n"
+    "    local ok = lab.start{ model = \"meta-llama/Llama-3.1-8B-Instruct\", gpu = \"h100-80gb\",\n"
+    "                          [\"max-model-len\"] = 4096 }\n"
+    "    assert(ok)\n"
+    "    lab.goal{ text = \"set max-model-len to 8192\",\n"
+    "              check = function() return lab.plan().max_model_len == 8192 end,\n"
+    "              script = { { \"max-model-len\", 8192 } } }\n"
+    "    lab.page(\"four\")\n"
+    "    lab.say(\"goal reached\")\n"
+    "    lab.pause()\n"
+    "  end,\n"
+    "}\n";
+
+static const char *lesson2 =
+    "return {\n"
+    "  id = 2,\n"
+    "  run = function(lab)\n"
+    "    lab.pause()\n"
+    "    local t = nil\n"
+    "    return t.field\n"
+    "  end,\n"
+    "}\n";
+
+static int setup(void **st)
+{
+    (void)st;
+    snprintf(dir, sizeof dir, "/tmp/kvlab-runner-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    snprintf(lessons, sizeof lessons, "%s/lessons", dir);
+    snprintf(state, sizeof state, "%s/state", dir);
+    mkdir(lessons, 0700);
+    char p[400];
+    snprintf(p, sizeof p, "%s/manifest.json", lessons);
+    write_file(p, manifest);
+    snprintf(p, sizeof p, "%s/01-steps.lua", lessons);
+    write_file(p, lesson1);
+    snprintf(p, sizeof p, "%s/02-err.lua", lessons);
+    write_file(p, lesson2);
+    return 0;
+}
+
+static int teardown(void **st)
+{
+    (void)st;
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static lsn_runner *open_runner(void)
+{
+    lsn_config cfg = {.lessons_dir = lessons, .assets_dir = KVLAB_SOURCE_DIR "/assets", .state_dir = state};
+    char err[512];
+    lsn_runner *r = lsn_new(&cfg, err, sizeof err);
+    if (!r)
+        fail_msg("lsn_new: %s", err);
+    return r;
+}
+
+static const char *flag_value(lsn_runner *r, const char *name)
+{
+    for (int i = 0; i < lsn_flag_count(r); i++)
+        if (!strcmp(lsn_flag_at(r, i)->name, name))
+            return lsn_flag_at(r, i)->value;
+    return NULL;
+}
+
+static void test_course(void **st)
+{
+    (void)st;
+    lsn_runner *r = open_runner();
+    assert_int_equal(lsn_count(r), 3);
+    assert_true(lsn_info_of(r, 1)->available);
+    assert_false(lsn_info_of(r, 3)->available);
+    assert_string_equal(lsn_info_of(r, 1)->chapter_title, "Test");
+    assert_int_equal(lsn_resume_lesson(r), 1);
+    assert_null(lsn_notice(r));
+    /* a lesson not written yet is an error the app can show, not a crash */
+    assert_int_equal(lsn_load(r, 3, 1), -1);
+    assert_int_equal(lsn_get_state(r), LSN_ERROR);
+    assert_non_null(strstr(lsn_error(r), "not written yet"));
+    assert_int_equal(lsn_load(r, 9, 1), -1);
+    assert_non_null(strstr(lsn_error(r), "no lesson 9"));
+    lsn_free(r);
+}
+
+static void test_walk_save_resume(void **st)
+{
+    (void)st;
+    lsn_runner *r = open_runner();
+    assert_int_equal(lsn_load(r, 1, 1), 0);
+    assert_int_equal(lsn_get_state(r), LSN_WAIT_NEXT);
+    assert_int_equal(lsn_step(r), 0);
+    assert_string_equal(lsn_text(r), "first page");
+    assert_string_equal(lsn_page_title(r), "one");
+    /* views and the plot the lesson asked for */
+    const lsn_view *mem = lsn_view_find(r, "memory");
+    assert_non_null(mem);
+    assert_true(mem->shown);
+    assert_string_equal(lsn_view_option(r, "memory", "upto"), "load");
+    assert_int_equal(mem->nhighlights, 1);
+    assert_string_equal(mem->highlights[0].target, "weights");
+    assert_string_equal(mem->highlights[0].note, "here");
+    assert_false(lsn_view_find(r, "pool")->shown);
+    const lsn_plot *plot = lsn_get_plot(r);
+    assert_non_null(plot);
+    assert_string_equal(plot->title, "work");
+    assert_int_equal(plot->nseries, 2);
+    assert_int_equal(plot->series[1].npoints, 1);
+    assert_true(plot->series[1].y[0] == 3);
+    /* nothing is asked yet */
+    lsn_verdict v;
+    lsn_answer(r, "4", &v);
+    assert_int_equal(v.kind, LSN_V_NO_QUESTION);
+
+    assert_true(lsn_next(r) & LSN_CH_TEXT);
+    assert_int_equal(lsn_step(r), 1);
+    assert_string_equal(lsn_text(r), "second page");
+    lsn_next(r);
+    assert_int_equal(lsn_step(r), 2);
+    assert_int_equal(lsn_get_state(r), LSN_WAIT_ANSWER);
+    const lsn_question *q = lsn_get_question(r);
+    assert_non_null(q);
+    assert_string_equal(q->prompt, "2+2?");
+    assert_int_equal(q->kind, LSN_Q_NUMBER);
+    lsn_answer(r, "5", &v);
+    assert_int_equal(v.kind, LSN_V_WRONG);
+    assert_non_null(strstr(v.message, "Hint: count"));
+    assert_int_equal(lsn_get_question(r)->tries, 1);
+    lsn_answer(r, "four", &v);
+    assert_int_equal(v.kind, LSN_V_UNREADABLE);
+    lsn_answer(r, "4", &v);
+    assert_int_equal(v.kind, LSN_V_CORRECT);
+    assert_int_equal(lsn_step(r), 3);
+    assert_non_null(strstr(lsn_text(r), "answered 4 after 1 tries"));
+
+    /* the goal: a flag the lesson does not offer is refused; the right change reaches it */
+    assert_int_equal(lsn_get_state(r), LSN_WAIT_GOAL);
+    assert_non_null(lsn_engine(r));
+    assert_non_null(lsn_plan(r));
+    assert_int_equal(lsn_plan(r)->max_model_len, 4096);
+    const lsn_goal *g = lsn_get_goal(r);
+    assert_non_null(g);
+    assert_false(g->met);
+    char err[256];
+    assert_int_equal(lsn_set_flag(r, "gpu-memory-utilization", "0.5", err, sizeof err), 0);
+    assert_non_null(strstr(err, "does not let you change"));
+    assert_int_equal(lsn_set_flag(r, "max-model-len", "lots", err, sizeof err), 0);
+    assert_true(lsn_set_flag(r, "max-model-len", "8192", err, sizeof err) & LSN_CH_SERVER);
+    assert_string_equal(flag_value(r, "max-model-len"), "8192");
+    assert_int_equal(lsn_plan(r)->max_model_len, 8192);
+    assert_true(lsn_get_goal(r)->met);
+    lsn_tick(r, 0.05);
+    assert_int_equal(lsn_step(r), 4);
+    assert_string_equal(lsn_text(r), "goal reached");
+    lsn_free(r);
+
+    /* a new runner resumes lesson 1 at step 4 with the flag as it was */
+    r = open_runner();
+    assert_int_equal(lsn_resume_lesson(r), 1);
+    assert_int_equal(lsn_info_of(r, 1)->step, 4);
+    assert_false(lsn_info_of(r, 1)->done);
+    assert_int_equal(lsn_load(r, 1, 1), 0);
+    assert_int_equal(lsn_step(r), 4);
+    assert_int_equal(lsn_get_state(r), LSN_WAIT_NEXT);
+    assert_string_equal(lsn_text(r), "goal reached");
+    assert_string_equal(flag_value(r, "max-model-len"), "8192");
+    assert_non_null(lsn_engine(r));
+
+    /* back one step: the goal again, its flag change forgotten */
+    lsn_back(r);
+    assert_int_equal(lsn_step(r), 3);
+    assert_int_equal(lsn_get_state(r), LSN_WAIT_GOAL);
+    assert_string_equal(flag_value(r, "max-model-len"), "4096");
+    /* reach it again, finish the lesson */
+    lsn_set_flag(r, "max-model-len", "8192", err, sizeof err);
+    lsn_tick(r, 0.05);
+    lsn_next(r);
+    assert_int_equal(lsn_get_state(r), LSN_DONE);
+    assert_int_equal(lsn_step(r), 5);
+    assert_true(lsn_info_of(r, 1)->done);
+    lsn_free(r);
+
+    r = open_runner();
+    assert_true(lsn_info_of(r, 1)->done);
+    /* reset: from the start, done kept */
+    assert_int_equal(lsn_load(r, 1, 1), 0);
+    lsn_reset(r);
+    assert_int_equal(lsn_step(r), 0);
+    assert_string_equal(lsn_text(r), "first page");
+    assert_true(lsn_info_of(r, 1)->done);
+    lsn_free(r);
+}
+
+static void test_lesson_error(void **st)
+{
+    (void)st;
+    lsn_runner *r = open_runner();
+    assert_int_equal(lsn_load(r, 2, 0), 0);
+    assert_int_equal(lsn_get_state(r), LSN_WAIT_NEXT);
+    assert_null(lsn_error(r));
+    lsn_next(r);
+    assert_int_equal(lsn_get_state(r), LSN_ERROR);
+    const char *e = lsn_error(r);
+    assert_non_null(e);
+    assert_non_null(strstr(e, "lessons/02-err.lua:6: attempt to index a nil value"));
+    assert_non_null(strstr(e, "stack traceback"));
+    /* the app keeps going: ticks are harmless, another lesson loads */
+    assert_int_equal(lsn_tick(r, 0.1), 0);
+    assert_int_equal(lsn_next(r), 0);
+    assert_int_equal(lsn_load(r, 1, 0), 0);
+    assert_int_equal(lsn_get_state(r), LSN_WAIT_NEXT);
+    lsn_free(r);
+}
+
+static void test_corrupt_progress(void **st)
+{
+    (void)st;
+    mkdir(state, 0700);
+    char p[400];
+    snprintf(p, sizeof p, "%s/progress.json", state);
+    write_file(p, "{ this is not json");
+    lsn_runner *r = open_runner();
+    assert_non_null(lsn_notice(r));
+    assert_non_null(strstr(lsn_notice(r), "moved it to"));
+    assert_int_equal(lsn_info_of(r, 1)->step, 0);
+    /* progress is written fresh after the next step */
+    assert_int_equal(lsn_load(r, 1, 1), 0);
+    lsn_next(r);
+    lsn_free(r);
+    r = open_runner();
+    assert_null(lsn_notice(r));
+    assert_int_equal(lsn_info_of(r, 1)->step, 1);
+    lsn_free(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_course, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_walk_save_resume, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lesson_error, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_corrupt_progress, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
