@@ -1,10 +1,8 @@
 /* kv_cuda: the CUDA device backend (see kv_cuda.h for the contract).
  *
- * Pool layout per rank, one cudaMalloc: layer l starts at l * layer_stride;
- * inside a layer, K for every slot then V for every slot (vLLM's
- * FlashAttention shape [2, num_blocks, block_size, num_kv_heads, head_size]);
- * a slot's row is num_kv_heads x head_size values. MLA (kv_factor 1) keeps
- * only the latent half. */
+ * Pool layout per rank, one cudaMalloc, as kv_cuda_layout.h describes (vLLM's
+ * FlashAttention shape per layer); the kernels' per-thread work lives there
+ * too, so the unit tests run the same code on a host buffer. */
 #include <cuda_runtime.h>
 
 #include <stdarg.h>
@@ -14,6 +12,7 @@
 #include <time.h>
 
 #include "kv_cuda.h"
+#include "kv_cuda_layout.h"
 #include "kv_cuda_values.h"
 #include "kv_nvml.h"
 
@@ -49,15 +48,6 @@ struct cuda_impl {
     int shared;
     int num_ranks;
     rank_state ranks[KV_CUDA_MAX_RANKS];
-};
-
-/* Where a rank's pool is and how it is cut. */
-struct pool_geom {
-    char *base;
-    long long layer_stride;  /* bytes from layer l to l+1 */
-    long long kv_stride;     /* bytes from K to V inside a layer */
-    long long slot_bytes;    /* heads x row_bytes */
-    int num_layers, heads, kvf, head_size, row_bytes, block_size;
 };
 
 cuda_impl *impl_of(const kv_device *d)
@@ -149,93 +139,27 @@ int need_scratch(rank_state *r, int rank, size_t bytes, char *err, size_t errlen
     return 0;
 }
 
-pool_geom geom_of(const rank_state *r)
+kv_cuda_geom geom_of(const rank_state *r)
 {
-    const kv_pool_layout *l = &r->layout;
-    pool_geom g;
-    g.base = r->pool;
-    g.row_bytes = l->head_size * kv_dtype_bytes(l->cache_dtype);
-    g.slot_bytes = (long long)l->num_kv_heads * g.row_bytes;
-    g.kv_stride = (long long)l->num_blocks * l->block_size * g.slot_bytes;
-    g.layer_stride = g.kv_stride * l->kv_factor;
-    g.num_layers = l->num_layers;
-    g.heads = l->num_kv_heads;
-    g.kvf = l->kv_factor;
-    g.head_size = l->head_size;
-    g.block_size = l->block_size;
+    kv_cuda_geom g;
+    kv_cuda_geom_init(&g, r->pool, &r->layout);
     return g;
 }
 
 /* ---- kernels ---------------------------------------------------------- */
 
-/* Bytes per value of a KV_DTYPE_* as a compile-time constant. */
-template <int DT>
-struct dt_bytes {
-    static constexpr int v = DT == KV_DTYPE_FP8_E4M3 ? 1 : DT == KV_DTYPE_FP32 ? 4 : 2;
-};
-
-/* Expected bits of one unit: VEC -> 16 bytes (16/bytes-per-value elements)
- * as a uint4, else one element in .x. e0 = first element index in the row. */
-template <int DT, bool VEC>
-__device__ __forceinline__ uint4 expected_unit(uint64_t f, int e0)
-{
-    uint4 out = make_uint4(0, 0, 0, 0);
-    if (!VEC) {
-        out.x = kv_cuda_value_bits(DT, kv_cuda_value_byte(f, e0));
-        return out;
-    }
-    uint32_t w[4];
-    kv_cuda_pack16(DT, f, e0, w);
-    out.x = w[0]; out.y = w[1]; out.z = w[2]; out.w = w[3];
-    return out;
-}
-
-template <int DT, bool VEC>
-__device__ __forceinline__ void store_unit(char *p, uint4 v)
-{
-    constexpr int B = dt_bytes<DT>::v;
-    if (VEC) *(uint4 *)p = v;
-    else if (B == 1) *(uint8_t *)p = (uint8_t)v.x;
-    else if (B == 2) *(uint16_t *)p = (uint16_t)v.x;
-    else *(uint32_t *)p = v.x;
-}
-
-/* True when a stored unit differs from the expected bits. */
-template <int DT, bool VEC>
-__device__ __forceinline__ bool unit_differs(const char *p, uint4 want)
-{
-    constexpr int B = dt_bytes<DT>::v;
-    if (VEC) {
-        uint4 got = *(const uint4 *)p;
-        return got.x != want.x || got.y != want.y || got.z != want.z || got.w != want.w;
-    }
-    if (B == 1) return *(const uint8_t *)p != (uint8_t)want.x;
-    if (B == 2) return *(const uint16_t *)p != (uint16_t)want.x;
-    return *(const uint32_t *)p != want.x;
-}
-
 /* Writes K/V of n tokens: a CUDA block per token (grid-stride), threads over
- * the (K/V, head, unit) cells of a layer, each thread walking the layers so a
- * warp's stores for one layer are contiguous. */
-template <int DT, bool VEC>
-__global__ void write_kv_kernel(pool_geom g, const kv_slot_write *w, long long n)
+ * the cells of a layer (K/V x head x 16-byte unit), each thread walking the
+ * layers so a warp's stores for one layer are contiguous. DT and UNIT are
+ * compile-time so the shared helpers fold to straight-line code. */
+template <int DT, int UNIT>
+__global__ void write_kv_kernel(kv_cuda_geom g, const kv_slot_write *w, long long n)
 {
-    constexpr int B = dt_bytes<DT>::v, UNIT = VEC ? 16 : B;
-    const int units_per_row = g.row_bytes / UNIT;
-    const int cells = g.kvf * g.heads * units_per_row;
+    const int cells = kv_cuda_cells(&g);
     for (long long t = blockIdx.x; t < n; t += gridDim.x) {
         const kv_slot_write s = w[t];
-        for (int u = threadIdx.x; u < cells; u += blockDim.x) {
-            const int row = u / units_per_row, col = u - row * units_per_row;
-            const int c = row >= g.heads ? 1 : 0, h = row - c * g.heads;
-            const int e0 = col * (UNIT / B);
-            char *p = g.base + c * g.kv_stride + s.slot * g.slot_bytes + (long long)h * g.row_bytes +
-                      (long long)col * UNIT;
-            for (int l = 0; l < g.num_layers; l++, p += g.layer_stride) {
-                const uint64_t f = kv_cuda_row_fingerprint(s.token_id, s.position, l, h, c);
-                store_unit<DT, VEC>(p, expected_unit<DT, VEC>(f, e0));
-            }
-        }
+        for (int u = threadIdx.x; u < cells; u += blockDim.x)
+            kv_cuda_write_cell(&g, DT, UNIT, &s, u);
     }
 }
 
@@ -243,15 +167,14 @@ __global__ void write_kv_kernel(pool_geom g, const kv_slot_write *w, long long n
  * a warp per (layer, head) covering K and V; each of K and V of a (token,
  * layer, head) with any differing value counts once, as the host backend
  * counts (a wrong token = layers x heads x kv_factor). */
-template <int DT, bool VEC>
-__global__ void verify_kernel(pool_geom g, const int32_t *table, const int32_t *tokens, int n,
+template <int DT, int UNIT>
+__global__ void verify_kernel(kv_cuda_geom g, const int32_t *table, const int32_t *tokens, int n,
                               unsigned long long *count)
 {
     __shared__ unsigned int s_bad;
     if (threadIdx.x == 0) s_bad = 0;
     __syncthreads();
-    constexpr int B = dt_bytes<DT>::v, UNIT = VEC ? 16 : B;
-    const int units_per_row = g.row_bytes / UNIT;
+    const int units = g.kvf * (g.row_bytes / UNIT);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     const int rows = g.num_layers * g.heads;
     for (int t = blockIdx.x; t < n; t += gridDim.x) {
@@ -259,16 +182,14 @@ __global__ void verify_kernel(pool_geom g, const int32_t *table, const int32_t *
         const int32_t tok = tokens[t];
         for (int r = warp; r < rows; r += warps) {
             const int l = r / g.heads, h = r - l * g.heads;
-            const char *row0 = g.base + (long long)l * g.layer_stride + slot * g.slot_bytes +
-                               (long long)h * g.row_bytes;
-            bool bad[2] = {false, false};
-            for (int j = lane; j < g.kvf * units_per_row; j += 32) {
-                const int c = j >= units_per_row ? 1 : 0, col = j - c * units_per_row;
-                const uint64_t f = kv_cuda_row_fingerprint(tok, t, l, h, c);
-                const uint4 want = expected_unit<DT, VEC>(f, col * (UNIT / B));
-                bad[c] |= unit_differs<DT, VEC>(row0 + c * g.kv_stride + (long long)col * UNIT, want);
+            bool bad_k = false, bad_v = false;
+            for (int j = lane; j < units; j += 32) {
+                int kv = 0;
+                const bool d = kv_cuda_check_unit(&g, DT, UNIT, slot, tok, t, l, h, j, &kv) != 0;
+                bad_k |= d && kv == 0;
+                bad_v |= d && kv == 1;
             }
-            const unsigned nbad = (__any_sync(0xffffffffu, bad[0]) ? 1u : 0u) + (__any_sync(0xffffffffu, bad[1]) ? 1u : 0u);
+            const unsigned nbad = (__any_sync(0xffffffffu, bad_k) ? 1u : 0u) + (__any_sync(0xffffffffu, bad_v) ? 1u : 0u);
             if (nbad && lane == 0) atomicAdd(&s_bad, nbad);
         }
     }
@@ -282,15 +203,16 @@ int grid_for(long long n)
 }
 
 template <int DT>
-void launch_write_dt(const pool_geom &g, const kv_slot_write *w, long long n)
+void launch_write_dt(const kv_cuda_geom &g, const kv_slot_write *w, long long n)
 {
-    if (g.row_bytes % 16 == 0) write_kv_kernel<DT, true><<<grid_for(n), 256>>>(g, w, n);
-    else write_kv_kernel<DT, false><<<grid_for(n), 256>>>(g, w, n);
+    constexpr int B = DT == KV_DTYPE_FP8_E4M3 ? 1 : DT == KV_DTYPE_FP32 ? 4 : 2;
+    if (g.unit_bytes == 16) write_kv_kernel<DT, 16><<<grid_for(n), 256>>>(g, w, n);
+    else write_kv_kernel<DT, B><<<grid_for(n), 256>>>(g, w, n);
 }
 
-void launch_write(const pool_geom &g, int dtype, const kv_slot_write *w, long long n)
+void launch_write(const kv_cuda_geom &g, const kv_slot_write *w, long long n)
 {
-    switch (dtype) {
+    switch (g.dtype) {
     case KV_DTYPE_BF16: launch_write_dt<KV_DTYPE_BF16>(g, w, n); break;
     case KV_DTYPE_FP16: launch_write_dt<KV_DTYPE_FP16>(g, w, n); break;
     case KV_DTYPE_FP8_E4M3: launch_write_dt<KV_DTYPE_FP8_E4M3>(g, w, n); break;
@@ -299,17 +221,18 @@ void launch_write(const pool_geom &g, int dtype, const kv_slot_write *w, long lo
 }
 
 template <int DT>
-void launch_verify_dt(const pool_geom &g, const int32_t *table, const int32_t *tokens, int n,
+void launch_verify_dt(const kv_cuda_geom &g, const int32_t *table, const int32_t *tokens, int n,
                       unsigned long long *count)
 {
-    if (g.row_bytes % 16 == 0) verify_kernel<DT, true><<<grid_for(n), 256>>>(g, table, tokens, n, count);
-    else verify_kernel<DT, false><<<grid_for(n), 256>>>(g, table, tokens, n, count);
+    constexpr int B = DT == KV_DTYPE_FP8_E4M3 ? 1 : DT == KV_DTYPE_FP32 ? 4 : 2;
+    if (g.unit_bytes == 16) verify_kernel<DT, 16><<<grid_for(n), 256>>>(g, table, tokens, n, count);
+    else verify_kernel<DT, B><<<grid_for(n), 256>>>(g, table, tokens, n, count);
 }
 
-void launch_verify(const pool_geom &g, int dtype, const int32_t *table, const int32_t *tokens, int n,
+void launch_verify(const kv_cuda_geom &g, const int32_t *table, const int32_t *tokens, int n,
                    unsigned long long *count)
 {
-    switch (dtype) {
+    switch (g.dtype) {
     case KV_DTYPE_BF16: launch_verify_dt<KV_DTYPE_BF16>(g, table, tokens, n, count); break;
     case KV_DTYPE_FP16: launch_verify_dt<KV_DTYPE_FP16>(g, table, tokens, n, count); break;
     case KV_DTYPE_FP8_E4M3: launch_verify_dt<KV_DTYPE_FP8_E4M3>(g, table, tokens, n, count); break;
@@ -432,7 +355,7 @@ int op_write_kv(kv_device *d, int rank, const kv_slot_write *w, size_t n, char *
     if ((rc = need_scratch(r, rank, n * sizeof *w, err, errlen))) return rc;
     cudaError_t e = cudaMemcpy(r->scratch, w, n * sizeof *w, cudaMemcpyHostToDevice);
     if (e != cudaSuccess) return cuda_fail(e, "copying slot writes", err, errlen);
-    launch_write(geom_of(r), r->layout.cache_dtype, (const kv_slot_write *)r->scratch, (long long)n);
+    launch_write(geom_of(r), (const kv_slot_write *)r->scratch, (long long)n);
     e = cudaGetLastError();
     if (e == cudaSuccess) e = cudaDeviceSynchronize();
     return e == cudaSuccess ? 0 : cuda_fail(e, "the write_kv kernel", err, errlen);
@@ -477,7 +400,7 @@ int run_verify(rank_state *r, int rank, const int32_t *block_table, int32_t num_
         cudaEventCreate(&b);
         cudaEventRecord(a);
     }
-    launch_verify(geom_of(r), r->layout.cache_dtype, d_table, d_tok, num_tokens, r->count);
+    launch_verify(geom_of(r), d_table, d_tok, num_tokens, r->count);
     e = cudaGetLastError();
     if (kernel_ms) {
         cudaEventRecord(b);
@@ -747,11 +670,11 @@ int kv_cuda_bench_write(kv_device *d, int rank, int32_t num_tokens, int repeats,
     cudaEventCreate(&a);
     cudaEventCreate(&b);
     float best = -1;
-    const pool_geom g = geom_of(r);
+    const kv_cuda_geom g = geom_of(r);
     /* One untimed run first: lazy module loading happens on first launch. */
     for (int i = 0; i < (repeats < 1 ? 1 : repeats) + 1 && e == cudaSuccess; i++) {
         cudaEventRecord(a);
-        launch_write(g, r->layout.cache_dtype, (const kv_slot_write *)r->scratch, num_tokens);
+        launch_write(g, (const kv_slot_write *)r->scratch, num_tokens);
         cudaEventRecord(b);
         e = cudaEventSynchronize(b);
         if (e == cudaSuccess) e = cudaGetLastError();

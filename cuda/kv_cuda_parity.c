@@ -131,11 +131,11 @@ static int run_trace(kv_device *dev, int tp, run_log *log, char *err, size_t err
         char serr[256] = "";
         int n = kv_engine_step(e, &r, serr, sizeof serr);
         if (n == KV_ENGINE_EVERIFY) {
-            snprintf(log->verify_error, sizeof log->verify_error, "step %lld: %s", (long long)log->nsteps, serr);
+            snprintf(log->verify_error, sizeof log->verify_error, "step %lld: %.200s", (long long)log->nsteps, serr);
             break;
         }
         if (n < 0) {
-            rc = kv_errf(err, errlen, -1, "step %lld: %s", (long long)log->nsteps, serr);
+            rc = kv_errf(err, errlen, -1, "step %lld: %.200s", (long long)log->nsteps, serr);
             break;
         }
         kv_engine_info info;

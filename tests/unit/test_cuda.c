@@ -8,10 +8,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
 #include "kv_cuda.h"
+#include "kv_cuda_layout.h"
 #include "kv_cuda_parity.h"
 #include "kv_cuda_values.h"
 #include "kv_device_host.h"
@@ -148,6 +150,78 @@ static void test_value_bytes(void **state)
     assert_true(kv_fingerprint(128000, 6, 3, 1) != f);
     assert_true(kv_fingerprint(128000, 5, 4, 1) != f);
     assert_true(kv_fingerprint(128000, 5, 3, 2) != f);
+}
+
+/* Host run of the kernels' per-thread code: every cell of every token
+ * written, then every (token, layer, head, K/V) checked, on small pools in
+ * each dtype, the per-value path (a 136-byte fp16 row) and MLA. */
+static int64_t host_verify(const kv_cuda_geom *g, int unit, const int32_t *table, const int32_t *tokens, int n)
+{
+    int64_t bad = 0;
+    for (int t = 0; t < n; t++) {
+        long long slot = (long long)table[t / g->block_size] * g->block_size + t % g->block_size;
+        for (int l = 0; l < g->num_layers; l++)
+            for (int h = 0; h < g->heads; h++) {
+                int row_bad[2] = {0, 0};
+                for (int j = 0; j < g->kvf * (g->row_bytes / unit); j++) {
+                    int kv = 0;
+                    if (kv_cuda_check_unit(g, g->dtype, unit, slot, tokens[t], t, l, h, j, &kv)) row_bad[kv] = 1;
+                }
+                bad += row_bad[0] + row_bad[1];
+            }
+    }
+    return bad;
+}
+
+static void test_kernel_code_on_host(void **state)
+{
+    (void)state;
+    static const kv_pool_layout layouts[] = {
+        {12, 16, 3, 2, 128, 2, KV_DTYPE_BF16},
+        {12, 16, 3, 2, 128, 2, KV_DTYPE_FP8_E4M3},
+        {12, 16, 3, 2, 64, 2, KV_DTYPE_FP32},
+        {12, 16, 3, 2, 68, 2, KV_DTYPE_FP16},   /* 136-byte rows: one value at a time */
+        {12, 16, 2, 1, 576, 1, KV_DTYPE_BF16},  /* MLA latent: one "head", no V */
+    };
+    for (size_t li = 0; li < sizeof layouts / sizeof *layouts; li++) {
+        const kv_pool_layout *L = &layouts[li];
+        char *pool = calloc(1, kv_pool_layout_bytes(L));
+        assert_non_null(pool);
+        kv_cuda_geom g;
+        kv_cuda_geom_init(&g, pool, L);
+        const int unit = g.unit_bytes;
+        assert_int_equal(unit, L->head_size * kv_dtype_bytes(L->cache_dtype) % 16 == 0 ? 16 : kv_dtype_bytes(L->cache_dtype));
+        /* vLLM's FlashAttention index: [layer][kv][block][offset][head][element] */
+        const int b = kv_dtype_bytes(L->cache_dtype);
+        long long want = ((((1LL * L->kv_factor + (L->kv_factor - 1)) * L->num_blocks + 5) * L->block_size + 3) *
+                               L->num_kv_heads + (L->num_kv_heads - 1)) * L->head_size * b;
+        assert_int_equal(kv_cuda_row_offset(&g, 1, L->kv_factor - 1, 5 * 16 + 3, L->num_kv_heads - 1), want);
+        /* two requests sharing their first block (a cached prefix), 40 tokens each */
+        int32_t ta[3] = {4, 9, 2}, tb[3] = {4, 7, 11}, toka[40], tokb[40];
+        for (int i = 0; i < 40; i++) {
+            toka[i] = 500 + i;
+            tokb[i] = i < 16 ? toka[i] : 900 + i;
+        }
+        for (int r = 0; r < 2; r++)
+            for (int i = 0; i < 40; i++) {
+                kv_slot_write s = {(int64_t)(r ? tb : ta)[i / 16] * 16 + i % 16, (r ? tokb : toka)[i], i};
+                for (int u = 0; u < kv_cuda_cells(&g); u++) kv_cuda_write_cell(&g, L->cache_dtype, unit, &s, u);
+            }
+        assert_int_equal(host_verify(&g, unit, ta, toka, 40), 0);
+        assert_int_equal(host_verify(&g, unit, tb, tokb, 40), 0);
+        /* every value of a written row is what the reference says */
+        uint32_t bits = 0;
+        long long off = kv_cuda_row_offset(&g, 1, 0, 9 * 16 + 2, 0) + 5 * b;
+        memcpy(&bits, pool + off, (size_t)b);
+        assert_int_equal(bits, kv_cuda_value_bits(L->cache_dtype,
+                                                  kv_cuda_value_byte(kv_cuda_row_fingerprint(500 + 18, 18, 1, 0, 0), 5)));
+        /* the null block 0 and unused blocks stay zero */
+        for (long long i = 0; i < (long long)16 * g.slot_bytes; i++) assert_int_equal(pool[i], 0);
+        /* a wrong token: every layer, head, K and V of it */
+        toka[20] += 1;
+        assert_int_equal(host_verify(&g, unit, ta, toka, 40), L->num_layers * L->num_kv_heads * L->kv_factor);
+        free(pool);
+    }
 }
 
 static void test_format_size(void **state)
@@ -323,6 +397,7 @@ int main(void)
         cmocka_unit_test(test_f16_bf16_known_values),
         cmocka_unit_test(test_value_table),
         cmocka_unit_test(test_pack16_matches_reference),
+        cmocka_unit_test(test_kernel_code_on_host),
         cmocka_unit_test(test_value_bytes),
         cmocka_unit_test(test_format_size),
         cmocka_unit_test(test_format_oom),
