@@ -162,7 +162,7 @@ void ui_layout_compute(int rows, int cols, const ui_layout_req *req, ui_layout *
         tabs |= side & UI_PANE_BIT(col_tables[i]);
 
     int two = cols >= 160 && pics && tabs;
-    int tw = two ? clampi(cols / 3, 40, 72) : clampi(cols * 2 / 5, 34, 64);
+    int tw = two ? clampi(cols / 3, 40, 72) : clampi(cols / 2, 36, 64);
     int rw = cols - tw;
     out->r[UI_PANE_TEXT] = (ui_rect){ body_y, 0, body_h, tw };
     out->placed |= UI_PANE_BIT(UI_PANE_TEXT);

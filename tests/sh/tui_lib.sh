@@ -1,0 +1,120 @@
+# Helpers for the tmux-driven tests of the lesson app (sourced by
+# tests/sh/test_tui_*.sh). Each test gets its own tmux server (-L, private
+# socket), its own empty XDG_STATE_HOME (so real progress is never touched)
+# and polls capture-pane with a timeout instead of sleeping a fixed time.
+# Exit 77 (ctest: skipped) when tmux or the app is not available.
+
+set -euo pipefail
+
+: "${KVLAB:?KVLAB must point at the kvlab binary}"
+if ! command -v tmux >/dev/null 2>&1; then
+    echo "tmux not installed: skipping"
+    exit 77
+fi
+if [ "${KVLAB_TUI:-1}" = "0" ] || [ "${KVLAB_TUI:-}" = "OFF" ]; then
+    echo "built without the lesson app: skipping"
+    exit 77
+fi
+
+TUI_SOCK="kvlab-test-$$-${RANDOM}"
+TUI_STATE=$(mktemp -d)
+TUI_TMP=$(mktemp -d)
+TUI_SESSION=app
+export XDG_STATE_HOME="$TUI_STATE"
+
+tui_tmux() { tmux -L "$TUI_SOCK" -f /dev/null "$@"; }
+
+tui_cleanup() {
+    tui_tmux kill-server >/dev/null 2>&1 || true
+    rm -rf "$TUI_STATE" "$TUI_TMP"
+}
+trap tui_cleanup EXIT
+
+# tui_start COLS ROWS [ENV=VAL ...] -- [kvlab args...]
+# Runs kvlab in a fresh session; when it exits the pane prints EXIT:<code>
+# and the terminal modes, then waits (so the test can look at the screen).
+tui_start() {
+    local cols=$1 rows=$2
+    shift 2
+    local envs=()
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
+    [ "${1:-}" = "--" ] && shift
+    local args=""
+    for a in "$@"; do args="$args '$a'"; done
+    cat > "$TUI_TMP/run.sh" <<EOS
+#!/bin/sh
+export XDG_STATE_HOME='$TUI_STATE'
+${envs[@]+$(printf 'export %q\n' "${envs[@]}")}
+'$KVLAB'$args
+code=\$?
+printf 'EXIT:%s\n' "\$code"
+stty -a | tr ' ;' '\n\n' | grep -E '^-?(icanon|echo)\$' | tr '\n' ' '
+printf '\nSTTY-DONE\n'
+sleep 600
+EOS
+    chmod +x "$TUI_TMP/run.sh"
+    tui_tmux new-session -d -s "$TUI_SESSION" -x "$cols" -y "$rows" "$TUI_TMP/run.sh"
+    tui_tmux set-option -g window-size manual >/dev/null 2>&1 || true
+}
+
+tui_screen() { tui_tmux capture-pane -p -t "$TUI_SESSION"; }
+
+# tui_wait TEXT [TIMEOUT_S]: wait until TEXT (fixed string) is on screen.
+tui_wait() {
+    local text=$1 timeout=${2:-10}
+    local end=$((SECONDS + timeout))
+    while [ $SECONDS -le $end ]; do
+        if tui_screen | grep -qF -- "$text"; then return 0; fi
+        sleep 0.1
+    done
+    echo "FAIL: '$text' did not appear within ${timeout}s; screen:" >&2
+    tui_screen >&2
+    return 1
+}
+
+# tui_wait_gone TEXT [TIMEOUT_S]
+tui_wait_gone() {
+    local text=$1 timeout=${2:-10}
+    local end=$((SECONDS + timeout))
+    while [ $SECONDS -le $end ]; do
+        if ! tui_screen | grep -qF -- "$text"; then return 0; fi
+        sleep 0.1
+    done
+    echo "FAIL: '$text' still on screen after ${timeout}s" >&2
+    tui_screen >&2
+    return 1
+}
+
+tui_keys() { tui_tmux send-keys -t "$TUI_SESSION" "$@"; }
+
+# tui_advance_until TEXT [MAX_KEYS]: press n (next step) until TEXT shows,
+# giving each step's start-up replay a few seconds.
+tui_advance_until() {
+    local text=$1 max=${2:-8} i
+    for i in $(seq "$max"); do
+        local end=$((SECONDS + 2))
+        while [ $SECONDS -le $end ]; do
+            if tui_screen | grep -qF -- "$text"; then return 0; fi
+            sleep 0.1
+        done
+        tui_keys n
+    done
+    tui_wait "$text" 5
+}
+
+tui_resize() { tui_tmux resize-window -t "$TUI_SESSION" -x "$1" -y "$2"; }
+
+# tui_quit_clean: press q; the app must exit 0 and leave the terminal in
+# canonical mode with echo on (ncurses restored it), off the alternate screen.
+tui_quit_clean() {
+    tui_keys q
+    tui_wait "STTY-DONE" 10
+    local s
+    s=$(tui_screen)
+    echo "$s" | grep -q "EXIT:0" || { echo "FAIL: kvlab did not exit 0:" >&2; echo "$s" >&2; return 1; }
+    echo "$s" | grep -qE '(^| )icanon( |$)' || { echo "FAIL: terminal left in raw mode" >&2; echo "$s" >&2; return 1; }
+    echo "$s" | grep -qE '(^| )echo( |$)' || { echo "FAIL: terminal left without echo" >&2; echo "$s" >&2; return 1; }
+    if echo "$s" | grep -qF "q quit"; then echo "FAIL: the app's screen is still shown after quitting" >&2; echo "$s" >&2; return 1; fi
+}
+
+fail() { echo "FAIL: $*" >&2; tui_screen >&2 || true; exit 1; }

@@ -1,0 +1,115 @@
+/* app: the lesson app's shared state. app_main.c owns it (terminal set-up,
+ * the main loop, keys, the event feed); the ui_*.c views read it to draw.
+ * Views change nothing in the engine or the lesson: flag edits go through
+ * lsn_set_flag, exactly as a lesson's own changes do. */
+#ifndef APP_H
+#define APP_H
+
+#include <stdint.h>
+
+#include "kv_engine.h"
+#include "kv_plan.h"
+#include "lsn.h"
+#include "ui_layout.h"
+
+#include <curses.h>
+#include <panel.h>
+
+#define APP_MAX_HINTS 8
+#define APP_INPUT_MAX 128
+
+/* Flash kinds a block can show for a moment (driven by engine events). */
+enum { APP_FL_NONE = 0, APP_FL_ALLOC, APP_FL_HIT, APP_FL_EVICT, APP_FL_FREE, APP_FL_PREEMPT };
+
+typedef struct app {
+    /* Options. */
+    int fps;                 /* frames per second while animating (--fps) */
+    int force_ascii;         /* --ascii */
+    int no_color;            /* --no-color */
+
+    lsn_runner *lsn;         /* the lesson runner (owns the engine) */
+    kv_engine *eng;          /* lsn_engine(); NULL when no server runs */
+    const kv_plan *plan;     /* last start-up plan (also after a failed start), or NULL */
+
+    /* Screen. */
+    int rows, cols;
+    ui_layout lay;
+    WINDOW *win[UI_PANE_COUNT];
+    PANEL *pan[UI_PANE_COUNT];
+    unsigned dirty;          /* UI_PANE_BIT of panes to redraw */
+    int view_focus;          /* pane given priority by Tab (-1 = the lesson's choice) */
+    int key_focus;           /* UI_PANE_FLAGS when the flags pane has the keys, else -1 */
+
+    /* Run state. */
+    int paused;              /* space: stop ticking the lesson and the engine */
+    double speed;            /* +/-: multiplies the lesson's step rate */
+    double now;              /* monotonic seconds */
+
+    /* Text view. */
+    int text_scroll;         /* first narration line shown */
+    int text_lines;          /* narration lines at the last draw (for scrolling limits) */
+    int text_rows;           /* rows the narration had at the last draw */
+    int last_page;           /* lsn_page_number at the last draw */
+    int input_active;        /* the answer box has the keys */
+    char input[APP_INPUT_MAX];
+    int input_len;
+    char verdict[512];       /* last answer's verdict message */
+    int verdict_kind;        /* lsn_verdict_kind, -1 = none */
+    char qkey[600];          /* the question/goal the hints and verdict belong to */
+    char hints[APP_MAX_HINTS][512];
+    int nhints;
+    char status[256];        /* one-line message for the learner (flag errors, notices) */
+    int status_role;         /* ui_role for it */
+    double status_until;
+
+    /* Flags view. */
+    int flag_sel;            /* selected row */
+    int flag_editing;        /* typing a value */
+    char flag_buf[APP_INPUT_MAX];
+    int flag_len;
+
+    /* Event feed and animation. */
+    uint64_t last_seq;       /* newest engine event consumed */
+    int32_t nflash;          /* size of the flash arrays (num_blocks) */
+    uint8_t *flash_kind;     /* per block */
+    double *flash_until;     /* per block, app->now when the flash ends */
+    int flashing;            /* some flash is still running */
+    int64_t victim;          /* last preempted request (-1 none) */
+    double victim_until;
+    double startup_next;     /* when the next start-up log line appears */
+    int startup_shown;       /* visible plan log lines revealed so far */
+    int64_t sel_req;         /* request whose block table is shown (t), -1 none */
+    int32_t sel_block;       /* block picked with the mouse, -1 none */
+
+    /* Log view: engine log lines after start-up (copied; the ring reuses its text). */
+    char logbuf[64][200];
+    uint8_t loglevel[64];
+    int nlog;                /* lines held (<= 64; oldest dropped) */
+
+    /* Overlays. */
+    int overlay;             /* APP_OV_* */
+    int list_sel;            /* lesson list selection */
+} app;
+
+enum { APP_OV_NONE = 0, APP_OV_HELP, APP_OV_CONFIRM_RESET, APP_OV_LESSONS, APP_OV_CONFIRM_QUIT };
+
+/* Current flash kind of a block (APP_FL_NONE when out of range or over). */
+int app_flash(const app *a, int32_t block_id);
+
+/* Start-up replay. The log view reveals the plan's log lines one by one,
+ * up to the phase a lesson asked for (view option "upto"); the memory bar
+ * shows the terms of the phases reached so far. */
+int app_line_phase(const char *line);        /* 0 init .. 7 ready */
+int app_log_visible(const app *a, int i);    /* plan log line i is within "upto" */
+int app_log_target(const app *a);            /* visible plan log lines */
+int app_engine_log_visible(const app *a);    /* the engine's own lines may show */
+unsigned app_mem_terms(const app *a);        /* bit t: memory term t (UI_MEM_T_*) shown */
+int app_starting(const app *a);              /* the replay is still revealing lines */
+
+/* The lesson's highlight for a view, or NULL. */
+const lsn_view *app_view(const app *a, const char *name);
+
+/* Is request id highlighted in view `name` (target "request")? */
+int app_req_highlighted(const app *a, const char *name, int64_t req_id);
+
+#endif

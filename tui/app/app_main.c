@@ -1,0 +1,1069 @@
+/* app_main: the lesson app. Terminal set-up and restore, the main loop
+ * (input with a timeout, the lesson tick, the engine's event feed, drawing
+ * only what changed), keys and mouse, resize and signals.
+ *
+ * Speed: while nothing animates the loop blocks in wgetch with a long
+ * timeout (no busy loop); while something animates it wakes at --fps.
+ * Panes are redrawn only when marked dirty, and ncurses sends only the cells
+ * that changed (wnoutrefresh + doupdate through the panel library; never
+ * clear() or redrawwin() per frame). */
+#include "app.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <locale.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <lua.h>
+
+#include "commands.h"
+#include "ui_chrome.h"
+#include "ui_flags.h"
+#include "ui_log.h"
+#include "ui_mem.h"
+#include "ui_metrics.h"
+#include "ui_plot.h"
+#include "ui_pool.h"
+#include "ui_reqs.h"
+#include "ui_style.h"
+#include "ui_text.h"
+#include "ui_tp.h"
+#include "lsn_server.h"
+
+#ifndef KVLAB_VERSION
+#define KVLAB_VERSION "0.0.0"
+#endif
+
+static volatile sig_atomic_t g_quit_signal;
+
+static void on_quit_signal(int sig) { g_quit_signal = sig; }
+
+/* KVLAB_STATS=path: frame figures for bench/tui_bench.py, written at exit. */
+static struct {
+    const char *path;
+    double t_start;           /* app_main entry, monotonic */
+    double first_frame_s;     /* entry to the first frame on screen */
+    long frames;              /* loop iterations that drew */
+    double cpu_sum, cpu_max;  /* CPU seconds per drawing iteration (tick + events + draw) */
+    double cpu_hist[64];      /* 0.1 ms buckets */
+} g_stats;
+
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void stats_write(void)
+{
+    if (!g_stats.path) return;
+    FILE *f = fopen(g_stats.path, "w");
+    if (!f) return;
+    double p95 = 0;
+    long acc = 0;
+    for (int i = 0; i < 64; i++) {
+        acc += (long)g_stats.cpu_hist[i];
+        if (acc * 100 >= g_stats.frames * 95) { p95 = (i + 1) * 0.1; break; }
+    }
+    fprintf(f, "{\"frames\": %ld, \"first_frame_ms\": %.2f, \"frame_cpu_mean_ms\": %.4f, "
+               "\"frame_cpu_p95_ms\": %.2f, \"frame_cpu_max_ms\": %.4f}\n",
+            g_stats.frames, g_stats.first_frame_s * 1e3,
+            g_stats.frames ? g_stats.cpu_sum / (double)g_stats.frames * 1e3 : 0.0, p95, g_stats.cpu_max * 1e3);
+    fclose(f);
+}
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+
+/* ---- helpers the views use -------------------------------------------- */
+
+int app_flash(const app *a, int32_t b)
+{
+    if (!a->flash_kind || b < 0 || b >= a->nflash) return APP_FL_NONE;
+    return a->flash_until[b] > a->now ? a->flash_kind[b] : APP_FL_NONE;
+}
+
+const lsn_view *app_view(const app *a, const char *name)
+{
+    return a->lsn ? lsn_view_find(a->lsn, name) : NULL;
+}
+
+int app_req_highlighted(const app *a, const char *name, int64_t req_id)
+{
+    const lsn_view *v = app_view(a, name);
+    if (!v) return 0;
+    for (int i = 0; i < v->nhighlights; i++) {
+        const lsn_highlight *h = &v->highlights[i];
+        if (!h->target || strncmp(h->target, "request", 7)) continue;
+        for (int k = 0; k < h->nids; k++)
+            if (h->ids[k] == req_id) return 1;
+    }
+    return 0;
+}
+
+/* Start-up phases in order (lessons/API.md, lab.log); a line's phase comes
+ * from the runner's reading of vLLM's wording (lsn_server_log_phase). */
+static const char *const phases[] = { "init", "load", "profile", "cudagraph", "kv", "check", "allocate", "ready" };
+#define NPHASES ((int)(sizeof phases / sizeof phases[0]))
+
+static int phase_rank(const char *phase)
+{
+    for (int i = 0; phase && i < NPHASES; i++)
+        if (!strcmp(phase, phases[i])) return i;
+    return NPHASES - 1;
+}
+
+int app_line_phase(const char *line) { return phase_rank(lsn_server_log_phase(line)); }
+
+/* The phase a view was asked to show up to (option "upto"), or the last. */
+static int upto_rank(const app *a, const char *view)
+{
+    const char *upto = a->lsn ? lsn_view_option(a->lsn, view, "upto") : NULL;
+    return upto ? phase_rank(upto) : NPHASES - 1;
+}
+
+int app_log_visible(const app *a, int i)
+{
+    const kv_plan *p = a->plan;
+    if (!p || i < 0 || i >= p->num_log) return 0;
+    return app_line_phase(p->log[i]) <= upto_rank(a, "log");
+}
+
+int app_engine_log_visible(const app *a)
+{
+    return upto_rank(a, "log") >= phase_rank("allocate") && a->startup_shown >= app_log_target(a);
+}
+
+/* Lines the log view may show now (visible lines are revealed in order). */
+int app_log_target(const app *a)
+{
+    int n = 0;
+    if (!a->plan) return 0;
+    for (int i = 0; i < a->plan->num_log; i++) n += app_log_visible(a, i);
+    return n;
+}
+
+static const int term_phase[UI_MEM_NT] = {
+    [UI_MEM_T_CONTEXT] = 0, [UI_MEM_T_WEIGHTS] = 1, [UI_MEM_T_ACTIVATION] = 2,
+    [UI_MEM_T_CUDAGRAPH] = 3, [UI_MEM_T_NCCL] = 2, [UI_MEM_T_KV] = 4,
+};
+
+unsigned app_mem_terms(const app *a)
+{
+    const kv_plan *p = a->plan;
+    if (!p) return 0;
+    int lim = upto_rank(a, "memory");
+    /* While the log is still being revealed, the bar follows it. */
+    int target = app_log_target(a);
+    if (a->startup_shown < target) {
+        int reached = -1, k = 0;
+        for (int i = 0; i < p->num_log && k < a->startup_shown; i++) {
+            if (!app_log_visible(a, i)) continue;
+            int ph = app_line_phase(p->log[i]);
+            if (ph > reached) reached = ph;
+            k++;
+        }
+        if (reached < lim) lim = reached;
+    }
+    unsigned m = 0;
+    for (int t = 0; t < UI_MEM_NT; t++)
+        if (term_phase[t] <= lim) m |= 1u << t;
+    return m;
+}
+
+int app_starting(const app *a) { return a->plan && a->startup_shown < app_log_target(a); }
+
+/* ---- status line ------------------------------------------------------- */
+
+static void set_status(app *a, ui_role role, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_status(app *a, ui_role role, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->status, sizeof a->status, fmt, ap);
+    va_end(ap);
+    a->status_role = role;
+    a->status_until = a->now + 6.0;
+    a->dirty |= UI_PANE_BIT(UI_PANE_HEADER) | UI_PANE_BIT(UI_PANE_FLAGS);
+}
+
+/* ---- layout and windows ------------------------------------------------ */
+
+static const char *const view_names[UI_PANE_COUNT] = {
+    [UI_PANE_MEMORY] = "memory", [UI_PANE_POOL] = "pool", [UI_PANE_REQUESTS] = "requests",
+    [UI_PANE_TP] = "tp", [UI_PANE_PLOT] = "plot", [UI_PANE_FLAGS] = "flags",
+    [UI_PANE_METRICS] = "metrics", [UI_PANE_LOG] = "log",
+};
+
+static unsigned shown_panes(const app *a, int *lesson_focus)
+{
+    unsigned m = 0;
+    *lesson_focus = -1;
+    if (a->lsn) {
+        for (int p = UI_PANE_MEMORY; p < UI_PANE_COUNT; p++) {
+            const lsn_view *v = lsn_view_find(a->lsn, view_names[p]);
+            if (v && v->shown) m |= UI_PANE_BIT(p);
+            if (v && v->focus) *lesson_focus = p;
+        }
+    }
+    if (a->key_focus == UI_PANE_FLAGS) m |= UI_PANE_BIT(UI_PANE_FLAGS);
+    if (a->sel_req >= 0) m |= UI_PANE_BIT(UI_PANE_REQUESTS);
+    return m;
+}
+
+static void destroy_windows(app *a)
+{
+    for (int p = 0; p < UI_PANE_COUNT; p++) {
+        if (a->pan[p]) del_panel(a->pan[p]);
+        if (a->win[p]) delwin(a->win[p]);
+        a->pan[p] = NULL;
+        a->win[p] = NULL;
+    }
+}
+
+static WINDOW *g_small;
+static PANEL *g_small_pan;
+static WINDOW *g_ov;
+static PANEL *g_ov_pan;
+
+static void close_overlay_window(void)
+{
+    if (g_ov_pan) del_panel(g_ov_pan);
+    if (g_ov) delwin(g_ov);
+    g_ov_pan = NULL;
+    g_ov = NULL;
+}
+
+/* Recompute the layout; rebuild the windows when any rectangle moved. */
+static void relayout(app *a, int force)
+{
+    ui_layout_req req;
+    memset(&req, 0, sizeof req);
+    int lesson_focus;
+    req.shown = shown_panes(a, &lesson_focus);
+    req.focus = a->view_focus >= 0 ? a->view_focus : a->key_focus >= 0 ? a->key_focus : lesson_focus;
+    int side_w = a->cols - a->cols / 2;
+    if (side_w < 30) side_w = 30;
+    req.want_h[UI_PANE_MEMORY] = ui_mem_want_h(a, side_w);
+    req.want_h[UI_PANE_FLAGS] = ui_flags_want_h(a);
+    req.want_h[UI_PANE_METRICS] = ui_metrics_want_h(a);
+    req.want_h[UI_PANE_REQUESTS] = 8;
+    if (a->eng) {
+        /* The pool asks for one cell per block, up to half the screen. */
+        kv_engine_info info;
+        kv_engine_get_info(a->eng, &info);
+        int cols = side_w - 2 > 1 ? side_w - 2 : 1;
+        int need = (info.num_blocks + cols - 1) / cols + 3;
+        int cap = a->rows / 2 > 5 ? a->rows / 2 : 5;
+        req.want_h[UI_PANE_POOL] = need < cap ? need : cap;
+    }
+    int tp = a->plan ? a->plan->tensor_parallel_size : 1;
+    req.want_h[UI_PANE_TP] = 2 * (tp > 0 ? tp : 1) + 3;
+    ui_layout nl;
+    ui_layout_compute(a->rows, a->cols, &req, &nl);
+    if (!force && !memcmp(&nl, &a->lay, sizeof nl) && (a->win[UI_PANE_HEADER] || (nl.too_small && g_small)))
+        return;
+    a->lay = nl;
+    destroy_windows(a);
+    if (g_small_pan) { del_panel(g_small_pan); g_small_pan = NULL; }
+    if (g_small) { delwin(g_small); g_small = NULL; }
+    werase(stdscr);
+    wnoutrefresh(stdscr);
+    if (nl.too_small) {
+        g_small = newwin(a->rows > 0 ? a->rows : 1, a->cols > 0 ? a->cols : 1, 0, 0);
+        if (g_small) {
+            keypad(g_small, TRUE);
+            g_small_pan = new_panel(g_small);
+        }
+    } else {
+        for (int p = 0; p < UI_PANE_COUNT; p++) {
+            if (!(nl.placed & UI_PANE_BIT(p))) continue;
+            ui_rect r = nl.r[p];
+            a->win[p] = newwin(r.h, r.w, r.y, r.x);
+            if (!a->win[p]) continue;
+            keypad(a->win[p], TRUE);
+            a->pan[p] = new_panel(a->win[p]);
+        }
+    }
+    if (g_ov_pan) top_panel(g_ov_pan);
+    a->dirty = ~0u;
+}
+
+static WINDOW *input_window(app *a)
+{
+    if (a->lay.too_small) return g_small ? g_small : stdscr;
+    return a->win[UI_PANE_FOOTER] ? a->win[UI_PANE_FOOTER] : stdscr;
+}
+
+static void open_overlay(app *a, int kind)
+{
+    a->overlay = kind;
+    close_overlay_window();
+    if (kind == APP_OV_NONE || a->lay.too_small) { a->dirty = ~0u; return; }
+    int h, w;
+    ui_chrome_overlay_size(a, a->rows, a->cols, &h, &w);
+    int y = (a->rows - h) / 2, x = (a->cols - w) / 2;
+    if (y < 1) y = 1;
+    if (x < 0) x = 0;
+    g_ov = newwin(h, w, y, x);
+    if (g_ov) {
+        keypad(g_ov, TRUE);
+        g_ov_pan = new_panel(g_ov);
+    }
+    a->dirty = ~0u;
+}
+
+/* ---- drawing ----------------------------------------------------------- */
+
+static void draw(app *a)
+{
+    if (a->lay.too_small) {
+        if (g_small && a->dirty) ui_chrome_small(a, g_small);
+    } else {
+        for (int p = 0; p < UI_PANE_COUNT; p++) {
+            WINDOW *w = a->win[p];
+            if (!w || !(a->dirty & UI_PANE_BIT(p))) continue;
+            switch (p) {
+            case UI_PANE_HEADER:   ui_chrome_header(a, w); break;
+            case UI_PANE_FOOTER:   ui_chrome_footer(a, w); break;
+            case UI_PANE_TEXT:     ui_text_draw(a, w); break;
+            case UI_PANE_MEMORY:   ui_mem_draw(a, w); break;
+            case UI_PANE_POOL:     ui_pool_draw(a, w); break;
+            case UI_PANE_REQUESTS: ui_reqs_draw(a, w); break;
+            case UI_PANE_TP:       ui_tp_draw(a, w); break;
+            case UI_PANE_PLOT:     ui_plot_draw(a, w); break;
+            case UI_PANE_FLAGS:    ui_flags_draw(a, w); break;
+            case UI_PANE_METRICS:  ui_metrics_draw(a, w); break;
+            case UI_PANE_LOG:      ui_log_draw(a, w); break;
+            default: break;
+            }
+        }
+        if (g_ov && a->dirty) {
+            ui_chrome_overlay(a, g_ov);
+            touchwin(g_ov);
+        }
+    }
+    a->dirty = 0;
+    update_panels();
+    doupdate();
+}
+
+/* ---- the engine's event feed ------------------------------------------- */
+
+static void reset_flashes(app *a)
+{
+    int32_t n = 0;
+    if (a->eng) {
+        kv_engine_info info;
+        kv_engine_get_info(a->eng, &info);
+        n = info.num_blocks;
+    }
+    if (n != a->nflash) {
+        free(a->flash_kind);
+        free(a->flash_until);
+        a->flash_kind = n > 0 ? calloc((size_t)n, 1) : NULL;
+        a->flash_until = n > 0 ? calloc((size_t)n, sizeof *a->flash_until) : NULL;
+        a->nflash = (a->flash_kind && a->flash_until) ? n : 0;
+    } else if (n > 0) {
+        memset(a->flash_kind, 0, (size_t)n);
+        memset(a->flash_until, 0, (size_t)n * sizeof *a->flash_until);
+    }
+    a->flashing = 0;
+}
+
+static void flash_block(app *a, int32_t b, int kind, double secs)
+{
+    if (b < 0 || b >= a->nflash) return;
+    /* A stronger flash is not overwritten by a weaker one while it lasts. */
+    if (a->flash_until[b] > a->now && a->flash_kind[b] == APP_FL_PREEMPT && kind != APP_FL_PREEMPT) return;
+    a->flash_kind[b] = (uint8_t)kind;
+    a->flash_until[b] = a->now + secs;
+    a->flashing = 1;
+}
+
+static int is_plan_line(const app *a, const char *text)
+{
+    if (!a->plan || !text) return 0;
+    for (int i = 0; i < a->plan->num_log; i++)
+        if (!strcmp(a->plan->log[i], text)) return 1;
+    return 0;
+}
+
+static void add_log(app *a, const char *text, int level)
+{
+    if (a->nlog == 64) {
+        memmove(a->logbuf[0], a->logbuf[1], sizeof a->logbuf[0] * 63);
+        memmove(a->loglevel, a->loglevel + 1, 63);
+        a->nlog = 63;
+    }
+    snprintf(a->logbuf[a->nlog], sizeof a->logbuf[0], "%s", text);
+    a->loglevel[a->nlog] = (uint8_t)level;
+    a->nlog++;
+}
+
+static void feed_events(app *a)
+{
+    static kv_event ev[1024];
+    if (!a->eng) return;
+    uint64_t newest = kv_engine_last_event_seq(a->eng);
+    if (newest <= a->last_seq) return;
+    /* After a long unanimated run only the recent past is worth flashing. */
+    if (newest - a->last_seq > 8192) a->last_seq = newest - 8192;
+    for (;;) {
+        int32_t n = kv_engine_events_since(a->eng, a->last_seq, ev, 1024);
+        if (n <= 0) break;
+        int64_t preempted[16];
+        int npre = 0;
+        for (int32_t i = 0; i < n; i++)
+            if (ev[i].type == KV_EV_PREEMPT && npre < 16) preempted[npre++] = ev[i].req_id;
+        for (int32_t i = 0; i < n; i++) {
+            const kv_event *e = &ev[i];
+            switch (e->type) {
+            case KV_EV_ALLOC: flash_block(a, e->block_id, APP_FL_ALLOC, 0.3); break;
+            case KV_EV_CACHE_HIT: flash_block(a, e->block_id, APP_FL_HIT, 0.9); break;
+            case KV_EV_EVICT: flash_block(a, e->block_id, APP_FL_EVICT, 0.9); break;
+            case KV_EV_FREE: {
+                int victim = 0;
+                for (int k = 0; k < npre; k++) victim |= preempted[k] == e->req_id;
+                if (victim) flash_block(a, e->block_id, APP_FL_PREEMPT, 1.5);
+                break;
+            }
+            case KV_EV_PREEMPT:
+                a->victim = e->req_id;
+                a->victim_until = a->now + 2.0;
+                set_status(a, UI_R_WARN, "Preempted request #%lld: its blocks are freed; it waits and will recompute",
+                           (long long)e->req_id);
+                break;
+            case KV_EV_LOG:
+                if (e->text && !is_plan_line(a, e->text)) add_log(a, e->text, e->level);
+                break;
+            default: break;
+            }
+        }
+        a->last_seq = ev[n - 1].seq;
+        if (n < 1024) break;
+    }
+    a->dirty |= UI_PANE_BIT(UI_PANE_POOL) | UI_PANE_BIT(UI_PANE_LOG) | UI_PANE_BIT(UI_PANE_REQUESTS);
+}
+
+static void update_flashing(app *a)
+{
+    if (!a->flashing) return;
+    int any = 0;
+    for (int32_t b = 0; b < a->nflash && !any; b++) any = a->flash_until[b] > a->now;
+    a->flashing = any;
+    a->dirty |= UI_PANE_BIT(UI_PANE_POOL);
+    if (a->victim >= 0) a->dirty |= UI_PANE_BIT(UI_PANE_REQUESTS);
+}
+
+/* ---- reacting to the lesson --------------------------------------------- */
+
+static void server_changed(app *a)
+{
+    a->eng = a->lsn ? lsn_engine(a->lsn) : NULL;
+    a->plan = a->lsn ? lsn_plan(a->lsn) : NULL;
+    a->last_seq = 0;
+    a->nlog = 0;
+    a->sel_block = -1;
+    a->sel_req = -1;
+    a->victim = -1;
+    reset_flashes(a);
+    a->startup_next = a->now;
+    a->startup_shown = 0;
+    relayout(a, 0);
+    a->dirty = ~0u;
+}
+
+static void lesson_changed(app *a, unsigned ch)
+{
+    if (!ch) return;
+    if (ch & LSN_CH_SERVER) server_changed(a);
+    if (ch & (LSN_CH_QUESTION | LSN_CH_GOAL)) {
+        /* A new question or goal starts with no hints, verdict or typed text;
+         * a wrong answer to the same question keeps them. */
+        const lsn_question *q = lsn_get_question(a->lsn);
+        const lsn_goal *g = lsn_get_goal(a->lsn);
+        char key[sizeof a->qkey];
+        snprintf(key, sizeof key, "%s|%s", q ? q->prompt : "", g ? g->text : "");
+        if (strcmp(key, a->qkey)) {
+            snprintf(a->qkey, sizeof a->qkey, "%s", key);
+            a->nhints = 0;
+            a->input_active = 0;
+            a->input_len = 0;
+            a->input[0] = 0;
+            a->verdict[0] = 0;
+            a->verdict_kind = -1;
+        }
+    }
+    if (ch & (LSN_CH_VIEWS | LSN_CH_FLAGS | LSN_CH_SERVER)) relayout(a, 0);
+    a->dirty |= UI_PANE_BIT(UI_PANE_HEADER) | UI_PANE_BIT(UI_PANE_FOOTER);
+    if (ch & (LSN_CH_TEXT | LSN_CH_QUESTION | LSN_CH_GOAL | LSN_CH_STATE)) a->dirty |= UI_PANE_BIT(UI_PANE_TEXT);
+    if (ch & LSN_CH_ENGINE)
+        a->dirty |= UI_PANE_BIT(UI_PANE_POOL) | UI_PANE_BIT(UI_PANE_METRICS) | UI_PANE_BIT(UI_PANE_REQUESTS) |
+                    UI_PANE_BIT(UI_PANE_TP) | UI_PANE_BIT(UI_PANE_LOG);
+    if (ch & LSN_CH_PLOT) a->dirty |= UI_PANE_BIT(UI_PANE_PLOT);
+    if (ch & LSN_CH_FLAGS) a->dirty |= UI_PANE_BIT(UI_PANE_FLAGS);
+    if (ch & LSN_CH_VIEWS) a->dirty = ~0u;
+    const char *note = lsn_notice(a->lsn);
+    if (note) {
+        set_status(a, UI_R_WARN, "%s", note);
+        lsn_notice_clear(a->lsn);
+    }
+}
+
+static void load_lesson(app *a, int number, int resume)
+{
+    a->nhints = 0;
+    a->input_active = 0;
+    a->input_len = 0;
+    a->input[0] = 0;
+    a->verdict[0] = 0;
+    a->verdict_kind = -1;
+    a->qkey[0] = 0;
+    a->text_scroll = 0;
+    a->last_page = -1;
+    a->key_focus = -1;
+    a->view_focus = -1;
+    a->flag_sel = 0;
+    a->flag_editing = 0;
+    if (lsn_load(a->lsn, number, resume) != 0 && lsn_current(a->lsn) != number)
+        set_status(a, UI_R_ERROR, "Could not open lesson %d", number);
+    lsn_set_speed(a->lsn, a->speed);
+    server_changed(a);
+    lesson_changed(a, ~0u & ~LSN_CH_SERVER);
+}
+
+/* ---- keys ---------------------------------------------------------------- */
+
+static void apply_flag(app *a, const char *name, const char *value)
+{
+    char err[256] = "";
+    unsigned ch = lsn_set_flag(a->lsn, name, value, err, sizeof err);
+    if (!ch && err[0]) {
+        set_status(a, UI_R_ERROR, "%s", err);
+        return;
+    }
+    lesson_changed(a, ch);
+    const char *serr = lsn_server_error(a->lsn);
+    if (serr) set_status(a, UI_R_ERROR, "%s = %s: the server did not start", name, *value ? value : "(default)");
+    else set_status(a, UI_R_OK, "%s = %s: server restarted", name, *value ? value : "(default)");
+}
+
+static void give_hint(app *a)
+{
+    const char *h = lsn_hint(a->lsn);
+    if (!h) {
+        set_status(a, UI_R_DIM, "No more hints here.");
+        return;
+    }
+    if (a->nhints < APP_MAX_HINTS) snprintf(a->hints[a->nhints++], sizeof a->hints[0], "%s", h);
+    a->dirty |= UI_PANE_BIT(UI_PANE_TEXT);
+}
+
+static void submit_answer(app *a, const char *text)
+{
+    lsn_verdict v;
+    memset(&v, 0, sizeof v);
+    unsigned ch = lsn_answer(a->lsn, text, &v);
+    snprintf(a->verdict, sizeof a->verdict, "%s", v.message);
+    a->verdict_kind = (int)v.kind;
+    if (v.kind == LSN_V_CORRECT) {
+        a->input_active = 0;
+        a->input_len = 0;
+        a->input[0] = 0;
+        set_status(a, UI_R_OK, "%s", v.message[0] ? v.message : "Correct.");
+        a->verdict[0] = 0;
+    } else if (a->nhints < APP_MAX_HINTS) {
+        /* A wrong answer earns the next hint, if any (lessons/API.md). */
+        const lsn_question *q = lsn_get_question(a->lsn);
+        if (q && q->hints_shown < q->hints_total) give_hint(a);
+    }
+    lesson_changed(a, ch);
+    a->dirty |= UI_PANE_BIT(UI_PANE_TEXT);
+}
+
+static void next_step(app *a)
+{
+    lsn_state st = lsn_get_state(a->lsn);
+    if (st == LSN_DONE) {
+        int cur = lsn_current(a->lsn);
+        const lsn_info *li = lsn_info_of(a->lsn, cur + 1);
+        if (li && li->available) load_lesson(a, cur + 1, 0);
+        else open_overlay(a, APP_OV_LESSONS);
+        return;
+    }
+    unsigned ch = lsn_next(a->lsn);
+    lesson_changed(a, ch);
+}
+
+static void cycle_view(app *a)
+{
+    int lf;
+    unsigned m = shown_panes(a, &lf);
+    if (!m) return;
+    int start = a->view_focus >= 0 ? a->view_focus : UI_PANE_MEMORY - 1;
+    for (int i = 1; i <= UI_PANE_COUNT; i++) {
+        int p = start + i;
+        if (p >= UI_PANE_COUNT) p = UI_PANE_MEMORY + (p - UI_PANE_COUNT);
+        if (p >= UI_PANE_MEMORY && (m & UI_PANE_BIT(p))) {
+            a->view_focus = p;
+            set_status(a, UI_R_DIM, "View: %s", ui_layout_pane_name((ui_pane)p));
+            relayout(a, 0);
+            return;
+        }
+    }
+}
+
+static void flags_key(app *a, int ch)
+{
+    int n = lsn_flag_count(a->lsn);
+    if (n <= 0) { a->key_focus = -1; relayout(a, 0); return; }
+    const lsn_flag *f = lsn_flag_at(a->lsn, a->flag_sel < n ? a->flag_sel : 0);
+    if (a->flag_editing) {
+        if (ch == 27) { a->flag_editing = 0; }
+        else if (ch == '\n' || ch == '\r' || ch == KEY_ENTER) {
+            a->flag_editing = 0;
+            char name[64];
+            snprintf(name, sizeof name, "%s", f->name);
+            apply_flag(a, name, a->flag_buf);
+        } else if (ch == KEY_BACKSPACE || ch == 127 || ch == 8) {
+            if (a->flag_len > 0) a->flag_buf[--a->flag_len] = 0;
+        } else if (ch >= 32 && ch < 127 && a->flag_len < APP_INPUT_MAX - 1) {
+            a->flag_buf[a->flag_len++] = (char)ch;
+            a->flag_buf[a->flag_len] = 0;
+        }
+        a->dirty |= UI_PANE_BIT(UI_PANE_FLAGS) | UI_PANE_BIT(UI_PANE_FOOTER);
+        return;
+    }
+    switch (ch) {
+    case 27: case 'f':
+        a->key_focus = -1;
+        relayout(a, 0);
+        break;
+    case KEY_UP: case 'k': if (a->flag_sel > 0) a->flag_sel--; break;
+    case KEY_DOWN: case 'j': if (a->flag_sel < n - 1) a->flag_sel++; break;
+    case KEY_LEFT: case KEY_RIGHT: case '+': case '-': case '=': case '<': case '>': {
+        char v[APP_INPUT_MAX];
+        int dir = (ch == KEY_RIGHT || ch == '+' || ch == '=' || ch == '>') ? 1 : -1;
+        if (ui_flags_step(f, dir, v, sizeof v)) {
+            char name[64];
+            snprintf(name, sizeof name, "%s", f->name);
+            apply_flag(a, name, v);
+        } else {
+            a->flag_editing = 1;
+            a->flag_len = 0;
+            a->flag_buf[0] = 0;
+        }
+        break;
+    }
+    case '\n': case '\r': case KEY_ENTER: case 'e':
+        a->flag_editing = 1;
+        snprintf(a->flag_buf, sizeof a->flag_buf, "%s", f->value ? f->value : "");
+        a->flag_len = (int)strlen(a->flag_buf);
+        break;
+    case 'q': case '?': case 'n': case 'p': case ' ': case 'h': case 'l': case '\t':
+        /* Leave the flags and let the main keys act. */
+        a->key_focus = -1;
+        relayout(a, 0);
+        ungetch(ch);
+        break;
+    default:
+        if ((ch >= '0' && ch <= '9') || ch == '.') {
+            a->flag_editing = 1;
+            a->flag_buf[0] = (char)ch;
+            a->flag_buf[1] = 0;
+            a->flag_len = 1;
+        }
+        break;
+    }
+    a->dirty |= UI_PANE_BIT(UI_PANE_FLAGS) | UI_PANE_BIT(UI_PANE_FOOTER);
+}
+
+static void answer_key(app *a, int ch)
+{
+    if (ch == 27) { a->input_active = 0; }
+    else if (ch == '\n' || ch == '\r' || ch == KEY_ENTER) {
+        if (a->input_len > 0) submit_answer(a, a->input);
+    } else if (ch == KEY_BACKSPACE || ch == 127 || ch == 8) {
+        if (a->input_len > 0) a->input[--a->input_len] = 0;
+    } else if (ch == 'h' && a->input_len == 0) {
+        give_hint(a);
+    } else if (ch >= 32 && ch < 127 && a->input_len < APP_INPUT_MAX - 1) {
+        a->input[a->input_len++] = (char)ch;
+        a->input[a->input_len] = 0;
+    }
+    a->dirty |= UI_PANE_BIT(UI_PANE_TEXT) | UI_PANE_BIT(UI_PANE_FOOTER);
+}
+
+static void mouse_key(app *a)
+{
+    MEVENT me;
+    if (getmouse(&me) != OK) return;
+    if (a->lay.too_small) return;
+    for (int p = 0; p < UI_PANE_COUNT; p++) {
+        if (!(a->lay.placed & UI_PANE_BIT(p))) continue;
+        ui_rect r = a->lay.r[p];
+        if (me.y < r.y || me.y >= r.y + r.h || me.x < r.x || me.x >= r.x + r.w) continue;
+        int y = me.y - r.y, x = me.x - r.x;
+        if (me.bstate & (BUTTON4_PRESSED)) { if (p == UI_PANE_TEXT) ui_text_scroll(a, -3); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); return; }
+#ifdef BUTTON5_PRESSED
+        if (me.bstate & (BUTTON5_PRESSED)) { if (p == UI_PANE_TEXT) ui_text_scroll(a, 3); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); return; }
+#endif
+        if (p == UI_PANE_POOL && a->eng) {
+            int32_t b = ui_pool_block_at(a, y, x);
+            a->sel_block = b == a->sel_block ? -1 : b;
+            if (a->sel_block >= 0) {
+                kv_block_view bv;
+                if (kv_engine_block(a->eng, a->sel_block, &bv) == 0 && bv.owner >= 0) a->sel_req = bv.owner;
+            }
+            relayout(a, 0);
+            a->dirty |= UI_PANE_BIT(UI_PANE_POOL) | UI_PANE_BIT(UI_PANE_REQUESTS);
+        } else if (p == UI_PANE_FLAGS) {
+            int row = ui_flags_row_at(a, y);
+            if (row >= 0) {
+                a->flag_sel = row;
+                a->key_focus = UI_PANE_FLAGS;
+                a->dirty |= UI_PANE_BIT(UI_PANE_FLAGS) | UI_PANE_BIT(UI_PANE_FOOTER);
+            }
+        }
+        return;
+    }
+}
+
+static void overlay_key(app *a, int ch, int *quit)
+{
+    if (a->overlay == APP_OV_HELP) {
+        if (ch == 27 || ch == 'q' || ch == '?' || ch == '\n' || ch == ' ') open_overlay(a, APP_OV_NONE);
+        return;
+    }
+    if (a->overlay == APP_OV_LESSONS) {
+        int n = lsn_count(a->lsn);
+        if (ch == 27 || ch == 'q' || ch == 'l') open_overlay(a, APP_OV_NONE);
+        else if (ch == KEY_UP || ch == 'k') { if (a->list_sel > 0) a->list_sel--; }
+        else if (ch == KEY_DOWN || ch == 'j') { if (a->list_sel < n - 1) a->list_sel++; }
+        else if (ch == '\n' || ch == '\r' || ch == KEY_ENTER) {
+            const lsn_info *li = lsn_info_at(a->lsn, a->list_sel);
+            open_overlay(a, APP_OV_NONE);
+            if (li && li->available) load_lesson(a, li->number, 1);
+            else if (li) set_status(a, UI_R_WARN, "Lesson %d is not written yet.", li->number);
+        }
+        a->dirty = ~0u;
+        return;
+    }
+    if (ch == 'y' || ch == 'Y') {
+        int kind = a->overlay;
+        open_overlay(a, APP_OV_NONE);
+        if (kind == APP_OV_CONFIRM_RESET) {
+            a->nhints = 0;
+            a->verdict[0] = 0;
+            lesson_changed(a, lsn_reset(a->lsn));
+        } else if (kind == APP_OV_CONFIRM_QUIT) {
+            *quit = 1;
+        }
+    } else if (ch == 'n' || ch == 'N' || ch == 27 || ch == 'q') {
+        open_overlay(a, APP_OV_NONE);
+    }
+}
+
+static void step_once(app *a)
+{
+    a->paused = 1;
+    /* One engine step at the lesson's rate: 1/20 s at speed 1. */
+    lesson_changed(a, lsn_tick(a->lsn, 1.0 / (20.0 * a->speed)));
+    a->dirty |= UI_PANE_BIT(UI_PANE_HEADER);
+}
+
+static void handle_key(app *a, int ch, int *quit)
+{
+    if (ch == KEY_RESIZE) {
+        getmaxyx(stdscr, a->rows, a->cols);
+        close_overlay_window();
+        relayout(a, 1);
+        if (a->overlay) open_overlay(a, a->overlay);
+        return;
+    }
+    if (a->lay.too_small) {
+        if (ch == 'q' || ch == 'Q') *quit = 1;
+        return;
+    }
+    if (ch == KEY_MOUSE) { mouse_key(a); return; }
+    if (a->overlay) { overlay_key(a, ch, quit); return; }
+    if (a->key_focus == UI_PANE_FLAGS) { flags_key(a, ch); return; }
+    const lsn_question *q = lsn_get_question(a->lsn);
+    if (a->input_active && q) { answer_key(a, ch); return; }
+    if (q && q->kind == LSN_Q_CHOICE && ch >= 'a' && ch < 'a' + q->nchoices && ch <= 'e') {
+        char s[2] = { (char)ch, 0 };
+        submit_answer(a, s);
+        return;
+    }
+    if (q && ((ch >= '0' && ch <= '9') || ch == '.' || ch == '\n' || ch == '\r' || ch == KEY_ENTER)) {
+        a->input_active = 1;
+        if (ch != '\n' && ch != '\r' && ch != KEY_ENTER) answer_key(a, ch);
+        a->dirty |= UI_PANE_BIT(UI_PANE_TEXT) | UI_PANE_BIT(UI_PANE_FOOTER);
+        return;
+    }
+    switch (ch) {
+    case 'q': case 'Q': *quit = 1; break;
+    case 'n': case KEY_RIGHT: next_step(a); break;
+    case 'p': case 'b': case KEY_LEFT: lesson_changed(a, lsn_back(a->lsn)); break;
+    case ' ': a->paused = !a->paused; a->dirty |= UI_PANE_BIT(UI_PANE_HEADER) | UI_PANE_BIT(UI_PANE_TEXT); break;
+    case 's': step_once(a); break;
+    case '+': case '=':
+        a->speed *= 1.5;
+        if (a->speed > 20) a->speed = 20;
+        lsn_set_speed(a->lsn, a->speed);
+        a->dirty |= UI_PANE_BIT(UI_PANE_HEADER);
+        break;
+    case '-': case '_':
+        a->speed /= 1.5;
+        if (a->speed < 0.05) a->speed = 0.05;
+        lsn_set_speed(a->lsn, a->speed);
+        a->dirty |= UI_PANE_BIT(UI_PANE_HEADER);
+        break;
+    case 'f':
+        a->key_focus = UI_PANE_FLAGS;
+        relayout(a, 0);
+        a->dirty |= UI_PANE_BIT(UI_PANE_FLAGS) | UI_PANE_BIT(UI_PANE_FOOTER);
+        break;
+    case '\t': cycle_view(a); break;
+    case 'h': give_hint(a); break;
+    case 'r': open_overlay(a, APP_OV_CONFIRM_RESET); break;
+    case 'l': a->list_sel = lsn_current(a->lsn) - 1; open_overlay(a, APP_OV_LESSONS); break;
+    case '?': open_overlay(a, APP_OV_HELP); break;
+    case 't':
+        a->sel_req = ui_reqs_next(a);
+        relayout(a, 0);
+        a->dirty |= UI_PANE_BIT(UI_PANE_POOL) | UI_PANE_BIT(UI_PANE_REQUESTS);
+        break;
+    case KEY_UP: case 'k': ui_text_scroll(a, -1); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); break;
+    case KEY_DOWN: case 'j': ui_text_scroll(a, 1); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); break;
+    case KEY_PPAGE: ui_text_scroll(a, -(a->text_rows > 2 ? a->text_rows - 1 : 1)); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); break;
+    case KEY_NPAGE: ui_text_scroll(a, a->text_rows > 2 ? a->text_rows - 1 : 1); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); break;
+    case 27:
+        if (a->sel_block >= 0 || a->sel_req >= 0) {
+            a->sel_block = -1;
+            a->sel_req = -1;
+            relayout(a, 0);
+            a->dirty = ~0u;
+        }
+        break;
+    default: break;
+    }
+}
+
+/* ---- start and the loop --------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: kvlab [--lesson N] [--ascii] [--no-color] [--fps N] [--version]\n");
+}
+
+static int parse_args(app *a, int argc, char **argv, int *lesson)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if (!strcmp(s, "--version") || !strcmp(s, "-V")) {
+            printf("kvlab %s (%s, %s)\n", KVLAB_VERSION, curses_version(), LUA_RELEASE);
+            return 0;
+        } else if (!strcmp(s, "--ascii")) {
+            a->force_ascii = 1;
+        } else if (!strcmp(s, "--no-color") || !strcmp(s, "--no-colour")) {
+            a->no_color = 1;
+        } else if (!strcmp(s, "--lesson") || !strcmp(s, "--fps")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "kvlab: %s needs a number\n", s);
+                return 2;
+            }
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || end == argv[i]) {
+                fprintf(stderr, "kvlab: %s takes a whole number, not '%s'\n", s, argv[i]);
+                return 2;
+            }
+            if (!strcmp(s, "--fps")) {
+                if (v < 1 || v > 120) {
+                    fprintf(stderr, "kvlab: --fps must be between 1 and 120 (got %ld)\n", v);
+                    return 2;
+                }
+                a->fps = (int)v;
+            } else {
+                if (v < 1 || v > 99) {
+                    fprintf(stderr, "kvlab: --lesson takes a lesson number such as 1 (got %ld)\n", v);
+                    return 2;
+                }
+                *lesson = (int)v;
+            }
+        } else if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "kvlab: unknown option '%s'\n", s);
+            usage(stderr);
+            return 2;
+        }
+    }
+    return -1;
+}
+
+int app_main(int argc, char **argv)
+{
+    static app A;
+    app *a = &A;
+    g_stats.t_start = mono_now();
+    g_stats.path = getenv("KVLAB_STATS");
+    memset(a, 0, sizeof *a);
+    a->fps = 30;
+    a->speed = 1.0;
+    a->key_focus = -1;
+    a->view_focus = -1;
+    a->sel_req = -1;
+    a->sel_block = -1;
+    a->victim = -1;
+    a->verdict_kind = -1;
+    a->last_page = -1;
+    int lesson = 0;
+    int rc = parse_args(a, argc, argv, &lesson);
+    if (rc >= 0) return rc;
+
+    setlocale(LC_ALL, "");
+    char err[512] = "";
+    lsn_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    a->lsn = lsn_new(&cfg, err, sizeof err);
+    if (!a->lsn) {
+        fprintf(stderr, "kvlab: %s\n", err);
+        return 1;
+    }
+    if (lesson > 0 && !lsn_info_of(a->lsn, lesson)) {
+        fprintf(stderr, "kvlab: there is no lesson %d (the course has %d; see kvlab lessons)\n", lesson,
+                lsn_count(a->lsn));
+        lsn_free(a->lsn);
+        return 2;
+    }
+
+    /* Our handlers are in place before initscr, so ncurses keeps them and
+     * installs its own only for SIGTSTP (suspend: it restores the terminal
+     * and redraws on resume). No SA_RESTART: wgetch returns and the loop
+     * ends, restoring the terminal. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_quit_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+
+    if (!getenv("ESCDELAY")) set_escdelay(25);
+    if (!initscr()) {
+        fprintf(stderr, "kvlab: cannot open the terminal (TERM=%s)\n", getenv("TERM") ? getenv("TERM") : "");
+        lsn_free(a->lsn);
+        return 1;
+    }
+    cbreak();
+    noecho();
+    nonl();
+    intrflush(stdscr, FALSE);
+    curs_set(0);
+    keypad(stdscr, TRUE);
+    ui_style_init(ui_style_detect(a->no_color));
+    ui_glyphs_init(a->force_ascii);
+    mousemask(BUTTON1_PRESSED | BUTTON1_CLICKED | BUTTON4_PRESSED
+#ifdef BUTTON5_PRESSED
+              | BUTTON5_PRESSED
+#endif
+              , NULL);
+    mouseinterval(0);
+    getmaxyx(stdscr, a->rows, a->cols);
+    a->now = mono_now();
+    relayout(a, 1);
+    draw(a); /* the first frame, before the lesson loads */
+    g_stats.first_frame_s = mono_now() - g_stats.t_start;
+
+    load_lesson(a, lesson > 0 ? lesson : lsn_resume_lesson(a->lsn), 1);
+
+    double last_tick = mono_now();
+    int quit = 0;
+    while (!quit && !g_quit_signal) {
+        double cpu0 = g_stats.path ? cpu_now() : 0;
+        a->now = mono_now();
+        double dt = a->now - last_tick;
+        last_tick = a->now;
+        if (dt > 0.25) dt = 0.25;
+        unsigned ch_bits = 0;
+        if (!a->paused && a->overlay == APP_OV_NONE) {
+            ch_bits = lsn_tick(a->lsn, dt);
+            lesson_changed(a, ch_bits);
+        }
+        feed_events(a);
+        update_flashing(a);
+        if (a->plan) {
+            /* Reveal the start-up log one line every 0.3 s (at speed 1); the
+             * memory bar follows it term by term. */
+            int target = app_log_target(a);
+            if (a->startup_shown > target) {
+                a->startup_shown = target;
+                a->dirty |= UI_PANE_BIT(UI_PANE_MEMORY) | UI_PANE_BIT(UI_PANE_LOG) | UI_PANE_BIT(UI_PANE_TP);
+            } else if (a->startup_shown < target && a->now >= a->startup_next) {
+                a->startup_shown++;
+                a->startup_next = a->now + 0.3 / a->speed;
+                a->dirty |= UI_PANE_BIT(UI_PANE_MEMORY) | UI_PANE_BIT(UI_PANE_LOG) | UI_PANE_BIT(UI_PANE_TP);
+            }
+        }
+        if (a->status[0] && a->status_until <= a->now) {
+            a->status[0] = 0;
+            a->dirty |= UI_PANE_BIT(UI_PANE_HEADER) | UI_PANE_BIT(UI_PANE_FLAGS);
+        }
+        if (a->dirty) {
+            draw(a);
+            if (g_stats.path) {
+                double c = cpu_now() - cpu0;
+                g_stats.frames++;
+                g_stats.cpu_sum += c;
+                if (c > g_stats.cpu_max) g_stats.cpu_max = c;
+                int b = (int)(c * 1e4);
+                g_stats.cpu_hist[b < 63 ? b : 63] += 1;
+            }
+        }
+
+        lsn_state st = lsn_get_state(a->lsn);
+        int animating = !a->paused && (st == LSN_RUNNING || st == LSN_WAIT_COND || ch_bits);
+        animating |= a->flashing || app_starting(a);
+        int timeout_ms = animating ? 1000 / a->fps : a->paused ? 1000 : 250;
+        WINDOW *in = input_window(a);
+        wtimeout(in, timeout_ms);
+        int ch = wgetch(in);
+        if (ch == ERR) continue;
+        a->now = mono_now();
+        handle_key(a, ch, &quit);
+        /* Drain keys already typed so a paste or a held key does not lag a frame each. */
+        for (int k = 0; k < 64 && !quit; k++) {
+            in = input_window(a);
+            wtimeout(in, 0);
+            ch = wgetch(in);
+            if (ch == ERR) break;
+            handle_key(a, ch, &quit);
+        }
+    }
+
+    close_overlay_window();
+    destroy_windows(a);
+    if (g_small_pan) del_panel(g_small_pan);
+    if (g_small) delwin(g_small);
+    endwin();
+    stats_write();
+    lsn_free(a->lsn);
+    free(a->flash_kind);
+    free(a->flash_until);
+    if (g_quit_signal) return 128 + (int)g_quit_signal;
+    return 0;
+}

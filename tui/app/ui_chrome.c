@@ -1,0 +1,231 @@
+/* ui_chrome: see ui_chrome.h. */
+#include "ui_chrome.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "ui_style.h"
+#include "ui_text.h"
+
+typedef struct keydef {
+    const char *key, *what;
+} keydef;
+
+static const keydef keys_main[] = {
+    { "n", "next" }, { "p", "back" }, { "space", "run/pause" }, { "s", "step" }, { "f", "flags" },
+    { "h", "hint" }, { "?", "help" }, { "q", "quit" }, { "l", "lessons" }, { "Tab", "view" },
+    { "+/-", "speed" }, { "r", "reset" }, { "t", "block table" },
+};
+static const keydef keys_flags[] = {
+    { "up/down", "pick" }, { "left/right", "change" }, { "Enter", "type a value" }, { "Esc", "done" },
+    { "?", "help" },
+};
+static const keydef keys_edit[] = {
+    { "Enter", "apply" }, { "Esc", "cancel" }, { "Backspace", "erase" },
+};
+static const keydef keys_answer[] = {
+    { "Enter", "check" }, { "Esc", "cancel" }, { "h", "hint (empty box)" },
+};
+
+static void draw_keys(WINDOW *win, int w, const keydef *k, int n)
+{
+    int x = 1;
+    for (int i = 0; i < n; i++) {
+        int need = (int)strlen(k[i].key) + 1 + (int)strlen(k[i].what) + 2;
+        if (x + need > w) break;
+        x += ui_puts(win, 0, x, w - x, k[i].key, ui_attr(UI_R_KEY));
+        x++;
+        x += ui_puts(win, 0, x, w - x, k[i].what, ui_attr(UI_R_NORMAL));
+        x += 2;
+    }
+}
+
+void ui_chrome_footer(app *a, WINDOW *win)
+{
+    int h, w;
+    getmaxyx(win, h, w);
+    (void)h;
+    werase(win);
+    if (a->overlay != APP_OV_NONE) {
+        ui_puts(win, 0, 1, w - 2, a->overlay == APP_OV_HELP || a->overlay == APP_OV_LESSONS
+                                      ? "Esc or q: close" : "y: yes   n or Esc: no", ui_attr(UI_R_KEY));
+        return;
+    }
+    if (a->input_active) draw_keys(win, w, keys_answer, 3);
+    else if (a->key_focus == UI_PANE_FLAGS && a->flag_editing) draw_keys(win, w, keys_edit, 3);
+    else if (a->key_focus == UI_PANE_FLAGS) draw_keys(win, w, keys_flags, 5);
+    else draw_keys(win, w, keys_main, (int)(sizeof keys_main / sizeof keys_main[0]));
+}
+
+void ui_chrome_header(app *a, WINDOW *win)
+{
+    int h, w;
+    getmaxyx(win, h, w);
+    (void)h;
+    attr_t hd = ui_attr(UI_R_HEADER);
+    for (int x = 0; x < w; x++) ui_put(win, 0, x, L' ', hd);
+    const ui_glyphs *g = ui_gl();
+    int x = 1;
+    x += ui_puts(win, 0, x, w - x, "kvlab", hd | A_BOLD);
+    int num = a->lsn ? lsn_current(a->lsn) : 0;
+    int total = a->lsn ? lsn_count(a->lsn) : 0;
+    char right[96];
+    lsn_state st = a->lsn ? lsn_get_state(a->lsn) : LSN_IDLE;
+    const char *state = a->paused ? "paused" : st == LSN_RUNNING || st == LSN_WAIT_COND ? "running"
+                       : st == LSN_DONE ? "done" : st == LSN_ERROR ? "error" : "waiting";
+    snprintf(right, sizeof right, "step %d  %lc %s x%.1f ", a->lsn ? lsn_step(a->lsn) : 0,
+             (wint_t)(a->paused ? g->pause : g->play), state, a->speed);
+    int rl = 0;
+    { wchar_t tmp[128]; int n = ui_decode(right, tmp, 128); for (int i = 0; i < n; i++) rl += ui_wcwidth(tmp[i]); }
+    char mid[256];
+    if (num > 0) snprintf(mid, sizeof mid, "  Lesson %d/%d  %s", num, total, a->lsn ? lsn_title(a->lsn) : "");
+    else snprintf(mid, sizeof mid, "  no lesson");
+    x += ui_puts(win, 0, x, w - x - rl - 1, mid, hd);
+    if (a->status[0] && a->status_until > a->now && w - x - rl > 20) {
+        ui_puts(win, 0, x + 2, w - x - rl - 3, a->status, hd | A_BOLD);
+    }
+    if (w - rl > x) ui_puts(win, 0, w - rl, rl, right, hd);
+}
+
+static wchar_t small_buf[16][256];
+static int small_len[16], small_cnt;
+
+static void small_line(void *ctx, const wchar_t *s, int n)
+{
+    (void)ctx;
+    if (small_cnt >= 16) return;
+    if (n > 255) n = 255;
+    memcpy(small_buf[small_cnt], s, (size_t)n * sizeof *s);
+    small_len[small_cnt++] = n;
+}
+
+void ui_chrome_small(app *a, WINDOW *win)
+{
+    int h, w;
+    getmaxyx(win, h, w);
+    werase(win);
+    char msg[256];
+    snprintf(msg, sizeof msg, "Terminal %dx%d is too small. kvlab needs %dx%d: please enlarge the terminal. (q quits)",
+             a->cols, a->rows, UI_MIN_COLS, UI_MIN_ROWS);
+    small_cnt = 0;
+    int width = w > 2 ? w - 2 : 1;
+    ui_text_wrap(msg, width, small_line, NULL);
+    int y0 = (h - small_cnt) / 2;
+    if (y0 < 0) y0 = 0;
+    for (int i = 0; i < small_cnt && y0 + i < h; i++) {
+        int lw = 0;
+        for (int k = 0; k < small_len[i]; k++) lw += ui_wcwidth(small_buf[i][k]);
+        int x = (w - lw) / 2;
+        if (x < 0) x = 0;
+        for (int k = 0; k < small_len[i] && x < w; k++) {
+            ui_put(win, y0 + i, x, small_buf[i][k], ui_attr(i == 0 ? UI_R_WARN : UI_R_NORMAL));
+            x += ui_wcwidth(small_buf[i][k]);
+        }
+    }
+}
+
+/* ---- overlays ---------------------------------------------------------- */
+
+static const char *const help_lines[] = {
+    "Keys",
+    "  n or Right    next step (finish a running step at once)",
+    "  p or Left     back one step",
+    "  space         run / pause the engine",
+    "  s             one engine step (while paused)",
+    "  + / -         faster / slower",
+    "  f             flags: Up/Down pick, Left/Right or +/- change,",
+    "                Enter or a digit types a value, Esc leaves",
+    "  Tab           give the next view the most room",
+    "  t             show a request's block table (cycles)",
+    "  h             a hint for the question or goal",
+    "  Up/Down PgUp  scroll the lesson text",
+    "  r             start the lesson again (asks first)",
+    "  l             lesson list",
+    "  q             quit (progress is saved)",
+    "  mouse         click a block or a flag",
+    "",
+    "Block pool",
+    NULL, /* legend row, drawn with glyphs */
+    "  with several blocks per cell the glyph shows how full they are",
+    "",
+    "Memory bar: weights, activation, CUDA graphs, context, NCCL, KV cache;",
+    "the part right of the | is outside gpu-memory-utilization.",
+};
+
+void ui_chrome_overlay_size(const app *a, int rows, int cols, int *h, int *w)
+{
+    int want_h = 10, want_w = 60;
+    if (a->overlay == APP_OV_HELP) { want_h = (int)(sizeof help_lines / sizeof help_lines[0]) + 2; want_w = 74; }
+    else if (a->overlay == APP_OV_LESSONS) { want_h = (a->lsn ? lsn_count(a->lsn) : 0) + 4; want_w = 72; }
+    else { want_h = 5; want_w = 52; }
+    if (want_h > rows - 2) want_h = rows - 2;
+    if (want_w > cols - 4) want_w = cols - 4;
+    if (want_h < 3) want_h = 3;
+    if (want_w < 10) want_w = 10;
+    *h = want_h;
+    *w = want_w;
+}
+
+static void legend_row(WINDOW *win, int y, int w)
+{
+    const ui_glyphs *g = ui_gl();
+    int mono = ui_style_mode() == UI_COLOR_NONE;
+    struct { wchar_t c; attr_t at; const char *what; } e[] = {
+        { mono ? L'A' : g->used_blk, ui_attr(UI_R_REQ0), "used" },
+        { L'2', ui_attr(UI_R_REQ1) | A_REVERSE | A_BOLD, "shared x2" },
+        { g->cached_blk, ui_attr(UI_R_CACHED), "cached" },
+        { g->free_blk, ui_attr(UI_R_FREE), "free" },
+        { g->null_blk, ui_attr(UI_R_NULL), "null" },
+        { g->hit, ui_attr(UI_R_FLASH_HIT), "hit" },
+        { g->evict, ui_attr(UI_R_FLASH_EVICT), "evicted" },
+        { g->preempt, ui_attr(UI_R_FLASH_PREEMPT), "preempted" },
+    };
+    int x = 4;
+    for (unsigned i = 0; i < sizeof e / sizeof e[0]; i++) {
+        int need = 2 + (int)strlen(e[i].what) + 2;
+        if (x + need > w - 2) break;
+        ui_put(win, y, x, e[i].c, e[i].at);
+        x += 2;
+        x += ui_puts(win, y, x, w - 2 - x, e[i].what, ui_attr(UI_R_NORMAL)) + 2;
+    }
+}
+
+void ui_chrome_overlay(app *a, WINDOW *win)
+{
+    int h, w;
+    getmaxyx(win, h, w);
+    werase(win);
+    if (a->overlay == APP_OV_HELP) {
+        ui_box(win, "help", "Esc closes", 1);
+        int n = (int)(sizeof help_lines / sizeof help_lines[0]);
+        for (int i = 0; i < n && 1 + i < h - 1; i++) {
+            if (!help_lines[i]) { legend_row(win, 1 + i, w); continue; }
+            int head = help_lines[i][0] && help_lines[i][0] != ' ';
+            ui_puts(win, 1 + i, 2, w - 4, help_lines[i], ui_attr(head ? UI_R_TITLE : UI_R_NORMAL));
+        }
+    } else if (a->overlay == APP_OV_LESSONS) {
+        ui_box(win, "lessons", "Enter opens", 1);
+        int n = a->lsn ? lsn_count(a->lsn) : 0;
+        int rows = h - 2;
+        if (a->list_sel >= n) a->list_sel = n - 1;
+        if (a->list_sel < 0) a->list_sel = 0;
+        int first = a->list_sel >= rows ? a->list_sel - rows + 1 : 0;
+        for (int r = 0; r < rows && first + r < n; r++) {
+            const lsn_info *li = lsn_info_at(a->lsn, first + r);
+            if (!li) continue;
+            int sel = first + r == a->list_sel;
+            char line[256];
+            snprintf(line, sizeof line, "%s %2d  %s%s", li->done ? "[x]" : li->step > 0 ? "[~]" : "[ ]",
+                     li->number, li->title, li->available ? "" : "  (not written yet)");
+            attr_t at = sel ? ui_attr(UI_R_SELECT) : li->available ? ui_attr(UI_R_NORMAL) : ui_attr(UI_R_DIM);
+            if (sel) for (int x = 1; x < w - 1; x++) ui_put(win, 1 + r, x, L' ', at);
+            ui_puts(win, 1 + r, 2, w - 4, line, at);
+        }
+    } else {
+        const char *q = a->overlay == APP_OV_CONFIRM_RESET ? "Start this lesson again from the first step?"
+                                                           : "Quit kvlab?";
+        ui_box(win, a->overlay == APP_OV_CONFIRM_RESET ? "reset" : "quit", "", 1);
+        ui_puts(win, 1, 2, w - 4, q, ui_attr(UI_R_NORMAL));
+        ui_puts(win, h - 2, 2, w - 4, "y: yes   n or Esc: no", ui_attr(UI_R_KEY));
+    }
+}

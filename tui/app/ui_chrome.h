@@ -1,0 +1,20 @@
+/* ui_chrome: everything around the views: the header row (lesson, step,
+ * run state), the key footer, the "enlarge the terminal" screen, and the
+ * overlays drawn on panels above the views (? help with the glyph legend,
+ * the lesson list, confirmations). */
+#ifndef UI_CHROME_H
+#define UI_CHROME_H
+
+#include "app.h"
+
+void ui_chrome_header(app *a, WINDOW *win);
+void ui_chrome_footer(app *a, WINDOW *win);
+
+/* The whole-terminal screen shown below UI_MIN_COLS x UI_MIN_ROWS. */
+void ui_chrome_small(app *a, WINDOW *win);
+
+/* Size an overlay wants for the current overlay kind, within rows x cols. */
+void ui_chrome_overlay_size(const app *a, int rows, int cols, int *h, int *w);
+void ui_chrome_overlay(app *a, WINDOW *win);
+
+#endif

@@ -1,0 +1,131 @@
+/* ui_flags: see ui_flags.h. */
+#include "ui_flags.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ui_style.h"
+
+static int g_first, g_rows; /* scroll of the last draw */
+
+int ui_flags_want_h(const app *a)
+{
+    int n = a->lsn ? lsn_flag_count(a->lsn) : 0;
+    return n + 3;
+}
+
+int ui_flags_row_at(const app *a, int y)
+{
+    int n = a->lsn ? lsn_flag_count(a->lsn) : 0;
+    int r = y - 1;
+    if (r < 0 || r >= g_rows) return -1;
+    r += g_first;
+    return r < n ? r : -1;
+}
+
+int ui_flags_step(const lsn_flag *f, int dir, char *out, size_t len)
+{
+    const char *v = f->value ? f->value : "";
+    if (f->nchoices > 0) {
+        int cur = -1;
+        for (int i = 0; i < f->nchoices; i++)
+            if (!strcmp(f->choices[i], v)) cur = i;
+        int next = cur < 0 ? (dir > 0 ? 0 : f->nchoices - 1)
+                           : (cur + (dir > 0 ? 1 : f->nchoices - 1)) % f->nchoices;
+        snprintf(out, len, "%s", f->choices[next]);
+        return 1;
+    }
+    if (!*v) return 0;
+    if (!strcmp(v, "on") || !strcmp(v, "off")) { snprintf(out, len, "%s", !strcmp(v, "on") ? "off" : "on"); return 1; }
+    if (!strcmp(v, "true") || !strcmp(v, "false")) { snprintf(out, len, "%s", !strcmp(v, "true") ? "false" : "true"); return 1; }
+    char *end;
+    double x = strtod(v, &end);
+    if (end == v || *end) return 0;
+    if (strchr(v, '.') || (x > 0 && x < 1)) {
+        x += dir > 0 ? 0.01 : -0.01;
+        if (x < 0.01) x = 0.01;
+        if (x > 1.0 && strtod(v, NULL) <= 1.0) x = 1.0;
+        snprintf(out, len, "%.2f", x);
+        return 1;
+    }
+    long long n = llround(x);
+    if (dir > 0) n = n < 1 ? 1 : n * 2;
+    else n = n / 2 < 1 ? 1 : n / 2;
+    snprintf(out, len, "%lld", n);
+    return 1;
+}
+
+static int flag_hilited(const app *a, const char *name)
+{
+    const lsn_view *v = app_view(a, "flags");
+    if (!v) return 0;
+    for (int i = 0; i < v->nhighlights; i++)
+        if (v->highlights[i].target && !strcmp(v->highlights[i].target, name)) return 1;
+    return 0;
+}
+
+void ui_flags_draw(app *a, WINDOW *win)
+{
+    int h, w;
+    getmaxyx(win, h, w);
+    werase(win);
+    int focus = a->key_focus == UI_PANE_FLAGS;
+    ui_box(win, "flags", focus ? "Esc: done" : "f: edit", focus);
+    int iw = w - 4, ih = h - 2;
+    g_rows = 0;
+    if (iw < 8 || ih < 1 || !a->lsn) return;
+    int n = lsn_flag_count(a->lsn);
+    if (n == 0) {
+        ui_puts(win, 1, 2, iw, "This lesson has no flags to change.", ui_attr(UI_R_DIM));
+        return;
+    }
+    if (a->flag_sel >= n) a->flag_sel = n - 1;
+    if (a->flag_sel < 0) a->flag_sel = 0;
+    int list_rows = ih - 1 > 0 ? ih - 1 : ih;
+    g_first = 0;
+    if (a->flag_sel >= list_rows) g_first = a->flag_sel - list_rows + 1;
+    g_rows = list_rows;
+    int namew = 0;
+    for (int i = 0; i < n; i++) {
+        const lsn_flag *f = lsn_flag_at(a->lsn, i);
+        int l = (int)strlen(f->name);
+        if (l > namew) namew = l;
+    }
+    if (namew > iw / 2 + 4) namew = iw / 2 + 4;
+    for (int r = 0; r < list_rows && g_first + r < n; r++) {
+        int i = g_first + r;
+        const lsn_flag *f = lsn_flag_at(a->lsn, i);
+        int sel = focus && i == a->flag_sel;
+        attr_t at = sel ? ui_attr(UI_R_SELECT) : flag_hilited(a, f->name) ? ui_attr(UI_R_HILITE) : ui_attr(UI_R_NORMAL);
+        if (sel) for (int x = 0; x < iw; x++) ui_put(win, 1 + r, 2 + x, L' ', at);
+        ui_puts(win, 1 + r, 2, namew, f->name, at);
+        int vx = 2 + namew + 1, vw = iw - namew - 1;
+        if (sel && a->flag_editing) {
+            attr_t ia = ui_attr(UI_R_INPUT);
+            for (int x = 0; x < vw; x++) ui_put(win, 1 + r, vx + x, L' ', ia);
+            int u = ui_puts(win, 1 + r, vx, vw - 1, a->flag_buf, ia);
+            ui_put(win, 1 + r, vx + u, L' ', ia | A_REVERSE);
+        } else {
+            const char *v = f->value && *f->value ? f->value : "(default)";
+            char shown[160];
+            if (sel && f->nchoices > 0) snprintf(shown, sizeof shown, "< %s >", v);
+            else snprintf(shown, sizeof shown, "%s", v);
+            int vlen = (int)strlen(shown);
+            int x = vx + (vw - vlen > 0 ? vw - vlen : 0);
+            ui_puts(win, 1 + r, x, vw, shown, f->value && *f->value ? at : (at | ui_attr(UI_R_DIM)));
+        }
+    }
+    /* Last row: a status message, else what the selected flag changes. */
+    int sy = h - 2;
+    if (list_rows < ih) {
+        if (a->status[0] && a->status_until > a->now) ui_puts(win, sy, 2, iw, a->status, ui_attr(a->status_role));
+        else if (focus) {
+            const lsn_flag *f = lsn_flag_at(a->lsn, a->flag_sel);
+            ui_puts(win, sy, 2, iw, f && f->help ? f->help : "", ui_attr(UI_R_DIM));
+        } else {
+            ui_puts(win, sy, 2, iw, "f, then arrows: change a flag", ui_attr(UI_R_DIM));
+        }
+    }
+}

@@ -1,0 +1,25 @@
+/* ui_flags: the flags view: the vLLM flags the lesson lets the learner
+ * change, with their values. With the keys (f) the learner picks a flag
+ * (up/down or a click), steps it (left/right, +/-) or types a value (Enter
+ * or any digit); app_main applies the change through lsn_set_flag, which
+ * restarts the server the way rerunning `vllm serve` would. */
+#ifndef UI_FLAGS_H
+#define UI_FLAGS_H
+
+#include <stddef.h>
+
+#include "app.h"
+
+int ui_flags_want_h(const app *a);
+void ui_flags_draw(app *a, WINDOW *win);
+
+/* The value one step up (dir > 0) or down from f's current value: the
+ * next choice, on/off toggled, a fraction by 0.01, an integer doubled or
+ * halved. Returns 1 with the text in out, 0 when it cannot step (no
+ * current value: the learner types one). */
+int ui_flags_step(const lsn_flag *f, int dir, char *out, size_t len);
+
+/* The flag row under window cell y of the flags pane at its last draw, or -1. */
+int ui_flags_row_at(const app *a, int y);
+
+#endif

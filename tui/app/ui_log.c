@@ -1,0 +1,108 @@
+/* ui_log: see ui_log.h. */
+#include "ui_log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "ui_style.h"
+#include "ui_text.h"
+
+int ui_log_level(const char *line)
+{
+    if (!line) return 0;
+    if (!strncmp(line, "ERROR", 5) || strstr(line, "Error:") || strstr(line, "ERROR ")) return 2;
+    if (!strncmp(line, "WARNING", 7) || strstr(line, "WARNING ")) return 1;
+    return 0;
+}
+
+/* "INFO 11-29 09:00:00 [gpu_worker.py:276] Available ..." -> "INFO Available ..."
+ * when the pane is narrow: the file and time say little on a small screen. */
+static void shorten(const char *in, char *out, size_t len, int narrow)
+{
+    const char *b = narrow ? strstr(in, "] ") : NULL;
+    const char *sp = strchr(in, ' ');
+    if (b && sp && sp < b && b - in < 60) snprintf(out, len, "%.*s %s", (int)(sp - in), in, b + 2);
+    else snprintf(out, len, "%s", in);
+}
+
+typedef struct logline {
+    const char *text;
+    int level;
+} logline;
+
+typedef struct wrapped {
+    wchar_t s[256][160];
+    int n[256];
+    ui_role role[256];
+    int count;
+    ui_role cur;
+} wrapped;
+
+static void wrap_cb(void *ctx, const wchar_t *s, int n)
+{
+    wrapped *w = ctx;
+    int k = w->count % 256;
+    if (n > 159) n = 159;
+    memcpy(w->s[k], s, (size_t)n * sizeof *s);
+    w->n[k] = n;
+    w->role[k] = w->cur;
+    w->count++;
+}
+
+static int hilite(const app *a, const char *line)
+{
+    const lsn_view *v = app_view(a, "log");
+    if (!v) return 0;
+    for (int i = 0; i < v->nhighlights; i++)
+        if (v->highlights[i].target && v->highlights[i].target[0] && strstr(line, v->highlights[i].target))
+            return 1;
+    return 0;
+}
+
+void ui_log_draw(app *a, WINDOW *win)
+{
+    static wrapped wr;
+    int h, w;
+    getmaxyx(win, h, w);
+    werase(win);
+    ui_box(win, "start-up log", app_starting(a) ? "starting" : "", 0);
+    int iw = w - 4, ih = h - 2;
+    if (iw < 8 || ih < 1) return;
+    wr.count = 0;
+    const kv_plan *p = a->plan;
+    int shown = 0;
+    char buf[600];
+    for (int i = 0; p && i < p->num_log && shown < a->startup_shown; i++) {
+        if (!app_log_visible(a, i)) continue;
+        shown++;
+        shorten(p->log[i], buf, sizeof buf, iw < 110);
+        int lv = ui_log_level(p->log[i]);
+        wr.cur = hilite(a, p->log[i]) ? UI_R_HILITE : lv == 2 ? UI_R_ERROR : lv == 1 ? UI_R_WARN : UI_R_NORMAL;
+        if (lv == 2) { char t[620]; snprintf(t, sizeof t, "! %s", buf); ui_text_wrap(t, iw, wrap_cb, &wr); }
+        else ui_text_wrap(buf, iw, wrap_cb, &wr);
+    }
+    if (app_engine_log_visible(a)) {
+        for (int i = 0; i < a->nlog; i++) {
+            shorten(a->logbuf[i], buf, sizeof buf, iw < 110);
+            int lv = a->loglevel[i];
+            wr.cur = hilite(a, a->logbuf[i]) ? UI_R_HILITE : lv == 2 ? UI_R_ERROR : lv == 1 ? UI_R_WARN : UI_R_DIM;
+            if (lv == 2) { char t[620]; snprintf(t, sizeof t, "! %s", buf); ui_text_wrap(t, iw, wrap_cb, &wr); }
+            else ui_text_wrap(buf, iw, wrap_cb, &wr);
+        }
+    }
+    if (wr.count == 0) {
+        ui_puts(win, 1, 2, iw, p ? "" : "No server started yet.", ui_attr(UI_R_DIM));
+        return;
+    }
+    int first = wr.count > ih ? wr.count - ih : 0;
+    if (wr.count - first > 256) first = wr.count - 256;
+    for (int r = 0; first + r < wr.count && r < ih; r++) {
+        int k = (first + r) % 256;
+        attr_t at = ui_attr(wr.role[k]);
+        int x = 2;
+        for (int i = 0; i < wr.n[k]; i++) {
+            ui_put(win, 1 + r, x, wr.s[k][i], at);
+            x += ui_wcwidth(wr.s[k][i]);
+        }
+    }
+}

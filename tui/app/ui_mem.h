@@ -1,0 +1,24 @@
+/* ui_mem: the memory view: one GPU's memory as a stacked bar, the
+ * subtraction of the plan term by term (weights, activation peak, CUDA
+ * graphs, CUDA context, NCCL, and what is left for the KV cache), filling
+ * in during the start-up replay. Every term has its own colour and, without
+ * colour, its own letter. */
+#ifndef UI_MEM_H
+#define UI_MEM_H
+
+#include "app.h"
+
+/* Rows the view would like (border included) at width w. */
+int ui_mem_want_h(const app *a, int w);
+
+void ui_mem_draw(app *a, WINDOW *win);
+
+/* Draw only the bar for plan p into win at (y, x), width cells, with the
+ * terms in mask (bit UI_MEM_T_*) revealed (the tp view draws one per rank). */
+void ui_mem_bar(WINDOW *win, int y, int x, int width, const kv_plan *p, unsigned mask);
+
+/* Terms in the order the bar reveals them. */
+enum { UI_MEM_T_CONTEXT = 0, UI_MEM_T_WEIGHTS, UI_MEM_T_ACTIVATION, UI_MEM_T_CUDAGRAPH,
+       UI_MEM_T_NCCL, UI_MEM_T_KV, UI_MEM_NT };
+
+#endif

@@ -1,0 +1,234 @@
+/* ui_text: see ui_text.h. */
+#include "ui_text.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ui_style.h"
+
+#define TEXT_MAX_WCHARS 65536
+#define TEXT_MAX_LINES 4096
+
+int ui_text_wrap(const char *utf8, int width, void (*line)(void *ctx, const wchar_t *s, int n),
+                 void *ctx)
+{
+    static wchar_t buf[TEXT_MAX_WCHARS];
+    int n = ui_decode(utf8, buf, TEXT_MAX_WCHARS);
+    int count = 0;
+    if (width < 1) width = 1;
+    int i = 0;
+    while (i <= n) {
+        int j = i;
+        while (j < n && buf[j] != L'\n') j++;
+        /* buf[i..j) is one input line. */
+        if (j - i >= 2 && buf[i] == L' ' && buf[i + 1] == L' ') {
+            int w = 0, k = i;
+            while (k < j && w + ui_wcwidth(buf[k]) <= width) w += ui_wcwidth(buf[k++]);
+            line(ctx, buf + i, k - i);
+            count++;
+        } else if (j == i) {
+            if (j < n || i == 0) { line(ctx, buf + i, 0); count++; }
+        } else {
+            int s = i;
+            while (s < j) {
+                while (s < j && buf[s] == L' ') s++;
+                if (s >= j) break;
+                int w = 0, k = s, last_space = -1;
+                while (k < j) {
+                    int cw = ui_wcwidth(buf[k]);
+                    if (w + cw > width) break;
+                    if (buf[k] == L' ') last_space = k;
+                    w += cw;
+                    k++;
+                }
+                int e = k;
+                if (k < j && last_space > s) e = last_space;
+                int t = e;
+                while (t > s && buf[t - 1] == L' ') t--;
+                line(ctx, buf + s, t - s);
+                count++;
+                s = e;
+            }
+        }
+        i = j + 1;
+    }
+    return count;
+}
+
+/* Collected lines of one draw: pointers into a copy of the text. */
+typedef struct tline {
+    wchar_t *s;
+    int n;
+    ui_role role;
+} tline;
+
+typedef struct collect {
+    tline *lines;
+    int n, max;
+    ui_role role;
+    wchar_t *store;
+    int used, cap;
+} collect;
+
+static void collect_line(void *ctx, const wchar_t *s, int n)
+{
+    collect *c = ctx;
+    if (c->n >= c->max || c->used + n > c->cap) return;
+    memcpy(c->store + c->used, s, (size_t)n * sizeof *s);
+    c->lines[c->n++] = (tline){ c->store + c->used, n, c->role };
+    c->used += n;
+}
+
+static void add_text(collect *c, const char *utf8, int width, ui_role role)
+{
+    c->role = role;
+    ui_text_wrap(utf8, width, collect_line, c);
+}
+
+static void add_blank(collect *c)
+{
+    if (c->n > 0 && c->lines[c->n - 1].n == 0) return;
+    collect_line(c, L"", 0);
+}
+
+static void draw_lines(WINDOW *win, int y0, int x0, int rows, const tline *l, int n, int first)
+{
+    for (int r = 0; r < rows && first + r < n; r++) {
+        const tline *t = &l[first + r];
+        attr_t at = ui_attr(t->role);
+        int x = x0;
+        for (int i = 0; i < t->n; i++) {
+            ui_put(win, y0 + r, x, t->s[i], at);
+            x += ui_wcwidth(t->s[i]);
+        }
+    }
+}
+
+void ui_text_scroll(app *a, int delta)
+{
+    int maxs = a->text_lines - a->text_rows;
+    if (maxs < 0) maxs = 0;
+    a->text_scroll += delta;
+    if (a->text_scroll > maxs) a->text_scroll = maxs;
+    if (a->text_scroll < 0) a->text_scroll = 0;
+}
+
+void ui_text_draw(app *a, WINDOW *win)
+{
+    static tline nar_l[TEXT_MAX_LINES], bot_l[512];
+    static wchar_t nar_s[TEXT_MAX_WCHARS], bot_s[16384];
+    int h, w;
+    getmaxyx(win, h, w);
+    werase(win);
+    char right[64];
+    lsn_state st = a->lsn ? lsn_get_state(a->lsn) : LSN_IDLE;
+    snprintf(right, sizeof right, "step %d", a->lsn ? lsn_step(a->lsn) : 0);
+    const char *ptitle = a->lsn ? lsn_page_title(a->lsn) : "";
+    ui_box(win, ptitle && *ptitle ? ptitle : "lesson", right, a->key_focus < 0 && a->input_active);
+    int iw = w - 4, ih = h - 2;
+    if (iw < 4 || ih < 2) return;
+
+    /* The pinned part: what waits for the learner. */
+    collect bot = { bot_l, 0, 512, UI_R_NORMAL, bot_s, 0, 16384 };
+    if (st == LSN_ERROR) {
+        add_text(&bot, "The lesson stopped with an error:", iw, UI_R_ERROR);
+        const char *err = lsn_error(a->lsn);
+        add_text(&bot, err ? err : "(no message)", iw, UI_R_ERROR);
+        add_text(&bot, "r: start the lesson again   l: pick another lesson", iw, UI_R_DIM);
+    }
+    const char *serr = a->lsn ? lsn_server_error(a->lsn) : NULL;
+    if (serr && *serr && st != LSN_ERROR) {
+        add_text(&bot, "The server did not start:", iw, UI_R_ERROR);
+        add_text(&bot, serr, iw, UI_R_ERROR);
+    }
+    const lsn_goal *goal = a->lsn ? lsn_get_goal(a->lsn) : NULL;
+    if (goal) {
+        if (bot.n) add_blank(&bot);
+        char g[600];
+        snprintf(g, sizeof g, "%s %s", goal->met ? "Goal reached:" : "Goal:", goal->text);
+        add_text(&bot, g, iw, goal->met ? UI_R_OK : UI_R_TITLE);
+        if (!goal->met) add_text(&bot, "f: change flags   h: hint", iw, UI_R_DIM);
+    }
+    const lsn_question *q = a->lsn ? lsn_get_question(a->lsn) : NULL;
+    if (q) {
+        if (bot.n) add_blank(&bot);
+        add_text(&bot, q->prompt, iw, UI_R_TITLE);
+        for (int i = 0; i < q->nchoices; i++) {
+            char c[600];
+            snprintf(c, sizeof c, "  %c) %s", 'a' + i, q->choices[i]);
+            add_text(&bot, c, iw, UI_R_NORMAL);
+        }
+    }
+    for (int i = 0; i < a->nhints; i++) {
+        char hb[600];
+        snprintf(hb, sizeof hb, "Hint: %s", a->hints[i]);
+        add_text(&bot, hb, iw, UI_R_WARN);
+    }
+    if (q && a->verdict_kind >= 0 && a->verdict[0])
+        add_text(&bot, a->verdict, iw, a->verdict_kind == LSN_V_CORRECT ? UI_R_OK : UI_R_ERROR);
+    int input_row = -1;
+    if (q) {
+        input_row = bot.n;
+        collect_line(&bot, L"", 0);
+        const char *how = q->kind == LSN_Q_CHOICE ? "type a letter, Enter to answer" :
+                                                     "type the answer, Enter to check";
+        char hb[200];
+        snprintf(hb, sizeof hb, "%s   h: hint", how);
+        add_text(&bot, hb, iw, UI_R_DIM);
+    } else if (st == LSN_WAIT_NEXT) {
+        add_blank(&bot);
+        add_text(&bot, "n: next", iw, UI_R_KEY);
+    } else if (st == LSN_RUNNING || st == LSN_WAIT_COND) {
+        add_blank(&bot);
+        add_text(&bot, a->paused ? "paused   space: run   s: one step   n: finish now"
+                                 : "running   space: pause   n: finish now", iw, UI_R_DIM);
+    } else if (st == LSN_DONE) {
+        add_blank(&bot);
+        add_text(&bot, "Lesson complete.   n: next lesson   l: lesson list", iw, UI_R_OK);
+    }
+    int nb = bot.n;
+    if (nb > ih - 2) nb = ih - 2 > 0 ? ih - 2 : 0;
+
+    /* The narration. */
+    collect nar = { nar_l, 0, TEXT_MAX_LINES, UI_R_NORMAL, nar_s, 0, TEXT_MAX_WCHARS };
+    const char *txt = a->lsn ? lsn_text(a->lsn) : "";
+    if (!txt || !*txt) txt = st == LSN_IDLE ? "No lesson loaded. Press l to pick one." : "";
+    add_text(&nar, txt, iw, UI_R_NORMAL);
+    while (nar.n > 0 && nar.lines[nar.n - 1].n == 0) nar.n--;
+    int nrows = ih - nb - (nb > 0 ? 1 : 0);
+    if (nrows < 1) nrows = 1;
+    a->text_lines = nar.n;
+    a->text_rows = nrows;
+    int page = a->lsn ? lsn_page_number(a->lsn) : 0;
+    if (page != a->last_page) {
+        a->last_page = page;
+        a->text_scroll = 0;
+    }
+    ui_text_scroll(a, 0);
+    draw_lines(win, 1, 2, nrows, nar.lines, nar.n, a->text_scroll);
+    const ui_glyphs *g = ui_gl();
+    if (a->text_scroll > 0) ui_put(win, 1, w - 2, g->arrow_up, ui_attr(UI_R_KEY));
+    if (a->text_scroll + nrows < nar.n) ui_put(win, nrows, w - 2, g->arrow_down, ui_attr(UI_R_KEY));
+
+    /* Pinned block at the bottom, with a rule above it. */
+    if (nb > 0) {
+        int y0 = 1 + ih - nb;
+        for (int x = 2; x < w - 2; x++) ui_put(win, y0 - 1, x, g->hline, ui_attr(UI_R_BORDER));
+        int first = bot.n - nb;
+        draw_lines(win, y0, 2, nb, bot.lines, bot.n, first);
+        if (input_row >= first && input_row < bot.n) {
+            int y = y0 + (input_row - first);
+            attr_t ia = ui_attr(UI_R_INPUT);
+            ui_puts(win, y, 2, 2, "> ", ui_attr(UI_R_KEY));
+            int bw = iw - 2 - (q && q->unit && *q->unit ? (int)strlen(q->unit) + 1 : 0);
+            if (bw < 4) bw = 4;
+            for (int x = 0; x < bw; x++) ui_put(win, y, 4 + x, L' ', ia);
+            const char *shown = a->input;
+            if (a->input_len > bw - 1) shown = a->input + (a->input_len - (bw - 1));
+            int used = ui_puts(win, y, 4, bw - 1, shown, ia);
+            if (a->input_active) ui_put(win, y, 4 + used, L' ', ia | A_REVERSE);
+            if (q && q->unit && *q->unit) ui_puts(win, y, 4 + bw + 1, iw - bw - 3, q->unit, ui_attr(UI_R_DIM));
+        }
+    }
+}

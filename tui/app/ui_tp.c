@@ -1,0 +1,74 @@
+/* ui_tp: see ui_tp.h. */
+#include "ui_tp.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "kv_util.h"
+#include "ui_mem.h"
+#include "ui_style.h"
+
+void ui_tp_draw(app *a, WINDOW *win)
+{
+    int h, w;
+    getmaxyx(win, h, w);
+    werase(win);
+    const kv_plan *p = a->plan;
+    int tp = a->eng ? kv_engine_get_config(a->eng)->tensor_parallel_size : p ? p->tensor_parallel_size : 1;
+    int kvh = a->eng ? kv_engine_get_config(a->eng)->num_kv_heads : 0;
+    char right[64];
+    snprintf(right, sizeof right, "tp=%d, %d KV heads", tp, kvh);
+    ui_box(win, "tensor parallel ranks", kvh ? right : "", 0);
+    int iw = w - 4, ih = h - 2;
+    if (iw < 16 || ih < 1) return;
+    if (!a->eng) {
+        ui_puts(win, 1, 2, iw, p ? "The server did not start." : "No server is running.", ui_attr(UI_R_DIM));
+        return;
+    }
+    kv_engine_info info;
+    kv_engine_get_info(a->eng, &info);
+    const ui_glyphs *g = ui_gl();
+    int lines_per = ih >= 2 * tp ? 2 : 1;
+    int shown_ranks = tp;
+    int target = app_log_target(a);
+    if (p && target > 0 && a->startup_shown < target) {
+        /* The heads deal out rank by rank while the server starts. */
+        shown_ranks = (a->startup_shown * tp + target - 1) / target;
+        if (shown_ranks < 1) shown_ranks = 1;
+    }
+    int y = 1;
+    for (int r = 0; r < tp && y <= ih; r++) {
+        kv_rank_view rv;
+        if (kv_engine_rank(a->eng, r, &rv) != 0) break;
+        int x = 2;
+        x += ui_printf(win, y, x, iw, ui_attr(UI_R_TITLE), "GPU%-2d ", r);
+        if (r < shown_ranks) {
+            for (int k = 0; k < rv.num_kv_heads && x < 2 + iw - 4; k++) {
+                int head = rv.first_kv_head + k;
+                ui_put(win, y, x++, g->head, ui_attr(ui_req_role(head)) | A_BOLD);
+                x += ui_printf(win, y, x, 3, ui_attr(UI_R_NORMAL), "%d ", head);
+            }
+            if (rv.replicated) x += ui_puts(win, y, x, 2 + iw - x, "copy ", ui_attr(UI_R_WARN));
+            char kvb[48];
+            snprintf(kvb, sizeof kvb, "KV %.1f GiB", kv_gib((double)rv.pool_bytes));
+            if (lines_per == 1) {
+                int bw = 2 + iw - x - 1;
+                if (bw > 6 && p) ui_mem_bar(win, y, x, bw, p, app_mem_terms(a));
+            } else {
+                ui_puts(win, y, x, 2 + iw - x, kvb, ui_attr(UI_R_DIM));
+            }
+        } else {
+            ui_puts(win, y, x, 2 + iw - x, "...", ui_attr(UI_R_DIM));
+        }
+        y++;
+        if (lines_per == 2 && y <= ih) {
+            if (p) ui_mem_bar(win, y, 8, iw - 6, p, r < shown_ranks ? app_mem_terms(a) : 0);
+            y++;
+        }
+    }
+    if (y <= ih && kvh > 0) {
+        const char *note = tp > kvh ? "More ranks than KV heads: heads are copied, KV per GPU stops shrinking."
+                                    : "Each rank holds its own heads' K/V for every token.";
+        ui_puts(win, y, 2, iw, note, ui_attr(tp > kvh ? UI_R_WARN : UI_R_DIM));
+    }
+}
