@@ -89,9 +89,18 @@ uint64_t held_bytes(const rank_state *r)
     return b;
 }
 
+/* Bytes kvlab holds on one device, over every rank placed there. */
+uint64_t held_on_gpu(const cuda_impl *im, int gpu)
+{
+    uint64_t b = 0;
+    for (int i = 0; i < im->num_ranks; i++)
+        if (im->ranks[i].gpu == gpu) b += held_bytes(&im->ranks[i]);
+    return b;
+}
+
 /* A failed cudaMalloc: clear the (non-sticky) error, then report it as
  * PyTorch would, or as a plain device error if it was not memory. */
-int alloc_fail(cudaError_t e, rank_state *r, int rank, const char *what, uint64_t bytes,
+int alloc_fail(cudaError_t e, const cuda_impl *im, rank_state *r, int rank, const char *what, uint64_t bytes,
                char *err, size_t errlen)
 {
     (void)cudaGetLastError();
@@ -106,7 +115,7 @@ int alloc_fail(cudaError_t e, rank_state *r, int rank, const char *what, uint64_
     o.tried = bytes;
     o.total = tot;
     o.free = fr;
-    o.held = held_bytes(r);
+    o.held = held_on_gpu(im, r->gpu);
     o.context = r->info.context_bytes;
     char line[512];
     kv_cuda_format_oom(line, sizeof line, &o);
@@ -122,7 +131,7 @@ int set_rank(cuda_impl *im, int rank, char *err, size_t errlen)
 }
 
 /* Grows a rank's scratch buffer to at least bytes. */
-int need_scratch(rank_state *r, int rank, size_t bytes, char *err, size_t errlen)
+int need_scratch(const cuda_impl *im, rank_state *r, int rank, size_t bytes, char *err, size_t errlen)
 {
     if (r->scratch_bytes >= bytes) return 0;
     size_t want = r->scratch_bytes ? r->scratch_bytes : 65536;
@@ -133,7 +142,7 @@ int need_scratch(rank_state *r, int rank, size_t bytes, char *err, size_t errlen
     cudaError_t e = cudaMalloc(&r->scratch, want);
     if (e != cudaSuccess) {
         r->scratch = NULL;
-        return alloc_fail(e, r, rank, "kvlab scratch buffer", want, err, errlen);
+        return alloc_fail(e, im, r, rank, "kvlab scratch buffer", want, err, errlen);
     }
     r->scratch_bytes = want;
     return 0;
@@ -287,7 +296,7 @@ int op_reserve(kv_device *d, int rank, const char *term, uint64_t bytes, char *e
     if (e != cudaSuccess) {
         char what[64];
         snprintf(what, sizeof what, "%s placeholder", term);
-        return alloc_fail(e, r, rank, what, bytes, err, errlen);
+        return alloc_fail(e, im, r, rank, what, bytes, err, errlen);
     }
     t->ptr = p;
     t->bytes = bytes;
@@ -322,7 +331,7 @@ int op_alloc_pool(kv_device *d, int rank, const kv_pool_layout *layout, char *er
     const double t0 = now_ms();
     cudaError_t e = cudaMalloc(&p, bytes);
     const double t1 = now_ms();
-    if (e != cudaSuccess) return alloc_fail(e, r, rank, "KV cache pool", bytes, err, errlen);
+    if (e != cudaSuccess) return alloc_fail(e, im, r, rank, "KV cache pool", bytes, err, errlen);
     r->pool_alloc_ms = t1 - t0;
     r->pool = (char *)p;
     r->pool_bytes = bytes;
@@ -352,7 +361,7 @@ int op_write_kv(kv_device *d, int rank, const kv_slot_write *w, size_t n, char *
         if (w[i].slot < 0 || w[i].slot >= slots)
             return fail(err, errlen, KV_DEV_EINVAL, "write_kv: slot %lld outside the pool (%lld slots)",
                         (long long)w[i].slot, slots);
-    if ((rc = need_scratch(r, rank, n * sizeof *w, err, errlen))) return rc;
+    if ((rc = need_scratch(im, r, rank, n * sizeof *w, err, errlen))) return rc;
     cudaError_t e = cudaMemcpy(r->scratch, w, n * sizeof *w, cudaMemcpyHostToDevice);
     if (e != cudaSuccess) return cuda_fail(e, "copying slot writes", err, errlen);
     launch_write(geom_of(r), (const kv_slot_write *)r->scratch, (long long)n);
@@ -362,7 +371,7 @@ int op_write_kv(kv_device *d, int rank, const kv_slot_write *w, size_t n, char *
 }
 
 /* Uploads a block table and token ids, runs the verify kernel and reads the count. */
-int run_verify(rank_state *r, int rank, const int32_t *block_table, int32_t num_table_blocks,
+int run_verify(const cuda_impl *im, rank_state *r, int rank, const int32_t *block_table, int32_t num_table_blocks,
                const int32_t *token_ids, int32_t num_tokens, int64_t *mismatches, double *kernel_ms,
                char *err, size_t errlen)
 {
@@ -380,13 +389,13 @@ int run_verify(rank_state *r, int rank, const int32_t *block_table, int32_t num_
     if (num_tokens == 0) return 0;
     const size_t tb = (size_t)used * sizeof(int32_t), kb = (size_t)num_tokens * sizeof(int32_t);
     const size_t tb_al = (tb + 255) & ~(size_t)255;
-    int rc = need_scratch(r, rank, tb_al + kb, err, errlen);
+    int rc = need_scratch(im, r, rank, tb_al + kb, err, errlen);
     if (rc) return rc;
     if (!r->count) {
         cudaError_t e = cudaMalloc(&r->count, sizeof *r->count);
         if (e != cudaSuccess) {
             r->count = NULL;
-            return alloc_fail(e, r, rank, "kvlab counter", sizeof *r->count, err, errlen);
+            return alloc_fail(e, im, r, rank, "kvlab counter", sizeof *r->count, err, errlen);
         }
     }
     int32_t *d_table = (int32_t *)r->scratch, *d_tok = (int32_t *)((char *)r->scratch + tb_al);
@@ -428,7 +437,7 @@ int op_verify(kv_device *d, int rank, const int32_t *block_table, int32_t num_ta
     rank_state *r = &im->ranks[rank];
     if ((rc = need_pool(r, rank, err, errlen))) return rc;
     int64_t m = 0;
-    rc = run_verify(r, rank, block_table, num_table_blocks, token_ids, num_tokens, &m, NULL, err, errlen);
+    rc = run_verify(im, r, rank, block_table, num_table_blocks, token_ids, num_tokens, &m, NULL, err, errlen);
     if (mismatches) *mismatches = m;
     return rc;
 }
@@ -658,7 +667,7 @@ int kv_cuda_bench_write(kv_device *d, int rank, int32_t num_tokens, int repeats,
     int32_t *table = NULL, *tokens = NULL, nb = 0;
     kv_slot_write *w = NULL;
     rc = bench_setup(r, num_tokens, &table, &tokens, &w, &nb, err, errlen);
-    if (!rc) rc = need_scratch(r, rank, (size_t)num_tokens * sizeof *w, err, errlen);
+    if (!rc) rc = need_scratch(im, r, rank, (size_t)num_tokens * sizeof *w, err, errlen);
     cudaError_t e = cudaSuccess;
     if (!rc) e = cudaMemcpy(r->scratch, w, (size_t)num_tokens * sizeof *w, cudaMemcpyHostToDevice);
     free(table);
@@ -707,7 +716,7 @@ int kv_cuda_bench_gather(kv_device *d, int rank, int32_t num_tokens, int repeats
     int64_t m = 0;
     for (int i = 0; !rc && i < (repeats < 1 ? 1 : repeats) + 1; i++) {
         double t = 0;
-        rc = run_verify(r, rank, table, nb, tokens, num_tokens, &m, &t, err, errlen);
+        rc = run_verify(im, r, rank, table, nb, tokens, num_tokens, &m, &t, err, errlen);
         if (!rc && i > 0 && (best < 0 || t < best)) best = t;
     }
     free(table);
