@@ -91,6 +91,8 @@ int kv_gpu_catalog_parse(const char *json, size_t len, kv_gpu_catalog *out, char
         g->reported_total_gib = gib;
         g->hbm_bandwidth_gbps = num_or(e, "hbm_bandwidth_gbps", 0);
         g->bf16_dense_tflops = num_or(e, "bf16_dense_tflops", 0);
+        g->pcie_gbps = num_or(e, "pcie_gbps", 0);
+        g->nvlink_gbps = num_or(e, "nvlink_gbps", 0);
         g->fp8 = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "fp8"));
         out->count++;
         i++;

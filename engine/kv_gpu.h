@@ -23,6 +23,9 @@ typedef struct kv_gpu {
     double reported_total_gib;   /* the same in GiB as the catalogue rounds it */
     double hbm_bandwidth_gbps;   /* 0 if unknown */
     double bf16_dense_tflops;    /* 0 if unknown */
+    double pcie_gbps;            /* host link, GB/s with both directions added (NVIDIA's
+                                    x16 convention, shared/gpus/gpus.json); 0 if unknown */
+    double nvlink_gbps;          /* GPU-to-GPU link, GB/s both directions added; 0 if none/unknown */
     int32_t fp8;                 /* 1: fp8 tensor cores (Ada, Hopper, Blackwell, MI300) */
     int32_t is_custom;           /* 1: made by kv_gpu_custom, not from the catalogue */
 } kv_gpu;

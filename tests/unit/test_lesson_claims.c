@@ -378,7 +378,11 @@ static void test_move_vs_recompute(void **state)
         kv_timemodel_add_chunk(&decode, 2500, 1);
     double base = kv_timemodel_step(&tp, &decode, NULL);
     /* recompute cost of a prompt inside decode steps (8,192-token budget) */
-    double pcie = 128e9 / 2; /* H100 SXM PCIe Gen5 x16, one direction (catalogue lists both) */
+    char err[256];
+    const kv_gpu *g = kv_gpu_find(&f->cat, "h100-80gb", err, sizeof err);
+    assert_non_null(g);
+    assert_true(g->pcie_gbps > 0 && g->nvlink_gbps > 0);
+    double pcie = g->pcie_gbps * 1e9 / 2; /* one direction: the catalogue adds both */
     int32_t lens[2] = {256, 32768};
     double rec[2];
     for (int k = 0; k < 2; k++) {

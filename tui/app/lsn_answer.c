@@ -295,7 +295,8 @@ lsn_check_result lsn_answer_check_number(const lsn_numq *q, const char *text,
     const lsn_unit *qu = lsn_unit_find(q->unit ? q->unit : "");
     if (!qu)
         qu = lsn_unit_find("");
-    double rel = q->rel_tol > 0 ? q->rel_tol : 0.01;
+    /* API.md: a relative tolerance, or an absolute one (abs) when given alone */
+    double rel = q->rel_tol > 0 ? q->rel_tol : q->abs_tol > 0 ? 0.0 : 0.01;
     double abs_tol = q->abs_tol > 0 ? q->abs_tol : 0;
     const lsn_unit *typed = a.unit ? a.unit : qu;
     char got[64];

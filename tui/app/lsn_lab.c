@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kv_timemodel.h"
 #include "kv_util.h"
 #include "lsn_int.h"
 
@@ -409,7 +410,53 @@ static int f_gpu(lua_State *L)
     setnum(L, "total_bytes", g->reported_total_bytes);
     setnum(L, "hbm_gbps", g->hbm_bandwidth_gbps);
     setnum(L, "bf16_tflops", g->bf16_dense_tflops);
+    setnum(L, "pcie_gbps", g->pcie_gbps);
+    setnum(L, "nvlink_gbps", g->nvlink_gbps);
     setbool(L, "fp8", g->fp8);
+    return 1;
+}
+
+/* lab.step_time{{start=, n=}, ...}: the engine's time model (kv_timemodel.h)
+ * for one step of the running server that computes each chunk: n tokens of
+ * some sequence at positions [start, start + n). Returns seconds and the
+ * roofline breakdown, per GPU. Lesson 19 prices a recompute with it. */
+static int f_step_time(lua_State *L)
+{
+    kv_engine *e = engine_or_nil(L);
+    const kv_plan *p = lsn_server_plan(R(L)->server);
+    luaL_checktype(L, 1, LUA_TTABLE);
+    if (!e || !p)
+        return luaL_error(L, "lab.step_time: no server is running");
+    const kv_engine_config *c = kv_engine_get_config(e);
+    kv_time_params tp = {
+        .active_params = c->active_params, .weight_bytes = c->weight_bytes,
+        .kv_bytes_per_token = (double)p->kv_bytes_per_token, .peak_flops = c->peak_flops,
+        .hbm_bytes_per_s = c->hbm_bytes_per_s, .link_bytes_per_s = c->link_bytes_per_s,
+        .tp = c->tensor_parallel_size, .num_layers = c->num_layers, .hidden_size = c->hidden_size,
+    };
+    kv_step_work w = {0};
+    lua_Integer n = luaL_len(L, 1);
+    for (lua_Integer i = 1; i <= n; i++) {
+        lua_rawgeti(L, 1, i);
+        if (!lua_istable(L, -1))
+            return luaL_error(L, "lab.step_time: chunk %d must be {start = , n = }", (int)i);
+        lua_getfield(L, -1, "start");
+        lua_getfield(L, -2, "n");
+        if (!lua_isinteger(L, -2) || !lua_isinteger(L, -1) || lua_tointeger(L, -2) < 0 || lua_tointeger(L, -1) < 0)
+            return luaL_error(L, "lab.step_time: chunk %d needs whole start >= 0 and n >= 0", (int)i);
+        kv_timemodel_add_chunk(&w, (int64_t)lua_tointeger(L, -2), (int64_t)lua_tointeger(L, -1));
+        lua_pop(L, 3);
+    }
+    kv_step_time t;
+    kv_timemodel_step(&tp, &w, &t);
+    lua_createtable(L, 0, 7);
+    setnum(L, "total_s", t.total_s);
+    setnum(L, "compute_s", t.compute_s);
+    setnum(L, "memory_s", t.memory_s);
+    setnum(L, "comm_s", t.comm_s);
+    setnum(L, "flops", t.flops);
+    setnum(L, "bytes", t.bytes);
+    setbool(L, "memory_bound", t.memory_bound);
     return 1;
 }
 
@@ -1222,6 +1269,7 @@ static const luaL_Reg lab_funcs[] = {
     {"start", f_start},       {"restart", f_restart},   {"stop", f_stop},
     {"flag", f_flag},         {"running", f_running},   {"plan", f_plan},
     {"model", f_model},       {"gpu", f_gpu},           {"log", f_log},
+    {"step_time", f_step_time},
     {"metrics", f_metrics},   {"blocks", f_blocks},     {"block", f_block},
     {"requests", f_requests}, {"request", f_request},   {"ranks", f_ranks},
     {"events", f_events},     {"last_event", f_last_event}, {"figure", f_figure},
