@@ -1,0 +1,122 @@
+-- Lesson 12: reserving a max-model-len slab per request, and what a 32K
+-- limit does to everyone's concurrency.
+local fmt = require("lib.fmt")
+local W = require("lib.workload")
+
+-- Chat traffic: short prompts and answers, far below any context limit.
+local CHAT = { prompt = { 400, 2400 }, output = { 100, 500 } }
+local NREQ = 160
+
+local BASE = {
+  model = "meta-llama/Llama-3.1-8B-Instruct", gpu = "h100-80gb",
+  ["gpu-memory-utilization"] = 0.9, ["max-model-len"] = 8192, contiguous = "on",
+}
+
+-- Send the chat traffic and run until the server is full; return what it holds.
+local function fill(lab)
+  W.submit(lab, NREQ, CHAT)
+  W.saturate(lab, W.no_free_slab)
+  return W.slots(lab)
+end
+
+local function slab_blocks(lab)
+  local p = lab.plan()
+  return math.ceil(p.max_model_len / p.block_size)
+end
+
+return {
+  id = 12,
+  title = "Break it: contiguous slabs at 32K",
+  flags = { "max-model-len" },
+  run = function(lab)
+    lab.page("One slab per request")
+    local ok, err = lab.start(BASE)
+    if not ok then error("the lesson's server did not start: " .. tostring(err)) end
+    local p = lab.plan()
+    lab.show("memory"); lab.show("pool"); lab.show("metrics"); lab.show("requests")
+    lab.say("Before paging, a serving engine kept each request's keys and values in one "
+      .. "unbroken stretch of memory. Since it cannot know how long a conversation will "
+      .. "grow, it sets aside room for the longest one it accepts: max-model-len tokens.")
+    lab.say("This server is example A with that old scheme switched on (kvlab's "
+      .. "contiguous mode): Llama 3.1 8B on one H100, a pool of %s tokens, and "
+      .. "max-model-len %s. Each request that is admitted takes a slab of %s blocks "
+      .. "of %d tokens, whether it needs them or not.",
+      fmt.int(p.kv_cache_tokens), fmt.int(p.max_model_len), fmt.int(slab_blocks(lab)), p.block_size)
+    lab.pause()
+
+    local cap = math.floor((p.num_blocks - 1) / slab_blocks(lab))
+    lab.ask{
+      prompt = "How many requests can hold a slab at the same time?",
+      answer = cap, tolerance = 0, abs = 0.5, unit = "requests",
+      near = {
+        { value = math.floor(p.kv_cache_tokens / W.mean_tokens(CHAT)),
+          why = "That counts the tokens a chat really uses. A slab is set aside whole, used or not." },
+      },
+      hints = { "Divide the pool's blocks (less the null block) by the blocks in one slab.",
+                string.format("%s usable blocks / %s blocks per slab, rounded down.",
+                  fmt.int(p.num_blocks - 1), fmt.int(slab_blocks(lab))) },
+      explain = "The pool is cut into slabs, and only whole slabs can be handed out.",
+    }
+
+    lab.page("Chat traffic in slabs")
+    lab.say("Now %d chat requests arrive at once: prompts of a few hundred to a couple "
+      .. "of thousand tokens, answers of a few hundred.", NREQ)
+    local before = fill(lab)
+    if before.running ~= cap then
+      error(string.format("engine ran %d requests; slabs allow %d", before.running, cap))
+    end
+    lab.highlight("metrics", "num_requests_running", nil, "slabs")
+    lab.highlight("metrics", "num_requests_waiting", nil, "no slab left")
+    lab.say("%d requests run and %d wait, yet the running ones hold only %s tokens between "
+      .. "them. Their slabs reserve %s.",
+      before.running, lab.metrics().num_requests_waiting, fmt.int(before.used), fmt.int(before.reserved))
+    lab.say("The pool view counts every reserved block as taken; the requests view "
+      .. "shows how little of each slab carries a token.")
+    lab.ask{
+      prompt = "What share of the reserved slots holds no token at all?",
+      answer = before.empty_share * 100, unit = "%", tolerance = 0, abs = 1.5,
+      near = { { value = (1 - before.empty_share) * 100,
+                 why = "That is the share that does hold tokens: the rest is empty." } },
+      hints = { "Empty = reserved minus used; divide by reserved.",
+                string.format("(%s - %s) / %s", fmt.int(before.reserved), fmt.int(before.used),
+                  fmt.int(before.reserved)) },
+      script = string.format("%.1f%%", before.empty_share * 100),
+    }
+    lab.pause()
+
+    lab.page("A few users want 32K")
+    lab.say("Some users want to paste whole repositories, so someone proposes raising "
+      .. "max-model-len to 32K. Only a handful of requests will ever be that long.")
+    lab.show("flags"); lab.highlight("flags", "max-model-len")
+    lab.goal{
+      text = "Raise max-model-len to 32768 (32K) in the flags view.",
+      check = function() return lab.running() and lab.plan().max_model_len >= 32000 end,
+      hints = { "Select max-model-len in the flags view and type 32768." },
+      script = { { "max-model-len", "32768" } },
+    }
+    lab.unhighlight()
+    local after = fill(lab)
+    local cap32 = math.floor((lab.plan().num_blocks - 1) / slab_blocks(lab))
+    if after.running ~= cap32 or after.running >= before.running then
+      error(string.format("engine ran %d requests at 32K (slabs allow %d, before %d)",
+        after.running, cap32, before.running))
+    end
+    lab.highlight("metrics", "num_requests_running", nil, "collapsed")
+    lab.say("The same chats now get %s-token slabs. %d run where %d ran before, and %d wait.",
+      fmt.int(lab.plan().max_model_len), after.running, before.running,
+      lab.metrics().num_requests_waiting)
+    lab.ask{
+      prompt = "By what factor did the number of running requests fall (before / after)?",
+      answer = before.running / after.running, unit = "x", tolerance = 0.05,
+      near = { { value = after.running / before.running,
+                 why = "Divide the old count by the new one: the result is above 1." } },
+      hints = { string.format("Before: %d running. After: %d running.", before.running, after.running) },
+      script = fmt.x(before.running / after.running),
+    }
+    lab.say("A limit meant for a few long requests cut concurrency for everybody, "
+      .. "because the short chats pay for the longest conversation the server allows. "
+      .. "The slabs are now %s empty. The next lesson keeps the 32K limit and stops paying for it.",
+      fmt.pct(after.empty_share))
+    lab.pause()
+  end,
+}

@@ -1,0 +1,117 @@
+-- Lesson 13: the same traffic with blocks handed out on demand.
+local fmt = require("lib.fmt")
+local W = require("lib.workload")
+
+local CHAT = { prompt = { 400, 2400 }, output = { 100, 500 } }
+local NREQ = 160
+
+local BASE = {
+  model = "meta-llama/Llama-3.1-8B-Instruct", gpu = "h100-80gb",
+  ["gpu-memory-utilization"] = 0.9, ["max-model-len"] = 32768, contiguous = "on",
+}
+
+local function fill(lab)
+  W.submit(lab, NREQ, CHAT)
+  if lab.flag("contiguous") == "on" then W.saturate(lab, W.no_free_slab) else W.admit_all(lab) end
+  -- a few more steps so every admitted request is past its prefill
+  lab.step(8)
+  return W.slots(lab)
+end
+
+return {
+  id = 13,
+  title = "PagedAttention: blocks, not slabs",
+  flags = { "contiguous", "max-model-len" },
+  run = function(lab)
+    lab.page("Where lesson 12 ended")
+    local ok, err = lab.start(BASE)
+    if not ok then error("the lesson's server did not start: " .. tostring(err)) end
+    local bs = lab.plan().block_size
+    lab.show("pool"); lab.show("metrics"); lab.show("requests")
+    local slab = fill(lab)
+    lab.say("Example A again, with 32K slabs: %d chat requests run, %d wait, and the "
+      .. "running ones leave %s of their reserved slots empty, about %s empty slots each.",
+      slab.running, lab.metrics().num_requests_waiting, fmt.pct(slab.empty_share),
+      fmt.int(math.floor(slab.empty_per_request + 0.5)))
+    lab.say("PagedAttention, the idea vLLM is built on, borrows paging from operating "
+      .. "systems. The pool is cut into blocks of %d tokens. A request owns no memory "
+      .. "up front: it gets one block when its first token needs a slot, another when "
+      .. "token %d arrives, and so on. A block table per request lists its blocks in "
+      .. "token order, so they need not sit next to each other.", bs, bs + 1)
+    lab.ask{
+      prompt = "With blocks handed out on demand, at most how many slots of a "
+        .. "request's memory can be empty?",
+      answer = bs - 1, unit = "tokens", tolerance = 0, abs = 0.4,
+      near = { { value = bs, why = "A block is only handed out when a token needs a slot in it, "
+                   .. "so the last block always holds at least one token." } },
+      hints = { "Only the last block in a block table can be partly filled.",
+                "How many slots can the last block have empty if at least one is used?" },
+    }
+
+    lab.page("Switch to blocks")
+    lab.show("flags"); lab.highlight("flags", "contiguous")
+    lab.goal{
+      text = "Turn contiguous off in the flags view, keeping max-model-len at 32K.",
+      check = function()
+        return lab.running() and lab.flag("contiguous") == "off" and lab.plan().max_model_len >= 32000
+      end,
+      hints = { "Select contiguous in the flags view and set it to off." },
+      script = { { "contiguous", "off" } },
+    }
+    lab.unhighlight()
+    local paged = fill(lab)
+    if paged.empty_per_request >= bs then
+      error(string.format("paged mode left %.1f empty slots per request (a block is %d)",
+        paged.empty_per_request, bs))
+    end
+    if paged.running <= slab.running then
+      error("paged mode ran no more requests than slabs did")
+    end
+    local r = W.longest_running(lab)
+    lab.highlight("requests", "request", { r.id }, "block table")
+    lab.highlight("pool", "blocks", r.blocks, "request " .. r.id)
+    lab.say("The same %d chats: %d run now instead of %d.", NREQ, paged.running, slab.running)
+    local n = r.num_computed_tokens
+    lab.say("Request %d is highlighted: it has K and V cached for %s tokens, and its block table lists "
+      .. "the blocks lit up in the pool. They are scattered; the table is what ties them together.",
+      r.id, fmt.int(n))
+    if math.ceil(n / bs) ~= #r.blocks then
+      error(string.format("request %d: %d tokens cached in %d blocks", r.id, n, #r.blocks))
+    end
+    local near_blocks = {}
+    if math.floor(n / bs) ~= #r.blocks then
+      near_blocks[1] = { value = math.floor(n / bs),
+                         why = "A partly filled last block still counts: round up." }
+    end
+    lab.ask{
+      prompt = string.format("Request %d has %s tokens cached. How many blocks are in its block table?",
+        r.id, fmt.int(n)),
+      answer = #r.blocks, unit = "blocks", tolerance = 0, abs = 0.4,
+      near = near_blocks,
+      hints = { string.format("Divide %s tokens by %d tokens per block and round up.",
+                  fmt.int(n), bs) },
+    }
+
+    lab.page("Waste, both ways")
+    lab.say("What each scheme left empty, with the server full of the same traffic:")
+    lab.say(fmt.table{
+      { "", "running", "reserved", "holding tokens", "empty per request" },
+      { "32K slabs", tostring(slab.running), fmt.int(slab.reserved), fmt.int(slab.used),
+        fmt.int(math.floor(slab.empty_per_request + 0.5)) },
+      { "16-token blocks", tostring(paged.running), fmt.int(paged.reserved), fmt.int(paged.used),
+        string.format("%.1f", paged.empty_per_request) },
+    })
+    lab.ask{
+      prompt = "In paged mode, how many empty slots does a running request carry on average?",
+      answer = paged.empty_per_request, unit = "tokens", tolerance = 0, abs = 0.6,
+      near = { { value = slab.empty_per_request, why = "That is the slab figure. Read the paged row." } },
+      hints = { "Read the last column of the paged row." },
+      script = string.format("%.1f", paged.empty_per_request),
+    }
+    lab.say("Under one block per request, against thousands of slots per slab. With "
+      .. "paging, the number of requests in flight is set by the tokens they really hold, "
+      .. "and max-model-len is only a limit on one request, not a reservation. The pool "
+      .. "itself is the same size in both modes: %s tokens.", fmt.int(lab.plan().kv_cache_tokens))
+    lab.pause()
+  end,
+}

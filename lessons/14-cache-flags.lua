@@ -1,0 +1,153 @@
+-- Lesson 14: every start-up flag, and which term of the memory subtraction it moves.
+local fmt = require("lib.fmt")
+
+-- Example B: the 4090, where every GiB shows.
+local BASE = {
+  model = "meta-llama/Llama-3.1-8B-Instruct", gpu = "rtx-4090",
+  ["gpu-memory-utilization"] = 0.9, ["max-model-len"] = 8192, ["max-num-batched-tokens"] = 8192,
+}
+
+-- The answers a learner picks from. `key` names what the engine compares.
+local CHOICES = {
+  { key = "budget", text = "the budget (total memory x utilization)" },
+  { key = "weights", text = "the weights" },
+  { key = "activation", text = "the activation peak of the profile run" },
+  { key = "cudagraph", text = "the CUDA graph reserve" },
+  { key = "per_token", text = "the bytes per token (the pool's GiB stay, its tokens change)" },
+  { key = "starts", text = "none of the terms: it decides whether the server starts" },
+  { key = "none", text = "none: the pool stays within 1%" },
+}
+
+-- One round per flag: the value kvlab check types, and a hint for the learner.
+local ROUNDS = {
+  { flag = "gpu-memory-utilization", value = "0.85", hint = "Try 0.85." },
+  { flag = "quantization", value = "fp8", hint = "Try fp8 weights." },
+  { flag = "max-num-batched-tokens", value = "4096", hint = "Try 4096." },
+  { flag = "enforce-eager", value = "true", hint = "Set it to true." },
+  { flag = "kv-cache-dtype", value = "fp8", hint = "Try fp8." },
+  { flag = "block-size", value = "32", hint = "Try 32." },
+  { flag = "enable-prefix-caching", value = "false", hint = "Set it to false." },
+  { flag = "max-num-seqs", value = "64", hint = "Try 64." },
+  { flag = "max-model-len", value = "32768", hint = "Try 32768." },
+}
+
+local TERMS = { "budget", "weights", "activation", "cudagraph" }
+
+local function snapshot(lab)
+  local p = lab.plan()
+  return {
+    starts = p.starts, budget = p.budget_gib, weights = p.weights_gib, activation = p.activation_gib,
+    cudagraph = p.cudagraph_gib, kv = p.kv_cache_gib, per_token = p.kv_bytes_per_token,
+    tokens = p.kv_cache_tokens,
+  }
+end
+
+-- Which choice describes the move from a to b, judged on the engine's plans.
+local function judge(a, b)
+  if a.per_token ~= b.per_token then return "per_token" end
+  local best, size = nil, 0
+  for _, t in ipairs(TERMS) do
+    local d = math.abs(b[t] - a[t])
+    if d > size then best, size = t, d end
+  end
+  if best and size > 0.01 * math.max(a.kv, 0.01) then return best end
+  if a.starts ~= b.starts then return "starts" end
+  return "none"
+end
+
+local function choice_index(key)
+  for i, c in ipairs(CHOICES) do if c.key == key then return i end end
+end
+
+local function describe(a, b)
+  local rows = { { "", "before", "after" } }
+  local function row(name, x, y, f) rows[#rows + 1] = { name, f(x), f(y) } end
+  local gib = function(v) return string.format("%.2f GiB", v) end
+  row("budget", a.budget, b.budget, gib)
+  row("weights", a.weights, b.weights, gib)
+  row("activation", a.activation, b.activation, gib)
+  row("CUDA graphs", a.cudagraph, b.cudagraph, gib)
+  row("KV pool", a.kv, b.kv, gib)
+  row("bytes per token", a.per_token, b.per_token, fmt.bytes)
+  row("pool in tokens", a.tokens, b.tokens, fmt.int)
+  row("starts", a.starts, b.starts, function(v) return v and "yes" or "no" end)
+  return fmt.table(rows)
+end
+
+-- Put every flag this lesson offers back to the example's value.
+local function restore(lab)
+  local changes = {}
+  for _, r in ipairs(ROUNDS) do changes[r.flag] = BASE[r.flag] or "" end
+  local ok, err = lab.restart(changes)
+  if not ok then error("the example did not restart: " .. tostring(err)) end
+end
+
+local flags = {}
+for i, r in ipairs(ROUNDS) do flags[i] = r.flag end
+
+return {
+  id = 14,
+  title = "The flags that shape the cache",
+  flags = flags,
+  run = function(lab)
+    lab.page("The subtraction")
+    local ok, err = lab.start(BASE)
+    if not ok then error("the lesson's server did not start: " .. tostring(err)) end
+    local base = snapshot(lab)
+    lab.show("memory"); lab.show("flags"); lab.show("log")
+    lab.say("Every decision about the KV cache is made once, when the server starts. "
+      .. "vLLM takes the budget, subtracts what it measured, and whatever is left becomes the pool:")
+    lab.say(describe(base, base))
+    lab.say("You will now change one flag at a time, starting each time from example B, "
+      .. "and say which line of that table it moved. The memory bar and the table show "
+      .. "before and after.")
+    lab.pause()
+
+    for i, round in ipairs(ROUNDS) do
+      restore(lab)
+      lab.page(string.format("Flag %d of %d: %s", i, #ROUNDS, round.flag))
+      lab.unhighlight()
+      lab.highlight("flags", round.flag)
+      local was = lab.flag(round.flag)
+      lab.say("Change %s (now %s) to any other value.", round.flag, was == "" and "the default" or was)
+      lab.goal{
+        text = string.format("Change %s in the flags view.", round.flag),
+        check = function() return lab.flag(round.flag) ~= was end,
+        hints = { round.hint },
+        script = { { round.flag, round.value } },
+      }
+      local now = snapshot(lab)
+      local key = judge(base, now)
+      lab.say(describe(base, now))
+      if not now.starts then
+        lab.say("The server refused to start:\n\n  %s", lab.plan().error)
+      end
+      local texts = {}
+      for j, c in ipairs(CHOICES) do texts[j] = c.text end
+      local why = {}
+      for j, c in ipairs(CHOICES) do
+        if c.key ~= key then why[j] = "Compare the before and after columns line by line." end
+      end
+      lab.ask{
+        prompt = string.format("Which term did %s move?", round.flag),
+        choices = texts, correct = choice_index(key), why = why,
+        hints = { "Find the line whose value changed most; if only the tokens moved, "
+                  .. "it is the bytes per token." },
+      }
+      if key ~= "none" and key ~= "starts" and key ~= "per_token" then
+        lab.highlight("memory", key)
+      end
+    end
+
+    restore(lab)
+    lab.page("What moves the pool")
+    lab.say("Two levers are big: the share of the card you give vLLM, and the size of "
+      .. "the weights, because every GiB they free lands in the pool. The cache dtype "
+      .. "changes how many tokens each GiB holds. max-num-batched-tokens and "
+      .. "enforce-eager trade the activation and graph reserves for speed. max-model-len "
+      .. "sets no memory aside at all; it only decides whether vLLM agrees to start. "
+      .. "max-num-seqs and prefix caching leave the start-up pool alone: they shape what "
+      .. "happens inside it, which is the next chapter.")
+    lab.pause()
+  end,
+}

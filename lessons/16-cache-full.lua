@@ -1,0 +1,130 @@
+-- Lesson 16: the pool runs out, the scheduler preempts, and the victim is
+-- recomputed; a bigger max-num-seqs makes it worse, sizing makes it go away.
+local fmt = require("lib.fmt")
+local W = require("lib.workload")
+
+-- Code reviews: a longish prompt and a long answer, all arriving together.
+local REVIEW = { prompt = 1200, output = 400 }
+local NREQ = 24
+
+local BASE = {
+  model = "meta-llama/Llama-3.1-8B-Instruct", gpu = "rtx-4090",
+  ["gpu-memory-utilization"] = 0.9, ["max-model-len"] = 8192, ["max-num-batched-tokens"] = 8192,
+  ["max-num-seqs"] = 4,
+}
+
+local function send(lab)
+  if lab.running() then W.submit(lab, NREQ, REVIEW) end
+end
+
+local function peak_tokens() return REVIEW.prompt + REVIEW.output end
+
+local function first_victim(lab)
+  for _, ev in ipairs(lab.events(0)) do
+    if ev.kind == "preempt" then return ev.request end
+  end
+end
+
+return {
+  id = 16,
+  title = "When the cache is full",
+  flags = { "max-num-seqs", "kv-cache-dtype", "quantization", "gpu-memory-utilization", "max-model-len" },
+  run = function(lab)
+    lab.speed(200)
+    lab.page("A queue, and an idea")
+    local ok, err = lab.start(BASE)
+    if not ok then error("the lesson's server did not start: " .. tostring(err)) end
+    local pool = lab.plan().kv_cache_tokens
+    lab.show("pool"); lab.show("metrics"); lab.show("requests"); lab.show("flags")
+    lab.on_flag(function() send(lab) end)
+    send(lab)
+    lab.step(100)
+    local m = lab.metrics()
+    lab.highlight("metrics", "num_requests_waiting")
+    lab.say("Example B again: Llama 3.1 8B on the RTX 4090, a pool of %s tokens. %d code "
+      .. "reviews arrive together, each a %s-token prompt that grows to %s tokens as the "
+      .. "answer is written. max-num-seqs is %s, so %d run and %d wait, while the cache is only %s full.",
+      fmt.int(pool), NREQ, fmt.int(REVIEW.prompt), fmt.int(peak_tokens()), lab.flag("max-num-seqs"),
+      m.num_requests_running, m.num_requests_waiting, fmt.pct(m.kv_cache_usage_perc))
+    lab.say("Someone looks at the queue and decides the server should run more requests at once.")
+    lab.ask{
+      prompt = string.format("If 16 reviews run together, how many tokens short is the %s-token "
+        .. "pool when they have all grown to full length?", fmt.int(pool)),
+      answer = 16 * peak_tokens() - pool, unit = "tokens", tolerance = 0.02,
+      near = { { value = 16 * REVIEW.prompt - pool, why = "The answers need cache too: count prompt plus output." } },
+      hints = { string.format("16 x %s tokens, minus the pool.", fmt.int(peak_tokens())) },
+    }
+    lab.pause()
+
+    lab.page("Make it preempt")
+    lab.highlight("flags", "max-num-seqs")
+    lab.goal{
+      text = "Make the scheduler preempt a running request (the reviews are sent again after each change).",
+      check = function() return lab.metrics().num_preemptions > 0 end,
+      hints = { "Let more requests run at once than the pool can carry to the end.",
+                "Raise max-num-seqs to 16." },
+      script = { { "max-num-seqs", "16" } },
+      steps = 600,
+    }
+    local seqs = tonumber(lab.plan().max_num_seqs)
+    local victim = first_victim(lab)
+    lab.unhighlight()
+    lab.highlight("metrics", "num_preemptions")
+    if victim then lab.highlight("requests", "request", { victim }, "preempted") end
+    lab.say("Every running request was admitted while its prompt fitted. Then each "
+      .. "answer token needed another slot, and every %d tokens a new block. When a "
+      .. "running request asked for a block and none was free, the scheduler took the "
+      .. "most recently admitted request%s, freed all its blocks, and put it back at "
+      .. "the head of the queue with nothing computed.", lab.plan().block_size,
+      victim and string.format(" (request %d)", victim) or "")
+    W.drain(lab)
+    m = lab.metrics()
+    lab.say("The reviews are done. Preemptions: %d. Tokens computed a second time: %s. "
+      .. "A preempted request pays for its prefill twice (vLLM's prefix cache can rescue "
+      .. "some of the freed blocks, but under pressure they are usually reused first).",
+      m.num_preemptions, fmt.int(m.recomputed_tokens or 0))
+    local at_seqs = m.num_preemptions
+    lab.pause()
+
+    lab.page("More sequences, more preemptions")
+    ok = lab.restart{ ["max-num-seqs"] = NREQ }
+    if not ok then error("the server did not restart") end
+    send(lab)
+    W.drain(lab)
+    local more = lab.metrics().num_preemptions
+    if more <= at_seqs then
+      error(string.format("max-num-seqs %d gave %d preemptions, %d gave %d", NREQ, more, seqs, at_seqs))
+    end
+    lab.say("The same reviews with max-num-seqs %d: %d preemptions, against %d at %d. "
+      .. "More running requests means more to grow, the same pool to grow in, and more "
+      .. "work thrown away. A bigger max-num-seqs is not a fix for a full cache.",
+      NREQ, more, at_seqs, seqs)
+    ok = lab.restart{ ["max-num-seqs"] = seqs }
+    if not ok then error("the server did not restart") end
+    send(lab)
+    W.drain(lab)
+    lab.pause()
+
+    lab.page("Size it")
+    lab.say("Steady preemptions mean the pool is too small for the traffic. Remove them "
+      .. "while still running at least %d requests at once: give the cache more tokens "
+      .. "rather than the scheduler fewer requests.", seqs)
+    lab.unhighlight()
+    lab.goal{
+      text = string.format("Finish the reviews with no preemption, max-num-seqs still %d or more.", seqs),
+      check = function()
+        local mm = lab.metrics()
+        return lab.running() and tonumber(lab.plan().max_num_seqs) >= seqs and mm.num_preemptions == 0
+          and W.live(lab) == 0 and mm.generation_tokens > 0
+      end,
+      hints = { "Which flag makes each token smaller, or leaves more of the card for the pool?",
+                "Try kv-cache-dtype fp8, or fp8 weights (quantization fp8)." },
+      script = { { "kv-cache-dtype", "fp8" } },
+      steps = 1500,
+    }
+    lab.say("No preemption: the pool now holds %s tokens, enough for %d reviews at full "
+      .. "length. Tune max-num-seqs for latency once the cache fits the traffic, never to "
+      .. "make a full cache go faster.", fmt.int(lab.plan().kv_cache_tokens), seqs)
+    lab.pause()
+  end,
+}

@@ -1,0 +1,103 @@
+-- Lesson 18: an fp8 KV cache halves the bytes per token; then the next limit shows.
+local fmt = require("lib.fmt")
+local W = require("lib.workload")
+
+local DOCS = { prompt = { 3000, 3600 }, output = { 300, 500 } }
+local NREQ = 40
+
+local BASE = {
+  model = "meta-llama/Llama-3.1-8B-Instruct", gpu = "rtx-4090", ["gpu-memory-utilization"] = 0.9,
+  ["max-model-len"] = 8192, ["max-num-batched-tokens"] = 8192, ["max-num-seqs"] = 8,
+}
+
+local LIMITS = {
+  "The KV cache: it is full",
+  "max-num-seqs: as many requests run as the flag allows, with cache to spare",
+  "max-num-batched-tokens: the token budget of each step",
+}
+
+-- Send the documents and let the server settle into its steady state.
+local function load_server(lab)
+  W.submit(lab, NREQ, DOCS)
+  lab.step(40)
+  local m = lab.metrics()
+  local bytes, tokens = W.kv_read_bytes(lab)
+  return { m = m, kv_read = bytes, kv_tokens = tokens, p = lab.plan() }
+end
+
+local function binding(s)
+  local m, p = s.m, s.p
+  if m.kv_cache_usage_perc >= 0.9 then return 1 end
+  if m.num_requests_running >= p.max_num_seqs then return 2 end
+  return 3
+end
+
+return {
+  id = 18,
+  title = "Half the bytes per token",
+  flags = { "kv-cache-dtype", "max-num-seqs" },
+  run = function(lab)
+    lab.speed(60)
+    lab.page("A cache-bound server")
+    local ok, err = lab.start(BASE)
+    if not ok then error("the lesson's server did not start: " .. tostring(err)) end
+    lab.show("memory"); lab.show("metrics"); lab.show("flags")
+    local a = load_server(lab)
+    if binding(a) ~= 1 then error("the bf16 server is not cache-bound") end
+    lab.say("Example B serving long documents: %d running, %d waiting, KV usage %s. The "
+      .. "cache holds %s tokens at %s per token, and it is the limit.",
+      a.m.num_requests_running, a.m.num_requests_waiting, fmt.pct(a.m.kv_cache_usage_perc),
+      fmt.int(a.p.kv_cache_tokens), fmt.bytes(a.p.kv_bytes_per_token))
+    lab.say("--kv-cache-dtype fp8 stores each key and value in one byte instead of two. "
+      .. "It is separate from the weights' precision: the model still computes in bf16.")
+    lab.ask{
+      prompt = "How many bytes will one token of KV take in fp8?",
+      answer = a.p.kv_bytes_per_token / 2, unit = "bytes", tolerance = 0.01,
+      near = { { value = a.p.kv_bytes_per_token / 4, why = "fp8 is one byte per value instead of two: half, not a quarter." } },
+      hints = { "Bytes per value go from 2 to 1; nothing else in the formula changes." },
+    }
+
+    lab.page("Switch the cache to fp8")
+    lab.highlight("flags", "kv-cache-dtype")
+    lab.goal{
+      text = "Set kv-cache-dtype to fp8.",
+      check = function() return lab.running() and lab.plan().kv_bytes_per_token * 2 == a.p.kv_bytes_per_token end,
+      hints = { "Select kv-cache-dtype in the flags view and choose fp8." },
+      script = { { "kv-cache-dtype", "fp8" } },
+    }
+    lab.unhighlight()
+    local b = load_server(lab)
+    local per_req_a = a.kv_tokens > 0 and a.kv_read / a.kv_tokens or 0
+    local per_req_b = b.kv_tokens > 0 and b.kv_read / b.kv_tokens or 0
+    lab.say("The pool went from %s to %s tokens in the same %.2f GiB. Each decode step "
+      .. "reads every cached token of every running request: %s per token now, against %s "
+      .. "before, so a %s-token document costs half the bytes to read, every step.",
+      fmt.int(a.p.kv_cache_tokens), fmt.int(b.p.kv_cache_tokens), b.p.kv_cache_gib,
+      fmt.bytes(per_req_b), fmt.bytes(per_req_a), fmt.int(DOCS.prompt[2]))
+    lab.ask{
+      prompt = "How many tokens does the pool hold now?",
+      answer = b.p.kv_cache_tokens, unit = "tokens", tolerance = 0.01,
+      near = { { value = a.p.kv_cache_tokens, why = "That was the bf16 pool. Read the new start-up line." } },
+      hints = { "The log's 'GPU KV cache size' line, or the memory view." },
+    }
+
+    lab.page("The next limit")
+    lab.highlight("metrics", "num_requests_running"); lab.highlight("metrics", "kv_cache_usage_perc")
+    lab.say("Now %d run, %d wait, and KV usage is %s.", b.m.num_requests_running,
+      b.m.num_requests_waiting, fmt.pct(b.m.kv_cache_usage_perc))
+    local lim = binding(b)
+    lab.ask{
+      prompt = "What limits this server now?",
+      choices = LIMITS, correct = lim,
+      why = { [1] = "Look at the usage: is the cache still full?",
+              [2] = "Compare the running count with max-num-seqs.",
+              [3] = "The budget caps tokens per step, not requests in flight." },
+      hints = { "Compare num_requests_running with the max-num-seqs flag, and the usage with 100%." },
+    }
+    lab.say("Halving the bytes per token bought room, and the limit moved somewhere else: "
+      .. "here the scheduler's cap. Raise it and the next one will be the GPU's own speed, "
+      .. "because every decode step still reads all %.2f GiB of weights. Fixing one bottleneck "
+      .. "always shows you the next.", b.p.weights_gib)
+    lab.pause()
+  end,
+}

@@ -1,0 +1,161 @@
+-- Lesson 20: the sizing checklist, run live on the learner's own model and GPU.
+local fmt = require("lib.fmt")
+
+local BASE = { model = "meta-llama/Llama-3.1-8B-Instruct", gpu = "h100-80gb", ["gpu-memory-utilization"] = 0.9 }
+
+-- The traffic the learner's service is assumed to see: mostly a few thousand
+-- tokens, with a tail of long ones. Drawn with the lesson's seeded random.
+local function context_sample(lab, cap)
+  local lens = {}
+  for i = 1, 400 do
+    local v
+    if lab.random() < 0.9 then v = lab.random(500, 4000) else v = lab.random(4000, 20000) end
+    lens[i] = math.min(v, cap)
+  end
+  table.sort(lens)
+  return lens, lens[math.ceil(#lens * 0.99)]
+end
+
+local function round_up(v, step) return math.ceil(v / step) * step end
+
+local function kv_heads_per_gpu(lab)
+  local p = lab.plan()
+  return p.kv_heads_per_gpu
+end
+
+return {
+  id = 20,
+  title = "Cheat sheet",
+  flags = { "model", "gpu", "max-model-len", "gpu-memory-utilization", "kv-cache-dtype", "quantization",
+            "tensor-parallel-size", "max-num-seqs" },
+  run = function(lab)
+    lab.page("Your deployment")
+    lab.start(BASE)
+    lab.show("flags"); lab.show("memory"); lab.show("log")
+    lab.say("The whole course fits in six steps. Run them on a deployment of your own: pick "
+      .. "any model in the catalogue (or type the path of a config.json) and any GPU in the "
+      .. "flags view. The server does not have to start yet.")
+    lab.highlight("flags", "model"); lab.highlight("flags", "gpu")
+    lab.goal{
+      text = "Choose a model or a GPU other than the example (8B on an H100).",
+      check = function()
+        return lab.flag("model") ~= BASE.model or lab.flag("gpu") ~= BASE.gpu
+      end,
+      hints = { "Select model in the flags view and type an id such as Qwen/Qwen2.5-14B-Instruct, "
+                .. "or set gpu to a100-80gb." },
+      script = { { "model", "Qwen/Qwen2.5-14B-Instruct" }, { "gpu", "a100-80gb" } },
+    }
+    lab.unhighlight()
+    local m, g = lab.model(), lab.gpu()
+    if not m or not g then error("the chosen model or GPU could not be read") end
+
+    lab.page("1. Bytes per token")
+    local p = lab.plan()
+    lab.say("%s: %d layers, %d attention heads, %d KV heads of %d values. On %s at "
+      .. "tensor-parallel-size %d, each GPU keeps %d KV heads.", m.id, m.layers, m.heads,
+      m.kv_heads, m.head_dim, g.name, p.tensor_parallel_size, kv_heads_per_gpu(lab))
+    local near = {}
+    local function add_near(v, why)
+      if v > 0 and math.abs(v - p.kv_bytes_per_token) > 0.02 * p.kv_bytes_per_token then
+        near[#near + 1] = { value = v, why = why }
+      end
+    end
+    add_near(p.kv_bytes_per_token / 2, "Count both K and V.")
+    add_near(p.kv_bytes_per_token * m.heads / math.max(m.kv_heads, 1),
+      "Only the KV heads are cached, not every attention head.")
+    lab.ask{
+      prompt = "How many bytes of KV does one token take on one GPU?",
+      answer = p.kv_bytes_per_token, unit = "bytes", tolerance = 0.01,
+      near = near,
+      hints = { "2 (K and V) x layers x KV heads per GPU x head size x bytes per value.",
+                "Some models (latent attention, sliding windows) change one factor: the start-up "
+                .. "figures in the memory view give it." },
+    }
+
+    lab.page("2. The pool")
+    p = lab.plan()
+    lab.say(fmt.table{
+      { "budget", string.format("%.2f GiB", p.budget_gib),
+        string.format("%.2f GiB x %s", p.gpu_total_gib, tostring(p.gpu_memory_utilization)) },
+      { "- weights", string.format("%.2f GiB", p.weights_gib), "" },
+      { "- activation", string.format("%.2f GiB", p.activation_gib), "" },
+      { "- CUDA graphs", string.format("%.2f GiB", p.cudagraph_gib), "" },
+      { "- CUDA context", string.format("%.2f GiB", p.cuda_context_gib), "" },
+      { "- NCCL", string.format("%.2f GiB", p.nccl_gib), "" },
+    })
+    if p.kv_cache_gib <= 0 then
+      lab.say("Nothing is left for the cache: vLLM would refuse to start. Shrink the weights "
+        .. "(quantization), split them (tensor-parallel-size) or pick a bigger GPU.")
+      lab.goal{
+        text = "Leave some memory for the KV pool.",
+        check = function() return lab.plan().kv_cache_gib > 0 end,
+        hints = { "quantization fp8 halves 16-bit weights.", "tensor-parallel-size 2 splits them over two GPUs." },
+        script = { { "tensor-parallel-size", "2" } },
+      }
+      p = lab.plan()
+    end
+    lab.ask{
+      prompt = "How much memory is left for the KV pool on each GPU?",
+      answer = p.kv_cache_gib, unit = "GiB", tolerance = 0.02,
+      near = { { value = p.budget_gib - p.weights_gib, why = "Subtract the overheads too, not only the weights." } },
+      hints = { "Budget minus every line below it." },
+    }
+
+    lab.page("3. Divide")
+    lab.ask{
+      prompt = "How many tokens does that pool hold?",
+      answer = p.kv_cache_tokens, unit = "tokens", tolerance = 0.02,
+      near = { { value = p.kv_cache_tokens / p.block_size, why = "That is blocks. Multiply by the block size." } },
+      hints = { string.format("%.2f GiB / %s per token (GiB = 2^30 bytes).", p.kv_cache_gib,
+                  fmt.bytes(p.kv_bytes_per_token)) },
+    }
+    lab.say("That token count is what your deployment is made of.")
+
+    lab.page("4. max-model-len from the p99")
+    local lens, p99 = context_sample(lab, m.max_position_embeddings)
+    local target = math.min(round_up(p99, 1024), m.max_position_embeddings)
+    lab.say("Say your service logged %d requests: the median is %s tokens, the longest %s, and "
+      .. "99%% are at most %s. Size for that p99, not for the model's %s, and not for the median.",
+      #lens, fmt.int(lens[#lens // 2]), fmt.int(lens[#lens]), fmt.int(p99), fmt.int(m.max_position_embeddings))
+    lab.highlight("flags", "max-model-len")
+    lab.goal{
+      text = string.format("Start the server with max-model-len between %s and %s.",
+        fmt.int(p99), fmt.int(math.floor(target * 1.25))),
+      check = function()
+        local q = lab.plan()
+        return q.starts and q.max_model_len >= p99 and q.max_model_len <= target * 1.25
+      end,
+      hints = { string.format("Set max-model-len to %d.", target),
+                "If it still does not start, the pool is too small for one such request: "
+                .. "try kv-cache-dtype fp8, quantization fp8, or tensor-parallel-size 2." },
+      script = { { "max-model-len", tostring(target) } },
+    }
+    lab.unhighlight()
+    p = lab.plan()
+    lab.ask{
+      prompt = "How many requests of that length fit in the pool at once?",
+      answer = p.max_concurrency, unit = "x", tolerance = 0.03,
+      near = { { value = p.kv_cache_tokens / m.max_position_embeddings,
+                 why = "Divide by the max-model-len you set, not the model's maximum." } },
+      hints = { string.format("%s tokens / %s tokens per request.", fmt.int(p.kv_cache_tokens),
+                  fmt.int(p.max_model_len)) },
+    }
+
+    lab.page("5 and 6. Leave the rest alone")
+    p = lab.plan()
+    lab.say("5. Keep gpu-memory-utilization at or a little under vLLM's default. Yours is %s. "
+      .. "Needing more is a sign the GPU is too small; it eats the headroom that keeps a "
+      .. "long-running server from failing later.", tostring(p.gpu_memory_utilization))
+    lab.say("6. Tune max-num-seqs last, and for latency. It does not make the pool bigger "
+      .. "(lessons 14 and 16).")
+    lab.say("Your command:\n\n  vllm serve %s --max-model-len %d --gpu-memory-utilization %s%s%s%s",
+      m.id, p.max_model_len, tostring(p.gpu_memory_utilization),
+      p.tensor_parallel_size > 1 and (" --tensor-parallel-size " .. p.tensor_parallel_size) or "",
+      lab.flag("quantization") ~= "" and (" --quantization " .. lab.flag("quantization")) or "",
+      lab.flag("kv-cache-dtype") ~= "" and lab.flag("kv-cache-dtype") ~= "auto"
+        and (" --kv-cache-dtype " .. lab.flag("kv-cache-dtype")) or "")
+    lab.say("  %s tokens of cache, %s requests of %s tokens at once.",
+      fmt.int(p.kv_cache_tokens), string.format("%.2f", p.max_concurrency), fmt.int(p.max_model_len))
+    lab.pause()
+  end,
+}
