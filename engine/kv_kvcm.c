@@ -86,6 +86,13 @@ int32_t kv_kvcm_allocate_slots(kv_kvcm *m, kv_req *r, int32_t num_new_tokens, co
         return need;
     }
     int32_t bs = m->block_size;
+    if (n_hit == 0 && (int64_t)r->num_computed + num_new_tokens <= (int64_t)r->num_blocks * bs &&
+        (int64_t)r->num_computed + num_new_tokens <= m->max_model_len) {
+        /* the common decode step: the tokens fit the blocks already held */
+        if (m->caching)
+            cache_blocks(m, r, r->num_computed + num_new_tokens);
+        return 0;
+    }
     int64_t computed = (int64_t)r->num_computed + (int64_t)n_hit * bs;
     if (computed > m->max_model_len)
         computed = m->max_model_len;

@@ -44,27 +44,44 @@ void kv_hist_init(kv_hist *h, int kind)
     }
 }
 
-/* fine bucket i covers [10^(-6 + i/10), 10^(-6 + (i+1)/10)); 0 and below go to 0 */
+/* fine bucket i covers [10^(-6 + i/10), 10^(-6 + (i+1)/10)); 0 and below go
+ * to 0. Binary search over precomputed edges: no log10 per observation. */
+static double fine_edges[KV_METRICS_FINE + 1];
+static int fine_ready;
+
 static int fine_index(double v)
 {
-    if (!(v > 1e-6))
+    if (!fine_ready) {
+        for (int i = 0; i <= KV_METRICS_FINE; i++)
+            fine_edges[i] = pow(10.0, -6.0 + i / 10.0);
+        fine_ready = 1;
+    }
+    if (!(v > fine_edges[0]))
         return 0;
-    int i = (int)floor((log10(v) + 6.0) * 10.0);
-    if (i < 0)
-        i = 0;
-    if (i > KV_METRICS_FINE)
-        i = KV_METRICS_FINE;
-    return i;
+    int lo = 0, hi = KV_METRICS_FINE; /* invariant: edges[lo] < v, answer in [lo, hi] */
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (fine_edges[mid] < v)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
 }
 
 void kv_hist_observe(kv_hist *h, double v)
 {
     if (v < 0)
         v = 0;
-    int b = 0;
-    while (b < h->nbounds && v > h->bounds[b])
-        b++;
-    h->counts[b]++;
+    int lo = 0, hi = h->nbounds; /* first bound >= v (Prometheus le), or nbounds for +Inf */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (v > h->bounds[mid])
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    h->counts[lo]++;
     h->fine[fine_index(v)]++;
     if (h->count == 0 || v < h->min)
         h->min = v;

@@ -1,3 +1,7 @@
+/* Keys are already xxh3-128 hashes: use their low bits as the bucket hash
+ * instead of hashing them again (must come before uthash.h). */
+#define HASH_FUNCTION(keyptr, keylen, hashv) ((hashv) = (unsigned)(((const kv_hash *)(keyptr))->lo))
+#include "kv_hash.h"
 #include "kv_pool.h"
 
 #include <stdlib.h>
@@ -133,13 +137,13 @@ static void map_insert(kv_pool *p, kv_block *b)
         b->dup_prev = b->dup_next = -1;
         return;
     }
-    /* same content already cached: chain behind the first (no de-dup) */
-    int32_t last = first->block_id;
-    while (p->blocks[last].dup_next >= 0)
-        last = p->blocks[last].dup_next;
-    p->blocks[last].dup_next = b->block_id;
-    b->dup_prev = last;
-    b->dup_next = -1;
+    /* same content already cached: chain right behind the first (no de-dup;
+     * lookups return the first, so the order of the others does not matter) */
+    b->dup_prev = first->block_id;
+    b->dup_next = first->dup_next;
+    if (first->dup_next >= 0)
+        p->blocks[first->dup_next].dup_prev = b->block_id;
+    first->dup_next = b->block_id;
     b->in_map = 0;
 }
 

@@ -4,23 +4,42 @@
 
 #define KV_REQ_OUTPUT_SALT 0xD1B54A32D192ED03ull
 
+/* map 64 random bits onto [0, vocab) without a division */
+static inline int32_t scale(uint64_t x, uint32_t vocab)
+{
+    return (int32_t)(((x >> 32) * (uint64_t)vocab) >> 32);
+}
+
 int32_t kv_req_token(const kv_req *r, int32_t pos)
 {
     uint32_t vocab = (uint32_t)(r->vocab > 0 ? r->vocab : 32000);
     if (pos < r->prefix_len)
-        return (int32_t)(kv_hash_mix(r->prefix_seed, (uint64_t)pos) % vocab);
+        return scale(kv_hash_mix(r->prefix_seed, (uint64_t)pos), vocab);
     if (pos < r->prompt_len) {
         if (r->prompt_ids)
             return r->prompt_ids[pos - r->prefix_len];
-        return (int32_t)(kv_hash_mix(r->tok_seed, (uint64_t)pos) % vocab);
+        return scale(kv_hash_mix(r->tok_seed, (uint64_t)pos), vocab);
     }
-    return (int32_t)(kv_hash_mix(r->tok_seed ^ KV_REQ_OUTPUT_SALT, (uint64_t)pos) % vocab);
+    return scale(kv_hash_mix(r->tok_seed ^ KV_REQ_OUTPUT_SALT, (uint64_t)pos), vocab);
 }
 
 void kv_req_tokens(const kv_req *r, int32_t pos, int32_t n, int32_t *out)
 {
-    for (int32_t i = 0; i < n; i++)
-        out[i] = kv_req_token(r, pos + i);
+    /* three straight runs (prefix, prompt, output) instead of a branch per token */
+    uint32_t vocab = (uint32_t)(r->vocab > 0 ? r->vocab : 32000);
+    int32_t end = pos + n, i = 0;
+    for (; pos < end && pos < r->prefix_len; pos++)
+        out[i++] = scale(kv_hash_mix(r->prefix_seed, (uint64_t)pos), vocab);
+    if (r->prompt_ids) {
+        for (; pos < end && pos < r->prompt_len; pos++)
+            out[i++] = r->prompt_ids[pos - r->prefix_len];
+    } else {
+        for (; pos < end && pos < r->prompt_len; pos++)
+            out[i++] = scale(kv_hash_mix(r->tok_seed, (uint64_t)pos), vocab);
+    }
+    uint64_t os = r->tok_seed ^ KV_REQ_OUTPUT_SALT;
+    for (; pos < end; pos++)
+        out[i++] = scale(kv_hash_mix(os, (uint64_t)pos), vocab);
 }
 
 int kv_req_reserve(kv_req *r, int32_t max_blocks)
