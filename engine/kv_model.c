@@ -195,6 +195,9 @@ static int derive_max_len(const ctx *c, kv_model *m)
             best = (int64_t)(len * f->valuedouble);
         }
     }
+    if (best > ((int64_t)1 << 34))
+        return kv_errf(c->err, c->errlen, -1, "%s: field \"max_position_embeddings\" gives a length of %lld tokens, "
+                       "more than kvlab plans for (2^34)", c->path, (long long)best);
     m->max_position_embeddings = best;
     return 0;
 }

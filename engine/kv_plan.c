@@ -184,20 +184,28 @@ const char *kv_plan_error_name(kv_plan_error e)
 
 /* ------------------------------------------------------------ KV sizing */
 
+/* double -> int64 without overflow (hostile configs and flags). */
+static int64_t clamp_i64(double v)
+{
+    if (!(v > 0))
+        return 0;
+    return v >= 9.0e18 ? (int64_t)9.0e18 : (int64_t)v;
+}
+
 int64_t kv_plan_request_bytes(const kv_plan *p, int64_t len)
 {
     if (len <= 0)
         return 0;
     int64_t bs = p->block_size;
-    int64_t full = p->num_layers - p->num_sliding_layers;
-    int64_t need = full * kv_cdiv(len, bs) * p->page_size_bytes;
+    double full = p->num_layers - p->num_sliding_layers;
+    double need = full * (double)kv_cdiv(len, bs) * (double)p->page_size_bytes;
     if (p->num_sliding_layers > 0) {
         int64_t toks = (int64_t)p->sliding_window - 1 + p->max_num_batched_tokens;
         if (toks > len)
             toks = len;
-        need += (int64_t)p->num_sliding_layers * (kv_cdiv(toks, bs) + 1) * p->page_size_bytes;
+        need += (double)p->num_sliding_layers * (double)(kv_cdiv(toks, bs) + 1) * (double)p->page_size_bytes;
     }
-    return need;
+    return clamp_i64(need);
 }
 
 /* Blocks one request of len tokens takes from the shared pool: the sum over
@@ -570,9 +578,8 @@ int kv_plan_compute_nofix(const kv_model *m, const kv_gpu *gpu, const kv_args *a
 
     /* 4. get_kv_cache_configs: the memory checks. */
     int64_t per_block = p->page_size_bytes * p->group_size;
-    p->num_blocks_computed = p->available_kv_bytes > 0 ? (int64_t)floor(p->available_kv_bytes / (double)per_block) : 0;
-    p->kv_cache_tokens_unrounded =
-        p->available_kv_bytes > 0 ? (int64_t)floor(p->available_kv_bytes / (double)p->kv_bytes_per_token) : 0;
+    p->num_blocks_computed = clamp_i64(floor(p->available_kv_bytes / (double)per_block));
+    p->kv_cache_tokens_unrounded = clamp_i64(floor(p->available_kv_bytes / (double)p->kv_bytes_per_token));
     if (p->available_kv_bytes <= 0) {
         fail(p, KV_PLAN_ERR_NO_KV_MEMORY,
              "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
@@ -634,10 +641,10 @@ int kv_plan_compute_nofix(const kv_model *m, const kv_gpu *gpu, const kv_args *a
         p->num_blocks = a->num_gpu_blocks_override;
     }
     p->kv_pool_bytes = (double)p->num_blocks * (double)per_block;
-    p->kv_cache_tokens = p->num_blocks / p->num_kv_groups * p->block_size;
+    p->kv_cache_tokens = clamp_i64((double)(p->num_blocks / p->num_kv_groups) * p->block_size);
     p->max_concurrency = p->blocks_per_request > 0 ? (double)p->num_blocks / (double)p->blocks_per_request : 0;
     char toks[32], lens[32];
-    fmt_thousands(toks, sizeof toks, (int64_t)(p->max_concurrency * (double)p->max_model_len));
+    fmt_thousands(toks, sizeof toks, clamp_i64(p->max_concurrency * (double)p->max_model_len));
     fmt_thousands(lens, sizeof lens, p->max_model_len);
     log_line(p, "INFO", "GPU KV cache size: %s tokens, Maximum concurrency for %s tokens per request: %.2fx", toks, lens,
              p->max_concurrency);

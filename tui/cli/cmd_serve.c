@@ -111,7 +111,8 @@ static void print_report(const kv_model *m, const kv_plan *p, const char *notes)
         printf("  num_blocks %s (block 0 is the null block), shared by %d KV cache groups of %d layers\n", a,
                p->num_kv_groups, p->group_size);
         printf("  one %s-token request takes %s blocks across the groups\n", b, c);
-        thousands(a, sizeof a, (long long)(p->max_concurrency * (double)p->max_model_len));
+        double toks = p->max_concurrency * (double)p->max_model_len;
+        thousands(a, sizeof a, toks < 9e18 ? (long long)toks : (long long)9e18);
         printf("  %.2f requests of %s tokens fit at once (%s tokens)\n", p->max_concurrency, b, a);
         return;
     }
