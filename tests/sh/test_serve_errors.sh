@@ -57,7 +57,7 @@ bad "folder holds no config.json" serve "$tmp/empty"
 bad "unexpected argument 'extra'" models extra
 bad "unexpected argument '--x'" gpus --x
 # a broken data dir is reported, not crashed on
-KVLAB_DATA_DIR="$tmp/empty" bad "cannot open the GPU catalogue" serve "$KVLAB_SOURCE_DIR/assets/models/$L8/config.json"
+KVLAB_DATA_DIR="$tmp/empty" bad "cannot open the GPU catalogue" serve "$KVLAB_SOURCE_DIR/assets/models/$L8/config.json" --gpu h100
 
 # Accepted with a note (exit 0): vLLM flags that do not touch memory.
 out=$("$KVLAB" serve $L8 --gpu h100 --port 8000 --api-key k --seed 1 --disable-log-requests --swap-space 4 \

@@ -261,8 +261,6 @@ int cmd_serve(int argc, char **argv)
     if (json) {
         cJSON *o = kv_plan_to_json(p);
         if (o) {
-            cJSON_InsertItemInArray(o, 0, cJSON_CreateString(m.id)); /* placeholder removed below */
-            cJSON_DeleteItemFromArray(o, 0);
             cJSON_AddStringToObject(o, "model", m.id);
             add_notes_json(o, notes);
             kvlab_serve_json_alloc(o, &alloc);
