@@ -534,8 +534,11 @@ int kv_plan_compute_nofix(const kv_model *m, const kv_gpu *gpu, const kv_args *a
     set_term(p, KV_PLAN_TERM_KV_CACHE, "kv_cache", p->available_kv_bytes, p->kv_cache_memory_bytes_set,
              p->kv_cache_memory_bytes_set ? "--kv-cache-memory-bytes" : "budget - the terms above");
 
-    /* 1. init_device: the free-memory check. */
-    p->free_at_start_bytes = total - p->gpu_used_bytes - p->cuda_context_bytes;
+    /* 1. init_device: the free-memory check. vLLM initialises NCCL before it
+     * takes the memory snapshot (gpu_worker.py init_device; vllm-internals.md
+     * section 5), so at tp > 1 the buffers are already gone from "free": a
+     * utilization that just fits on one GPU can fail the check on two. */
+    p->free_at_start_bytes = total - p->gpu_used_bytes - p->cuda_context_bytes - p->nccl_bytes;
     double requested = total * a->gpu_memory_utilization;
     if (!p->kv_cache_memory_bytes_set && p->free_at_start_bytes < requested) {
         fail(p, KV_PLAN_ERR_FREE_MEMORY,

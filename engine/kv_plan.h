@@ -87,7 +87,7 @@ typedef struct kv_plan {
     char gpu_name[128];
     double gpu_total_bytes;      /* reported total per GPU */
     double gpu_used_bytes;       /* other processes at start-up (--gpu-used-gib) */
-    double free_at_start_bytes;  /* total - used - CUDA context, what vLLM's start-up check sees */
+    double free_at_start_bytes;  /* total - used - CUDA context - NCCL (tp > 1), what vLLM's start-up check sees */
     double gpu_memory_utilization;
     int32_t tensor_parallel_size;
     int32_t num_ranks;           /* = tensor_parallel_size; every rank's figures are the ones below */
