@@ -1,6 +1,6 @@
 # Helpers for the tmux-driven tests of the lesson app (sourced by
-# tests/sh/test_tui_*.sh). Each test gets its own tmux server (-L, private
-# socket), its own empty XDG_STATE_HOME (so real progress is never touched)
+# tests/sh/test_tui_*.sh). Each test gets its own tmux server (-S, a private
+# socket in its temporary folder), its own empty XDG_STATE_HOME (so real progress is never touched)
 # and polls capture-pane with a timeout instead of sleeping a fixed time.
 # Exit 77 (ctest: skipped) when tmux or the app is not available.
 
@@ -16,13 +16,13 @@ if [ "${KVLAB_TUI:-1}" = "0" ] || [ "${KVLAB_TUI:-}" = "OFF" ]; then
     exit 77
 fi
 
-TUI_SOCK="kvlab-test-$$-${RANDOM}"
 TUI_STATE=$(mktemp -d)
 TUI_TMP=$(mktemp -d)
+TUI_SOCK="$TUI_TMP/tmux.sock"
 TUI_SESSION=app
 export XDG_STATE_HOME="$TUI_STATE"
 
-tui_tmux() { tmux -L "$TUI_SOCK" -f /dev/null "$@"; }
+tui_tmux() { tmux -S "$TUI_SOCK" -f /dev/null "$@"; }
 
 tui_cleanup() {
     tui_tmux kill-server >/dev/null 2>&1 || true

@@ -257,7 +257,7 @@ static void relayout(app *a, int force)
     req.want_h[UI_PANE_MEMORY] = ui_mem_want_h(a, side_w);
     req.want_h[UI_PANE_FLAGS] = ui_flags_want_h(a);
     req.want_h[UI_PANE_METRICS] = ui_metrics_want_h(a);
-    req.want_h[UI_PANE_REQUESTS] = 8;
+    req.want_h[UI_PANE_REQUESTS] = 4;
     if (a->eng) {
         /* The pool asks for one cell per block, up to half the screen. */
         kv_engine_info info;
@@ -266,6 +266,8 @@ static void relayout(app *a, int force)
         int need = (info.num_blocks + cols - 1) / cols + 3;
         int cap = a->rows / 2 > 5 ? a->rows / 2 : 5;
         req.want_h[UI_PANE_POOL] = need < cap ? need : cap;
+        int live = info.num_running + info.num_waiting;
+        req.want_h[UI_PANE_REQUESTS] = 2 + (live < 2 ? 2 : live > 10 ? 10 : live);
     }
     int tp = a->plan ? a->plan->tensor_parallel_size : 1;
     req.want_h[UI_PANE_TP] = 2 * (tp > 0 ? tp : 1) + 3;
@@ -655,7 +657,9 @@ static void flags_key(app *a, int ch)
     case KEY_LEFT: case KEY_RIGHT: case '+': case '-': case '=': case '<': case '>': {
         char v[APP_INPUT_MAX];
         int dir = (ch == KEY_RIGHT || ch == '+' || ch == '=' || ch == '>') ? 1 : -1;
-        if (ui_flags_step(f, dir, v, sizeof v)) {
+        char cur[APP_INPUT_MAX];
+        ui_flags_effective(a, f, cur, sizeof cur);
+        if (ui_flags_step(cur, f, dir, v, sizeof v)) {
             char name[64];
             snprintf(name, sizeof name, "%s", f->name);
             apply_flag(a, name, v);
@@ -668,7 +672,7 @@ static void flags_key(app *a, int ch)
     }
     case '\n': case '\r': case KEY_ENTER: case 'e':
         a->flag_editing = 1;
-        snprintf(a->flag_buf, sizeof a->flag_buf, "%s", f->value ? f->value : "");
+        ui_flags_effective(a, f, a->flag_buf, sizeof a->flag_buf);
         a->flag_len = (int)strlen(a->flag_buf);
         break;
     case 'q': case '?': case 'n': case 'p': case ' ': case 'h': case 'l': case '\t':

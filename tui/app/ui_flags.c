@@ -25,9 +25,28 @@ int ui_flags_row_at(const app *a, int y)
     return r < n ? r : -1;
 }
 
-int ui_flags_step(const lsn_flag *f, int dir, char *out, size_t len)
+int ui_flags_effective(const app *a, const lsn_flag *f, char *out, size_t len)
 {
-    const char *v = f->value ? f->value : "";
+    snprintf(out, len, "%s", f->value ? f->value : "");
+    if (*out || !a->plan) return 0;
+    const kv_plan *p = a->plan;
+    const char *n = f->name;
+    if (!strcmp(n, "max-num-seqs")) snprintf(out, len, "%lld", (long long)p->max_num_seqs);
+    else if (!strcmp(n, "max-num-batched-tokens")) snprintf(out, len, "%lld", (long long)p->max_num_batched_tokens);
+    else if (!strcmp(n, "max-model-len")) snprintf(out, len, "%lld", (long long)p->max_model_len);
+    else if (!strcmp(n, "gpu-memory-utilization")) snprintf(out, len, "%.2f", p->gpu_memory_utilization);
+    else if (!strcmp(n, "block-size")) snprintf(out, len, "%d", p->block_size);
+    else if (!strcmp(n, "tensor-parallel-size")) snprintf(out, len, "%d", p->tensor_parallel_size);
+    else if (!strcmp(n, "kv-cache-dtype")) snprintf(out, len, "%s", p->kv_cache_dtype);
+    else if (!strcmp(n, "enforce-eager")) snprintf(out, len, "%s", p->enforce_eager ? "true" : "false");
+    else if (!strcmp(n, "enable-prefix-caching")) snprintf(out, len, "%s", p->enable_prefix_caching ? "true" : "false");
+    else if (!strcmp(n, "gpu")) snprintf(out, len, "%s", p->gpu_id);
+    return *out != 0;
+}
+
+int ui_flags_step(const char *value, const lsn_flag *f, int dir, char *out, size_t len)
+{
+    const char *v = value ? value : "";
     if (f->nchoices > 0) {
         int cur = -1;
         for (int i = 0; i < f->nchoices; i++)
@@ -108,13 +127,16 @@ void ui_flags_draw(app *a, WINDOW *win)
             int u = ui_puts(win, 1 + r, vx, vw - 1, a->flag_buf, ia);
             ui_put(win, 1 + r, vx + u, L' ', ia | A_REVERSE);
         } else {
-            const char *v = f->value && *f->value ? f->value : "(default)";
+            char eff[128];
+            int dflt = ui_flags_effective(a, f, eff, sizeof eff);
+            const char *v = *eff ? eff : "(default)";
             char shown[160];
-            if (sel && f->nchoices > 0) snprintf(shown, sizeof shown, "< %s >", v);
+            if (sel) snprintf(shown, sizeof shown, "< %s >", v);
             else snprintf(shown, sizeof shown, "%s", v);
             int vlen = (int)strlen(shown);
             int x = vx + (vw - vlen > 0 ? vw - vlen : 0);
-            ui_puts(win, 1 + r, x, vw, shown, f->value && *f->value ? at : (at | ui_attr(UI_R_DIM)));
+            /* A default is dim; the value the learner set is plain. */
+            ui_puts(win, 1 + r, x, vw, shown, dflt || !*eff ? (sel ? at | A_DIM : ui_attr(UI_R_DIM)) : at);
         }
     }
     /* Last row: a status message, else what the selected flag changes. */

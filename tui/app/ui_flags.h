@@ -13,11 +13,16 @@
 int ui_flags_want_h(const app *a);
 void ui_flags_draw(app *a, WINDOW *win);
 
-/* The value one step up (dir > 0) or down from f's current value: the
+/* The value one step up (dir > 0) or down from value (f's current one): the
  * next choice, on/off toggled, a fraction by 0.01, an integer doubled or
  * halved. Returns 1 with the text in out, 0 when it cannot step (no
  * current value: the learner types one). */
-int ui_flags_step(const lsn_flag *f, int dir, char *out, size_t len);
+int ui_flags_step(const char *value, const lsn_flag *f, int dir, char *out, size_t len);
+
+/* f's value as the server runs with it: the value the learner set, else
+ * the default the start-up plan resolved ("1024" for max-num-seqs on an
+ * H100), else "". Returns 1 when it is such a resolved default. */
+int ui_flags_effective(const app *a, const lsn_flag *f, char *out, size_t len);
 
 /* The flag row under window cell y of the flags pane at its last draw, or -1. */
 int ui_flags_row_at(const app *a, int y);

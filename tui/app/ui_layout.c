@@ -49,13 +49,19 @@ static void stack(ui_layout *out, const ui_layout_req *req, const ui_pane *list,
     int left = h;
 
     memset(heights, 0, sizeof heights);
-    /* Priority: the focused pane first, then display order. */
-    if (req->focus >= 0 && req->focus < UI_PANE_COUNT && (want & UI_PANE_BIT(req->focus))) {
-        for (int i = 0; i < n; i++)
-            if (list[i] == (ui_pane)req->focus) order[norder++] = list[i];
-    }
-    for (int i = 0; i < n; i++)
-        if ((want & UI_PANE_BIT(list[i])) && list[i] != (ui_pane)req->focus) order[norder++] = list[i];
+    /* Priority: the focused pane first, then the flags and pictures the
+     * learner acts on, the tables last. */
+    static const ui_pane prio[] = {
+        UI_PANE_MEMORY, UI_PANE_FLAGS, UI_PANE_POOL, UI_PANE_TP, UI_PANE_PLOT,
+        UI_PANE_METRICS, UI_PANE_REQUESTS, UI_PANE_LOG,
+    };
+    unsigned in_list = 0;
+    for (int i = 0; i < n; i++) in_list |= UI_PANE_BIT(list[i]);
+    want &= in_list;
+    if (req->focus >= 0 && req->focus < UI_PANE_COUNT && (want & UI_PANE_BIT(req->focus)))
+        order[norder++] = (ui_pane)req->focus;
+    for (unsigned i = 0; i < sizeof prio / sizeof prio[0]; i++)
+        if ((want & UI_PANE_BIT(prio[i])) && prio[i] != (ui_pane)req->focus) order[norder++] = prio[i];
 
     for (int i = 0; i < norder; i++) {
         int mh = ui_layout_min_h(order[i]);
