@@ -2,6 +2,7 @@
  * `static int f_<name>(lua_State *L)` per entry. Bindings check their
  * arguments, make one call into the runner or the engine, and push plain
  * tables; waits set the runner's wait and yield to the host. */
+#include <cjson/cJSON.h>
 #include <lauxlib.h>
 #include <math.h>
 #include <stdlib.h>
@@ -394,6 +395,80 @@ static int f_model(lua_State *L)
         return push_model(L, &m);
     }
     return push_model(L, lsn_server_model(r->server));
+}
+
+/* A JSON value as a Lua value (objects -> tables, arrays -> lists, null -> nil). */
+static void push_json(lua_State *L, const cJSON *j, int depth)
+{
+    if (depth > 32) {
+        lua_pushnil(L);
+    } else if (cJSON_IsObject(j) || cJSON_IsArray(j)) {
+        lua_newtable(L);
+        lua_Integer i = 1;
+        for (const cJSON *c = j->child; c; c = c->next) {
+            if (cJSON_IsNull(c))
+                continue;
+            push_json(L, c, depth + 1);
+            if (cJSON_IsArray(j))
+                lua_rawseti(L, -2, i++);
+            else
+                lua_setfield(L, -2, c->string ? c->string : "");
+        }
+    } else if (cJSON_IsBool(j)) {
+        lua_pushboolean(L, cJSON_IsTrue(j));
+    } else if (cJSON_IsNumber(j)) {
+        double v = j->valuedouble;
+        if (v == floor(v) && fabs(v) < 9e15)
+            lua_pushinteger(L, (lua_Integer)v);
+        else
+            lua_pushnumber(L, v);
+    } else if (cJSON_IsString(j)) {
+        lua_pushstring(L, j->valuestring);
+    } else {
+        lua_pushnil(L);
+    }
+}
+
+/* lab.config(): the config.json the running model was read from, as a table
+ * (the file as written: absent fields stay absent), and its path. */
+static int f_config(lua_State *L)
+{
+    const kv_model *m = lsn_server_model(R(L)->server);
+    if (!m || !m->path[0]) {
+        lua_pushnil(L);
+        return 1;
+    }
+    FILE *f = fopen(m->path, "rb");
+    if (!f)
+        return luaL_error(L, "lab.config: cannot read %s", m->path);
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            cap = cap ? cap * 2 : 16384;
+            char *t = cap <= (8u << 20) ? realloc(text, cap) : NULL;
+            if (!t) {
+                free(text);
+                fclose(f);
+                return luaL_error(L, "lab.config: %s is too big", m->path);
+            }
+            text = t;
+        }
+        size_t n = fread(text + len, 1, 4096, f);
+        len += n;
+        if (n < 4096)
+            break;
+    }
+    fclose(f);
+    text[len] = '\0';
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    if (!j)
+        return luaL_error(L, "lab.config: %s is not JSON", m->path);
+    push_json(L, j, 0);
+    cJSON_Delete(j);
+    lua_pushstring(L, m->path);
+    return 2;
 }
 
 static int f_gpu(lua_State *L)
@@ -1268,7 +1343,7 @@ static const luaL_Reg lab_funcs[] = {
     {"page", f_page},         {"say", f_say},           {"pause", f_pause},
     {"start", f_start},       {"restart", f_restart},   {"stop", f_stop},
     {"flag", f_flag},         {"running", f_running},   {"plan", f_plan},
-    {"model", f_model},       {"gpu", f_gpu},           {"log", f_log},
+    {"model", f_model},       {"config", f_config},     {"gpu", f_gpu},           {"log", f_log},
     {"step_time", f_step_time},
     {"metrics", f_metrics},   {"blocks", f_blocks},     {"block", f_block},
     {"requests", f_requests}, {"request", f_request},   {"ranks", f_ranks},

@@ -24,6 +24,8 @@ struct lsn_server {
     set_flag set[MAX_SET];   /* flags given, in order, so "" can restore a default */
     int nset;
     int no_cache, contiguous;
+    int kv_heads;            /* kv-heads: hypothetical KV heads (0 = the model's own) */
+    double request_rate;     /* request-rate: for the lesson's traffic (0 = the lesson's default) */
     kv_model model;
     int have_model;
     kv_gpu gpu;
@@ -38,6 +40,8 @@ struct lsn_server {
 static const struct { const char *name, *help, *choices; } own_flags[] = {
     {"kv-cache", "off: keep no KV cache, so every new token recomputes the whole sequence", "on|off"},
     {"contiguous", "on: reserve a max-model-len slab per request instead of blocks on demand", "on|off"},
+    {"kv-heads", "what if the model had this many KV heads (num_key_value_heads)? Weights stay as they are", NULL},
+    {"request-rate", "requests per second the lesson's traffic sends (as vllm bench serve --request-rate)", NULL},
 };
 
 static void canon(const char *name, char *out, size_t outl)
@@ -98,12 +102,38 @@ void lsn_server_reset_args(lsn_server *s)
     s->nset = 0;
     s->no_cache = 0;
     s->contiguous = 0;
+    s->kv_heads = 0;
+    s->request_rate = 0;
 }
 
 /* Apply one flag to a, or to the kvlab switches. */
+/* kvlab's numeric switches: kv-heads (a whole number >= 1) and request-rate (> 0). */
+static int apply_own_number(const char *name, const char *value, int *kv_heads, double *rate, char *err,
+                            size_t errlen)
+{
+    char *end = NULL;
+    double v = value ? strtod(value, &end) : 0;
+    if (!value || end == value || *end || !(v > 0) || v > 1e6) {
+        snprintf(err, errlen, "--%s takes a positive number, not '%s'", name, value ? value : "");
+        return -1;
+    }
+    if (!strcmp(name, "kv-heads")) {
+        if (v != (double)(int)v) {
+            snprintf(err, errlen, "--kv-heads takes a whole number of heads, not '%s'", value);
+            return -1;
+        }
+        *kv_heads = (int)v;
+    } else {
+        *rate = v;
+    }
+    return 0;
+}
+
 static int apply(lsn_server *s, kv_args *a, int *no_cache, int *contiguous, const char *name, const char *value,
                  char *err, size_t errlen)
 {
+    if (!strcmp(name, "kv-heads") || !strcmp(name, "request-rate"))
+        return apply_own_number(name, value, &s->kv_heads, &s->request_rate, err, errlen);
     if (!strcmp(name, "kv-cache") || !strcmp(name, "contiguous")) {
         int on;
         if (parse_onoff(value, &on) < 0) {
@@ -135,6 +165,8 @@ static int rebuild(lsn_server *s, char *err, size_t errlen)
     kv_args a;
     kv_args_init(&a);
     int nc = 0, ct = 0;
+    s->kv_heads = 0;
+    s->request_rate = 0;
     for (int i = 0; i < s->nset; i++)
         if (apply(s, &a, &nc, &ct, s->set[i].name, s->set[i].value, err, errlen) < 0)
             return -1;
@@ -163,8 +195,12 @@ int lsn_server_set(lsn_server *s, const char *name, const char *value, char *err
     /* Validate on a scratch copy so a bad value changes nothing. */
     if (value && value[0]) {
         kv_args scratch = s->args;
-        int nc = s->no_cache, ct = s->contiguous;
-        if (apply(s, &scratch, &nc, &ct, n, value, err, errlen) < 0)
+        int nc = s->no_cache, ct = s->contiguous, kh = s->kv_heads;
+        double rr = s->request_rate;
+        int bad = apply(s, &scratch, &nc, &ct, n, value, err, errlen) < 0;
+        s->kv_heads = kh;
+        s->request_rate = rr;
+        if (bad)
             return -1;
     }
     int k = -1;
@@ -200,6 +236,20 @@ int lsn_server_get(const lsn_server *s, const char *name, char *buf, size_t bufl
     }
     if (!strcmp(n, "contiguous")) {
         snprintf(buf, buflen, "%s", s->contiguous ? "on" : "off");
+        return 0;
+    }
+    if (!strcmp(n, "kv-heads")) {
+        if (s->kv_heads > 0)
+            snprintf(buf, buflen, "%d", s->kv_heads);
+        else if (buflen)
+            buf[0] = '\0';
+        return 0;
+    }
+    if (!strcmp(n, "request-rate")) {
+        if (s->request_rate > 0)
+            snprintf(buf, buflen, "%g", s->request_rate);
+        else if (buflen)
+            buf[0] = '\0';
         return 0;
     }
     if (kv_args_get(&s->args, n, buf, buflen) < 0) {
@@ -259,6 +309,23 @@ int lsn_server_start(lsn_server *s, char *err, size_t errlen)
         return -1;
     }
     s->have_model = 1;
+    if (s->kv_heads > 0) {
+        /* A hypothetical variant (lessons 5 and 6): the same weights, with the
+         * cache of a model that had kv_heads K/V heads. GQA groups must divide
+         * the query heads evenly, as in any real checkpoint. */
+        const kv_model *m = &s->model;
+        if (m->is_mla) {
+            snprintf(err, errlen, "--kv-heads: %s uses multi-head latent attention, which caches one latent, "
+                     "not K/V heads", m->id);
+            return -1;
+        }
+        if (s->kv_heads > m->num_attention_heads || m->num_attention_heads % s->kv_heads) {
+            snprintf(err, errlen, "--kv-heads %d: must divide the model's %d attention heads evenly", s->kv_heads,
+                     m->num_attention_heads);
+            return -1;
+        }
+        s->model.num_key_value_heads = s->kv_heads;
+    }
     const kv_gpu *g = NULL;
     s->have_gpu = 0;
     if (s->args.gpu[0]) {

@@ -4,8 +4,10 @@
  *
  * Besides vLLM's flags (kv_args) it takes kvlab's teaching switches:
  * "kv-cache" on|off (off = KV_MODE_NO_CACHE: every token recomputes the whole
- * sequence) and "contiguous" on|off (KV_MODE_CONTIGUOUS: a max_model_len slab
- * per request). */
+ * sequence), "contiguous" on|off (KV_MODE_CONTIGUOUS: a max_model_len slab
+ * per request), "kv-heads" N (a what-if model with N KV heads and the same
+ * weights) and "request-rate" R (stored for the lesson's traffic; no effect
+ * on the server). */
 #ifndef LSN_SERVER_H
 #define LSN_SERVER_H
 
