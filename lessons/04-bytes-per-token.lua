@@ -1,0 +1,135 @@
+-- Lesson 4: the formula on the whiteboard.
+-- KV bytes per token from the fields of the model's real config.json.
+local fmt = require("lib.fmt")
+local expect = require("lib.expect")
+
+local MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+
+-- One line per config field: name, value as the file has it, what it means.
+local function field_rows(cfg, m)
+  local rows = {
+    { "num_hidden_layers", tostring(cfg.num_hidden_layers), "layers, each keeps its own K and V" },
+    { "num_attention_heads", tostring(cfg.num_attention_heads), "query heads (not cached)" },
+    { "num_key_value_heads", tostring(cfg.num_key_value_heads or cfg.num_attention_heads),
+      "K/V heads: the ones the cache stores" },
+  }
+  if cfg.head_dim then
+    rows[#rows + 1] = { "head_dim", tostring(cfg.head_dim), "values in one head" }
+  else
+    rows[#rows + 1] = { "head_dim", "(absent)", string.format("so hidden_size / num_attention_heads = %d / %d = %d",
+                        cfg.hidden_size, cfg.num_attention_heads, m.head_dim) }
+  end
+  rows[#rows + 1] = { "torch_dtype", tostring(cfg.torch_dtype or "(absent)"),
+                      string.format("%d bytes per value", m.dtype_bytes) }
+  return rows
+end
+
+-- "2 x 32 layers x 8 KV heads x 128 head_dim x 2 bytes = 131,072 bytes" for
+-- the running server, from the plan's own factors.
+local function formula(lab)
+  local p = lab.plan()
+  local layers, kvh, hs = p.num_layers, p.kv_heads_per_gpu, p.head_size
+  local dt = p.kv_cache_dtype or ""
+  local vb = dt:find("fp8") and 1 or (dt:find("32") and 4 or 2)
+  local factor = p.kv_bytes_per_token / (layers * kvh * hs * vb)
+  if factor ~= 1 and factor ~= 2 then
+    return string.format("  %s bytes per token (%s)", fmt.int(p.kv_bytes_per_token), fmt.bytes(p.kv_bytes_per_token))
+  end
+  return string.format("  %d x %d layers x %d KV heads x %d head_dim x %d byte%s = %s bytes (%s)",
+    factor, layers, kvh, hs, vb, vb > 1 and "s" or "", fmt.int(p.kv_bytes_per_token),
+    fmt.bytes(p.kv_bytes_per_token))
+end
+
+return {
+  id = 4,
+  title = "The formula on the whiteboard",
+  flags = { "model", "kv-cache-dtype" },
+  run = function(lab)
+    local ok, err = lab.start{ model = MODEL, gpu = "h100-80gb", ["gpu-memory-utilization"] = 0.9 }
+    assert(ok, err)
+    local m, p = lab.model(), lab.plan()
+    local cfg, path = lab.config()
+
+    lab.page("Where the numbers live")
+    lab.say("Every token a request holds costs the cache the same number of bytes. " ..
+            "You do not need the weights to work that number out: the model's config.json " ..
+            "has every field it depends on. This is the file kvlab just read for %s:", m.id)
+    lab.say("  %s", path)
+    lab.say(fmt.table(field_rows(cfg, m)))
+    lab.say("For each token, every layer stores one key vector and one value vector per KV head, " ..
+            "each head_dim values long. Written out:")
+    lab.say("  bytes per token = 2 (K and V) x layers x KV heads x head_dim x bytes per value")
+    lab.say("Query heads do not appear: queries are used once, in the step that computes them, and " ..
+            "never stored.")
+    lab.show("log", { upto = "allocate" })
+    lab.highlight("log", "GPU KV cache size")
+    lab.pause()
+
+    lab.page("Work it out")
+    local bpt = p.kv_bytes_per_token
+    local layers, kv, heads = cfg.num_hidden_layers, p.kv_heads_per_gpu, cfg.num_attention_heads
+    expect.near(lab, "8B KV bytes per token (bf16)", bpt, 131072, 0)
+    lab.ask{
+      prompt = string.format("How many bytes of KV cache does one token of %s cost?", m.id),
+      answer = bpt,
+      unit = "bytes",
+      tolerance = 0.005,
+      near = {
+        { value = bpt / 2, why = "Half of it. Either K and V were not both counted (the 2 in front), " ..
+                                 "or the 2 bytes of each bf16 value were left out." },
+        { value = bpt * heads / kv, why = string.format("That uses all %d attention heads. Only the %d " ..
+                                 "KV heads are cached; the query heads share them.", heads, kv) },
+        { value = bpt / layers, why = string.format("That is one layer. All %d layers keep their own K and V.",
+                                 layers) },
+        { value = bpt / 4, why = "A quarter: both the 2 for K and V and the 2 bytes per value are missing." },
+      },
+      hints = {
+        "Multiply the five factors: 2, num_hidden_layers, num_key_value_heads, head_dim, bytes per value.",
+        string.format("head_dim is not in this file: divide hidden_size by num_attention_heads (%d / %d).",
+                      cfg.hidden_size, heads),
+        string.format("2 x %d x %d x %d x %d.", layers, kv, m.head_dim, m.dtype_bytes),
+      },
+      script = "131,072 bytes",
+      wrong = { "128 KB", "524288", "4096" },
+      explain = formula(lab),
+    }
+
+    lab.page("From bytes to the pool")
+    lab.say("The engine did the same sum, once per block of %d tokens. The pool it sized at start-up " ..
+            "is %.2f GiB; divided by %s per token that is the token count in the log:",
+            p.block_size, p.kv_cache_gib, fmt.bytes(bpt))
+    lab.say("  %.2f GiB / %s = %s tokens", p.kv_cache_gib, fmt.bytes(bpt),
+            fmt.int(p.kv_cache_tokens))
+    lab.show("memory")
+    lab.highlight("memory", "kv", nil, fmt.int(p.kv_cache_tokens) .. " tokens")
+    local conv = 8192
+    lab.ask{
+      prompt = string.format("A conversation reaches %s tokens. How much cache does it hold, in GiB?",
+                             fmt.int(conv)),
+      answer = conv * bpt / 2 ^ 30,
+      unit = "GiB",
+      tolerance = 0.01,
+      near = {
+        { value = conv * bpt / 2 ^ 30 * heads / kv,
+          why = "That counts every attention head; the cache only holds the KV heads." },
+        { value = conv * bpt / 2 ^ 31, why = "Half: K and V are both stored." },
+      },
+      hints = { string.format("Tokens times bytes per token: %s x %s, then divide by 2^30.",
+                              fmt.int(conv), fmt.int(bpt)) },
+      explain = string.format("%s x %s = %s: one GiB per %s tokens, for this model in bf16.",
+                              fmt.int(conv), fmt.bytes(bpt), fmt.gib_of(conv * bpt), fmt.int(conv)),
+    }
+
+    lab.page("Other models")
+    lab.say("The same five factors size every model in the catalogue. Change model (or " ..
+            "kv-cache-dtype) in the flags view and the sum for it appears below; then press next.")
+    lab.say(formula(lab))
+    lab.on_flag(function()
+      if lab.plan() and lab.plan().kv_bytes_per_token then
+        lab.say("%s:", lab.model().id)
+        lab.say(formula(lab))
+      end
+    end)
+    lab.pause()
+  end,
+}

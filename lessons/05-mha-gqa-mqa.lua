@@ -1,0 +1,115 @@
+-- Lesson 5: MHA, GQA and MQA.
+-- One model shape, three ways of sharing K/V between query heads; the cache
+-- follows the KV heads, not the parameter count.
+local fmt = require("lib.fmt")
+local expect = require("lib.expect")
+local heads = require("lib.heads")
+local pick = require("lib.pick")
+
+local MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+local LEN = 8192
+
+return {
+  id = 5,
+  title = "MHA, GQA and MQA",
+  flags = { "kv-heads", "max-model-len" },
+  run = function(lab)
+    local base = { model = MODEL, gpu = "h100-80gb", ["gpu-memory-utilization"] = 0.9,
+                   ["max-model-len"] = LEN }
+    local ok, err = lab.start(base)
+    assert(ok, err)
+    local m = lab.model()
+    local q = m.heads
+
+    -- The same shape with every query head its own K/V (MHA), the model as
+    -- shipped (GQA) and one K/V for all (MQA). Only the cache changes.
+    local variants = {
+      { name = "MHA", kv = q },
+      { name = "GQA", kv = m.kv_heads },
+      { name = "MQA", kv = 1 },
+    }
+    for _, v in ipairs(variants) do
+      lab.restart{ ["kv-heads"] = v.kv }
+      local p = lab.plan()
+      v.bpt, v.gib, v.tokens, v.conc = p.kv_bytes_per_token, p.kv_cache_gib, p.kv_cache_tokens, p.max_concurrency
+    end
+    lab.restart{ ["kv-heads"] = "" }
+
+    lab.page("Who shares a key")
+    lab.say("%s has %d query heads in every layer. How many K/V pairs sit behind them is a design " ..
+            "choice made before training, and it is the one that sizes the cache:", m.id, q)
+    lab.say("Multi-head attention (MHA): each query head reads its own keys and values.")
+    lab.say(heads.groups(q, q))
+    lab.say("Grouped-query attention (GQA), the shipped model: %d query heads per K/V pair.", q // m.kv_heads)
+    lab.say(heads.groups(q, m.kv_heads))
+    lab.say("Multi-query attention (MQA): all %d query heads read one K/V pair.", q)
+    lab.say(heads.groups(q, 1))
+    local extra = 2 * m.layers * m.hidden_size * (q - m.kv_heads) * m.head_dim
+    lab.say("A real MHA version would also carry bigger K and V projection matrices: %.2fe9 more " ..
+            "parameters here, %s of the model. kvlab's kv-heads override leaves the weights as they " ..
+            "are, so that only the cache moves in what follows.", extra / 1e9, fmt.pct(extra / m.params))
+    lab.pause()
+
+    lab.page("Same card, three prices per token")
+    lab.say("kvlab started the same server three times on one H100, changing only kv-heads " ..
+            "(a hypothetical override: the weights stay as they are). Requests of %s tokens:", fmt.int(LEN))
+    local rows = { { "variant", "KV heads", "KV/token", "pool", "pool tokens", "requests at once" } }
+    for _, v in ipairs(variants) do
+      rows[#rows + 1] = { v.name, tostring(v.kv), fmt.bytes(v.bpt), string.format("%.2f GiB", v.gib),
+                          fmt.int(v.tokens), fmt.x(v.conc) }
+    end
+    lab.say(fmt.table(rows))
+    lab.say("The pool in GiB is identical in every row: none of the subtracted terms moved. " ..
+            "Only the price of a token did, so tokens and requests move by exactly the ratio of " ..
+            "KV heads: %d times fewer than GQA for MHA, %d times more for MQA.",
+            variants[1].kv // variants[2].kv, variants[2].kv // variants[3].kv)
+    expect.near(lab, "8B bytes/token with 8 KV heads", variants[2].bpt, 131072, 0)
+    expect.near(lab, "MHA/GQA bytes ratio", variants[1].bpt / variants[2].bpt, 4, 0)
+    expect.near(lab, "GQA/MHA pool-token ratio", variants[2].tokens / variants[1].tokens, 4, 0.01)
+    expect.near(lab, "pool GiB unchanged by KV heads", variants[1].gib, variants[3].gib, 0.0001)
+    lab.show("log", { upto = "allocate" })
+    lab.highlight("log", "Maximum concurrency")
+    lab.pause()
+
+    -- A target that GQA meets and MHA does not, rounded so it reads as a
+    -- requirement, not as an engine figure.
+    local target = pick.between(variants[1].conc, variants[2].conc)
+    local correct = 3
+    for i, v in ipairs(variants) do
+      if v.conc >= target then correct = i; break end
+    end
+    lab.page("Pick a variant")
+    lab.say("A product team wants %d conversations of %s tokens at once on this H100, and the " ..
+            "research team wants as many KV heads as that allows (more KV heads usually means " ..
+            "slightly better quality). Try kv-heads in the flags view if you like: the log's " ..
+            "'Maximum concurrency' line is the number to watch.", target, fmt.int(LEN))
+    local choices, why = {}, {}
+    for i, v in ipairs(variants) do
+      choices[i] = string.format("%s (%d KV heads)", v.name, v.kv)
+      if i < correct then
+        why[i] = string.format("%s holds only %s requests of %s tokens: short of %d.", v.name, fmt.x(v.conc),
+                               fmt.int(LEN), target)
+      elseif i > correct then
+        why[i] = string.format("%s fits (%s), but gives up more KV heads than the target needs.", v.name,
+                               fmt.x(v.conc))
+      end
+    end
+    lab.ask{
+      prompt = string.format("Which variant keeps the most KV heads while serving %d requests of %s tokens at once?",
+                             target, fmt.int(LEN)),
+      choices = choices,
+      correct = correct,
+      why = why,
+      hints = {
+        "Requests at once = pool tokens / tokens per request. The table on the previous page has both.",
+        "Go down the list from the most KV heads and stop at the first that reaches the target.",
+      },
+      explain = string.format("%s: %s requests at once, with %d KV heads.", variants[correct].name,
+                              fmt.x(variants[correct].conc), variants[correct].kv),
+    }
+    lab.say("The cache scales with KV heads, not with parameters: the three variants are the same " ..
+            "size on disk, yet one holds %d times the conversations of another.",
+            variants[1].kv // variants[3].kv)
+    lab.pause()
+  end,
+}

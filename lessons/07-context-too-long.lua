@@ -1,0 +1,117 @@
+-- Lesson 7: break it: a context the cache can't hold.
+-- Running example B fails vLLM's length check; the learner makes it start,
+-- with the fixes ranked cheapest first.
+local fmt = require("lib.fmt")
+local expect = require("lib.expect")
+
+local MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+
+-- What each fix costs, in the order the engine ranks them.
+local COST = {
+  ["lower max_model_len"] = "free, unless your users really send prompts that long",
+  ["fp8 KV cache"] = "half the bytes per token; a small accuracy question",
+  ["fp8 weights"] = "frees weight memory; a quality question to measure",
+  ["raise utilization (last resort)"] = "borrows the headroom vLLM needs while it runs",
+}
+
+local function cost_of(what)
+  if COST[what] then return COST[what] end
+  if what:find("4%-bit") then return "frees more weight memory; a bigger quality question" end
+  if what:find("GPUs") then return "another card: the most expensive fix" end
+  return ""
+end
+
+return {
+  id = 7,
+  title = "Break it: a context the cache can't hold",
+  flags = { "max-model-len", "kv-cache-dtype", "quantization", "tensor-parallel-size",
+            "gpu-memory-utilization" },
+  run = function(lab)
+    -- Running example B: an RTX 4090 that reports 23.5 GiB, no --max-model-len.
+    local ok, err = lab.start{ model = MODEL, gpu = "rtx-4090", ["gpu-memory-gib"] = 23.5,
+                               ["gpu-memory-utilization"] = 0.9, ["max-num-batched-tokens"] = 8192 }
+    local p = lab.plan()
+    local m = lab.model()
+    expect.holds(lab, "example B fails the length check", not ok and p.error_kind == "max_model_len")
+    expect.near(lab, "example B: KV needed for one max-length request (GiB)", p.needed_gib, 16.0, 0.005)
+    expect.near(lab, "example B: available KV cache memory (GiB)", p.kv_cache_gib, 2.83, 0.01)
+    expect.between(lab, "example B: estimated maximum model length", p.estimated_max_model_len, 22000, 24000)
+
+    lab.page("The server will not start")
+    lab.say("This is running example B: %s on an RTX 4090 that reports %.1f GiB, utilization %.2f, " ..
+            "--max-num-batched-tokens %s and no --max-model-len. vLLM stops during start-up:",
+            m.id, p.gpu_total_gib, p.gpu_memory_utilization, fmt.int(p.max_num_batched_tokens))
+    lab.say("  %s", err or p.error)
+    lab.show("log")
+    lab.highlight("log", "To serve at least one request")
+    lab.show("memory")
+    lab.highlight("memory", "kv", nil, string.format("%.2f GiB", p.kv_cache_gib))
+    lab.say("Read it from the end. Without --max-model-len vLLM takes the model's own limit, %s " ..
+            "tokens (max_position_embeddings in config.json). It then insists that one request of " ..
+            "that length fit in the pool: %s tokens x %s = %.1f GiB. The pool is %.2f GiB, which " ..
+            "holds about %s tokens, and vLLM prints that as the estimated maximum length.",
+            fmt.int(p.max_model_len), fmt.int(p.max_model_len), fmt.bytes(p.kv_bytes_per_token),
+            p.needed_gib, p.kv_cache_gib, fmt.int(p.estimated_max_model_len))
+    lab.say("max-model-len is a limit on one request; the pool is shared by all of them. The check " ..
+            "is only about the first: a server that cannot hold even one full-length request refuses " ..
+            "to start.")
+    lab.pause()
+
+    lab.page("Fixes, cheapest first")
+    lab.say("kvlab tried each fix on the engine. In the order you should reach for them:")
+    local lines = {}
+    for i, f in ipairs(p.fixes or {}) do
+      local result = f.starts and string.format("starts: %s tokens", fmt.int(f.kv_cache_tokens))
+                     or string.format("still fails (pool %.2f GiB)", f.kv_cache_gib)
+      lines[#lines + 1] = string.format("  %d. %-26s %s", i, f.flags, result)
+      lines[#lines + 1] = string.format("     %s: %s", f.what, cost_of(f.what))
+    end
+    lab.say(table.concat(lines, "\n"))
+    lab.say("Raising gpu-memory-utilization belongs at the very end: it takes memory vLLM needs for " ..
+            "fragmentation and short-lived buffers once traffic arrives, so a server that only starts " ..
+            "at 0.95 tends to fall over later.")
+    lab.show("flags")
+
+    lab.on_flag(function(name, value)
+      local q = lab.plan()
+      if not q then return end
+      if q.starts then
+        lab.say("--%s %s: it starts, with %s tokens of cache (%s requests of %s tokens at once).",
+                name, value == "" and "(default)" or value, fmt.int(q.kv_cache_tokens), fmt.x(q.max_concurrency),
+                fmt.int(q.max_model_len))
+      elseif q.error_kind == "max_model_len" then
+        lab.say("--%s %s: still refused. One %s-token request needs %.1f GiB; the pool has %.2f GiB.",
+                name, value == "" and "(default)" or value, fmt.int(q.max_model_len), q.needed_gib, q.kv_cache_gib)
+      else
+        lab.say("--%s %s: refused: %s", name, value == "" and "(default)" or value, q.error)
+      end
+      if name == "gpu-memory-utilization" then
+        lab.say("(Utilization is the last resort: see the table above.)")
+      end
+    end)
+    lab.goal{
+      text = "Make the server start: change a flag in the flags view, cheapest fix first.",
+      check = function() return lab.running() end,
+      hints = {
+        "The error names the length it used. Which flag sets that length?",
+        string.format("Set max-model-len to %s or less (8192 is a common choice).",
+                      fmt.int(p.estimated_max_model_len)),
+      },
+      script = { { "max-model-len", "8192" } },
+    }
+
+    local q = lab.plan()
+    lab.page("It starts")
+    lab.say("The server is up: %.2f GiB of cache, %s tokens, %s requests of %s tokens at once.",
+            q.kv_cache_gib, fmt.int(q.kv_cache_tokens), fmt.x(q.max_concurrency), fmt.int(q.max_model_len))
+    lab.show("log", { upto = "ready" })
+    lab.highlight("log", "Maximum concurrency")
+    if q.gpu_memory_utilization > p.gpu_memory_utilization then
+      lab.say("You got there with a higher utilization. It works on the screen; in production leave " ..
+              "it near the default and use one of the cheaper fixes.")
+    end
+    lab.say("Starting is not the same as serving well: a handful of requests at once is not much of " ..
+            "a server. Chapter 3 turns this pool into a number of users.")
+    lab.pause()
+  end,
+}

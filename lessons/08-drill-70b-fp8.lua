@@ -1,0 +1,138 @@
+-- Lesson 8: drill: 70B with an fp8 cache.
+-- Bytes per token for Llama 3.1 70B in bf16 and fp8, then what one long
+-- conversation holds, in decimal GB.
+local fmt = require("lib.fmt")
+local expect = require("lib.expect")
+
+local MODEL = "meta-llama/Llama-3.1-70B-Instruct"
+local CONV = 32768   -- a "32K" conversation, in tokens
+
+-- Near misses shared by the questions: value -> explanation, for a right
+-- answer `a` built from `layers` layers and heads/kv query/KV heads.
+local function misses(a, layers, heads, kv, extra)
+  local t = {
+    { value = a / 2, why = "Half the answer: K and V are both cached (the factor 2), " ..
+                           "or the bytes per value were halved twice." },
+    { value = a * heads / kv, why = string.format("That uses the %d attention heads. Only the %d KV heads " ..
+                                                  "are cached.", heads, kv) },
+    { value = a / layers, why = string.format("That is a single layer; the model has %d.", layers) },
+  }
+  for _, e in ipairs(extra or {}) do t[#t + 1] = e end
+  return t
+end
+
+return {
+  id = 8,
+  title = "Drill: 70B with an fp8 cache",
+  flags = { "kv-cache-dtype" },
+  run = function(lab)
+    -- Running example C: 70B with FP8 weights on one H100, pushed to 0.96 so it starts.
+    local base = { model = MODEL, gpu = "h100-80gb", quantization = "fp8", ["gpu-memory-utilization"] = 0.96,
+                   ["max-model-len"] = 8192, ["max-num-batched-tokens"] = 8192 }
+    lab.start(base)
+    local m, cfg = lab.model(), lab.config()
+    local bf = lab.plan()
+    lab.restart{ ["kv-cache-dtype"] = "fp8" }
+    local f8 = lab.plan()
+    lab.restart{ ["kv-cache-dtype"] = "" }
+
+    local layers, heads, kv, hd = m.layers, m.heads, m.kv_heads, m.head_dim
+    lab.page("70B, by hand")
+    lab.say("Running example C: %s with FP8 weights on one H100 (utilization %.2f so that it starts). " ..
+            "FP8 weights do not change the cache: K and V are still stored in %s unless you ask " ..
+            "for an fp8 cache.", m.id, bf.gpu_memory_utilization, bf.kv_cache_dtype)
+    lab.say("From its config.json:")
+    lab.say(fmt.table{
+      { "num_hidden_layers", tostring(cfg.num_hidden_layers) },
+      { "num_attention_heads", tostring(cfg.num_attention_heads) },
+      { "num_key_value_heads", tostring(cfg.num_key_value_heads) },
+      { "head_dim", cfg.head_dim and tostring(cfg.head_dim)
+                    or string.format("%d / %d = %d (hidden_size / heads)", cfg.hidden_size, heads, hd) },
+    })
+    lab.say("Answers take units: 96 KiB, 98304 bytes, 2.5 GB and 3 GiB all mean what they say; " ..
+            "a bare number is read in the unit the question names.")
+
+    expect.near(lab, "70B KV per token, bf16 (bytes)", bf.kv_bytes_per_token, 327680, 0)
+    lab.ask{
+      prompt = "KV cache per token with the cache in bf16 (2 bytes per value), in KiB?",
+      answer = bf.kv_bytes_per_token / 1024,
+      unit = "KiB",
+      tolerance = 0.01,
+      near = misses(bf.kv_bytes_per_token / 1024, layers, heads, kv),
+      hints = {
+        "2 x layers x KV heads x head_dim x 2 bytes, then divide by 1024.",
+        string.format("2 x %d x %d x %d x 2 bytes.", layers, kv, hd),
+      },
+      script = "320 KiB",
+      wrong = { "2560 KiB", "4 KiB", "320 KB" },
+      explain = string.format("2 x %d x %d x %d x 2 = %s bytes = %s.", layers, kv, hd,
+                              fmt.int(bf.kv_bytes_per_token), fmt.bytes(bf.kv_bytes_per_token)),
+    }
+
+    expect.near(lab, "70B KV per token, fp8 (bytes)", f8.kv_bytes_per_token, 163840, 0)
+    lab.ask{
+      prompt = "Now --kv-cache-dtype fp8 (1 byte per value). KV per token, in KiB?",
+      answer = f8.kv_bytes_per_token / 1024,
+      unit = "KiB",
+      tolerance = 0.01,
+      near = misses(f8.kv_bytes_per_token / 1024, layers, heads, kv, {
+        { value = bf.kv_bytes_per_token / 1024, why = "That is the bf16 figure: fp8 stores each value in one byte." },
+      }),
+      hints = { "Only the bytes per value changed: 2 became 1." },
+      script = "160 KiB",
+      explain = string.format("Half of %s: %s per token.", fmt.bytes(bf.kv_bytes_per_token),
+                              fmt.bytes(f8.kv_bytes_per_token)),
+    }
+
+    lab.page("One long conversation")
+    local gb_bf = CONV * bf.kv_bytes_per_token / 1e9
+    local gb_f8 = CONV * f8.kv_bytes_per_token / 1e9
+    expect.near(lab, "70B 32K conversation, bf16 (GB)", gb_bf, 10.7, 0.01)
+    expect.near(lab, "70B 32K conversation, fp8 (GB)", gb_f8, 5.4, 0.01)
+    lab.say("A coding session grows to %s tokens (32K). HBM is sold in decimal gigabytes " ..
+            "(1 GB = 10^9 bytes); vLLM's log counts in GiB (2^30). Give these in GB.", fmt.int(CONV))
+    lab.ask{
+      prompt = string.format("How many GB of HBM does one %s-token conversation hold with a bf16 cache?",
+                             fmt.int(CONV)),
+      answer = gb_bf,
+      unit = "GB",
+      tolerance = 0.01,
+      near = misses(gb_bf, layers, heads, kv, {
+        { value = 32000 * bf.kv_bytes_per_token / 1e9,
+          why = string.format("That uses 32,000 tokens; a 32K context is %s.", fmt.int(CONV)) },
+      }),
+      hints = {
+        string.format("Tokens x bytes per token: %s x %s.", fmt.int(CONV), fmt.int(bf.kv_bytes_per_token)),
+        "Divide bytes by 10^9 for GB (by 2^30 for GiB).",
+      },
+      script = "10.7 GB",
+      wrong = { "10 GB", "85.9 GB" },
+      explain = string.format("%s x %s = %s bytes: %.1f GB, or %.1f GiB.", fmt.int(CONV),
+                              fmt.int(bf.kv_bytes_per_token), fmt.int(CONV * bf.kv_bytes_per_token), gb_bf,
+                              CONV * bf.kv_bytes_per_token / 2 ^ 30),
+    }
+    lab.ask{
+      prompt = "And with --kv-cache-dtype fp8, in GB?",
+      answer = gb_f8,
+      unit = "GB",
+      tolerance = 0.01,
+      near = misses(gb_f8, layers, heads, kv, {
+        { value = gb_bf, why = "That is the bf16 size; the fp8 cache stores one byte per value." },
+      }),
+      hints = { "Half the bytes per token, so half the conversation." },
+      script = "5.4 GB",
+      wrong = { "5 GB" },
+      explain = string.format("%.1f GB: the same conversation in half the memory.", gb_f8),
+    }
+
+    lab.restart{ ["kv-cache-dtype"] = "fp8" }
+    local now = lab.plan()
+    lab.page("On the card")
+    lab.say("The server now runs with --kv-cache-dtype fp8. The pool in GiB did not move (%.2f GiB), " ..
+            "but it holds %s tokens instead of %s.", now.kv_cache_gib, fmt.int(now.kv_cache_tokens),
+            fmt.int(bf.kv_cache_tokens))
+    lab.show("log", { upto = "allocate" })
+    lab.highlight("log", "GPU KV cache size")
+    lab.pause()
+  end,
+}

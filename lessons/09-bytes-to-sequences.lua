@@ -1,0 +1,116 @@
+-- Lesson 9: from bytes to sequences.
+-- Concurrency = pool / (bytes per token x tokens per sequence), read off the
+-- start-up log of running example B; FP8 weights multiply the pool.
+local fmt = require("lib.fmt")
+local expect = require("lib.expect")
+local pick = require("lib.pick")
+
+local MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+local LEN = 8192
+
+-- Figures of a configuration without leaving it running: start it, read the
+-- plan, put the previous flags back. The app only redraws when the lesson
+-- waits, so the learner never sees the detour.
+local function peek(lab, changes)
+  local undo = {}
+  for k in pairs(changes) do undo[k] = lab.flag(k) end
+  lab.restart(changes)
+  local p = lab.plan()
+  lab.restart(undo)
+  return p
+end
+
+return {
+  id = 9,
+  title = "From bytes to sequences",
+  flags = { "max-model-len", "quantization", "kv-cache-dtype", "gpu-memory-utilization" },
+  run = function(lab)
+    local ok, err = lab.start{ model = MODEL, gpu = "rtx-4090", ["gpu-memory-gib"] = 23.5,
+                               ["gpu-memory-utilization"] = 0.9, ["max-num-batched-tokens"] = 8192,
+                               ["max-model-len"] = LEN }
+    assert(ok, err)
+    local p = lab.plan()
+    local per_seq = p.kv_bytes_per_token * LEN
+    expect.near(lab, "example B at 8K: maximum concurrency", p.max_concurrency, 2.83, 0.01)
+
+    lab.page("How many at once")
+    lab.say("Running example B again, now with --max-model-len %s so that it starts. The last " ..
+            "start-up line turns the pool into requests:", fmt.int(LEN))
+    lab.show("log", { upto = "allocate" })
+    lab.highlight("log", "Maximum concurrency")
+    lab.say("  requests at once = pool / (bytes per token x tokens per request)")
+    lab.say("  %.2f GiB / (%s x %s) = %.2f GiB / %s = %s", p.kv_cache_gib, fmt.bytes(p.kv_bytes_per_token),
+            fmt.int(LEN), p.kv_cache_gib, fmt.gib_of(per_seq), fmt.x(p.max_concurrency))
+    lab.say("vLLM prints this for requests that use the whole max-model-len, the worst case it " ..
+            "promised to accept. Shorter requests fit more; the pool is the real limit.")
+
+    local half = peek(lab, { ["max-model-len"] = LEN // 2 })
+    lab.ask{
+      prompt = string.format("Restart with --max-model-len %s. What will 'Maximum concurrency' read?",
+                             fmt.int(LEN // 2)),
+      answer = half.max_concurrency,
+      unit = "x",
+      tolerance = 0.02,
+      near = {
+        { value = p.max_concurrency / 2, why = "Shorter requests need less each, so more of them fit, not fewer." },
+        { value = p.max_concurrency, why = "The pool did not change, but each request now needs half as much of it." },
+      },
+      hints = { "Tokens per request is the denominator. Halve it." },
+      explain = string.format("%s: the same pool, requests half as long, twice as many.",
+                              fmt.x(half.max_concurrency)),
+    }
+    lab.restart{ ["max-model-len"] = LEN // 2 }
+    lab.highlight("log", "Maximum concurrency", nil, "now " .. fmt.x(lab.plan().max_concurrency))
+    lab.pause()
+    lab.restart{ ["max-model-len"] = LEN }
+
+    local q8 = peek(lab, { quantization = "fp8" })
+    local kv8 = peek(lab, { ["kv-cache-dtype"] = "fp8" })
+    local mult = q8.kv_cache_gib / p.kv_cache_gib
+    expect.near(lab, "example B: FP8 weights multiply the pool", mult, 3.3, 0.02)
+    lab.page("The weights are the big lever")
+    lab.say("The pool is what is left after the weights. On this card the weights are most of the " ..
+            "budget, so every GiB they give back goes straight to the pool:")
+    lab.say(fmt.table{
+      { "", "weights", "pool", "requests of " .. fmt.int(LEN) },
+      { "bf16 weights", string.format("%.2f GiB", p.weights_gib), string.format("%.2f GiB", p.kv_cache_gib),
+        fmt.x(p.max_concurrency) },
+      { "--quantization fp8", string.format("%.2f GiB", q8.weights_gib), string.format("%.2f GiB", q8.kv_cache_gib),
+        fmt.x(q8.max_concurrency) },
+    })
+    lab.say("Halving the weights multiplied the pool by %.1f, because nothing else on the card moved.", mult)
+
+    local target = pick.between(kv8.max_concurrency, q8.max_concurrency)
+    lab.say("Your turn. The team needs %d requests of %s tokens at once on this one 4090. Change " ..
+            "flags in the flags view until the server offers that, without making max-model-len " ..
+            "shorter than %s.", target, fmt.int(LEN), fmt.int(LEN))
+    lab.on_flag(function(name, value)
+      local q = lab.plan()
+      if q and q.starts then
+        lab.say("--%s %s: %.2f GiB pool, %s requests of %s tokens.", name, value == "" and "(default)" or value,
+                q.kv_cache_gib, fmt.x(q.kv_cache_tokens / LEN), fmt.int(LEN))
+      elseif q then
+        lab.say("--%s %s: the server does not start (%s).", name, value == "" and "(default)" or value,
+                q.error_kind)
+      end
+    end)
+    lab.goal{
+      text = string.format("Serve %d requests of %s tokens at once (max-model-len at least %s).", target,
+                           fmt.int(LEN), fmt.int(LEN)),
+      check = function()
+        local q = lab.plan()
+        return lab.running() and q.max_model_len >= LEN and q.kv_cache_tokens / LEN >= target
+      end,
+      hints = {
+        string.format("An fp8 KV cache alone gives %s: not enough.", fmt.x(kv8.max_concurrency)),
+        "The biggest term on this card is the weights. Which flag shrinks them?",
+        "Set quantization to fp8.",
+      },
+      script = { { "quantization", "fp8" } },
+    }
+    local q = lab.plan()
+    lab.say("Done: %s requests of %s tokens. Every figure on this page came from the same division: " ..
+            "pool / (bytes per token x tokens per request).", fmt.x(q.kv_cache_tokens / LEN), fmt.int(LEN))
+    lab.pause()
+  end,
+}
