@@ -14,7 +14,7 @@ static void check_usage(FILE *f)
                "  runs lessons headless with their scripted answers (all written lessons when no N);\n"
                "  every question must refuse its wrong answers and accept its script; every goal\n"
                "  must be reached by its scripted flag changes. Exit 0 when all pass, 1 otherwise.\n"
-               "  -v also shows what lessons print(). KVLAB_LESSONS_DIR also sets the folder.\n");
+               "  -v also shows each page's text and what lessons print(). KVLAB_LESSONS_DIR also sets the folder.\n");
 }
 
 int lsn_cmd_verbose; /* read by the runner's print() */

@@ -347,6 +347,38 @@ static int f_plan(lua_State *L)
     return push_plan(L, lsn_server_plan(R(L)->server));
 }
 
+static int f_what_if(lua_State *L)
+{
+    lsn_runner *r = R(L);
+    luaL_checktype(L, 1, LUA_TTABLE);
+    const char *keys[64];
+    char vals[64][256];
+    const char *vp[64];
+    int n = 0;
+    lua_pushnil(L);
+    while (lua_next(L, 1) && n < 64) {
+        if (lua_type(L, -2) != LUA_TSTRING || !flag_text(L, -1, vals[n], sizeof vals[n]))
+            return luaL_error(L, "lab.what_if: give flags by name with string, number or boolean values");
+        keys[n] = lua_tostring(L, -2);
+        vp[n] = vals[n];
+        n++;
+        lua_pop(L, 1);
+    }
+    kv_plan *p = malloc(sizeof *p);
+    char err[1024];
+    if (!p)
+        return luaL_error(L, "out of memory");
+    if (lsn_server_plan_with(r->server, n, keys, vp, p, err, sizeof err) < 0) {
+        free(p);
+        lua_pushnil(L);
+        lua_pushstring(L, err);
+        return 2;
+    }
+    push_plan(L, p);
+    free(p);
+    return 1;
+}
+
 static int push_model(lua_State *L, const kv_model *m)
 {
     if (!m) {
@@ -1342,7 +1374,7 @@ static int f_on_step(lua_State *L)
 static const luaL_Reg lab_funcs[] = {
     {"page", f_page},         {"say", f_say},           {"pause", f_pause},
     {"start", f_start},       {"restart", f_restart},   {"stop", f_stop},
-    {"flag", f_flag},         {"running", f_running},   {"plan", f_plan},
+    {"flag", f_flag},         {"running", f_running},   {"plan", f_plan}, {"what_if", f_what_if},
     {"model", f_model},       {"config", f_config},     {"gpu", f_gpu},           {"log", f_log},
     {"step_time", f_step_time},
     {"metrics", f_metrics},   {"blocks", f_blocks},     {"block", f_block},

@@ -332,8 +332,13 @@ static void record(lsn_runner *r, lsn_input_kind kind, const char *name, const c
     lsn_progress_add_input(&r->progress, r->number, r->step, kind, name, value);
 }
 
+extern int lsn_cmd_verbose;
+
 static void complete_step(lsn_runner *r)
 {
+    if (r->checking && lsn_cmd_verbose) /* kvlab check -v: show the page as the learner would see it */
+        lsn_logf(r, "    --- step %d, page %d \"%s\":\n%s\n", r->step + 1, r->page_no, r->page_title,
+                 r->text.s ? r->text.s : "");
     r->step++;
     if (r->replaying || r->checking)
         return;
@@ -494,8 +499,6 @@ static int l_require(lua_State *L)
     lua_setfield(L, -3, name);
     return 1;
 }
-
-extern int lsn_cmd_verbose;
 
 static int l_print(lua_State *L)
 {

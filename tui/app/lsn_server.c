@@ -42,7 +42,15 @@ static const struct { const char *name, *help, *choices; } own_flags[] = {
     {"contiguous", "on: reserve a max-model-len slab per request instead of blocks on demand", "on|off"},
     {"kv-heads", "what if the model had this many KV heads (num_key_value_heads)? Weights stay as they are", NULL},
     {"request-rate", "requests per second the lesson's traffic sends (as vllm bench serve --request-rate)", NULL},
+    /* Request lengths for the playground's traffic: the lesson reads them. */
+    {"traffic-prompt", "prompt tokens per generated request", NULL},
+    {"traffic-output", "output tokens per generated request", NULL},
 };
+
+static const char *traffic_default(const char *name)
+{
+    return !strcmp(name, "traffic-prompt") ? "512" : "128";
+}
 
 static void canon(const char *name, char *out, size_t outl)
 {
@@ -144,6 +152,15 @@ static int apply(lsn_server *s, kv_args *a, int *no_cache, int *contiguous, cons
             *no_cache = !on;
         else
             *contiguous = on;
+        return 0;
+    }
+    if (!strncmp(name, "traffic-", 8)) {
+        char *end;
+        double v = value ? strtod(value, &end) : -1;
+        if (!value || end == value || *end || !(v >= 1) || v > 1e7) {
+            snprintf(err, errlen, "--%s takes a number of tokens >= 1, not '%s'", name, value ? value : "");
+            return -1;
+        }
         return 0;
     }
     (void)s;
@@ -250,6 +267,13 @@ int lsn_server_get(const lsn_server *s, const char *name, char *buf, size_t bufl
             snprintf(buf, buflen, "%g", s->request_rate);
         else if (buflen)
             buf[0] = '\0';
+        return 0;
+    }
+    if (!strncmp(n, "traffic-", 8) && lsn_server_flag_info(n, NULL, NULL, NULL)) {
+        snprintf(buf, buflen, "%s", traffic_default(n));
+        for (int i = 0; i < s->nset; i++)
+            if (!strcmp(s->set[i].name, n))
+                snprintf(buf, buflen, "%s", s->set[i].value);
         return 0;
     }
     if (kv_args_get(&s->args, n, buf, buflen) < 0) {
@@ -373,6 +397,48 @@ int lsn_server_start(lsn_server *s, char *err, size_t errlen)
     if (err && errlen)
         err[0] = '\0';
     return 1;
+}
+
+int lsn_server_plan_with(lsn_server *s, int n, const char *const *names, const char *const *values, kv_plan *out,
+                         char *err, size_t errlen)
+{
+    /* Apply the changes to a copy of the flags, plan, then put everything back. */
+    set_flag saved[MAX_SET];
+    int nsaved = s->nset;
+    memcpy(saved, s->set, sizeof saved);
+    kv_args args = s->args;
+    int nc = s->no_cache, ct = s->contiguous;
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++)
+        if (lsn_server_set(s, names[i], values[i], err, errlen) < 0)
+            rc = -1;
+    kv_model *m = NULL;
+    if (rc == 0 && !s->args.model[0]) {
+        snprintf(err, errlen, "no model given");
+        rc = -1;
+    }
+    if (rc == 0 && !(m = malloc(sizeof *m))) {
+        snprintf(err, errlen, "out of memory");
+        rc = -1;
+    }
+    if (rc == 0 && kv_model_load(s->args.model, s->assets, m, err, errlen) != KV_MODEL_OK)
+        rc = -1;
+    const kv_gpu *g = NULL;
+    if (rc == 0 && s->args.gpu[0] && !(g = kv_gpu_find(&s->cat, s->args.gpu, err, errlen)))
+        rc = -1;
+    if (rc == 0 && !g && !(s->args.gpu_memory_gib > 0)) {
+        snprintf(err, errlen, "no GPU given");
+        rc = -1;
+    }
+    if (rc == 0 && kv_plan_compute(m, g, &s->args, out, err, errlen) != KV_PLAN_OK)
+        rc = -1;
+    free(m);
+    memcpy(s->set, saved, sizeof saved);
+    s->nset = nsaved;
+    s->args = args;
+    s->no_cache = nc;
+    s->contiguous = ct;
+    return rc;
 }
 
 kv_engine *lsn_server_engine(const lsn_server *s) { return s->engine; }

@@ -7,7 +7,9 @@
  * sequence), "contiguous" on|off (KV_MODE_CONTIGUOUS: a max_model_len slab
  * per request), "kv-heads" N (a what-if model with N KV heads and the same
  * weights) and "request-rate" R (stored for the lesson's traffic; no effect
- * on the server). */
+ * on the server), plus the playground's "traffic-prompt" and
+ * "traffic-output" (tokens per generated request), which also only hold
+ * values for the lesson to read with lab.flag. */
 #ifndef LSN_SERVER_H
 #define LSN_SERVER_H
 
@@ -46,6 +48,13 @@ int lsn_server_flag_info(const char *name, const char **canonical, const char **
  * configuration, engine creation failed: err says which). */
 int lsn_server_start(lsn_server *s, char *err, size_t errlen);
 void lsn_server_stop(lsn_server *s);
+
+/* The plan the current flags plus n changes (names[i] = values[i]) would
+ * give, without touching the running server or the flags: for "what if"
+ * comparisons. Returns 0 with *out filled, or -1 with one line in err (bad
+ * flag, unknown model or GPU, impossible configuration). */
+int lsn_server_plan_with(lsn_server *s, int n, const char *const *names, const char *const *values, kv_plan *out,
+                         char *err, size_t errlen);
 
 kv_engine *lsn_server_engine(const lsn_server *s);   /* NULL when not running */
 const kv_plan *lsn_server_plan(const lsn_server *s); /* last computed plan, NULL if none */
