@@ -319,25 +319,15 @@ void lsn_server_stop(lsn_server *s)
     }
 }
 
-int lsn_server_start(lsn_server *s, char *err, size_t errlen)
+/* Load the model the flags name, with the kv-heads what-if applied. */
+static int load_model(const lsn_server *s, kv_model *m, char *err, size_t errlen)
 {
-    lsn_server_stop(s);
-    s->starts++;
-    s->have_plan = 0;
-    if (!s->args.model[0]) {
-        snprintf(err, errlen, "no model given: set model to a catalogue id or a config.json path");
+    if (kv_model_load(s->args.model, s->assets, m, err, errlen) != KV_MODEL_OK)
         return -1;
-    }
-    if (kv_model_load(s->args.model, s->assets, &s->model, err, errlen) != KV_MODEL_OK) {
-        s->have_model = 0;
-        return -1;
-    }
-    s->have_model = 1;
     if (s->kv_heads > 0) {
         /* A hypothetical variant (lessons 5 and 6): the same weights, with the
          * cache of a model that had kv_heads K/V heads. GQA groups must divide
          * the query heads evenly, as in any real checkpoint. */
-        const kv_model *m = &s->model;
         if (m->is_mla) {
             snprintf(err, errlen, "--kv-heads: %s uses multi-head latent attention, which caches one latent, "
                      "not K/V heads", m->id);
@@ -348,8 +338,25 @@ int lsn_server_start(lsn_server *s, char *err, size_t errlen)
                      m->num_attention_heads);
             return -1;
         }
-        s->model.num_key_value_heads = s->kv_heads;
+        m->num_key_value_heads = s->kv_heads;
     }
+    return 0;
+}
+
+int lsn_server_start(lsn_server *s, char *err, size_t errlen)
+{
+    lsn_server_stop(s);
+    s->starts++;
+    s->have_plan = 0;
+    if (!s->args.model[0]) {
+        snprintf(err, errlen, "no model given: set model to a catalogue id or a config.json path");
+        return -1;
+    }
+    if (load_model(s, &s->model, err, errlen) < 0) {
+        s->have_model = 0;
+        return -1;
+    }
+    s->have_model = 1;
     const kv_gpu *g = NULL;
     s->have_gpu = 0;
     if (s->args.gpu[0]) {
@@ -407,7 +414,8 @@ int lsn_server_plan_with(lsn_server *s, int n, const char *const *names, const c
     int nsaved = s->nset;
     memcpy(saved, s->set, sizeof saved);
     kv_args args = s->args;
-    int nc = s->no_cache, ct = s->contiguous;
+    int nc = s->no_cache, ct = s->contiguous, kh = s->kv_heads;
+    double rr = s->request_rate;
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++)
         if (lsn_server_set(s, names[i], values[i], err, errlen) < 0)
@@ -421,7 +429,7 @@ int lsn_server_plan_with(lsn_server *s, int n, const char *const *names, const c
         snprintf(err, errlen, "out of memory");
         rc = -1;
     }
-    if (rc == 0 && kv_model_load(s->args.model, s->assets, m, err, errlen) != KV_MODEL_OK)
+    if (rc == 0 && load_model(s, m, err, errlen) < 0)
         rc = -1;
     const kv_gpu *g = NULL;
     if (rc == 0 && s->args.gpu[0] && !(g = kv_gpu_find(&s->cat, s->args.gpu, err, errlen)))
@@ -438,6 +446,8 @@ int lsn_server_plan_with(lsn_server *s, int n, const char *const *names, const c
     s->args = args;
     s->no_cache = nc;
     s->contiguous = ct;
+    s->kv_heads = kh;
+    s->request_rate = rr;
     return rc;
 }
 
@@ -454,9 +464,9 @@ const char *lsn_server_log_phase(const char *line)
     static const struct { const char *needle, *phase; } map[] = {
         {"Free memory on device", "init"},
         {"Model loading", "load"},
-        {"weights", "load"},
         {"Memory profiling", "profile"},
         {"profil", "profile"},
+        {"weights", "load"},
         {"Graph capturing", "ready"},
         {"CUDA graph", "cudagraph"},
         {"cudagraph", "cudagraph"},
