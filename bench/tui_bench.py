@@ -3,6 +3,7 @@
 
 Runs kvlab in a pseudo-terminal of a given size and reports:
   first_frame_ms      time from exec to the first screen bytes (the header) on the pty
+  lesson_on_screen_ms time from exec to the lesson's title on screen (its server started)
   bytes_per_frame     bytes written to the terminal / frames drawn, while the pool animates
   frame_cpu_*_ms      CPU time of one frame (lesson tick + event feed + draw), from the app's
                       own KVLAB_STATS figures
@@ -11,8 +12,12 @@ Runs kvlab in a pseudo-terminal of a given size and reports:
 Targets (not a timed test; run it by hand): paused ~0 %, <= 3 KB per frame at
 80x24, frame CPU < 2 ms at 200x60, first frame within 100 ms.
 
-usage: bench/tui_bench.py [--kvlab build/kvlab] [--size 80x24] [--lesson N]
-                          [--keys "n n"] [--seconds 5] [--fps 30] [--json]
+By default it opens the fixture lesson tests/sh/tui_lessons/01-pool-traffic.lua
+(a 400-block pool under shared-prefix traffic, autorun) and presses + twice so
+the pool fills, shares, evicts and preempts while it is measured.
+
+usage: bench/tui_bench.py [--kvlab build/kvlab] [--size 80x24] [--lessons DIR] [--lesson N]
+                          [--keys "+ +"] [--seconds 5] [--fps 30] [--json]
 """
 import argparse
 import fcntl
@@ -67,8 +72,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kvlab", default=os.path.join(os.path.dirname(__file__), "..", "build", "kvlab"))
     ap.add_argument("--size", default="80x24")
-    ap.add_argument("--lesson", type=int, default=0)
-    ap.add_argument("--keys", default="", help="keys sent after start-up (space separated; 'SPACE' for a space)")
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--lessons", default=os.path.join(here, "..", "tests", "sh", "tui_lessons"),
+                    help="lessons folder (KVLAB_LESSONS_DIR); '' = the course")
+    ap.add_argument("--lesson", type=int, default=1)
+    ap.add_argument("--keys", default="+ +", help="keys sent after start-up (space separated; 'SPACE' for a space)")
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--fps", type=int, default=30)
     ap.add_argument("--json", action="store_true")
@@ -81,6 +89,8 @@ def main():
     args = ["--fps", str(a.fps)]
     if a.lesson:
         args += ["--lesson", str(a.lesson)]
+    if a.lessons:
+        env["KVLAB_LESSONS_DIR"] = os.path.abspath(a.lessons)
     t0 = time.monotonic()
     pid, fd = spawn(os.path.abspath(a.kvlab), cols, rows, args, env)
     out = []
@@ -95,6 +105,17 @@ def main():
             if b"kvlab" in buf:
                 first = (time.monotonic() - t0) * 1e3
                 break
+    # Time to the lesson itself on screen (its server started).
+    lesson_ms = None
+    while time.monotonic() - t0 < 10:
+        if b"Lesson " in buf:
+            lesson_ms = (time.monotonic() - t0) * 1e3
+            break
+        r, _, _ = select.select([fd], [], [], 0.05)
+        if r:
+            data = os.read(fd, 65536)
+            out.append(data)
+            buf += data
     # Let start-up settle, then send the keys that make the pool animate.
     pump(fd, 1.0, out)
     for k in a.keys.split():
@@ -128,6 +149,7 @@ def main():
         "lesson": a.lesson,
         "first_frame_ms": round(first, 1) if first is not None else None,
         "app_first_frame_ms": st.get("first_frame_ms"),
+        "lesson_on_screen_ms": round(lesson_ms, 1) if lesson_ms is not None else None,
         "frames": frames,
         "total_bytes": total,
         "bytes_per_frame": round(total / frames, 1) if frames else None,

@@ -50,6 +50,7 @@ typedef struct app {
     int text_lines;          /* narration lines at the last draw (for scrolling limits) */
     int text_rows;           /* rows the narration had at the last draw */
     int last_page;           /* lsn_page_number at the last draw */
+    int loading;             /* lesson number being opened (first frame), 0 = none */
     int input_active;        /* the answer box has the keys */
     char input[APP_INPUT_MAX];
     int input_len;

@@ -47,7 +47,7 @@ void ui_plot_draw(app *a, WINDOW *win)
     for (int s = 0; s < pl->nseries && lx < 2 + iw; s++) {
         attr_t at = ui_attr((ui_role)(UI_R_SERIES0 + s % 4));
         ui_put(win, 1, lx, markers[s % 4], at);
-        lx += 2 + ui_puts(win, 1, lx + 1, 2 + iw - lx - 1, pl->series[s].name, at) + 1;
+        lx += 2 + ui_puts(win, 1, lx + 2, 2 + iw - lx - 2, pl->series[s].name, at) + 2;
     }
     if (!(xmax >= xmin) || !(ymax >= ymin)) {
         ui_puts(win, 2, 2, iw, "No points yet.", ui_attr(UI_R_DIM));

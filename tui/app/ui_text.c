@@ -193,7 +193,9 @@ void ui_text_draw(app *a, WINDOW *win)
     /* The narration. */
     collect nar = { nar_l, 0, TEXT_MAX_LINES, UI_R_NORMAL, nar_s, 0, TEXT_MAX_WCHARS };
     const char *txt = a->lsn ? lsn_text(a->lsn) : "";
-    if (!txt || !*txt) txt = st == LSN_IDLE ? "No lesson loaded. Press l to pick one." : "";
+    char loading[64];
+    snprintf(loading, sizeof loading, "Opening lesson %d ...", a->loading);
+    if (!txt || !*txt) txt = st != LSN_IDLE ? "" : a->loading ? loading : "No lesson loaded. Press l to pick one.";
     add_text(&nar, txt, iw, UI_R_NORMAL);
     while (nar.n > 0 && nar.lines[nar.n - 1].n == 0) nar.n--;
     int nrows = ih - nb - (nb > 0 ? 1 : 0);

@@ -28,7 +28,8 @@ void ui_tp_draw(app *a, WINDOW *win)
     kv_engine_info info;
     kv_engine_get_info(a->eng, &info);
     const ui_glyphs *g = ui_gl();
-    int lines_per = ih >= 2 * tp ? 2 : 1;
+    int groups = kvh > 0 && tp > kvh ? kvh : tp;
+    int lines_per = ih >= 2 * groups + 1 ? 2 : 1;
     int shown_ranks = tp;
     int target = app_log_target(a);
     if (p && target > 0 && a->startup_shown < target) {
@@ -40,15 +41,25 @@ void ui_tp_draw(app *a, WINDOW *win)
     for (int r = 0; r < tp && y <= ih; r++) {
         kv_rank_view rv;
         if (kv_engine_rank(a->eng, r, &rv) != 0) break;
+        /* Ranks holding copies of the same heads share one row. */
+        int last = r;
+        while (rv.replicated && last + 1 < tp) {
+            kv_rank_view nx;
+            if (kv_engine_rank(a->eng, last + 1, &nx) != 0 || nx.first_kv_head != rv.first_kv_head) break;
+            last++;
+        }
         int x = 2;
-        x += ui_printf(win, y, x, iw, ui_attr(UI_R_TITLE), "GPU%-2d ", r);
+        char lab[32];
+        if (last > r) snprintf(lab, sizeof lab, "GPU%d-%d ", r, last);
+        else snprintf(lab, sizeof lab, "GPU%-2d ", r);
+        x += ui_puts(win, y, x, iw, lab, ui_attr(UI_R_TITLE));
         if (r < shown_ranks) {
             for (int k = 0; k < rv.num_kv_heads && x < 2 + iw - 4; k++) {
                 int head = rv.first_kv_head + k;
                 ui_put(win, y, x++, g->head, ui_attr(ui_req_role(head)) | A_BOLD);
                 x += ui_printf(win, y, x, 3, ui_attr(UI_R_NORMAL), "%d ", head);
             }
-            if (rv.replicated) x += ui_puts(win, y, x, 2 + iw - x, "copy ", ui_attr(UI_R_WARN));
+            if (rv.replicated) x += ui_printf(win, y, x, 2 + iw - x, ui_attr(UI_R_WARN), "x%d copies ", last - r + 1);
             char kvb[48];
             snprintf(kvb, sizeof kvb, "KV %.1f GiB", kv_gib((double)rv.pool_bytes));
             if (lines_per == 1) {
@@ -65,6 +76,7 @@ void ui_tp_draw(app *a, WINDOW *win)
             if (p) ui_mem_bar(win, y, 8, iw - 6, p, r < shown_ranks ? app_mem_terms(a) : 0);
             y++;
         }
+        r = last;
     }
     if (y <= ih && kvh > 0) {
         const char *note = tp > kvh ? "More ranks than KV heads: heads are copied, KV per GPU stops shrinking."
