@@ -49,6 +49,7 @@ return {
       prompt = "How many requests can hold a slab at the same time?",
       answer = cap, tolerance = 0, abs = 0.5, unit = "requests",
       near = {
+        { value = cap + 1, why = "Only whole slabs can be handed out: round down." },
         { value = math.floor(p.kv_cache_tokens / W.mean_tokens(CHAT)),
           why = "That counts the tokens a chat really uses. A slab is set aside whole, used or not." },
       },
@@ -70,8 +71,8 @@ return {
     lab.say("%d requests run and %d wait, yet the running ones hold only %s tokens between "
       .. "them. Their slabs reserve %s.",
       before.running, lab.metrics().num_requests_waiting, fmt.int(before.used), fmt.int(before.reserved))
-    lab.say("The pool view counts every reserved block as taken; the requests view "
-      .. "shows how little of each slab carries a token.")
+    lab.say("The pool view counts every reserved block as taken, though most of them "
+      .. "hold nothing yet and most never will.")
     lab.ask{
       prompt = "What share of the reserved slots holds no token at all?",
       answer = before.empty_share * 100, unit = "%", tolerance = 0, abs = 1.5,

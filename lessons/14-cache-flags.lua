@@ -11,11 +11,11 @@ local BASE = {
 local CHOICES = {
   { key = "budget", text = "the budget (total memory x utilization)" },
   { key = "weights", text = "the weights" },
-  { key = "activation", text = "the activation peak of the profile run" },
+  { key = "activation", text = "the activation peak" },
   { key = "cudagraph", text = "the CUDA graph reserve" },
-  { key = "per_token", text = "the bytes per token (the pool's GiB stay, its tokens change)" },
-  { key = "starts", text = "none of the terms: it decides whether the server starts" },
-  { key = "none", text = "none: the pool stays within 1%" },
+  { key = "per_token", text = "bytes per token (same GiB, other tokens)" },
+  { key = "starts", text = "no term: it decides whether vLLM starts" },
+  { key = "none", text = "none: the pool moves less than 1%" },
 }
 
 -- One round per flag: the value kvlab check types, and a hint for the learner.

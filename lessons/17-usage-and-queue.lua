@@ -3,8 +3,8 @@ local fmt = require("lib.fmt")
 local W = require("lib.workload")
 
 local CHOICES = {
-  "Memory: the KV cache is full; give it more tokens (smaller tokens, shorter limits, more GPU)",
-  "Scheduling or compute: the cache has room; look at max-num-seqs, the token budget, the GPU's speed",
+  "Memory: the KV cache is full",
+  "Scheduling or compute: the cache has room",
   "Healthy: nothing is waiting",
 }
 
@@ -27,7 +27,7 @@ local SERVERS = {
 -- Which answer the engine's own figures support.
 local function diagnosis(m)
   if m.num_requests_waiting == 0 then return 3 end
-  if m.kv_cache_usage_perc >= 0.9 then return 1 end
+  if m.kv_cache_usage_perc >= 0.85 then return 1 end
   return 2
 end
 

@@ -11,9 +11,9 @@ local BASE = {
 }
 
 local LIMITS = {
-  "The KV cache: it is full",
-  "max-num-seqs: as many requests run as the flag allows, with cache to spare",
-  "max-num-batched-tokens: the token budget of each step",
+  "the KV cache: it is full",
+  "max-num-seqs: the cap on running requests",
+  "max-num-batched-tokens: the budget per step",
 }
 
 -- Send the documents and let the server settle into its steady state.
