@@ -42,15 +42,20 @@ jget() {
 # awk arithmetic: fcmp "a >= b"
 fcmp() { awk "BEGIN { exit !($1) }"; }
 
-gpu_used_mib() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i "${CUDA_VISIBLE_DEVICES%%,*}" 2>/dev/null | head -n 1 | tr -d ' '; }
-CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
+# The card kvlab uses (CUDA device 0), named by PCI bus id once probe has
+# read it: nvidia-smi's indices need not follow CUDA's order.
+GPU_SEL=0
+gpu_used_mib() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i "$GPU_SEL" 2>/dev/null | head -n 1 | tr -d ' '; }
 
-echo "kvlab GPU checks: $KVLAB on $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader -i "${CUDA_VISIBLE_DEVICES%%,*}")"
+echo "kvlab GPU checks: $KVLAB"
+nvidia-smi --query-gpu=index,name,pci.bus_id,memory.total,driver_version --format=csv,noheader | sed 's/^/  /'
 
 # 1. probe -------------------------------------------------------------------
 timeout 90 "$KVLAB" probe --json >"$tmp/probe.json" 2>"$tmp/probe.err"
 rc=$?
 name=$(jget "$tmp/probe.json" name)
+bus=$(jget "$tmp/probe.json" pci_bus_id)
+[ -n "$bus" ] && GPU_SEL=$bus
 if [ $rc -eq 0 ] && [ -n "$name" ]; then
   pass probe "$name, cc $(jget "$tmp/probe.json" compute_capability), total $(jget "$tmp/probe.json" total_gib) GiB, free $(jget "$tmp/probe.json" free_gib) GiB, context $(jget "$tmp/probe.json" cuda_context_gib) GiB, pool alloc $(jget "$tmp/probe.json" pool_alloc_ms) ms"
 else
