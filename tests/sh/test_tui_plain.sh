@@ -27,13 +27,13 @@ tui_advance_until "Available KV cache memory"
 check_screen "NO_COLOR=1" 0
 no_colour_codes "NO_COLOR=1"
 tui_quit_clean
-tui_tmux kill-server
+tui_stop
 
 tui_start 80 24 -- --no-color
 tui_advance_until "Available KV cache memory"
 no_colour_codes "--no-color"
 tui_quit_clean
-tui_tmux kill-server
+tui_stop
 
 tui_start 80 24 LANG=C LC_ALL=C --
 tui_advance_until "Available KV cache memory"
@@ -43,7 +43,7 @@ tui_wait "Block pool" 5
 check_screen "LANG=C help" 1
 tui_keys Escape
 tui_quit_clean
-tui_tmux kill-server
+tui_stop
 
 tui_start 80 24 -- --ascii
 tui_advance_until "Available KV cache memory"

@@ -13,7 +13,7 @@ tui_wait "Block pool" 5
 tui_keys Escape
 tui_wait_gone "Block pool" 5
 tui_quit_clean
-tui_tmux kill-server
+tui_stop
 
 # A signal while running: the terminal is restored and the exit code says which.
 for sig in TERM INT; do
@@ -34,6 +34,6 @@ for sig in TERM INT; do
     echo "$s" | grep -q "EXIT:$want" || fail "SIG$sig: expected exit $want"
     echo "$s" | grep -qE '(^| )icanon( |$)' || fail "SIG$sig: terminal left in raw mode"
     echo "$s" | grep -qE '(^| )echo( |$)' || fail "SIG$sig: echo left off"
-    tui_tmux kill-server
+    tui_stop
 done
 echo "PASS"

@@ -24,8 +24,20 @@ export XDG_STATE_HOME="$TUI_STATE"
 
 tui_tmux() { tmux -S "$TUI_SOCK" -f /dev/null "$@"; }
 
-tui_cleanup() {
+# tui_stop: end this test's tmux server and wait until it is gone, so the
+# next tui_start does not race a server that is still shutting down.
+tui_stop() {
     tui_tmux kill-server >/dev/null 2>&1 || true
+    local i
+    for i in $(seq 50); do
+        tui_tmux has-session >/dev/null 2>&1 || break
+        sleep 0.1
+    done
+    rm -f "$TUI_SOCK"
+}
+
+tui_cleanup() {
+    tui_stop
     rm -rf "$TUI_STATE" "$TUI_TMP"
 }
 trap tui_cleanup EXIT

@@ -528,7 +528,18 @@ static void lesson_changed(app *a, unsigned ch)
                     UI_PANE_BIT(UI_PANE_TP) | UI_PANE_BIT(UI_PANE_LOG);
     if (ch & LSN_CH_PLOT) a->dirty |= UI_PANE_BIT(UI_PANE_PLOT);
     if (ch & LSN_CH_FLAGS) a->dirty |= UI_PANE_BIT(UI_PANE_FLAGS);
-    if (ch & LSN_CH_VIEWS) a->dirty = ~0u;
+    if (ch & LSN_CH_VIEWS) {
+        a->dirty = ~0u;
+        /* A flag the lesson points at becomes the selected one, so f then
+         * Enter edits what the text talks about. */
+        const lsn_view *fv = lsn_view_find(a->lsn, "flags");
+        if (fv && fv->nhighlights > 0 && fv->highlights[0].target && !a->flag_editing) {
+            for (int i = 0; i < lsn_flag_count(a->lsn); i++) {
+                const lsn_flag *f = lsn_flag_at(a->lsn, i);
+                if (f && !strcmp(f->name, fv->highlights[0].target)) { a->flag_sel = i; break; }
+            }
+        }
+    }
     const char *note = lsn_notice(a->lsn);
     if (note) {
         set_status(a, UI_R_WARN, "%s", note);
@@ -653,6 +664,9 @@ static void flags_key(app *a, int ch)
             apply_flag(a, name, a->flag_buf);
         } else if (ch == KEY_BACKSPACE || ch == 127 || ch == 8) {
             if (a->flag_len > 0) a->flag_buf[--a->flag_len] = 0;
+        } else if (ch == 21) { /* Ctrl-U: clear */
+            a->flag_len = 0;
+            a->flag_buf[0] = 0;
         } else if (ch >= 32 && ch < 127 && a->flag_len < APP_INPUT_MAX - 1) {
             a->flag_buf[a->flag_len++] = (char)ch;
             a->flag_buf[a->flag_len] = 0;
@@ -713,6 +727,9 @@ static void answer_key(app *a, int ch)
         if (a->input_len > 0) submit_answer(a, a->input);
     } else if (ch == KEY_BACKSPACE || ch == 127 || ch == 8) {
         if (a->input_len > 0) a->input[--a->input_len] = 0;
+    } else if (ch == 21) { /* Ctrl-U: clear */
+        a->input_len = 0;
+        a->input[0] = 0;
     } else if (ch == 'h' && a->input_len == 0) {
         give_hint(a);
     } else if (ch >= 32 && ch < 127 && a->input_len < APP_INPUT_MAX - 1) {

@@ -21,7 +21,7 @@ static const keydef keys_flags[] = {
     { "?", "help" },
 };
 static const keydef keys_edit[] = {
-    { "Enter", "apply" }, { "Esc", "cancel" }, { "Backspace", "erase" },
+    { "Enter", "apply" }, { "Esc", "cancel" }, { "Backspace", "erase" }, { "Ctrl-U", "clear" },
 };
 static const keydef keys_answer[] = {
     { "Enter", "check" }, { "Esc", "cancel" }, { "h", "hint (empty box)" },
@@ -52,7 +52,7 @@ void ui_chrome_footer(app *a, WINDOW *win)
         return;
     }
     if (a->input_active) draw_keys(win, w, keys_answer, 3);
-    else if (a->key_focus == UI_PANE_FLAGS && a->flag_editing) draw_keys(win, w, keys_edit, 3);
+    else if (a->key_focus == UI_PANE_FLAGS && a->flag_editing) draw_keys(win, w, keys_edit, 4);
     else if (a->key_focus == UI_PANE_FLAGS) draw_keys(win, w, keys_flags, 5);
     else draw_keys(win, w, keys_main, (int)(sizeof keys_main / sizeof keys_main[0]));
 }

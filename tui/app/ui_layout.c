@@ -63,7 +63,27 @@ static void stack(ui_layout *out, const ui_layout_req *req, const ui_pane *list,
     for (unsigned i = 0; i < sizeof prio / sizeof prio[0]; i++)
         if ((want & UI_PANE_BIT(prio[i])) && prio[i] != (ui_pane)req->focus) order[norder++] = prio[i];
 
-    for (int i = 0; i < norder; i++) {
+    /* The focused pane first takes its preferred height (a growing pane:
+     * half the column), at most two thirds of it, so focusing a pane on a
+     * small terminal gives it real room at the others' expense. */
+    int first = 0;
+    if (norder > 0 && (int)order[0] == req->focus) {
+        ui_pane f = order[0];
+        int mh = ui_layout_min_h(f);
+        int pref = req->want_h[f] > 0 ? req->want_h[f] : h / 2;
+        int cap = h * 2 / 3;
+        int fh = pref < cap ? pref : cap;
+        if (fh < mh) fh = mh;
+        if (fh <= left) {
+            chosen |= UI_PANE_BIT(f);
+            heights[f] = fh;
+            left -= fh;
+        } else {
+            out->dropped |= UI_PANE_BIT(f);
+        }
+        first = 1;
+    }
+    for (int i = first; i < norder; i++) {
         int mh = ui_layout_min_h(order[i]);
         if (mh <= left) {
             chosen |= UI_PANE_BIT(order[i]);

@@ -136,25 +136,32 @@ void ui_mem_draw(app *a, WINDOW *win)
     }
     unsigned mask = app_mem_terms(a);
     unsigned all = (1u << UI_MEM_NT) - 1;
+    int nleg = legend(a, NULL, 0, 0, iw, 8, p, mask, 0);
+    /* Rows: budget line, bar, legend, summary (2). On a short pane the bar
+     * and its legend come first, then the summary, then the budget line. */
+    int want_head = 1, want_sum = 2;
+    int spare = ih - 1 - nleg;
+    if (spare < want_sum + want_head) want_head = 0;
+    if (spare < want_sum) want_sum = spare > 0 ? spare : 0;
     int y = 1;
-    char head[256];
-    snprintf(head, sizeof head, "%s: %.1f GiB x %.2f = budget %.2f GiB",
-             p->gpu_name[0] ? p->gpu_name : p->gpu_id, kv_gib(p->gpu_total_bytes),
-             p->gpu_memory_utilization, kv_gib(p->budget_bytes));
-    if ((int)strlen(head) > iw)
-        snprintf(head, sizeof head, "%s %.1f GiB x %.2f = %.2f GiB", p->gpu_id, kv_gib(p->gpu_total_bytes),
+    if (want_head) {
+        char head[256];
+        snprintf(head, sizeof head, "%s: %.1f GiB x %.2f = budget %.2f GiB",
+                 p->gpu_name[0] ? p->gpu_name : p->gpu_id, kv_gib(p->gpu_total_bytes),
                  p->gpu_memory_utilization, kv_gib(p->budget_bytes));
-    if ((int)strlen(head) > iw)
-        snprintf(head, sizeof head, "%.1f GiB x %.2f = budget %.2f GiB", kv_gib(p->gpu_total_bytes),
-                 p->gpu_memory_utilization, kv_gib(p->budget_bytes));
-    ui_puts(win, y++, 2, iw, head, ui_attr(UI_R_NORMAL));
-    if (y - 1 >= ih) return;
+        if ((int)strlen(head) > iw)
+            snprintf(head, sizeof head, "%s %.1f GiB x %.2f = %.2f GiB", p->gpu_id, kv_gib(p->gpu_total_bytes),
+                     p->gpu_memory_utilization, kv_gib(p->budget_bytes));
+        if ((int)strlen(head) > iw)
+            snprintf(head, sizeof head, "%.1f GiB x %.2f = budget %.2f GiB", kv_gib(p->gpu_total_bytes),
+                     p->gpu_memory_utilization, kv_gib(p->budget_bytes));
+        ui_puts(win, y++, 2, iw, head, ui_attr(UI_R_NORMAL));
+    }
     ui_mem_bar(win, y++, 2, iw, p, mask);
     if (y - 1 >= ih) return;
-    int rows_left = ih - (y - 1) - 1;
-    if (rows_left < 1) rows_left = 1;
+    int rows_left = ih - (y - 1);
     y += legend(a, win, y, 2, iw, rows_left, p, mask, 1);
-    if (y - 1 >= ih) return;
+    if (y - 1 >= ih || want_sum == 0) return;
     if ((mask & all) != all) {
         /* The subtraction so far: what is left of the budget for the KV cache. */
         double left = p->budget_bytes;

@@ -23,10 +23,29 @@ int ui_text_wrap(const char *utf8, int width, void (*line)(void *ctx, const wcha
         while (j < n && buf[j] != L'\n') j++;
         /* buf[i..j) is one input line. */
         if (j - i >= 2 && buf[i] == L' ' && buf[i + 1] == L' ') {
-            int w = 0, k = i;
-            while (k < j && w + ui_wcwidth(buf[k]) <= width) w += ui_wcwidth(buf[k++]);
-            line(ctx, buf + i, k - i);
-            count++;
+            /* Kept as it is (commands, log lines, tables); when wider than
+             * the pane it continues on the next lines, indented, rather
+             * than losing its end. */
+            int k = i, first = 1;
+            static wchar_t cont[1024];
+            while (k < j) {
+                int w = 0, e = k;
+                int room = first ? width : width - 4;
+                if (room < 1) room = 1;
+                while (e < j && w + ui_wcwidth(buf[e]) <= room) w += ui_wcwidth(buf[e++]);
+                if (e == k) e = k + 1;
+                if (first) {
+                    line(ctx, buf + k, e - k);
+                } else {
+                    int n = 0;
+                    for (int s2 = 0; s2 < 4 && s2 < width - 1; s2++) cont[n++] = L' ';
+                    for (int t = k; t < e && n < 1023; t++) cont[n++] = buf[t];
+                    line(ctx, cont, n);
+                }
+                count++;
+                first = 0;
+                k = e;
+            }
         } else if (j == i) {
             if (j < n || i == 0) { line(ctx, buf + i, 0); count++; }
         } else {
@@ -139,8 +158,26 @@ void ui_text_draw(app *a, WINDOW *win)
     }
     const char *serr = a->lsn ? lsn_server_error(a->lsn) : NULL;
     if (serr && *serr && st != LSN_ERROR) {
+        /* vLLM's message can be long; three lines here, all of it in the log. */
         add_text(&bot, "The server did not start:", iw, UI_R_ERROR);
+        int before = bot.n;
         add_text(&bot, serr, iw, UI_R_ERROR);
+        if (bot.n - before > 3) {
+            bot.n = before + 3;
+            tline *l = &bot.lines[bot.n - 1];
+            const wchar_t *more = ui_gl()->utf8 ? L" \u2026 (see the log)" : L" ... (see the log)";
+            int ml = (int)wcslen(more);
+            int keep = iw - ml < l->n ? iw - ml : l->n;
+            if (keep < 0) keep = 0;
+            if (bot.used + keep + ml <= bot.cap) {
+                wchar_t *dst = bot.store + bot.used;
+                memcpy(dst, l->s, (size_t)keep * sizeof *dst);
+                memcpy(dst + keep, more, (size_t)ml * sizeof *dst);
+                l->s = dst;
+                l->n = keep + ml;
+                bot.used += keep + ml;
+            }
+        }
     }
     const lsn_goal *goal = a->lsn ? lsn_get_goal(a->lsn) : NULL;
     if (goal) {
