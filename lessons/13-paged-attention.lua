@@ -49,6 +49,8 @@ return {
     }
 
     lab.page("Switch to blocks")
+    lab.say("Paging reserves nothing ahead of time, so the 32K limit can stay: it only "
+      .. "caps how long one request may grow. The same %d chats are sent again after the switch.", NREQ)
     lab.show("flags"); lab.highlight("flags", "contiguous")
     lab.goal{
       text = "Turn contiguous off in the flags view, keeping max-model-len at 32K.",
@@ -93,7 +95,7 @@ return {
     }
 
     lab.page("Waste, both ways")
-    lab.say("What each scheme left empty, with the server full of the same traffic:")
+    lab.say("What each scheme left empty under the same traffic:")
     lab.say(fmt.table{
       { "", "running", "reserved", "holding tokens", "empty per request" },
       { "32K slabs", tostring(slab.running), fmt.int(slab.reserved), fmt.int(slab.used),

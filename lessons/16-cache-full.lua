@@ -58,6 +58,8 @@ return {
     lab.pause()
 
     lab.page("Make it preempt")
+    lab.say("Go ahead and break it: change a flag so that the scheduler has to preempt. "
+      .. "Each change restarts the server and sends the %d reviews again.", NREQ)
     lab.highlight("flags", "max-num-seqs")
     lab.goal{
       text = "Make the scheduler preempt a running request (the reviews are sent again after each change).",

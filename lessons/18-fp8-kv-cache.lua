@@ -58,6 +58,7 @@ return {
     }
 
     lab.page("Switch the cache to fp8")
+    lab.say("Switch the cache to fp8 and the same %d documents are sent again.", NREQ)
     lab.highlight("flags", "kv-cache-dtype")
     lab.goal{
       text = "Set kv-cache-dtype to fp8.",

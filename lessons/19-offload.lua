@@ -90,19 +90,21 @@ return {
 
     lab.page("Move or recompute")
     local links = {}
-    if g.pcie_gbps and g.pcie_gbps > 0 then links[#links + 1] = { name = "PCIe (host offload)", gbps = g.pcie_gbps } end
-    if g.nvlink_gbps and g.nvlink_gbps > 0 then links[#links + 1] = { name = "NVLink (GPU to GPU)", gbps = g.nvlink_gbps } end
+    if g.pcie_gbps and g.pcie_gbps > 0 then links[#links + 1] = { name = "PCIe", gbps = g.pcie_gbps } end
+    if g.nvlink_gbps and g.nvlink_gbps > 0 then links[#links + 1] = { name = "NVLink", gbps = g.nvlink_gbps } end
     if #links == 0 then error("the catalogue lists no link bandwidth for " .. g.id) end
     local series = { "recompute" }
-    for _, l in ipairs(links) do series[#series + 1] = "move over " .. l.name end
+    for _, l in ipairs(links) do series[#series + 1] = l.name .. " move" end
     lab.plot{ title = "Time to get a prompt's KV back", xlabel = "prompt tokens", ylabel = "ms",
               logy = true, series = series }
-    local x = 128
-    while x <= p.max_model_len do
-      local len = math.floor(x)
+    -- a linear axis out to a few times the crossing, so it can be read off
+    local pcie = break_even(lab, decode, base.total_s, links[1].gbps)
+    if not pcie then error("moving never beats recomputing here") end
+    local xmax = math.min(p.max_model_len, 2 ^ math.ceil(math.log(3 * pcie, 2)))
+    for k = 1, 32 do
+      local len = math.floor(xmax * k / 32)
       lab.plot_add(1, len, math.max(recompute_s(lab, decode, base.total_s, len) * 1e3, 1e-3))
       for i, l in ipairs(links) do lab.plot_add(i + 1, len, move_s(lab, len, l.gbps) * 1e3) end
-      x = x * 2 ^ 0.5
     end
     lab.say("Moving costs the bytes over the link: %s per token, over %s GB/s each way for "
       .. "PCIe (the catalogue's %s GB/s counts both directions)%s.",
@@ -112,8 +114,6 @@ return {
       .. "decode steps that wait on memory anyway: a short prompt fits in the idle compute "
       .. "for free. Past that, each extra token costs its full share of FLOPs, and attention "
       .. "over a longer prompt costs more per token still.", fmt.int(g.bf16_tflops))
-    local pcie = break_even(lab, decode, base.total_s, links[1].gbps)
-    if not pcie then error("moving never beats recomputing here") end
     local near = {}
     if #links > 1 then
       local nv = break_even(lab, decode, base.total_s, links[2].gbps)
