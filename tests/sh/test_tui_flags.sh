@@ -24,5 +24,12 @@ s=$(tui_screen)
 echo "$s" | grep -qiE "block.size.*(invalid|must|not|bad|choose|one of|expected)" || fail "no error for a bad block-size"
 tui_keys Escape
 tui_wait "f: edit" 5
+# A mouse click on a flag selects it and gives the flags view the keys.
+tui_click "enable-prefix-caching"
+tui_wait "Esc: done" 5
+tui_keys Right
+tui_wait "enable-prefix-caching = false: server restarted" 5
+tui_keys Escape
+tui_wait "f: edit" 5
 tui_quit_clean
 echo "PASS"

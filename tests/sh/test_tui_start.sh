@@ -4,6 +4,11 @@
 # terminal; SIGTERM and SIGINT also restore it.
 . "$(dirname "$0")/tui_lib.sh"
 
+# --version names the curses and Lua libraries linked.
+v=$("$KVLAB" --version)
+echo "$v" | grep -q "ncurses" || fail "--version does not name the curses library: $v"
+echo "$v" | grep -q "Lua 5.4" || fail "--version does not name Lua: $v"
+
 tui_start 80 24 --
 tui_wait "Lesson 1/" 10
 tui_advance_until "Available KV cache memory"
@@ -19,14 +24,7 @@ tui_stop
 for sig in TERM INT; do
     tui_start 80 24 --
     tui_wait "Lesson 1/" 10
-    shpid=$(tui_tmux list-panes -t "$TUI_SESSION" -F '#{pane_pid}')
-    apppid=""
-    for _ in $(seq 50); do
-        apppid=$(pgrep -P "$shpid" -x kvlab || true)
-        [ -n "$apppid" ] && break
-        sleep 0.1
-    done
-    [ -n "$apppid" ] || fail "cannot find the kvlab process"
+    apppid=$(tui_app_pid) || fail "cannot find the kvlab process"
     kill -"$sig" "$apppid"
     tui_wait "STTY-DONE" 10
     s=$(tui_screen)

@@ -69,6 +69,30 @@ EOS
     tui_tmux set-option -g window-size manual >/dev/null 2>&1 || true
 }
 
+# tui_app_pid: the kvlab process in the pane (a child of the pane's shell),
+# found through /proc so the tests need no procps.
+tui_app_pid() {
+    local shpid p i
+    shpid=$(tui_tmux list-panes -t "$TUI_SESSION" -F '#{pane_pid}')
+    for i in $(seq 50); do
+        for p in /proc/[0-9]*; do
+            [ -r "$p/stat" ] || continue
+            local st
+            st=$(cat "$p/stat" 2>/dev/null) || continue
+            # comm is in parentheses; the parent pid is the 2nd field after it
+            local rest=${st##*) }
+            local ppid
+            ppid=$(echo "$rest" | cut -d' ' -f2)
+            if [ "$ppid" = "$shpid" ] && [ "$(cat "$p/comm" 2>/dev/null)" = "kvlab" ]; then
+                echo "${p#/proc/}"
+                return 0
+            fi
+        done
+        sleep 0.1
+    done
+    return 1
+}
+
 tui_screen() { tui_tmux capture-pane -p -t "$TUI_SESSION"; }
 
 # tui_wait TEXT [TIMEOUT_S]: wait until TEXT (fixed string) is on screen.
@@ -112,6 +136,25 @@ tui_advance_until() {
         tui_keys n
     done
     tui_wait "$text" 5
+}
+
+# tui_click TEXT: press and release mouse button 1 on the first cell of the
+# first screen line holding TEXT (xterm X10 encoding, which ncurses reads
+# as KEY_MOUSE once the app asked for mouse events).
+tui_click() {
+    local text=$1 row col
+    row=$(tui_screen | grep -nF -- "$text" | head -1 | cut -d: -f1)
+    [ -n "$row" ] || { echo "FAIL: nothing to click: '$text' not on screen" >&2; return 1; }
+    # Columns count characters, not bytes: box-drawing glyphs are one cell each.
+    local line prefix
+    line=$(tui_screen | sed -n "${row}p")
+    prefix=${line%%"$text"*}
+    col=$(LC_ALL=C.UTF-8 bash -c 'p=$1; echo $(( ${#p} + 1 ))' _ "$prefix")
+    local cb cx cy
+    cx=$(printf "\\$(printf '%03o' $((32 + col)))")
+    cy=$(printf "\\$(printf '%03o' $((32 + row)))")
+    tui_tmux send-keys -t "$TUI_SESSION" -l $'\e[M '"$cx$cy"
+    tui_tmux send-keys -t "$TUI_SESSION" -l $'\e[M#'"$cx$cy"
 }
 
 tui_resize() { tui_tmux resize-window -t "$TUI_SESSION" -x "$1" -y "$2"; }

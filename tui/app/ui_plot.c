@@ -49,6 +49,11 @@ void ui_plot_draw(app *a, WINDOW *win)
         ui_put(win, 1, lx, markers[s % 4], at);
         lx += 2 + ui_puts(win, 1, lx + 2, 2 + iw - lx - 2, pl->series[s].name, at) + 2;
     }
+    if (pl->ylabel && *pl->ylabel && lx + 4 < 2 + iw) {
+        char yl[96];
+        snprintf(yl, sizeof yl, "y: %s", pl->ylabel);
+        ui_puts(win, 1, lx + 1, 2 + iw - lx - 1, yl, ui_attr(UI_R_DIM));
+    }
     if (!(xmax >= xmin) || !(ymax >= ymin)) {
         ui_puts(win, 2, 2, iw, "No points yet.", ui_attr(UI_R_DIM));
         return;
@@ -90,5 +95,4 @@ void ui_plot_draw(app *a, WINDOW *win)
             ui_put(win, py + ph - 1 - cy, px + cx, markers[s % 4], at);
         }
     }
-    if (pl->ylabel && *pl->ylabel) ui_puts(win, py, px + 1, pw - 1, pl->ylabel, ui_attr(UI_R_DIM));
 }

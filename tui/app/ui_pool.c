@@ -10,7 +10,7 @@
 static kv_block_view *g_blk;
 static int32_t g_cap;
 static uint8_t *g_mark;      /* per block: 1 = highlighted, 2 = selected request's table */
-static int32_t g_per_cell = 1, g_cols = 1, g_rows = 0, g_nblocks = 0;
+static int32_t g_per_cell = 1, g_cols = 1, g_rows = 0, g_nblocks = 0, g_range = 0;
 
 int32_t ui_pool_block_at(const app *a, int y, int x)
 {
@@ -18,7 +18,7 @@ int32_t ui_pool_block_at(const app *a, int y, int x)
     int gy = y - 1, gx = x - 1;
     if (gy < 0 || gx < 0 || gy >= g_rows || gx >= g_cols) return -1;
     int64_t b = ((int64_t)gy * g_cols + gx) * g_per_cell;
-    return b < g_nblocks ? (int32_t)b : -1;
+    return b < g_range ? (int32_t)b : -1;
 }
 
 static int ensure(int32_t n)
@@ -124,12 +124,22 @@ void ui_pool_draw(app *a, WINDOW *win)
     n = kv_engine_blocks(a->eng, g_blk, n);
     mark_highlights(a, n);
     int64_t cells = (int64_t)cols * rows;
-    int32_t per = (int32_t)((n + cells - 1) / cells);
+    /* Zoom: the free queue hands out low block ids first, so while only the
+     * start of a large pool is in use, show that part larger (the range
+     * doubles as use grows); the status line says which blocks are shown. */
+    int32_t active = 0;
+    for (int32_t i = n - 1; i >= 0; i--)
+        if (!g_blk[i].is_free || g_blk[i].cached_free || app_flash(a, i)) { active = i + 1; break; }
+    int64_t range = cells;
+    while (range < n && range < (int64_t)active + active / 4 + 1) range *= 2;
+    if (range > n) range = n;
+    g_range = (int32_t)range;
+    int32_t per = (int32_t)((range + cells - 1) / cells);
     if (per < 1) per = 1;
     g_per_cell = per;
     g_cols = cols;
     g_nblocks = n;
-    int64_t used_cells = (n + per - 1) / per;
+    int64_t used_cells = (range + per - 1) / per;
     g_rows = (int)((used_cells + cols - 1) / cols);
     int32_t nused = 0, ncached = 0, nshared = 0;
     for (int32_t i = 0; i < n; i++) {
@@ -141,7 +151,7 @@ void ui_pool_draw(app *a, WINDOW *win)
     for (int64_t cell = 0; cell < used_cells; cell++) {
         int y = 1 + (int)(cell / cols), x = 1 + (int)(cell % cols);
         int32_t b0 = (int32_t)(cell * per), b1 = b0 + per;
-        if (b1 > n) b1 = n;
+        if (b1 > (int32_t)range) b1 = (int32_t)range;
         wchar_t c;
         attr_t at;
         int mark = 0;
@@ -195,8 +205,9 @@ void ui_pool_draw(app *a, WINDOW *win)
                  b->ref_cnt, no ? " req " : "", ob, b->has_hash ? " hashed" : "");
         ui_puts(win, sy, 2, w - 4, st, ui_attr(UI_R_HILITE));
     } else {
-        char pc[48] = "";
-        if (per > 1) snprintf(pc, sizeof pc, "%s blocks/cell  ", ui_fmt_int(t1, sizeof t1, per));
+        char pc[64] = "";
+        if (range < n) snprintf(pc, sizeof pc, "blocks 0-%s shown  ", ui_fmt_int(t1, sizeof t1, (long long)range - 1));
+        else if (per > 1) snprintf(pc, sizeof pc, "%s blocks/cell  ", ui_fmt_int(t1, sizeof t1, per));
         snprintf(st, sizeof st, "%sused %s  cached %s  shared %s  %.0f%%", pc,
                  ui_fmt_int(a1, sizeof a1, nused), ui_fmt_int(a2, sizeof a2, ncached),
                  ui_fmt_int(a3, sizeof a3, nshared), info.kv_usage * 100.0);
