@@ -971,6 +971,10 @@ int lsn_engine_step(lsn_runner *r)
     if (n == 0 && t->active && t->rate > 0 && (t->count == 0 || t->sent < t->count)) {
         /* idle: jump to the next arrival */
         kv_engine_advance_clock(e, t->next_s > info.clock_s ? t->next_s : info.clock_s + 1e-3);
+    } else if (n == 0 && t->active && t->fn_ref != LUA_NOREF) {
+        /* idle with a function generator: let time pass (10 ms a step) so a
+         * generator that sends by the clock gets to its next arrival */
+        kv_engine_advance_clock(e, info.clock_s + 0.01);
     }
     r->changes |= LSN_CH_ENGINE;
     if (r->on_step_ref != LUA_NOREF) {
