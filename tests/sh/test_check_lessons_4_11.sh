@@ -9,7 +9,7 @@
 # mismatch; this test asserts that every one of those comparisons ran.
 set -euo pipefail
 [ "${KVLAB_TUI:-1}" = "0" ] && exit 77
-LESSONS=(4 5 6 7 8 9)
+LESSONS=(4 5 6 7 8 9 10 11)
 state=$(mktemp -d)
 trap 'rm -rf "$state"' EXIT
 out=$(XDG_STATE_HOME="$state" KVLAB_LESSONS_DIR="$KVLAB_SOURCE_DIR/lessons" \
@@ -27,7 +27,8 @@ if grep -q "MISMATCH" <<<"$out"; then echo "FAIL: a course figure does not match
 for fig in "8B KV bytes per token" "70B KV per token, bf16" "70B KV per token, fp8" \
            "32K conversation, bf16 (GB)" "32K conversation, fp8 (GB)" \
            "8K conversations, 8 KV heads" "8K conversations, 64 KV heads" "GQA / MHA conversations ratio" \
-           "estimated maximum model length" "FP8 weights multiply the pool" "tp=16 equals tp=8"; do
+           "estimated maximum model length" "FP8 weights multiply the pool" "tp=16 equals tp=8" \
+           "in flight = rate x lifetime" "queue with a full cache" "a tenth of the requests hold most"; do
     grep -q "figure  .*$fig.* ok" <<<"$out" || { echo "FAIL: figure '$fig' not compared"; fail=1; }
 done
 # The near-misses the issue names are explained, not just refused.
