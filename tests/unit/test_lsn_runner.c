@@ -13,8 +13,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "kv_device_host.h"
 #include "kv_plan.h"
 #include "lsn.h"
+#include "lsn_server.h"
 
 static char dir[256], lessons[300], state[300];
 
@@ -287,6 +289,38 @@ static void test_corrupt_progress(void **st)
     lsn_free(r);
 }
 
+/* A lesson engine the device cannot hold (here an 8 GiB card for an 8B
+ * model planned on an H100) runs on the host backend, with the device's
+ * out-of-memory line in its log: the lesson keeps going. */
+static void test_server_device_fallback(void **st)
+{
+    (void)st;
+    char err[512] = "";
+    kv_device *small = kv_device_host_open(8, 8ull << 30, err, sizeof err);
+    assert_non_null(small);
+    lsn_server *s = lsn_server_new(KVLAB_SOURCE_DIR "/assets", small, 0, err, sizeof err);
+    assert_non_null(s);
+    assert_int_equal(lsn_server_set(s, "model", "meta-llama/Llama-3.1-8B-Instruct", err, sizeof err), 0);
+    assert_int_equal(lsn_server_set(s, "gpu", "h100-80gb", err, sizeof err), 0);
+    assert_int_equal(lsn_server_set(s, "max-model-len", "8192", err, sizeof err), 0);
+    if (lsn_server_start(s, err, sizeof err) != 1)
+        fail_msg("start: %s", err);
+    kv_engine *e = lsn_server_engine(s);
+    assert_non_null(e);
+    kv_rank_view rv;
+    assert_int_equal(kv_engine_rank(e, 0, &rv), 0);
+    assert_true(rv.device_total_bytes > (16ull << 30)); /* not the 8 GiB device */
+    kv_event ev[256];
+    int32_t n = kv_engine_events_since(e, 0, ev, 256);
+    int said = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (ev[i].type == KV_EV_LOG && ev[i].text && strstr(ev[i].text, "this engine runs on the host backend"))
+            said = 1;
+    assert_true(said);
+    lsn_server_free(s);
+    small->ops->destroy(small);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -294,6 +328,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_walk_save_resume, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lesson_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_progress, setup, teardown),
+        cmocka_unit_test(test_server_device_fallback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

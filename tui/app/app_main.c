@@ -20,6 +20,7 @@
 
 #include <lua.h>
 
+#include "backend.h"
 #include "commands.h"
 #include "ui_chrome.h"
 #include "ui_flags.h"
@@ -973,15 +974,21 @@ int app_main(int argc, char **argv)
     char err[512] = "";
     lsn_config cfg;
     memset(&cfg, 0, sizeof cfg);
+    /* On a GPU box lesson engines hold real device memory (placeholders and
+     * pools); without one this says so once and the host backend runs. */
+    kv_device *dev = kvlab_backend_open_app(8);
+    cfg.device = dev;
     a->lsn = lsn_new(&cfg, err, sizeof err);
     if (!a->lsn) {
         fprintf(stderr, "kvlab: %s\n", err);
+        if (dev) dev->ops->destroy(dev);
         return 1;
     }
     if (lesson > 0 && !lsn_info_of(a->lsn, lesson)) {
         fprintf(stderr, "kvlab: there is no lesson %d (the course has %d; see kvlab lessons)\n", lesson,
                 lsn_count(a->lsn));
         lsn_free(a->lsn);
+        if (dev) dev->ops->destroy(dev);
         return 2;
     }
 
@@ -1001,6 +1008,7 @@ int app_main(int argc, char **argv)
     if (!initscr()) {
         fprintf(stderr, "kvlab: cannot open the terminal (TERM=%s)\n", getenv("TERM") ? getenv("TERM") : "");
         lsn_free(a->lsn);
+        if (dev) dev->ops->destroy(dev);
         return 1;
     }
     cbreak();
@@ -1100,6 +1108,7 @@ int app_main(int argc, char **argv)
     stats_write();
     free(g_stats.cpu_samples);
     lsn_free(a->lsn);
+    if (dev) dev->ops->destroy(dev);
     free(a->flash_kind);
     free(a->flash_until);
     if (g_quit_signal) return 128 + (int)g_quit_signal;

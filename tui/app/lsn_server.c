@@ -392,6 +392,14 @@ int lsn_server_start(lsn_server *s, char *err, size_t errlen)
     }
     c.device = s->dev;
     s->engine = kv_engine_create(&c, err, errlen);
+    char on_host[320] = "";
+    if (!s->engine && c.device) {
+        /* The real GPU cannot hold this setup (a real CUDA OOM, or more ranks
+         * than the backend serves): keep its message, run on the host. */
+        snprintf(on_host, sizeof on_host, "%.256s; this engine runs on the host backend", err && errlen ? err : "");
+        c.device = NULL;
+        s->engine = kv_engine_create(&c, err, errlen);
+    }
     if (!s->engine)
         return -1;
     for (int i = 0; i < s->plan.num_log; i++) {
@@ -401,6 +409,8 @@ int lsn_server_start(lsn_server *s, char *err, size_t errlen)
     }
     if (note[0])
         kv_engine_log(s->engine, 1, "%s", note);
+    if (on_host[0])
+        kv_engine_log(s->engine, 1, "%s", on_host);
     if (err && errlen)
         err[0] = '\0';
     return 1;

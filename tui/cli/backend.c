@@ -28,16 +28,13 @@ int kvlab_backend_cuda_built(void)
 static int said; /* the backend line is printed once per process */
 
 
-kv_device *kvlab_backend_open(int num_ranks, int placeholders, int *failed, char *err, size_t errlen)
+static kv_device *open_backend(int num_ranks, int placeholders, int say_shared, int *failed, char *err,
+                               size_t errlen)
 {
     if (failed) *failed = 0;
     const char *want = getenv("KVLAB_DEVICE");
     int force_cuda = want && !strcmp(want, "cuda");
-    if (want && !strcmp(want, "host")) {
-        if (!said) fprintf(stderr, "kvlab: KVLAB_DEVICE=host: using the host backend\n");
-        said = 1;
-        return NULL;
-    }
+    if (want && !strcmp(want, "host")) return NULL; /* the user's own choice: nothing to say */
 #ifdef KVLAB_HAVE_CUDA
     char why[256];
     kv_device *d = kv_cuda_open(num_ranks, why, sizeof why);
@@ -58,7 +55,7 @@ kv_device *kvlab_backend_open(int num_ranks, int placeholders, int *failed, char
         said = 1;
         fprintf(stderr, "kvlab: CUDA backend on %s (%.2f GiB)%s\n", info.name, kv_gib((double)info.total_bytes),
                 placeholders ? "" : ", no placeholders");
-        if (kv_cuda_ranks_share_card(d))
+        if (say_shared && kv_cuda_ranks_share_card(d))
             fprintf(stderr, "kvlab: %d tensor-parallel ranks share GPU %d: their KV pools sit side by side on it\n",
                     num_ranks, info.device);
     }
@@ -66,6 +63,7 @@ kv_device *kvlab_backend_open(int num_ranks, int placeholders, int *failed, char
 #else
     (void)num_ranks;
     (void)placeholders;
+    (void)say_shared;
     if (force_cuda) {
         if (failed) *failed = 1;
         kv_errf(err, errlen, -1, "KVLAB_DEVICE=cuda but this build has no CUDA backend");
@@ -73,6 +71,16 @@ kv_device *kvlab_backend_open(int num_ranks, int placeholders, int *failed, char
     }
     return NULL; /* no backend built: the host backend is the only one, nothing to say */
 #endif
+}
+
+kv_device *kvlab_backend_open(int num_ranks, int placeholders, int *failed, char *err, size_t errlen)
+{
+    return open_backend(num_ranks, placeholders, 1, failed, err, errlen);
+}
+
+kv_device *kvlab_backend_open_app(int max_ranks)
+{
+    return open_backend(max_ranks, 1, 0, NULL, NULL, 0);
 }
 
 int kvlab_backend_this_gpu(const kv_gpu_catalog *cat, kv_gpu *out, double *context_bytes, char *err,

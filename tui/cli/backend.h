@@ -22,10 +22,17 @@ int kvlab_backend_cuda_built(void);
  * backend" (kv_engine_config.device = NULL makes the engine create one).
  * Says once per process on stderr which backend runs and why ("kvlab: no
  * CUDA device (<reason>); using the host backend"), and when ranks share
- * one card. The environment variable KVLAB_DEVICE=host skips CUDA;
+ * one card. The environment variable KVLAB_DEVICE=host skips CUDA quietly;
  * KVLAB_DEVICE=cuda makes a missing device an error: NULL with *failed = 1
  * and the reason in err. failed/err may be NULL. */
 kv_device *kvlab_backend_open(int num_ranks, int placeholders, int *failed, char *err, size_t errlen);
+
+/* The lesson app's backend: CUDA with placeholders for up to max_ranks
+ * ranks (engines with tp <= max_ranks; ranks side by side when there are
+ * fewer GPUs), or NULL for the host backend, said once like
+ * kvlab_backend_open. Lesson engines that do not fit the real card fall
+ * back to the host backend themselves (tui/app/lsn_server.c). */
+kv_device *kvlab_backend_open_app(int max_ranks);
 
 /* The real card, for `--gpu this`: opens CUDA quietly (1 rank) and fills *out
  * as a catalogue-style entry: id "this", the device name, the total
