@@ -25,7 +25,9 @@ int kvlab_backend_cuda_built(void)
 #endif
 }
 
+#ifdef KVLAB_HAVE_CUDA
 static int said; /* the backend line is printed once per process */
+#endif
 
 
 static kv_device *open_backend(int num_ranks, int placeholders, int say_shared, int *failed, char *err,
