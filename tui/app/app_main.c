@@ -278,8 +278,11 @@ static void relayout(app *a, int force)
         int need = (info.num_blocks + cols - 1) / cols + 3;
         int cap = a->rows / 2 > 5 ? a->rows / 2 : 5;
         req.want_h[UI_PANE_POOL] = need < cap ? need : cap;
+        /* Room for the live requests, in steps so the layout does not
+         * change with every admission. */
         int live = info.num_running + info.num_waiting;
-        req.want_h[UI_PANE_REQUESTS] = 2 + (live < 2 ? 2 : live > 10 ? 10 : live);
+        int rows = live <= 2 ? 2 : live <= 4 ? 4 : live <= 8 ? 8 : 12;
+        req.want_h[UI_PANE_REQUESTS] = 2 + rows;
     }
     int tp = a->plan ? a->plan->tensor_parallel_size : 1;
     int kvh = a->eng ? kv_engine_get_config(a->eng)->num_kv_heads : 0;
@@ -460,6 +463,10 @@ static void feed_events(app *a)
                 set_status(a, UI_R_WARN, "Preempted request #%lld: its blocks are freed; it waits and will recompute",
                            (long long)e->req_id);
                 break;
+            case KV_EV_RESUME:
+                set_status(a, UI_R_WARN, "Request #%lld is back from the queue: it recomputes what it lost",
+                           (long long)e->req_id);
+                break;
             case KV_EV_LOG:
                 if (e->text && !is_plan_line(a, e->text)) add_log(a, e->text, e->level);
                 break;
@@ -521,7 +528,7 @@ static void lesson_changed(app *a, unsigned ch)
             a->verdict_kind = -1;
         }
     }
-    if (ch & (LSN_CH_VIEWS | LSN_CH_FLAGS | LSN_CH_SERVER)) relayout(a, 0);
+    if (ch & (LSN_CH_VIEWS | LSN_CH_FLAGS | LSN_CH_SERVER | LSN_CH_ENGINE)) relayout(a, 0);
     a->dirty |= UI_PANE_BIT(UI_PANE_HEADER) | UI_PANE_BIT(UI_PANE_FOOTER);
     if (ch & (LSN_CH_TEXT | LSN_CH_QUESTION | LSN_CH_GOAL | LSN_CH_STATE)) a->dirty |= UI_PANE_BIT(UI_PANE_TEXT);
     if (ch & LSN_CH_ENGINE)
