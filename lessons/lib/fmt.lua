@@ -57,7 +57,8 @@ function fmt.x(v)
 end
 
 -- Rows of cells -> aligned lines, each indented by two spaces (the text view
--- shows such lines as they are). Numbers are right-aligned, text left.
+-- shows such lines as they are). Numbers (and numeric strings such as
+-- "52.97" or "23,184") are right-aligned, text left.
 function fmt.table(rows)
   local widths = {}
   for _, row in ipairs(rows) do
@@ -71,7 +72,8 @@ function fmt.table(rows)
     for c, cell in ipairs(row) do
       local s = tostring(cell)
       local pad = string.rep(" ", widths[c] - (utf8.len(s) or #s))
-      cells[c] = (type(cell) == "number") and (pad .. s) or (s .. pad)
+      local numeric = type(cell) == "number" or s:match("^%-?[%d,]+%.?%d*$") ~= nil
+      cells[c] = numeric and (pad .. s) or (s .. pad)
     end
     out[#out + 1] = "  " .. table.concat(cells, "  "):gsub("%s+$", "")
   end

@@ -1220,7 +1220,14 @@ static void drive(lsn_runner *r, int target)
                 if (r->step >= target)
                     return;
                 check_goal(r);
-                if (!r->g.met)
+                /* a goal reached by running a while (lab.goal{steps=}) */
+                for (int64_t k = 0; k < r->g.steps && !r->g.met && r->wait == W_GOAL; k++) {
+                    if (lsn_engine_step(r) < 0)
+                        return;
+                    if (k % 8 == 7 || k == r->g.steps - 1)
+                        check_goal(r);
+                }
+                if (r->wait != W_GOAL || !r->g.met)
                     return;
                 finish_goal(r);
             }
@@ -1497,7 +1504,7 @@ unsigned lsn_answer(lsn_runner *r, const char *text, lsn_verdict *v)
     if (res == LSN_CHECK_CORRECT) {
         record(r, LSN_IN_ANSWER, NULL, text);
         char line[1024];
-        snprintf(line, sizeof line, "You answered %s. %s", text, v->message);
+        snprintf(line, sizeof line, "Your answer: %s. That's right.", text);
         say_line(r, line);
         if (q->explain && q->explain[0]) {
             say_line(r, q->explain);
