@@ -33,7 +33,8 @@ static const char *manifest =
     " \"lessons\": [\n"
     "  {\"number\": 1, \"chapter\": 1, \"file\": \"01-steps.lua\", \"title\": \"Steps\"},\n"
     "  {\"number\": 2, \"chapter\": 1, \"file\": \"02-err.lua\", \"title\": \"Error\"},\n"
-    "  {\"number\": 3, \"chapter\": 1, \"file\": \"03-later.lua\", \"title\": \"Not written\"}]}\n";
+    "  {\"number\": 3, \"chapter\": 1, \"file\": \"03-later.lua\", \"title\": \"Not written\"},\n"
+    "  {\"number\": 4, \"chapter\": 1, \"file\": \"04-waits.lua\", \"title\": \"Waits\"}]}\n";
 
 static const char *lesson1 =
     "return {\n"
@@ -75,6 +76,42 @@ static const char *lesson2 =
     "  end,\n"
     "}\n";
 
+/* Waits the host drives: engine steps at the animation rate, run_until,
+ * what-if plans, on_step, and a goal reached by running a while. */
+static const char *lesson4 =
+    "return {\n"
+    "  id = 4, flags = { \"gpu-memory-utilization\" },\n"
+    "  run = function(lab)\n"
+    "    assert(lab.start{ model = \"meta-llama/Llama-3.1-8B-Instruct\", gpu = \"h100-80gb\",\n"
+    "                      [\"max-model-len\"] = 8192 })\n"
+    "    local seen = 0\n"
+    "    lab.on_step(function() seen = seen + 1 end)\n"
+    "    lab.speed(20)\n"
+    "    local id = lab.submit{ prompt_tokens = 100, output_tokens = 50 }\n"
+    "    lab.step(10)\n"
+    "    lab.say(\"after step: %d\", seen)\n"
+    "    local ok = lab.run_until(function()\n"
+    "      local r = lab.request(id); return r == nil or r.state == \"finished\" end, 1000)\n"
+    "    lab.say(\"run_until: %s\", tostring(ok))\n"
+    "    local never = lab.run_until(function() return false end, 5)\n"
+    "    lab.say(\"never: %s\", tostring(never))\n"
+    "    lab.say(\"what_if tp2: %d\", lab.what_if{ [\"tensor-parallel-size\"] = 2 }.tensor_parallel_size)\n"
+    "    lab.say(\"still tp: %d\", lab.plan().tensor_parallel_size)\n"
+    "    lab.on_step(nil)\n"
+    "    lab.pause()\n"
+    "    lab.autorun(true)\n"
+    "    lab.traffic{ rate = 50, prompt_tokens = 500, output_tokens = 100, seed = 1 }\n"
+    "    lab.goal{ text = \"serve a while at a lower utilization\",\n"
+    "              check = function()\n"
+    "                local m = lab.metrics()\n"
+    "                return lab.plan().gpu_memory_utilization < 0.5 and m ~= nil and m.step >= 40\n"
+    "              end,\n"
+    "              script = { { \"gpu-memory-utilization\", 0.4 } }, steps = 100 }\n"
+    "    lab.page(\"after\")\n"
+    "    lab.pause()\n"
+    "  end,\n"
+    "}\n";
+
 static int setup(void **st)
 {
     (void)st;
@@ -91,6 +128,8 @@ static int setup(void **st)
     write_file(p, lesson1);
     snprintf(p, sizeof p, "%s/02-err.lua", lessons);
     write_file(p, lesson2);
+    snprintf(p, sizeof p, "%s/04-waits.lua", lessons);
+    write_file(p, lesson4);
     return 0;
 }
 
@@ -124,7 +163,7 @@ static void test_course(void **st)
 {
     (void)st;
     lsn_runner *r = open_runner();
-    assert_int_equal(lsn_count(r), 3);
+    assert_int_equal(lsn_count(r), 4);
     assert_true(lsn_info_of(r, 1)->available);
     assert_false(lsn_info_of(r, 3)->available);
     assert_string_equal(lsn_info_of(r, 1)->chapter_title, "Test");
@@ -321,6 +360,51 @@ static void test_server_device_fallback(void **st)
     small->ops->destroy(small);
 }
 
+static void test_waits(void **st)
+{
+    (void)st;
+    lsn_runner *r = open_runner();
+    assert_int_equal(lsn_load(r, 4, 1), 0);
+    /* lab.step(10) animates: 20 steps/s x 0.25 s = 5 steps per tick */
+    assert_int_equal(lsn_get_state(r), LSN_RUNNING);
+    assert_true(lsn_tick(r, 0.25) & LSN_CH_ENGINE);
+    assert_int_equal(lsn_get_state(r), LSN_RUNNING);
+    lsn_set_speed(r, 2); /* the app's speed-up doubles the rate */
+    lsn_tick(r, 0.125);  /* 5 more: the step wait is over, run_until animates next */
+    assert_non_null(strstr(lsn_text(r), "after step: 10"));
+    assert_int_equal(lsn_get_state(r), LSN_RUNNING);
+    /* "next" while animating finishes the wait at once */
+    lsn_next(r);
+    assert_non_null(strstr(lsn_text(r), "run_until: true"));
+    lsn_next(r);
+    assert_non_null(strstr(lsn_text(r), "never: false"));
+    assert_non_null(strstr(lsn_text(r), "what_if tp2: 2"));
+    assert_non_null(strstr(lsn_text(r), "still tp: 1"));
+    assert_int_equal(lsn_get_state(r), LSN_WAIT_NEXT);
+    lsn_next(r);
+    /* a goal reached by running: the flag alone is not enough, the engine must serve a while */
+    assert_int_equal(lsn_get_state(r), LSN_WAIT_GOAL);
+    char err[256];
+    assert_true(lsn_set_flag(r, "gpu-memory-utilization", "0.4", err, sizeof err) & LSN_CH_SERVER);
+    assert_false(lsn_get_goal(r)->met);
+    for (int i = 0; i < 20 && lsn_get_state(r) == LSN_WAIT_GOAL; i++)
+        lsn_tick(r, 0.5);
+    assert_int_equal(lsn_get_state(r), LSN_WAIT_NEXT);
+    assert_int_equal(lsn_step(r), 2);
+    assert_string_equal(lsn_page_title(r), "after");
+    lsn_free(r);
+    /* resuming replays the goal, running the engine as its steps allow */
+    r = open_runner();
+    assert_int_equal(lsn_load(r, 4, 1), 0);
+    assert_int_equal(lsn_step(r), 2);
+    assert_int_equal(lsn_get_state(r), LSN_WAIT_NEXT);
+    assert_string_equal(lsn_page_title(r), "after");
+    /* and the same lesson passes kvlab check (scripted, headless) */
+    assert_int_equal(lsn_check(r, 4, NULL), 0);
+    assert_int_equal(lsn_check(r, 2, NULL), 1);
+    lsn_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -328,6 +412,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_walk_save_resume, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lesson_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_progress, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_waits, setup, teardown),
         cmocka_unit_test(test_server_device_fallback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
