@@ -5,6 +5,7 @@ local fmt = require("lib.fmt")
 local ask = require("lib.ask")
 
 local MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+local PROMPT, OUTPUT = 2000, 64 -- the one request at the end: a file and a question
 
 local function term(plan, name)
   for _, t in ipairs(plan.terms) do
@@ -140,9 +141,9 @@ return {
 
     lab.page("One request")
     lab.show("requests")
-    local id = lab.submit({ prompt_tokens = 2000, output_tokens = 64 })
-    lab.say("Here is one request: a 2,000-token prompt (a file and a question) asking for 64 tokens. " ..
-      "Watch it take blocks from the pool.")
+    local id = lab.submit({ prompt_tokens = PROMPT, output_tokens = OUTPUT })
+    lab.say("Here is one request: a %s-token prompt (a file and a question) asking for %d tokens. " ..
+      "Watch it take blocks from the pool.", fmt.int(PROMPT), OUTPUT)
     local peak = 0
     lab.run_until(function()
       local r = lab.request(id)

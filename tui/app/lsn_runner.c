@@ -808,8 +808,9 @@ static void build_flags(lsn_runner *r)
 {
     static const char *const first[] = {"model", "gpu", "gpu-memory-utilization", "max-model-len",
                                         "max-num-seqs", "max-num-batched-tokens", "tensor-parallel-size",
+                                        "request-rate", "traffic-prompt", "traffic-output",
                                         "kv-cache-dtype", "quantization", "block-size", "enable-prefix-caching",
-                                        "enforce-eager", "kv-cache", "contiguous"};
+                                        "enforce-eager", "kv-cache", "contiguous", "kv-heads"};
     if (r->allow_all) {
         for (size_t i = 0; i < sizeof first / sizeof first[0]; i++)
             add_pub_flag(r, first[i]);
