@@ -101,7 +101,7 @@ static double mono_now(void)
 
 int app_flash(const app *a, int32_t b)
 {
-    if (!a->flash_kind || b < 0 || b >= a->nflash) return APP_FL_NONE;
+    if (!a->flashing || !a->flash_kind || b < 0 || b >= a->nflash) return APP_FL_NONE;
     return a->flash_until[b] > a->now ? a->flash_kind[b] : APP_FL_NONE;
 }
 

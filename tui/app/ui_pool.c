@@ -11,6 +11,11 @@ static kv_block_view *g_blk;
 static int32_t g_cap;
 static uint8_t *g_mark;      /* per block: 1 = highlighted, 2 = selected request's table */
 static int32_t g_per_cell = 1, g_cols = 1, g_rows = 0, g_nblocks = 0, g_range = 0;
+/* The last snapshot: which engine, at which event and step, how many blocks. */
+static const kv_engine *g_snap_eng;
+static uint64_t g_snap_seq;
+static int64_t g_snap_step = -1;
+static int32_t g_snap_n, g_snap_total;
 
 int32_t ui_pool_block_at(const app *a, int y, int x)
 {
@@ -121,18 +126,50 @@ void ui_pool_draw(app *a, WINDOW *win)
     ui_box(win, info.mode == KV_MODE_CONTIGUOUS ? "block pool (contiguous slabs)" : "block pool", right, 0);
     int cols = w - 2, rows = h - 3;
     if (cols < 4 || rows < 1 || n <= 0 || !ensure(n)) return;
-    n = kv_engine_blocks(a->eng, g_blk, n);
-    mark_highlights(a, n);
     int64_t cells = (int64_t)cols * rows;
+    /* Snapshot only when the engine moved (flashes alone reuse it), and
+     * while the view is zoomed into the start of the pool only that start
+     * (plus room to notice it grew). */
+    uint64_t seq = kv_engine_last_event_seq(a->eng);
+    int32_t want = n;
+    if (g_range > 0 && (int64_t)g_range * 2 < n) {
+        int64_t w2 = (int64_t)g_range * 2 + cells;
+        if (w2 < n) want = (int32_t)w2;
+    }
+    if (a->eng != g_snap_eng || seq != g_snap_seq || info.step != g_snap_step || want > g_snap_n ||
+        n != g_snap_total) {
+        g_snap_n = kv_engine_blocks(a->eng, g_blk, want);
+        g_snap_eng = a->eng;
+        g_snap_seq = seq;
+        g_snap_step = info.step;
+        g_snap_total = n;
+        if (g_snap_n < n) {
+            /* The prefix must hold every used and every cached block (the
+             * engine's counts say how many there are), with room to spare. */
+            int32_t act = 0, used = 0, hashed = 0;
+            for (int32_t i = 0; i < g_snap_n; i++) {
+                if (g_blk[i].is_null) continue;
+                if (!g_blk[i].is_free) used++;
+                if (g_blk[i].has_hash) hashed++;
+                if (!g_blk[i].is_free || g_blk[i].cached_free) act = i + 1;
+            }
+            if ((int64_t)act + act / 4 + 1 >= g_snap_n || used != n - 1 - info.num_free_blocks ||
+                hashed != info.num_cached_blocks)
+                g_snap_n = kv_engine_blocks(a->eng, g_blk, n);
+        }
+    }
+    int32_t snap = g_snap_n;
+    mark_highlights(a, snap);
     /* Zoom: the free queue hands out low block ids first, so while only the
      * start of a large pool is in use, show that part larger (the range
      * doubles as use grows); the status line says which blocks are shown. */
     int32_t active = 0;
-    for (int32_t i = n - 1; i >= 0; i--)
+    for (int32_t i = snap - 1; i >= 0; i--)
         if (!g_blk[i].is_free || g_blk[i].cached_free || app_flash(a, i)) { active = i + 1; break; }
     int64_t range = cells;
     while (range < n && range < (int64_t)active + active / 4 + 1) range *= 2;
     if (range > n) range = n;
+    if (range > snap) range = snap == n ? n : snap;
     g_range = (int32_t)range;
     int32_t per = (int32_t)((range + cells - 1) / cells);
     if (per < 1) per = 1;
@@ -142,7 +179,7 @@ void ui_pool_draw(app *a, WINDOW *win)
     int64_t used_cells = (range + per - 1) / per;
     g_rows = (int)((used_cells + cols - 1) / cols);
     int32_t nused = 0, ncached = 0, nshared = 0;
-    for (int32_t i = 0; i < n; i++) {
+    for (int32_t i = 0; i < snap; i++) {
         if (g_blk[i].is_null) continue;
         if (!g_blk[i].is_free) nused++;
         if (g_blk[i].cached_free) ncached++;
@@ -192,7 +229,7 @@ void ui_pool_draw(app *a, WINDOW *win)
     /* Status line: the selected block, else the counts. */
     char st[256], a1[32], a2[32], a3[32];
     int sy = h - 2;
-    if (a->sel_block >= 0 && a->sel_block < n) {
+    if (a->sel_block >= 0 && a->sel_block < snap) {
         const kv_block_view *b = &g_blk[a->sel_block];
         int64_t owners[8];
         int32_t no = kv_engine_block_owners(a->eng, b->block_id, owners, 8);
