@@ -2,7 +2,8 @@
 # Broken lesson scripts give a clear message with file:line and never crash
 # kvlab: a syntax error, a runtime error, an undeclared global, an endless
 # loop, a question whose check accepts a wrong answer, a goal with no script,
-# a require outside lessons/lib, and a lesson file missing from disk. Also
+# a require outside lessons/lib, a lesson file missing from disk, and a
+# lab.say format that does not match its arguments. Also
 # --lessons DIR and KVLAB_LESSONS_DIR both select the folder.
 set -uo pipefail
 [ "${KVLAB_TUI:-1}" = "0" ] && exit 77
@@ -22,7 +23,8 @@ cat > "$L/manifest.json" <<'JSON'
   {"number": 6, "chapter": 1, "file": "06-goal.lua", "title": "Goal without script"},
   {"number": 7, "chapter": 1, "file": "07-require.lua", "title": "Bad require"},
   {"number": 8, "chapter": 1, "file": "08-missing.lua", "title": "Missing"},
-  {"number": 9, "chapter": 1, "file": "09-good.lua", "title": "A good one"}
+  {"number": 9, "chapter": 1, "file": "09-good.lua", "title": "A good one"},
+  {"number": 10, "chapter": 1, "file": "10-format.lua", "title": "Bad format"}
  ]}
 JSON
 printf 'return {\n  id = 1,\n  run = function(lab)\n    lab.say("hi"\n  end,\n}\n' > "$L/01-syntax.lua"
@@ -36,6 +38,8 @@ cat > "$L/lib/two.lua" <<'LUA'
 return { value = 2 }
 LUA
 printf 'local two = require("lib.two")\nreturn {\n  id = 9,\n  run = function(lab)\n    lab.say("two is %%d", two.value)\n    lab.pause()\n    lab.ask{ prompt = "1+1?", answer = two.value, script = "2", wrong = { "3" } }\n    lab.ask{ prompt = "pick", choices = { "a", "b" }, correct = 2 }\n  end,\n}\n' > "$L/09-good.lua"
+
+printf 'return {\n  id = 10,\n  run = function(lab)\n    lab.say("%%d blocks", nil)\n  end,\n}\n' > "$L/10-format.lua"
 
 fail=0
 expect() { # expect N rc pattern
@@ -55,6 +59,7 @@ expect 6 1 "has no script"
 expect 7 1 "lessons/07-require.lua:4: require\(\"io\"\): lessons can only load their helpers"
 expect 8 1 "08-missing.lua is missing"
 expect 9 0 "^PASS lesson 9 "
+expect 10 1 "lessons/10-format.lua:4: lab.say: bad argument #2"
 # The environment variable selects the folder too.
 out=$(KVLAB_LESSONS_DIR="$L" "$KVLAB" check 9 2>&1) || { echo "FAIL: KVLAB_LESSONS_DIR"; fail=1; }
 grep -q "^PASS lesson 9 " <<<"$out" || { echo "FAIL: KVLAB_LESSONS_DIR output: $out"; fail=1; }

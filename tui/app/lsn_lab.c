@@ -184,7 +184,14 @@ static int f_say(lua_State *L)
         lua_getfield(L, -1, "format");
         lua_remove(L, -2);
         lua_insert(L, 1);
-        lua_call(L, n, 1);
+        if (lua_pcall(L, n, 1, 0) != LUA_OK) {
+            /* say where in the lesson, not inside string.format */
+            luaL_where(L, 1);
+            lua_pushstring(L, "lab.say: ");
+            lua_rotate(L, -3, -1);
+            lua_concat(L, 3);
+            return lua_error(L);
+        }
     }
     size_t len;
     const char *s = lua_tolstring(L, -1, &len);
