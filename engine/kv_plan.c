@@ -735,9 +735,10 @@ static void compute_fixes(kv_plan *p, const kv_model *m, const kv_gpu *g, const 
         snprintf(flags, sizeof flags, "--tensor-parallel-size %d", tp);
         char what[64];
         snprintf(what, sizeof what, "%d GPUs (tensor parallel)", tp);
+        int before = p->num_fixes;
         if (try_fix(p, m, g, &b, what, flags))
             break;
-        p->num_fixes--; /* keep only the first tp that starts */
+        p->num_fixes = before; /* keep only the first tp that starts */
     }
     /* 5. Utilization, last: it borrows the headroom vLLM needs at run time. */
     if (!p->kv_cache_memory_bytes_set) {
