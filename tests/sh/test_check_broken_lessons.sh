@@ -68,4 +68,20 @@ mkdir -p "$dir/bad" && echo '{ nope' > "$dir/bad/manifest.json"
 out=$("$KVLAB" check --lessons "$dir/bad" 2>&1); rc=$?
 echo "$out"
 [ "$rc" -eq 2 ] && grep -q "manifest.json is not valid JSON" <<<"$out" || { echo "FAIL: bad manifest"; fail=1; }
+# A lesson file the manifest does not list fails the whole-course check.
+cp "$L/09-good.lua" "$L/11-stray.lua"
+out=$("$KVLAB" check --lessons "$L" 2>&1); rc=$?
+echo "$out" | tail -3
+[ "$rc" -eq 1 ] && grep -q "11-stray.lua is not listed in manifest.json" <<<"$out" || { echo "FAIL: stray file"; fail=1; }
+rm "$L/11-stray.lua"
+# Manifest entries out of order or misnamed: one line saying what to fix, exit 2.
+mkdir -p "$dir/m1" "$dir/m2"
+echo '{"format_version": 1, "chapters": [{"number": 1, "title": "x"}], "lessons": [{"number": 2, "chapter": 1, "file": "02-a.lua", "title": "a"}]}' > "$dir/m1/manifest.json"
+echo '{"format_version": 1, "chapters": [{"number": 1, "title": "x"}], "lessons": [{"number": 1, "chapter": 1, "file": "1-A.lua", "title": "a"}]}' > "$dir/m2/manifest.json"
+out=$("$KVLAB" check --lessons "$dir/m1" 2>&1); rc=$?
+echo "$out"
+[ "$rc" -eq 2 ] && grep -q 'must have "number": 1' <<<"$out" || { echo "FAIL: manifest order"; fail=1; }
+out=$("$KVLAB" check --lessons "$dir/m2" 2>&1); rc=$?
+echo "$out"
+[ "$rc" -eq 2 ] && grep -q 'must be named "01-slug.lua"' <<<"$out" || { echo "FAIL: manifest file name"; fail=1; }
 exit $fail
