@@ -5,23 +5,19 @@ local expect = require("lib.expect")
 
 local MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 
--- One line per config field: name, value as the file has it, what it means.
-local function field_rows(cfg, m)
-  local rows = {
-    { "num_hidden_layers", tostring(cfg.num_hidden_layers), "layers, each keeps its own K and V" },
-    { "num_attention_heads", tostring(cfg.num_attention_heads), "query heads (not cached)" },
-    { "num_key_value_heads", tostring(cfg.num_key_value_heads or cfg.num_attention_heads),
-      "K/V heads: the ones the cache stores" },
-  }
-  if cfg.head_dim then
-    rows[#rows + 1] = { "head_dim", tostring(cfg.head_dim), "values in one head" }
-  else
-    rows[#rows + 1] = { "head_dim", "(absent)", string.format("so hidden_size / num_attention_heads = %d / %d = %d",
-                        cfg.hidden_size, cfg.num_attention_heads, m.head_dim) }
+-- The fields the sum needs, as the file has them.
+local function field_rows(cfg)
+  local rows = {}
+  for _, k in ipairs({ "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "hidden_size",
+                       "head_dim", "torch_dtype" }) do
+    rows[#rows + 1] = { k, cfg[k] ~= nil and tostring(cfg[k]) or "(absent)" }
   end
-  rows[#rows + 1] = { "torch_dtype", tostring(cfg.torch_dtype or "(absent)"),
-                      string.format("%d bytes per value", m.dtype_bytes) }
   return rows
+end
+
+-- The catalogue path from "models/" on, short enough for the text view.
+local function short_path(path)
+  return path:match("(models/.*)$") or path
 end
 
 -- "2 x 32 layers x 8 KV heads x 128 head_dim x 2 bytes = 131,072 bytes" for
@@ -35,7 +31,7 @@ local function formula(lab)
   if factor ~= 1 and factor ~= 2 then
     return string.format("  %s bytes per token (%s)", fmt.int(p.kv_bytes_per_token), fmt.bytes(p.kv_bytes_per_token))
   end
-  return string.format("  %d x %d layers x %d KV heads x %d head_dim x %d byte%s = %s bytes (%s)",
+  return string.format("  %d x %d layers x %d KV heads\n    x %d head_dim x %d byte%s\n  = %s bytes (%s)",
     factor, layers, kvh, hs, vb, vb > 1 and "s" or "", fmt.int(p.kv_bytes_per_token),
     fmt.bytes(p.kv_bytes_per_token))
 end
@@ -54,11 +50,20 @@ return {
     lab.say("Every token a request holds costs the cache the same number of bytes. " ..
             "You do not need the weights to work that number out: the model's config.json " ..
             "has every field it depends on. This is the file kvlab just read for %s:", m.id)
-    lab.say("  %s", path)
-    lab.say(fmt.table(field_rows(cfg, m)))
+    lab.say("  %s", short_path(path))
+    lab.say(fmt.table(field_rows(cfg)))
+    lab.say("Every layer keeps its own K and V. num_key_value_heads counts the heads whose K and V " ..
+            "are cached; the %d query heads share them.", cfg.num_attention_heads)
+    if not cfg.head_dim then
+      lab.say("head_dim is absent, so vLLM takes hidden_size / num_attention_heads = %d / %d = %d.",
+              cfg.hidden_size, cfg.num_attention_heads, m.head_dim)
+    end
+    lab.say("%s means %d bytes per value.", tostring(cfg.torch_dtype), m.dtype_bytes)
     lab.say("For each token, every layer stores one key vector and one value vector per KV head, " ..
             "each head_dim values long. Written out:")
-    lab.say("  bytes per token = 2 (K and V) x layers x KV heads x head_dim x bytes per value")
+    lab.say("  bytes per token =\n" ..
+            "    2 (K and V) x layers x KV heads\n" ..
+            "    x head_dim x bytes per value")
     lab.say("Query heads do not appear: queries are used once, in the step that computes them, and " ..
             "never stored.")
     lab.show("log", { upto = "allocate" })
@@ -66,6 +71,10 @@ return {
     lab.pause()
 
     lab.page("Work it out")
+    lab.say("From the file: %d layers, %d KV heads (and %d query heads), head_dim %d, %s values.",
+            cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.num_attention_heads, m.head_dim,
+            tostring(cfg.torch_dtype))
+    lab.say("  2 x layers x KV heads x head_dim x bytes")
     local bpt = p.kv_bytes_per_token
     local layers, kv, heads = cfg.num_hidden_layers, p.kv_heads_per_gpu, cfg.num_attention_heads
     expect.near(lab, "8B KV bytes per token (bf16)", bpt, 131072, 0)
@@ -98,7 +107,7 @@ return {
     lab.say("The engine did the same sum, once per block of %d tokens. The pool it sized at start-up " ..
             "is %.2f GiB; divided by %s per token that is the token count in the log:",
             p.block_size, p.kv_cache_gib, fmt.bytes(bpt))
-    lab.say("  %.2f GiB / %s = %s tokens", p.kv_cache_gib, fmt.bytes(bpt),
+    lab.say("  %.2f GiB / %s\n  = %s tokens", p.kv_cache_gib, fmt.bytes(bpt),
             fmt.int(p.kv_cache_tokens))
     lab.show("memory")
     lab.highlight("memory", "kv", nil, fmt.int(p.kv_cache_tokens) .. " tokens")

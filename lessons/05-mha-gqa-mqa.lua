@@ -45,23 +45,23 @@ return {
     lab.say("Multi-query attention (MQA): all %d query heads read one K/V pair.", q)
     lab.say(heads.groups(q, 1))
     local extra = 2 * m.layers * m.hidden_size * (q - m.kv_heads) * m.head_dim
-    lab.say("A real MHA version would also carry bigger K and V projection matrices: %.2fe9 more " ..
-            "parameters here, %s of the model. kvlab's kv-heads override leaves the weights as they " ..
+    lab.say("A real MHA version would also carry bigger K and V projection matrices: %.2f billion " ..
+            "more parameters here, %s of the model. kvlab's kv-heads override leaves the weights as they " ..
             "are, so that only the cache moves in what follows.", extra / 1e9, fmt.pct(extra / m.params))
     lab.pause()
 
     lab.page("Same card, three prices per token")
     lab.say("kvlab started the same server three times on one H100, changing only kv-heads " ..
             "(a hypothetical override: the weights stay as they are). Requests of %s tokens:", fmt.int(LEN))
-    local rows = { { "variant", "KV heads", "KV/token", "pool", "pool tokens", "requests at once" } }
+    local rows = { { "", "KV", "per token", "tokens", "at once" } }
     for _, v in ipairs(variants) do
-      rows[#rows + 1] = { v.name, tostring(v.kv), fmt.bytes(v.bpt), string.format("%.2f GiB", v.gib),
-                          fmt.int(v.tokens), fmt.x(v.conc) }
+      rows[#rows + 1] = { v.name, v.kv, fmt.bytes(v.bpt), fmt.int(v.tokens), fmt.x(v.conc) }
     end
     lab.say(fmt.table(rows))
-    lab.say("The pool in GiB is identical in every row: none of the subtracted terms moved. " ..
+    lab.say("(KV: KV heads; tokens: the pool in tokens; at once: requests of %s tokens.)", fmt.int(LEN))
+    lab.say("The pool is %.2f GiB in every row: none of the subtracted terms moved. " ..
             "Only the price of a token did, so tokens and requests move by exactly the ratio of " ..
-            "KV heads: %d times fewer than GQA for MHA, %d times more for MQA.",
+            "KV heads: %d times fewer than GQA for MHA, %d times more for MQA.", variants[1].gib,
             variants[1].kv // variants[2].kv, variants[2].kv // variants[3].kv)
     expect.near(lab, "8B bytes/token with 8 KV heads", variants[2].bpt, 131072, 0)
     expect.near(lab, "MHA/GQA bytes ratio", variants[1].bpt / variants[2].bpt, 4, 0)

@@ -31,12 +31,12 @@ return {
     lab.say("Now imagine the same model trained with one K/V pair per query head (MHA). kvlab " ..
             "started both on the same four cards, weights unchanged, requests of %s tokens:", fmt.int(LEN))
     lab.say(fmt.table{
-      { "", "KV heads", "KV/token per GPU", "pool per GPU", "conversations at once" },
-      { "as shipped (GQA)", tostring(m.kv_heads), fmt.bytes(gqa.kv_bytes_per_token),
-        string.format("%.2f GiB", gqa.kv_cache_gib), tostring(n_gqa) },
-      { "hypothetical MHA", tostring(m.heads), fmt.bytes(mha.kv_bytes_per_token),
-        string.format("%.2f GiB", mha.kv_cache_gib), tostring(n_mha) },
+      { "", "KV", "per token", "at once" },
+      { "GQA (real)", m.kv_heads, fmt.bytes(gqa.kv_bytes_per_token), n_gqa },
+      { "MHA (what if)", m.heads, fmt.bytes(mha.kv_bytes_per_token), n_mha },
     })
+    lab.say("(Per GPU: KV heads, KV bytes per token, and whole %s-token conversations at once. The " ..
+            "pool is %.2f GiB per GPU in both.)", fmt.int(LEN), gqa.kv_cache_gib)
     lab.say("Same cards, same weights, same pool: %d conversations against %d. GQA is what turns " ..
             "a 70B model on one node from a demo into a service.", n_gqa, n_mha)
     expect.between(lab, "70B tp=4 8K conversations, 8 KV heads", n_gqa, 45, 60)
@@ -97,12 +97,12 @@ return {
       script = "8",
       wrong = { "16", "64", "4" },
     }
-    local rows = { { "tp", "KV heads per GPU", "KV/token per GPU", "pool tokens per GPU" } }
+    local rows = { { "tp", "KV", "per token", "tokens" } }
     for _, s in ipairs(sweep) do
-      rows[#rows + 1] = { tostring(s.tp), tostring(s.heads), fmt.bytes(s.bpt),
-                          s.starts and fmt.int(s.tokens) or "does not start" }
+      rows[#rows + 1] = { s.tp, s.heads, fmt.bytes(s.bpt), s.starts and fmt.int(s.tokens) or "won't start" }
     end
     lab.say(fmt.table(rows))
+    lab.say("(Per GPU: KV heads, KV bytes per token, pool in tokens.)")
     local s8, s16
     for _, s in ipairs(sweep) do
       if s.tp == last then s8 = s elseif s.tp == last * 2 then s16 = s end

@@ -8,16 +8,16 @@ local MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 
 -- What each fix costs, in the order the engine ranks them.
 local COST = {
-  ["lower max_model_len"] = "free, unless your users really send prompts that long",
-  ["fp8 KV cache"] = "half the bytes per token; a small accuracy question",
-  ["fp8 weights"] = "frees weight memory; a quality question to measure",
-  ["raise utilization (last resort)"] = "borrows the headroom vLLM needs while it runs",
+  ["lower max_model_len"] = "free, unless users need it",
+  ["fp8 KV cache"] = "a small accuracy question",
+  ["fp8 weights"] = "a quality question to measure",
+  ["raise utilization (last resort)"] = "eats run-time headroom",
 }
 
 local function cost_of(what)
   if COST[what] then return COST[what] end
-  if what:find("4%-bit") then return "frees more weight memory; a bigger quality question" end
-  if what:find("GPUs") then return "another card: the most expensive fix" end
+  if what:find("4%-bit") then return "a bigger quality question" end
+  if what:find("GPUs") then return "another card: costs most" end
   return ""
 end
 
@@ -41,7 +41,7 @@ return {
     lab.say("This is running example B: %s on an RTX 4090 that reports %.1f GiB, utilization %.2f, " ..
             "--max-num-batched-tokens %s and no --max-model-len. vLLM stops during start-up:",
             m.id, p.gpu_total_gib, p.gpu_memory_utilization, fmt.int(p.max_num_batched_tokens))
-    lab.say("  %s", err or p.error)
+    lab.say("%s", err or p.error)
     lab.show("log")
     lab.highlight("log", "To serve at least one request")
     lab.show("memory")
@@ -62,9 +62,10 @@ return {
     local lines = {}
     for i, f in ipairs(p.fixes or {}) do
       local result = f.starts and string.format("starts: %s tokens", fmt.int(f.kv_cache_tokens))
-                     or string.format("still fails (pool %.2f GiB)", f.kv_cache_gib)
-      lines[#lines + 1] = string.format("  %d. %-26s %s", i, f.flags, result)
-      lines[#lines + 1] = string.format("     %s: %s", f.what, cost_of(f.what))
+                     or string.format("still fails: %.2f GiB", f.kv_cache_gib)
+      lines[#lines + 1] = string.format("  %d. %s", i, f.flags)
+      lines[#lines + 1] = string.format("     %s", result)
+      lines[#lines + 1] = string.format("     cost: %s", cost_of(f.what))
     end
     lab.say(table.concat(lines, "\n"))
     lab.say("Raising gpu-memory-utilization belongs at the very end: it takes memory vLLM needs for " ..

@@ -46,9 +46,12 @@ return {
       { "num_hidden_layers", tostring(cfg.num_hidden_layers) },
       { "num_attention_heads", tostring(cfg.num_attention_heads) },
       { "num_key_value_heads", tostring(cfg.num_key_value_heads) },
-      { "head_dim", cfg.head_dim and tostring(cfg.head_dim)
-                    or string.format("%d / %d = %d (hidden_size / heads)", cfg.hidden_size, heads, hd) },
+      { "head_dim", cfg.head_dim and tostring(cfg.head_dim) or "(absent)" },
+      { "hidden_size", tostring(cfg.hidden_size) },
     })
+    if not cfg.head_dim then
+      lab.say("No head_dim, so hidden_size / num_attention_heads = %d / %d = %d.", cfg.hidden_size, heads, hd)
+    end
     lab.say("Answers take units: 96 KiB, 98304 bytes, 2.5 GB and 3 GiB all mean what they say; " ..
             "a bare number is read in the unit the question names.")
 

@@ -38,8 +38,9 @@ return {
             "start-up line turns the pool into requests:", fmt.int(LEN))
     lab.show("log", { upto = "allocate" })
     lab.highlight("log", "Maximum concurrency")
-    lab.say("  requests at once = pool / (bytes per token x tokens per request)")
-    lab.say("  %.2f GiB / (%s x %s) = %.2f GiB / %s = %s", p.kv_cache_gib, fmt.bytes(p.kv_bytes_per_token),
+    lab.say("  at once = pool / (bytes per token\n" ..
+            "                    x tokens per request)")
+    lab.say("  %.2f GiB / (%s x %s)\n  = %.2f GiB / %s = %s", p.kv_cache_gib, fmt.bytes(p.kv_bytes_per_token),
             fmt.int(LEN), p.kv_cache_gib, fmt.gib_of(per_seq), fmt.x(p.max_concurrency))
     lab.say("vLLM prints this for requests that use the whole max-model-len, the worst case it " ..
             "promised to accept. Shorter requests fit more; the pool is the real limit.")
@@ -72,12 +73,11 @@ return {
     lab.say("The pool is what is left after the weights. On this card the weights are most of the " ..
             "budget, so every GiB they give back goes straight to the pool:")
     lab.say(fmt.table{
-      { "", "weights", "pool", "requests of " .. fmt.int(LEN) },
-      { "bf16 weights", string.format("%.2f GiB", p.weights_gib), string.format("%.2f GiB", p.kv_cache_gib),
-        fmt.x(p.max_concurrency) },
-      { "--quantization fp8", string.format("%.2f GiB", q8.weights_gib), string.format("%.2f GiB", q8.kv_cache_gib),
-        fmt.x(q8.max_concurrency) },
+      { "weights", "size", "pool", "at once" },
+      { "bf16", fmt.gib(p.weights_gib), fmt.gib(p.kv_cache_gib), fmt.x(p.max_concurrency) },
+      { "fp8", fmt.gib(q8.weights_gib), fmt.gib(q8.kv_cache_gib), fmt.x(q8.max_concurrency) },
     })
+    lab.say("(at once: requests of %s tokens; fp8 is --quantization fp8.)", fmt.int(LEN))
     lab.say("Halving the weights multiplied the pool by %.1f, because nothing else on the card moved.", mult)
 
     local target = pick.between(kv8.max_concurrency, q8.max_concurrency)

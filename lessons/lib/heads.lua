@@ -4,19 +4,26 @@ local M = {}
 
 -- Two lines: query heads ("q") in their groups, and under each group the one
 -- K/V pair ("KV") the whole group reads. heads must be a multiple of kv.
--- Wide shapes are drawn with one mark per `scale` query heads.
-function M.groups(heads, kv, maxw)
-  maxw = maxw or 56
+-- Drawn within about 36 columns (the text view on an 80-column terminal):
+-- wide shapes get one mark per `scale` query heads, and say so.
+function M.groups(heads, kv)
   local per = heads // kv
+  local room = 32
   if per == 1 then
-    local n = math.min(heads, 24)
-    local more = heads > n and string.format(" ... (%d in all)", heads) or ""
-    return "  query heads  " .. string.rep("q", n, " ") .. more .. "\n" ..
-           "  cached       " .. string.rep("K", n, " ") .. more .. "\n" ..
-           "  (every query head has its own K/V pair)"
+    local n = math.min(heads, 12)
+    local more = heads > n and string.format(" .. x%d", heads) or ""
+    return "  q   " .. string.rep("q", n, " ") .. more .. "\n" ..
+           "  KV  " .. string.rep("K", n, " ") .. more .. "\n" ..
+           "  (each query head has its own K/V)"
+  end
+  if kv > room // 2 then
+    return string.format("  %d query heads in %d groups of %d,\n  one K/V pair per group", heads, kv, per)
   end
   local scale = 1
-  while kv * (math.max(per // scale, 1) + 1) > maxw and scale < per do scale = scale * 2 end
+  while kv * (per // scale + 1) - 1 > room and scale < per and per % (scale * 2) == 0 do scale = scale * 2 end
+  if kv * (per // scale + 1) - 1 > room then
+    return string.format("  %d query heads in %d groups of %d,\n  one K/V pair per group", heads, kv, per)
+  end
   local w = math.max(per // scale, 2)
   local q, k = {}, {}
   for _ = 1, kv do
@@ -24,17 +31,12 @@ function M.groups(heads, kv, maxw)
     q[#q + 1] = marks .. string.rep(" ", w - #marks)
     k[#k + 1] = "KV" .. string.rep(" ", w - 2)
   end
-  local sep = kv > 1 and " " or ""
   local lines = {
-    "  query heads  " .. table.concat(q, sep),
-    "  cached       " .. table.concat(k, sep),
+    (("  q   " .. table.concat(q, " ")):gsub("%s+$", "")),
+    (("  KV  " .. table.concat(k, " ")):gsub("%s+$", "")),
   }
   if scale > 1 then
-    lines[#lines + 1] = string.format("  (one q per %d query heads)", scale)
-  end
-  -- A model too wide even at one mark per group is summarised instead.
-  if #lines[1] > maxw + 16 then
-    lines = { string.format("  %d query heads in %d groups of %d; one K/V pair per group", heads, kv, per) }
+    lines[#lines + 1] = string.format("  (one q = %d query heads)", scale)
   end
   return table.concat(lines, "\n")
 end
