@@ -609,6 +609,7 @@ int kv_engine_step(kv_engine *e, kv_step_result *out, char *err, size_t errlen)
     e->m.computed_tokens += o.num_tokens;
 
     /* sampling: which requests produce a token this step, before update() */
+    int64_t same_itl = 0; /* requests whose previous token came at the end of the previous step */
     for (int32_t k = 0; k < o.num_scheduled; k++) {
         kv_req *r = o.scheduled[k];
         if (r->num_computed < kv_req_num_tokens(r))
@@ -619,12 +620,16 @@ int kv_engine_step(kv_engine *e, kv_step_result *out, char *err, size_t errlen)
             e->m.prompt_tokens_total += r->prompt_len;
             e->m.work_tokens_with_cache += r->prompt_len;
         } else {
-            kv_hist_observe(&e->hist[KV_HIST_ITL], e->clock - r->last_token_s);
+            if (r->last_token_s == start)
+                same_itl++;
+            else
+                kv_hist_observe(&e->hist[KV_HIST_ITL], e->clock - r->last_token_s);
             e->m.work_tokens_with_cache += 1;
         }
         e->m.work_tokens_without_cache += seq;
         e->m.generation_tokens_total++;
     }
+    kv_hist_observe_n(&e->hist[KV_HIST_ITL], e->clock - start, same_itl);
     kv_sched_update(e->sched, &o, e->clock);
     for (int32_t k = 0; k < o.num_finished; k++) {
         kv_req *r = o.finished[k];
@@ -1115,7 +1120,10 @@ int kv_engine_config_from_plan(const kv_plan *p, const kv_model *m, const kv_gpu
     }
     c->hbm_bytes_per_s = bw;
     c->peak_flops = fl;
-    c->link_bytes_per_s = 0; /* the catalogue's link figures are not exposed yet: all-reduce counted free */
+    /* ring all-reduce: each GPU sends and receives at once, so one direction's
+     * bandwidth counts; the catalogue adds both directions */
+    double link = gpu ? (gpu->nvlink_gbps > 0 ? gpu->nvlink_gbps : gpu->pcie_gbps) : 0.0;
+    c->link_bytes_per_s = link > 0 ? link / 2.0 * 1e9 : 0.0;
     return 0;
 }
 

@@ -134,7 +134,8 @@ typedef struct kv_engine kv_engine;
  * block_size, max_model_len, max_num_seqs, max_num_batched_tokens, prefix
  * caching, chunked prefill, geometry, tp, each rank's plan terms, and the
  * time-model inputs (active parameters from the model shape, weights per
- * rank, the card's bf16 dense TFLOP/s and HBM bandwidth; when the catalogue
+ * rank, the card's bf16 dense TFLOP/s, HBM bandwidth and one direction of
+ * its NVLink (else PCIe) bandwidth; when the catalogue
  * lacks a figure, a stand-in is used and *note says so). Everything else
  * keeps kv_engine_config_default(). EINVAL when the plan would not start
  * (err = vLLM's error). note may be NULL. */

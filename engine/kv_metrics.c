@@ -71,6 +71,13 @@ static int fine_index(double v)
 
 void kv_hist_observe(kv_hist *h, double v)
 {
+    kv_hist_observe_n(h, v, 1);
+}
+
+void kv_hist_observe_n(kv_hist *h, double v, int64_t n)
+{
+    if (n <= 0)
+        return;
     if (v < 0)
         v = 0;
     int lo = 0, hi = h->nbounds; /* first bound >= v (Prometheus le), or nbounds for +Inf */
@@ -81,14 +88,14 @@ void kv_hist_observe(kv_hist *h, double v)
         else
             hi = mid;
     }
-    h->counts[lo]++;
-    h->fine[fine_index(v)]++;
+    h->counts[lo] += n;
+    h->fine[fine_index(v)] += n;
     if (h->count == 0 || v < h->min)
         h->min = v;
     if (h->count == 0 || v > h->max)
         h->max = v;
-    h->count++;
-    h->sum += v;
+    h->count += n;
+    h->sum += v * (double)n;
 }
 
 static double quantile(const kv_hist *h, double q)

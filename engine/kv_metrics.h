@@ -32,6 +32,9 @@ enum { KV_HIST_TTFT = 0, KV_HIST_ITL, KV_HIST_E2E, KV_HIST_QUEUE, KV_HIST_COUNT 
 void kv_hist_init(kv_hist *h, int kind);
 /* Add one observation (seconds). */
 void kv_hist_observe(kv_hist *h, double v);
+/* Add n observations of the same value (a decode step gives every request
+ * that also ran the step before the same inter-token latency). */
+void kv_hist_observe_n(kv_hist *h, double v, int64_t n);
 /* Count, sum, mean, min, max and p50/p90/p99 (from the fine buckets). */
 void kv_hist_stats(const kv_hist *h, kv_latency_stats *out);
 
