@@ -240,12 +240,18 @@ return {
         "Fill the pool: a smaller pool, longer requests or more of them.",
         "Lower gpu-memory-utilization to 0.25 and raise request-rate to 20.",
       },
-      script = { { "gpu-memory-utilization", "0.25" }, { "request-rate", "20" } },
+      script = { { "request-rate", "20" }, { "gpu-memory-utilization", "0.25" } },
       steps = 3000,
     })
+    -- let it serve under pressure a while before reading the figures
+    lab.speed(200)
+    lab.step(600)
+    lab.speed(20)
     local m = lab.metrics()
-    lab.say("%s preemptions so far; %s of the %s tokens the GPU computed were recomputes of work it " ..
-      "had already done once, and %.1f requests waited on average.", fmt.int(m.num_preemptions),
+    lab.say("%s preemptions so far. %s of the %s tokens the GPU computed were recomputes of work it " ..
+      "had already done once, and %.1f requests waited on average. Each preemption throws away a " ..
+      "request's cache and pays for its prefill again; vLLM's metrics show it as " ..
+      "vllm:num_preemptions_total rising under normal traffic.", fmt.int(m.num_preemptions),
       fmt.int(m.recomputed_tokens), fmt.int(m.computed_tokens), m.mean_num_requests_waiting)
     lab.say("The fix is the arithmetic of this course, not a bigger max-num-seqs: more room per " ..
       "token (fp8 KV cache, quantized weights, more GPUs) or less traffic per server.")

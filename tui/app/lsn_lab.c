@@ -789,10 +789,10 @@ static int f_ranks(lua_State *L)
 static int f_events(lua_State *L)
 {
     kv_engine *e = engine_or_nil(L);
+    uint64_t since = (uint64_t)luaL_optinteger(L, 1, 0);
     lua_newtable(L);
     if (!e)
         return 1;
-    uint64_t since = (uint64_t)luaL_optinteger(L, 1, 0);
     static kv_event ev[4096];
     int32_t n = kv_engine_events_since(e, since, ev, 4096);
     for (int32_t i = 0; i < n; i++) {
@@ -807,6 +807,41 @@ static int f_events(lua_State *L)
             setstr(L, "text", ev[i].text);
         lua_rawseti(L, -2, i + 1);
     }
+    return 1;
+}
+
+static int f_timeline(lua_State *L)
+{
+    kv_engine *e = engine_or_nil(L);
+    lua_Integer want = luaL_optinteger(L, 1, 4096);
+    lua_newtable(L);
+    if (!e)
+        return 1;
+    if (want < 1)
+        return 1;
+    if (want > 4096)
+        want = 4096;
+    kv_timeline_sample *tl = malloc((size_t)want * sizeof *tl);
+    if (!tl)
+        return luaL_error(L, "out of memory");
+    int32_t n = kv_engine_timeline(e, tl, (int32_t)want);
+    /* the newest `want` samples, oldest first */
+    for (int32_t i = 0; i < n; i++) {
+        const kv_timeline_sample *t = &tl[i];
+        lua_createtable(L, 0, 11);
+        setint(L, "step", t->step);
+        setnum(L, "time_s", t->clock_s);
+        setnum(L, "kv_usage", t->kv_usage);
+        setint(L, "running", t->num_running);
+        setint(L, "waiting", t->num_waiting);
+        setint(L, "tokens", t->num_scheduled_tokens);
+        setint(L, "preempted", t->num_preempted);
+        setint(L, "num_preemptions", t->num_preemptions_total);
+        setnum(L, "prefix_hit_rate", t->prefix_hit_rate);
+        setnum(L, "tokens_per_s", t->tokens_per_s);
+        lua_rawseti(L, -2, i + 1);
+    }
+    free(tl);
     return 1;
 }
 
@@ -1386,7 +1421,7 @@ static const luaL_Reg lab_funcs[] = {
     {"step_time", f_step_time},
     {"metrics", f_metrics},   {"blocks", f_blocks},     {"block", f_block},
     {"requests", f_requests}, {"request", f_request},   {"ranks", f_ranks},
-    {"events", f_events},     {"last_event", f_last_event}, {"figure", f_figure},
+    {"events", f_events},     {"last_event", f_last_event}, {"timeline", f_timeline}, {"figure", f_figure},
     {"catalog", f_catalog},   {"submit", f_submit},     {"traffic", f_traffic},
     {"step", f_step},         {"run_until", f_run_until}, {"wait_until", f_wait_until},
     {"autorun", f_autorun},   {"speed", f_speed},       {"random", f_random},
