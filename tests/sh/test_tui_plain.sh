@@ -22,6 +22,24 @@ no_colour_codes() {
     fi
 }
 
+# Colour levels: 8 colours (TERM=screen) use only the basic colours; 256
+# colours (TERM=screen-256color) use the extended palette. Either way the
+# screen carries no stray escape bytes.
+tui_start 80 24 TERM=screen --
+tui_advance_until "Available KV cache memory"
+check_screen "TERM=screen" 0
+tui_tmux capture-pane -e -p -t "$TUI_SESSION" | grep -qE $'\x1b\\[[0-9;]*3[1-7]m' || fail "8 colours: no colour drawn"
+if tui_tmux capture-pane -e -p -t "$TUI_SESSION" | grep -qE $'\x1b\\[[0-9;]*38;5;'; then fail "8 colours: 256-colour codes used"; fi
+tui_quit_clean
+tui_stop
+
+tui_start 80 24 TERM=screen-256color --
+tui_advance_until "Available KV cache memory"
+check_screen "TERM=screen-256color" 0
+tui_tmux capture-pane -e -p -t "$TUI_SESSION" | grep -qE $'\x1b\\[[0-9;]*38;5;' || fail "256 colours: palette not used"
+tui_quit_clean
+tui_stop
+
 tui_start 80 24 NO_COLOR=1 --
 tui_advance_until "Available KV cache memory"
 check_screen "NO_COLOR=1" 0

@@ -67,7 +67,9 @@ ui_color_mode ui_style_detect(int no_color)
 {
     const char *nc = getenv("NO_COLOR");
     if (no_color || (nc && nc[0]) || !has_colors()) return UI_COLOR_NONE;
-    return COLORS >= 256 ? UI_COLOR_256 : UI_COLOR_8;
+    /* COLORS is only set by start_color(); ask terminfo directly. */
+    int n = tigetnum("colors");
+    return n >= 256 ? UI_COLOR_256 : UI_COLOR_8;
 }
 
 ui_color_mode ui_style_init(ui_color_mode want)
