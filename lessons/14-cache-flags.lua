@@ -55,8 +55,19 @@ local function judge(a, b)
   return "none"
 end
 
-local function choice_index(key)
-  for i, c in ipairs(CHOICES) do if c.key == key then return i end end
+-- The app takes a choice by its letter up to e, so each round offers five:
+-- the right one and four others, dropping first those least like a mix-up.
+local DROP_FIRST = { "cudagraph", "activation", "budget", "starts", "none", "weights", "per_token" }
+
+local function round_choices(key)
+  local drop, dropped = {}, 0
+  for _, k in ipairs(DROP_FIRST) do
+    if dropped == #CHOICES - 5 then break end
+    if k ~= key then drop[k] = true; dropped = dropped + 1 end
+  end
+  local list = {}
+  for _, c in ipairs(CHOICES) do if not drop[c.key] then list[#list + 1] = c end end
+  return list
 end
 
 local function describe(a, b)
@@ -122,15 +133,15 @@ return {
       if not now.starts then
         lab.say("The server refused to start:\n\n  %s", lab.plan().error)
       end
-      local texts = {}
-      for j, c in ipairs(CHOICES) do texts[j] = c.text end
-      local why = {}
-      for j, c in ipairs(CHOICES) do
-        if c.key ~= key then why[j] = "Compare the before and after columns line by line." end
+      local offered = round_choices(key)
+      local texts, why, correct = {}, {}, nil
+      for j, c in ipairs(offered) do
+        texts[j] = c.text
+        if c.key == key then correct = j else why[j] = "Compare the before and after columns line by line." end
       end
       lab.ask{
         prompt = string.format("Which term did %s move?", round.flag),
-        choices = texts, correct = choice_index(key), why = why,
+        choices = texts, correct = correct, why = why,
         hints = { "Find the line whose value changed most; if only the tokens moved, "
                   .. "it is the bytes per token." },
       }

@@ -61,6 +61,7 @@ return {
     lab.say("Go ahead and break it: change a flag so that the scheduler has to preempt. "
       .. "Each change restarts the server and sends the %d reviews again.", NREQ)
     lab.highlight("flags", "max-num-seqs")
+    lab.autorun(true)   -- the server keeps serving while the learner edits flags
     lab.goal{
       text = "Make the scheduler preempt a running request (the reviews are sent again after each change).",
       check = function() return lab.metrics().num_preemptions > 0 end,
@@ -69,6 +70,7 @@ return {
       script = { { "max-num-seqs", "16" } },
       steps = 600,
     }
+    lab.autorun(false)
     local seqs = tonumber(lab.plan().max_num_seqs)
     local victim = first_victim(lab)
     lab.unhighlight()
@@ -113,6 +115,7 @@ return {
       .. "while still running at least %d requests at once: give the cache more tokens "
       .. "rather than the scheduler fewer requests.", seqs)
     lab.unhighlight()
+    lab.autorun(true)
     lab.goal{
       text = string.format("Finish the reviews with no preemption, max-num-seqs still %d or more.", seqs),
       check = function()
@@ -125,6 +128,7 @@ return {
       script = { { "kv-cache-dtype", "fp8" } },
       steps = 1500,
     }
+    lab.autorun(false)
     lab.say("No preemption: the pool now holds %s tokens, enough for %d reviews at full "
       .. "length. Tune max-num-seqs for latency once the cache fits the traffic, never to "
       .. "make a full cache go faster.", fmt.int(lab.plan().kv_cache_tokens), seqs)

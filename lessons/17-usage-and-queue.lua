@@ -93,6 +93,7 @@ return {
       seen[2].m.num_requests_running)
     lab.show("flags"); lab.highlight("flags", "max-num-seqs")
     lab.on_flag(function() if lab.running() then W.submit(lab, SERVERS[2].n, SERVERS[2].traffic) end end)
+    lab.autorun(true)
     lab.goal{
       text = "Empty server 2's queue by changing one flag (its chats are sent again after each change).",
       check = function()
@@ -103,6 +104,7 @@ return {
       script = { { "max-num-seqs", "256" } },
       steps = 20,
     }
+    lab.autorun(false)
     local m = lab.metrics()
     lab.say("Nothing waits now: %d requests run and the cache is %s full. On server 1 the "
       .. "same change would do nothing: its pool is already full, so admitting more would "

@@ -1,57 +1,90 @@
 #!/usr/bin/env bash
-# Lessons 12 to 20 in the app, as a learner would take them: open the lesson,
-# press n until its first check shows (a question or a goal), give a wrong
-# answer and see a hint, then give the answer kvlab check accepted (or make
-# the flag change its goal asks for) and see the lesson move on to its next
-# check. The answers are read from `kvlab check N`, so the app and the
-# headless run must agree on every figure.
+# Lessons 12 to 20 in the app, taken to the end as a learner would: press n
+# through the narration, give one wrong answer to the first question (a hint
+# must follow), answer every question, make every goal's flag change in the
+# flags view, and reach "Lesson complete.". The answers and flag changes are
+# the ones `kvlab check N` used, so the app and the headless run must agree on
+# every figure the lesson computes from its engine.
+# KVLAB_TUI_LESSONS="12 16" limits the run to some lessons.
 . "$(dirname "$0")/tui_lib.sh"
 
 LESSONS="$KVLAB_SOURCE_DIR/lessons"
 export KVLAB_LESSONS_DIR="$LESSONS"
 
-# first_quoted WORD TEXT: the first '...' after the first line containing WORD
-first_quoted() { grep -m1 -F "$1" <<<"$2" | sed -E "s/^[^']*'([^']*)'.*/\1/"; }
+quoted() { sed -E "s/^[^']*'([^']*)'.*/\1/"; }
 
-# clear_box: empty a text box the app pre-fills (a flag's value, a wrong try)
-clear_box() { local i; for i in $(seq 40); do tui_keys BSpace; done; }
+# The step counter in the title bar ("step 7").
+cur_step() { tui_screen | sed -n 1p | grep -oE 'step [0-9]+' | head -1 | grep -oE '[0-9]+'; }
 
-for n in 12 13 14 15 16 17 18 19 20; do
+# wait_step_after N: the step counter moves past N (a check was passed).
+wait_step_after() {
+    local before=$1 end=$((SECONDS + ${2:-20})) s
+    while [ $SECONDS -le $end ]; do
+        s=$(cur_step || true)
+        if [ -n "$s" ] && [ "$s" -gt "$before" ]; then return 0; fi
+        sleep 0.1
+    done
+    fail "the lesson did not move past step $before"
+}
+
+# set_flag NAME VALUE: in the flags view, select NAME and type VALUE.
+set_flag() {
+    local name=$1 value=$2 names idx i
+    tui_keys f
+    tui_wait "Esc: done" 5
+    # flag rows in the order shown: "│ name   value │" inside the flags box
+    names=$(tui_screen | sed -n '/┌ flags/,/└/p' | sed -E 's/.*││? ([a-z][a-z0-9-]*) .*/\1/;t;d')
+    idx=$(grep -nxF -- "$name" <<<"$names" | cut -d: -f1 | head -1)
+    [ -n "$idx" ] || fail "flag $name is not in the flags view"
+    for i in $(seq 24); do tui_keys Up; done
+    for i in $(seq $((idx - 1))); do tui_keys Down; done
+    tui_keys Enter C-u
+    tui_keys -l -- "$value"
+    tui_keys Enter
+    tui_wait "$name = $value" 15 || fail "--$name $value was not applied"
+    tui_keys Escape
+    tui_wait "f: edit" 5
+}
+
+for n in ${KVLAB_TUI_LESSONS:-12 13 14 15 16 17 18 19 20}; do
     out=$("$KVLAB" check "$n" --lessons "$LESSONS") || { echo "$out"; fail "kvlab check $n failed"; }
-    # the lesson's checks, in order: "  question 1: ..." / "  goal 1: ..."
-    checks=$(grep -E '^  (question|goal) [0-9]+: ' <<<"$out")
-    first=$(sed -n 1p <<<"$checks")
-    second=$(sed -n 2p <<<"$checks" | sed -E 's/^  (question|goal) [0-9]+: ("?)//' | cut -c1-18)
+    # One action per line: "Q<TAB>prompt<TAB>wrong<TAB>answer" or "G<TAB>flag=value;flag=value"
+    actions=$(awk '
+        function flush() { if (kind == "Q") print "Q\t" prompt "\t" wrong "\t" right; else if (kind == "G") print "G\t" sets; kind = "" }
+        /^  question [0-9]+: / { flush(); kind = "Q"; prompt = $0; sub(/^  question [0-9]+: /, "", prompt); wrong = ""; right = ""; next }
+        /^  goal [0-9]+: /     { flush(); kind = "G"; sets = ""; next }
+        kind == "Q" && /^    refused '\''/ && wrong == "" { w = $0; sub(/^[^'\'']*'\''/, "", w); sub(/'\''.*/, "", w); wrong = w }
+        kind == "Q" && /^    accepted '\''/ { r = $0; sub(/^[^'\'']*'\''/, "", r); sub(/'\''.*/, "", r); right = r }
+        kind == "G" && /^    set --/ { s = $0; sub(/^    set --/, "", s); sub(/:.*/, "", s); split(s, kv, " "); sets = sets (sets == "" ? "" : ";") kv[1] "=" kv[2] }
+        /^(PASS|FAIL) / { flush() }
+    ' <<<"$out")
+    [ -n "$actions" ] || fail "lesson $n: no checks found in kvlab check output"
     tui_start 120 40 -- --lesson "$n"
     tui_wait "Lesson $n/" 10
-    if [[ $first == "  question"* ]]; then
-        tui_advance_until ", Enter to" 8
-        block=$(awk '/^  question 1: /{on=1} /^  (question|goal) 2: /{on=0} on' <<<"$out")
-        wrong=$(first_quoted "refused '" "$block")
-        right=$(first_quoted "accepted '" "$block")
-        [ -n "$wrong" ] && [ -n "$right" ] || fail "lesson $n: no answers in kvlab check output"
-        tui_keys -l -- "$wrong"; tui_keys Enter
-        tui_wait "Hint:" 5 || fail "lesson $n: no hint after the wrong answer '$wrong'"
-        clear_box
-        tui_keys -l -- "$right"; tui_keys Enter
-        tui_wait "Right" 10 || fail "lesson $n: the app refused '$right'"
-    else
-        tui_advance_until "Goal:" 8
-        change=$(grep -m1 -E '^    set --' <<<"$out" | sed -E 's/^    set --([^ :]+) ([^:]*).*/\1 \2/')
-        flag=${change%% *}; value=${change#* }
-        # the goal's flag is the first one the lesson offers: edit it in place
-        tui_keys f
-        tui_wait "Esc done" 5
-        tui_keys Enter; clear_box
-        tui_keys -l -- "$value"; tui_keys Enter
-        tui_wait "$flag = $value" 10 || fail "lesson $n: --$flag $value was not applied"
-        tui_keys Escape
-    fi
-    if [ -n "$second" ]; then
-        tui_advance_until "$second" 8 || fail "lesson $n: did not reach its next check ('$second')"
-    fi
+    first=1
+    while IFS=$'\t' read -r kind a b c; do
+        if [ "$kind" = Q ]; then
+            tui_advance_until ", Enter to" 12
+            step=$(cur_step)
+            if [ "$first" = 1 ] && [ -n "$b" ]; then
+                tui_keys -l -- "$b"; tui_keys Enter
+                tui_wait "Hint:" 5 || fail "lesson $n: no hint after the wrong answer '$b'"
+                tui_keys C-u
+            fi
+            tui_keys -l -- "$c"; tui_keys Enter
+            wait_step_after "$step" 30
+        else
+            tui_advance_until "Goal:" 12
+            step=$(cur_step)
+            IFS=';' read -ra sets <<<"$a"
+            for kv in "${sets[@]}"; do set_flag "${kv%%=*}" "${kv#*=}"; done
+            wait_step_after "$step" 60
+        fi
+        first=0
+    done <<<"$actions"
+    tui_advance_until "Lesson complete." 12 || fail "lesson $n: did not complete"
     tui_quit_clean
     tui_tmux kill-server
-    echo "lesson $n: reached and passed its first check in the app"
+    echo "lesson $n: completed in the app ($(wc -l <<<"$actions") checks)"
 done
 echo PASS
