@@ -77,8 +77,15 @@ return {
     lab.say("Keep adding GPUs and the query heads keep splitting: there are %d of them. The KV heads " ..
             "run out sooner. A rank cannot hold half a head, so once there are more ranks than KV " ..
             "heads vLLM gives every rank a whole copy of one (max(1, KV heads / tp)).", m.heads)
-    lab.say("Change tensor-parallel-size in the flags view (try 8, then 16) and watch the KV heads " ..
-            "per rank in the tp view.")
+    lab.say("Change tensor-parallel-size in the flags view (f; try 8, then 16) and watch the KV " ..
+            "heads per rank in the tp view. Each change is reported here.")
+    lab.on_flag(function()
+      local q = lab.plan()
+      if q and q.kv_bytes_per_token then
+        lab.say("tp=%d: %d KV head%s per GPU, %s per token per GPU.", q.tensor_parallel_size,
+                q.kv_heads_per_gpu, q.kv_heads_per_gpu == 1 and "" or "s", fmt.bytes(q.kv_bytes_per_token))
+      end
+    end)
     lab.ask{
       prompt = "What is the largest tensor-parallel-size that still shrinks each GPU's KV per token?",
       answer = last,

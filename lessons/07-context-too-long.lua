@@ -28,7 +28,7 @@ return {
             "gpu-memory-utilization" },
   run = function(lab)
     -- Running example B: an RTX 4090 that reports 23.5 GiB, no --max-model-len.
-    local ok, err = lab.start{ model = MODEL, gpu = "rtx-4090", ["gpu-memory-gib"] = 23.5,
+    local ok = lab.start{ model = MODEL, gpu = "rtx-4090", ["gpu-memory-gib"] = 23.5,
                                ["gpu-memory-utilization"] = 0.9, ["max-num-batched-tokens"] = 8192 }
     local p = lab.plan()
     local m = lab.model()
@@ -39,9 +39,9 @@ return {
 
     lab.page("The server will not start")
     lab.say("This is running example B: %s on an RTX 4090 that reports %.1f GiB, utilization %.2f, " ..
-            "--max-num-batched-tokens %s and no --max-model-len. vLLM stops during start-up:",
+            "--max-num-batched-tokens %s and no --max-model-len. vLLM stops during start-up with " ..
+            "the error at the end of the log.",
             m.id, p.gpu_total_gib, p.gpu_memory_utilization, fmt.int(p.max_num_batched_tokens))
-    lab.say("%s", err or p.error)
     lab.show("log")
     lab.highlight("log", "To serve at least one request")
     lab.show("memory")
@@ -62,15 +62,29 @@ return {
     local lines = {}
     for i, f in ipairs(p.fixes or {}) do
       local result = f.starts and string.format("starts: %s tokens", fmt.int(f.kv_cache_tokens))
-                     or string.format("still fails: %.2f GiB", f.kv_cache_gib)
+                     or string.format("still fails (pool %.2f GiB)", f.kv_cache_gib)
       lines[#lines + 1] = string.format("  %d. %s", i, f.flags)
       lines[#lines + 1] = string.format("     %s", result)
       lines[#lines + 1] = string.format("     cost: %s", cost_of(f.what))
     end
     lab.say(table.concat(lines, "\n"))
+    local util_fix = false
+    for _, f in ipairs(p.fixes or {}) do
+      if f.flags:find("utilization") then util_fix = true end
+    end
+    if not util_fix then
+      lab.say("Missing from the list: gpu-memory-utilization. kvlab tried every value up to 0.99 and " ..
+              "none makes this server start.")
+    end
     lab.say("Raising gpu-memory-utilization belongs at the very end: it takes memory vLLM needs for " ..
             "fragmentation and short-lived buffers once traffic arrives, so a server that only starts " ..
             "at 0.95 tends to fall over later.")
+    lab.pause()
+
+    lab.page("Make it start")
+    lab.say("Change one flag at a time in the flags view (f, then Up/Down to pick, Enter to type a " ..
+            "value). Every change reruns the start-up and says here what happened. The list of " ..
+            "fixes is one page back (p).")
     lab.show("flags")
 
     lab.on_flag(function(name, value)

@@ -80,15 +80,18 @@ return {
     lab.say("(at once: requests of %s tokens; fp8 is --quantization fp8.)", fmt.int(LEN))
     lab.say("Halving the weights multiplied the pool by %.1f, because nothing else on the card moved.", mult)
 
+    lab.pause()
+
     local target = pick.between(kv8.max_concurrency, q8.max_concurrency)
-    lab.say("Your turn. The team needs %d requests of %s tokens at once on this one 4090. Change " ..
-            "flags in the flags view until the server offers that, without making max-model-len " ..
+    lab.page("Your turn")
+    lab.say("The team needs %d requests of %s tokens at once on this one 4090. Change " ..
+            "flags in the flags view (f) until the server offers that, without making max-model-len " ..
             "shorter than %s.", target, fmt.int(LEN), fmt.int(LEN))
     lab.on_flag(function(name, value)
       local q = lab.plan()
       if q and q.starts then
-        lab.say("--%s %s: %.2f GiB pool, %s requests of %s tokens.", name, value == "" and "(default)" or value,
-                q.kv_cache_gib, fmt.x(q.kv_cache_tokens / LEN), fmt.int(LEN))
+        lab.say("--%s %s: %.2f GiB pool, room for %.2f requests of %s tokens.", name,
+                value == "" and "(default)" or value, q.kv_cache_gib, q.kv_cache_tokens / LEN, fmt.int(LEN))
       elseif q then
         lab.say("--%s %s: the server does not start (%s).", name, value == "" and "(default)" or value,
                 q.error_kind)
@@ -109,8 +112,8 @@ return {
       script = { { "quantization", "fp8" } },
     }
     local q = lab.plan()
-    lab.say("Done: %s requests of %s tokens. Every figure on this page came from the same division: " ..
-            "pool / (bytes per token x tokens per request).", fmt.x(q.kv_cache_tokens / LEN), fmt.int(LEN))
+    lab.say("Done: room for %.2f requests of %s tokens. Every figure in this lesson came from the " ..
+            "same division: pool / (bytes per token x tokens per request).", q.kv_cache_tokens / LEN, fmt.int(LEN))
     lab.pause()
   end,
 }

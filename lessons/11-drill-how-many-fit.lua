@@ -49,7 +49,7 @@ return {
     end)
     -- Every step, add up who holds the cache: long requests against short.
     local held = { long = 0, short = 0 }
-    local peak_long, samples, full = 0, 0, 0
+    local peak_long, samples, full, first_full = 0, 0, 0, nil
     lab.run_until(function()
       local now = { long = 0, short = 0 }
       local n_long = 0
@@ -63,7 +63,11 @@ return {
       held.long, held.short = held.long + now.long, held.short + now.short
       peak_long = math.max(peak_long, n_long)
       samples = samples + 1
-      if lab.metrics().kv_cache_usage_perc >= 0.95 then full = full + 1 end
+      local mm = lab.metrics()
+      if mm.kv_cache_usage_perc >= 0.95 then
+        full = full + 1
+        first_full = first_full or mm.num_requests_running
+      end
       return lab.metrics().time_s >= SECONDS
     end, 40000)
     local total = held.long + held.short
@@ -72,16 +76,24 @@ return {
     print(string.format("long share %.2f, peak long %d, full %d/%d steps, waiting %d, preemptions %d, steps %d",
                         share, peak_long, full, samples, m.num_requests_waiting, m.num_preemptions, m.step))
     expect.holds(lab, "a tenth of the requests hold most of the cache", share > 0.5)
+    expect.holds(lab, "the cache fills with fewer requests than the average promises",
+                 first_full ~= nil and first_full < p.kv_cache_tokens / mean_prompt)
     lab.say("Over %.0f seconds the long requests, a tenth of the traffic, held %s of the cached " ..
             "tokens on average. Up to %d of them ran at once; the cache was full for %s of the " ..
             "steps, %d requests were preempted to make room and %d are waiting now.", m.time_s,
             fmt.pct(share, 0), peak_long, fmt.pct(full / samples, 0), m.num_preemptions, m.num_requests_waiting)
+    if first_full then
+      lab.say("The first time the cache filled up, only %d requests were running: the average " ..
+              "had promised room for %d.", first_full, math.floor(p.kv_cache_tokens / mean_prompt))
+    end
     lab.highlight("metrics", "num_preemptions")
+    -- Freeze the picture so the views keep showing what the text describes.
+    lab.traffic(nil)
+    lab.autorun(false)
     lab.say("A few long requests at the same time are enough to fill the pool, so the average says " ..
             "little about how many you can serve. The promise you can keep is the worst case: " ..
             "every request at the longest length you accept.")
     lab.pause()
-    lab.traffic(nil)
 
     local fit = p.kv_cache_tokens / LONGEST
     lab.page("How many fit?")
