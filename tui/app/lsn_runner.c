@@ -1324,8 +1324,6 @@ unsigned lsn_tick(lsn_runner *r, double dt)
             } else if (r->autorun && lsn_server_engine(r->server)) {
                 if (lsn_engine_step(r) < 0)
                     break;
-                if (r->wait == W_GOAL)
-                    r->g.pub.met = 0; /* re-checked below */
             } else {
                 break;
             }
