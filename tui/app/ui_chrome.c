@@ -149,7 +149,8 @@ static const char *const help_lines[] = {
     "  with several blocks per cell the glyph shows how full they are",
     "",
     "Memory bar: weights, activation, CUDA graphs, context, NCCL, KV cache;",
-    "the part right of the | is outside gpu-memory-utilization.",
+    "the part right of the | is outside gpu-memory-utilization. In the tp",
+    "view the KV part is solid where blocks are in use, shaded where free.",
 };
 
 void ui_chrome_overlay_size(const app *a, int rows, int cols, int *h, int *w)

@@ -51,7 +51,7 @@ static int highlighted(const app *a, int t)
     return 0;
 }
 
-void ui_mem_bar(WINDOW *win, int y, int x, int width, const kv_plan *p, unsigned mask)
+void ui_mem_bar(WINDOW *win, int y, int x, int width, const kv_plan *p, unsigned mask, double kv_used)
 {
     const ui_glyphs *g = ui_gl();
     int mono = ui_style_mode() == UI_COLOR_NONE;
@@ -71,7 +71,14 @@ void ui_mem_bar(WINDOW *win, int y, int x, int width, const kv_plan *p, unsigned
         if (end > width) end = width;
         if (end <= col && col < width) end = col + 1; /* a nonzero term shows at least one cell */
         wchar_t c = mono ? terms[t].letter : g->bar_full;
-        for (; col < end; col++) ui_put(win, y, x + col, c, ui_attr(terms[t].role));
+        int start = col;
+        for (; col < end; col++) {
+            wchar_t cc = c;
+            /* The KV segment: used blocks full, free blocks shaded (lower case without colour). */
+            if (t == UI_MEM_T_KV && kv_used >= 0 && col - start >= (int)lround(kv_used * (end - start)))
+                cc = mono ? L'k' : g->cached_blk;
+            ui_put(win, y, x + col, cc, ui_attr(terms[t].role));
+        }
     }
     int budget_end = (int)lround(p->budget_bytes / total * width);
     if (budget_end > width) budget_end = width;
@@ -157,7 +164,7 @@ void ui_mem_draw(app *a, WINDOW *win)
                      p->gpu_memory_utilization, kv_gib(p->budget_bytes));
         ui_puts(win, y++, 2, iw, head, ui_attr(UI_R_NORMAL));
     }
-    ui_mem_bar(win, y++, 2, iw, p, mask);
+    ui_mem_bar(win, y++, 2, iw, p, mask, -1.0);
     if (y - 1 >= ih) return;
     int rows_left = ih - (y - 1);
     y += legend(a, win, y, 2, iw, rows_left, p, mask, 1);

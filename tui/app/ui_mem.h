@@ -14,8 +14,10 @@ int ui_mem_want_h(const app *a, int w);
 void ui_mem_draw(app *a, WINDOW *win);
 
 /* Draw only the bar for plan p into win at (y, x), width cells, with the
- * terms in mask (bit UI_MEM_T_*) revealed (the tp view draws one per rank). */
-void ui_mem_bar(WINDOW *win, int y, int x, int width, const kv_plan *p, unsigned mask);
+ * terms in mask (bit UI_MEM_T_*) revealed (the tp view draws one per rank).
+ * kv_used in [0, 1] splits the KV segment into blocks in use (full cells)
+ * and free ones (shaded); < 0 draws it whole. */
+void ui_mem_bar(WINDOW *win, int y, int x, int width, const kv_plan *p, unsigned mask, double kv_used);
 
 /* Terms in the order the bar reveals them. */
 enum { UI_MEM_T_CONTEXT = 0, UI_MEM_T_WEIGHTS, UI_MEM_T_ACTIVATION, UI_MEM_T_CUDAGRAPH,

@@ -166,7 +166,8 @@ void ui_pool_draw(app *a, WINDOW *win)
     int32_t active = 0;
     for (int32_t i = snap - 1; i >= 0; i--)
         if (!g_blk[i].is_free || g_blk[i].cached_free || app_flash(a, i)) { active = i + 1; break; }
-    int64_t range = cells;
+    /* An empty pool is shown whole: its size is the point then. */
+    int64_t range = active > 0 ? cells : n;
     while (range < n && range < (int64_t)active + active / 4 + 1) range *= 2;
     if (range > n) range = n;
     if (range > snap) range = snap == n ? n : snap;

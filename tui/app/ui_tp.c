@@ -61,10 +61,11 @@ void ui_tp_draw(app *a, WINDOW *win)
             }
             if (rv.replicated) x += ui_printf(win, y, x, 2 + iw - x, ui_attr(UI_R_WARN), "x%d copies ", last - r + 1);
             char kvb[48];
-            snprintf(kvb, sizeof kvb, "KV %.1f GiB", kv_gib((double)rv.pool_bytes));
+            snprintf(kvb, sizeof kvb, "KV %.1f GiB, %.0f%% in use", kv_gib((double)rv.pool_bytes),
+                     info.kv_usage * 100.0);
             if (lines_per == 1) {
                 int bw = 2 + iw - x - 1;
-                if (bw > 6 && p) ui_mem_bar(win, y, x, bw, p, app_mem_terms(a));
+                if (bw > 6 && p) ui_mem_bar(win, y, x, bw, p, app_mem_terms(a), info.kv_usage);
             } else {
                 ui_puts(win, y, x, 2 + iw - x, kvb, ui_attr(UI_R_DIM));
             }
@@ -73,7 +74,7 @@ void ui_tp_draw(app *a, WINDOW *win)
         }
         y++;
         if (lines_per == 2 && y <= ih) {
-            if (p) ui_mem_bar(win, y, 8, iw - 6, p, r < shown_ranks ? app_mem_terms(a) : 0);
+            if (p) ui_mem_bar(win, y, 8, iw - 6, p, r < shown_ranks ? app_mem_terms(a) : 0, info.kv_usage);
             y++;
         }
         r = last;
