@@ -12,7 +12,7 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: kvlab [--lesson N] [--ascii] [--no-color] [--fps N]\n"
+        "usage: kvlab [--lesson N] [--lessons DIR] [--ascii] [--no-color] [--fps N]\n"
         "                                 the lesson app (resumes where you left off)\n"
         "       kvlab serve MODEL [vLLM flags] [--gpu NAME] [--json]\n"
         "                                 will this `vllm serve` start, and with how many KV tokens?\n"

@@ -907,8 +907,10 @@ static void handle_key(app *a, int ch, int *quit)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: kvlab [--lesson N] [--ascii] [--no-color] [--fps N] [--version]\n");
+    fprintf(f, "usage: kvlab [--lesson N] [--lessons DIR] [--ascii] [--no-color] [--fps N] [--version]\n");
 }
+
+static const char *g_lessons_dir; /* --lessons DIR (else $KVLAB_LESSONS_DIR, else the installed lessons) */
 
 static int parse_args(app *a, int argc, char **argv, int *lesson)
 {
@@ -917,6 +919,12 @@ static int parse_args(app *a, int argc, char **argv, int *lesson)
         if (!strcmp(s, "--version") || !strcmp(s, "-V")) {
             printf("kvlab %s (%s, %s)\n", KVLAB_VERSION, curses_version(), LUA_RELEASE);
             return 0;
+        } else if (!strcmp(s, "--lessons")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "kvlab: --lessons needs a folder\n");
+                return 2;
+            }
+            g_lessons_dir = argv[++i];
         } else if (!strcmp(s, "--ascii")) {
             a->force_ascii = 1;
         } else if (!strcmp(s, "--no-color") || !strcmp(s, "--no-colour")) {
@@ -985,6 +993,7 @@ int app_main(int argc, char **argv)
      * pools); without one this says so once and the host backend runs. */
     kv_device *dev = kvlab_backend_open_app(8);
     cfg.device = dev;
+    cfg.lessons_dir = g_lessons_dir;
     a->lsn = lsn_new(&cfg, err, sizeof err);
     if (!a->lsn) {
         fprintf(stderr, "kvlab: %s\n", err);
