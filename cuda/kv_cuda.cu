@@ -553,8 +553,8 @@ kv_device *kv_cuda_open(int num_ranks, char *err, size_t errlen)
         rank_state *rs = &im->ranks[r];
         rs->gpu = gpu_of[r];
         rs->pool_alloc_ms = -1;
-        if (r > 0 && gpu_of[r] == gpu_of[0] && im->shared)
-            rs->info = im->ranks[0].info; /* same card: measured once */
+        if (r >= n)
+            rs->info = im->ranks[r % n].info; /* same card as an earlier rank: measured once */
         else
             rc = open_gpu(rs->gpu, nv, nv_why, &rs->info, err, errlen);
     }

@@ -9,8 +9,9 @@
  * get_kv_cache_shape), so slot s of layer l is row s of that layer's K and V.
  *
  * Ranks: with at least num_ranks visible devices, rank r uses device r
- * (cudaSetDevice per rank, as vLLM starts one worker per GPU); otherwise all
- * ranks share device 0 and their pools sit side by side on it.
+ * (cudaSetDevice per rank, as vLLM starts one worker per GPU); with fewer,
+ * rank r uses device r % count and the pools sit side by side (on device 0
+ * when there is one GPU).
  *
  * reserve("cuda_context", ...) is bookkeeping only: the real context already
  * holds that memory. With placeholders off every reserve() is bookkeeping.
@@ -118,9 +119,11 @@ typedef struct kv_cuda_oom {
  * characters for the usual figures). Returns buf. */
 const char *kv_cuda_format_oom(char *buf, size_t len, const kv_cuda_oom *o);
 
-/* Maps num_ranks ranks onto num_gpus devices: gpu_of_rank[r] = r when there
- * are enough devices, else 0 for all. Returns 1 when ranks share a device,
- * 0 when each has its own, -1 on bad input (num_ranks < 1 or num_gpus < 1). */
+/* Maps num_ranks ranks onto num_gpus devices: gpu_of_rank[r] = r % num_gpus,
+ * so each rank has its own device when there are enough, and otherwise the
+ * pools sit side by side (all on device 0 with one GPU). Returns 1 when ranks
+ * share a device, 0 when each has its own, -1 on bad input (num_ranks < 1 or
+ * num_gpus < 1). */
 int kv_cuda_map_ranks(int num_ranks, int num_gpus, int *gpu_of_rank);
 
 struct kv_gpu;

@@ -44,10 +44,9 @@ const char *kv_cuda_format_oom(char *buf, size_t len, const kv_cuda_oom *o)
 int kv_cuda_map_ranks(int num_ranks, int num_gpus, int *gpu_of_rank)
 {
     if (num_ranks < 1 || num_gpus < 1) return -1;
-    int shared = num_gpus < num_ranks;
     for (int r = 0; r < num_ranks; r++)
-        gpu_of_rank[r] = shared ? 0 : r;
-    return shared;
+        gpu_of_rank[r] = r % num_gpus;
+    return num_gpus < num_ranks;
 }
 
 /* Lower-case letters and digits of s, without spaces, dashes or the vendor

@@ -260,6 +260,11 @@ static void test_map_ranks(void **state)
     assert_int_equal(kv_cuda_map_ranks(2, 1, g), 1);
     assert_int_equal(g[0], 0);
     assert_int_equal(g[1], 0);
+    assert_int_equal(kv_cuda_map_ranks(4, 2, g), 1); /* two per card, side by side */
+    assert_int_equal(g[0], 0);
+    assert_int_equal(g[1], 1);
+    assert_int_equal(g[2], 0);
+    assert_int_equal(g[3], 1);
     assert_int_equal(kv_cuda_map_ranks(0, 1, g), -1);
     assert_int_equal(kv_cuda_map_ranks(1, 0, g), -1);
 }

@@ -58,8 +58,8 @@ static kv_device *open_backend(int num_ranks, int placeholders, int say_shared, 
         fprintf(stderr, "kvlab: CUDA backend on %s (%.2f GiB)%s\n", info.name, kv_gib((double)info.total_bytes),
                 placeholders ? "" : ", no placeholders");
         if (say_shared && kv_cuda_ranks_share_card(d))
-            fprintf(stderr, "kvlab: %d tensor-parallel ranks share GPU %d: their KV pools sit side by side on it\n",
-                    num_ranks, info.device);
+            fprintf(stderr, "kvlab: %d tensor-parallel ranks on fewer GPUs: ranks sharing a GPU put their KV "
+                            "pools side by side on it\n", num_ranks);
     }
     return d;
 #else
@@ -257,7 +257,9 @@ kv_device *kvlab_serve_allocate(const kv_plan *p, const kvlab_serve_dev *o, kvla
     if (l.head_size < 1) l.head_size = p->head_size > 0 ? p->head_size : 1;
 
     /* A simulated card bigger than this one (or ranks sharing it): scale down. */
-    const int per_card = r->shared_card ? r->num_ranks : 1;
+    int per_card = 0;
+    for (int rank = 0; rank < r->num_ranks; rank++)
+        per_card += kv_cuda_rank_gpu(d, rank) == kv_cuda_rank_gpu(d, 0);
     const double plan_total = p->gpu_total_bytes * per_card;
     if (plan_total > (double)info.total_bytes) r->scale = (double)info.total_bytes / plan_total;
     const double terms[4] = {p->weights_bytes, p->activation_bytes, p->cudagraph_bytes, p->nccl_bytes};
@@ -288,9 +290,9 @@ kv_device *kvlab_serve_allocate(const kv_plan *p, const kvlab_serve_dev *o, kvla
             return NULL;
         }
     }
-    r->held_bytes = (double)kv_cuda_held_bytes(d, 0);
-    if (r->shared_card)
-        for (int rank = 1; rank < r->num_ranks; rank++) r->held_bytes += (double)kv_cuda_held_bytes(d, rank);
+    r->held_bytes = 0;
+    for (int rank = 0; rank < r->num_ranks; rank++)
+        if (kv_cuda_rank_gpu(d, rank) == kv_cuda_rank_gpu(d, 0)) r->held_bytes += (double)kv_cuda_held_bytes(d, rank);
     r->pool_alloc_ms = kv_cuda_pool_alloc_ms(d, 0);
 
     /* K/V bytes really land in the blocks: write tokens into every block (up
@@ -333,7 +335,8 @@ void kvlab_serve_print_alloc(FILE *f, const kvlab_alloc_result *r)
         fprintf(f, "  the planned card is larger than this one%s: every term and the pool scaled by %.3f\n",
                 r->shared_card ? " (with the ranks side by side on it)" : "", r->scale);
     if (r->shared_card)
-        fprintf(f, "  %d ranks share GPU 0: their pools sit side by side on one card\n", r->num_ranks);
+        fprintf(f, "  %d ranks on fewer GPUs: ranks that share a GPU hold their pools side by side on it\n",
+                r->num_ranks);
     if (!r->ok && !r->num_blocks) {
         fprintf(f, "  %s\n", r->error);
         return;

@@ -67,7 +67,7 @@ typedef struct kvlab_alloc_result {
     int shared_card;     /* ranks side by side on one device */
     double scale;        /* 1 = as planned; < 1 when the simulated card is bigger than the real one */
     int64_t num_blocks;  /* blocks in each rank's pool as allocated */
-    double held_bytes;   /* kvlab's allocations on rank 0's device (all ranks there when shared) */
+    double held_bytes;   /* kvlab's allocations on rank 0's device (every rank placed there) */
     double context_bytes;/* measured context of rank 0's device, -1 unknown */
     double pool_alloc_ms;/* rank 0's one cudaMalloc for the pool */
     double write_gbps;   /* K/V written into the whole pool of rank 0 */
