@@ -617,11 +617,10 @@ static void submit_answer(app *a, const char *text)
         a->input[0] = 0;
         set_status(a, UI_R_OK, "%s", v.message[0] ? v.message : "Correct.");
         a->verdict[0] = 0;
-    } else if (a->nhints < APP_MAX_HINTS) {
-        /* A wrong answer earns the next hint, if any (lessons/API.md). */
-        const lsn_question *q = lsn_get_question(a->lsn);
-        if (q && q->hints_shown < q->hints_total) give_hint(a);
     }
+    /* A wrong answer earns the next hint (lessons/API.md): lsn_answer already
+     * put it at the end of v.message; asking lsn_hint here as well would use
+     * up a second one. */
     lesson_changed(a, ch);
     a->dirty |= UI_PANE_BIT(UI_PANE_TEXT);
 }
