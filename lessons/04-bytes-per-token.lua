@@ -130,13 +130,24 @@ return {
     }
 
     lab.page("Other models")
-    lab.say("The same five factors size every model in the catalogue. Change model (or " ..
-            "kv-cache-dtype) in the flags view and the sum for it appears below; then press next.")
+    lab.say("The same five factors size every model in the catalogue. Press f, pick model, press " ..
+            "Enter, clear the box with Ctrl-U and type another id, then Enter; the sum for it appears " ..
+            "below. kv-cache-dtype takes Left/Right. Press Esc, then n, when done. A few ids:")
+    local some = {}
+    for _, id in ipairs(lab.catalog().models or {}) do
+      for _, want in ipairs({ "Llama%-3%.1%-70B", "Qwen2%.5%-7B%-Instruct", "Mistral%-7B", "gemma%-2%-9b" }) do
+        if id:find(want) and #some < 4 then some[#some + 1] = "  " .. id end
+      end
+    end
+    if #some > 0 then lab.say(table.concat(some, "\n")) end
     lab.say(formula(lab))
-    lab.on_flag(function()
-      if lab.plan() and lab.plan().kv_bytes_per_token then
-        lab.say("%s:", lab.model().id)
+    lab.on_flag(function(name, value)
+      local q, mm = lab.plan(), lab.model()
+      if q and mm and q.kv_bytes_per_token and q.kv_bytes_per_token > 0 then
+        lab.say("%s (%s):", mm.id, q.kv_cache_dtype)
         lab.say(formula(lab))
+      else
+        lab.say("--%s %s: no sum, the server could not start with it (the reason is below).", name, value)
       end
     end)
     lab.pause()
