@@ -57,6 +57,7 @@ struct kv_engine {
     kv_slot_write *writes;
     int32_t *tokbuf;
     int32_t *counts;
+    int64_t *owner_buf;        /* max_num_seqs ids, for kv_engine_block_owners */
 };
 
 static const char *term_names[KV_TERM_COUNT] = {"weights", "activation", "cudagraph", "cuda_context", "nccl",
@@ -214,7 +215,8 @@ static int build_core(kv_engine *e, char *err, size_t errlen)
     e->pool = kv_pool_create(c->num_blocks, caching, err, errlen);
     if (!e->pool)
         return KV_ENGINE_ENOMEM;
-    kv_pool_set_event_sink(e->pool, on_event, e);
+    if (c->block_events)
+        kv_pool_set_event_sink(e->pool, on_event, e); /* else no call per block at all */
     kv_kvcm_init(&e->kvcm, e->pool, c->block_size, c->max_model_len, c->mode, caching, c->seed);
     kv_sched_config sc = {c->max_num_seqs, c->max_num_batched_tokens, c->max_model_len,
                           c->long_prefill_token_threshold, c->enable_chunked_prefill, c->scheduling_policy, c->mode};
@@ -283,7 +285,8 @@ kv_engine *kv_engine_create(const kv_engine_config *cfg, char *err, size_t errle
     e->writes = calloc(WRITE_BATCH, sizeof *e->writes);
     e->tokbuf = calloc((size_t)c->max_model_len + 1, sizeof *e->tokbuf);
     e->counts = calloc((size_t)c->num_blocks, sizeof *e->counts);
-    if (!e->ev || !e->tl || !e->writes || !e->tokbuf || !e->counts) {
+    e->owner_buf = calloc((size_t)c->max_num_seqs + 1, sizeof *e->owner_buf);
+    if (!e->ev || !e->tl || !e->writes || !e->tokbuf || !e->counts || !e->owner_buf) {
         kv_errf(err, errlen, KV_ENGINE_ENOMEM, "out of memory creating the engine");
         kv_engine_destroy(e);
         return NULL;
@@ -334,6 +337,7 @@ void kv_engine_destroy(kv_engine *e)
     free(e->writes);
     free(e->tokbuf);
     free(e->counts);
+    free(e->owner_buf);
     free(e);
 }
 
@@ -813,22 +817,18 @@ static int cmp_i64(const void *a, const void *b)
 int32_t kv_engine_block_owners(const kv_engine *e, int32_t block_id, int64_t *out, int32_t max)
 {
     int32_t n = 0;
-    int64_t lowest[64];
-    int32_t nl = 0;
     for (int32_t k = 0; k < kv_sched_num_running(e->sched); k++) {
         const kv_req *r = kv_sched_running_at(e->sched, k);
         for (int32_t i = 0; i < r->num_blocks; i++) {
-            if (r->table[i] != block_id)
-                continue;
-            if (nl < 64)
-                lowest[nl++] = r->id;
-            n++;
-            break;
+            if (r->table[i] == block_id) {
+                e->owner_buf[n++] = r->id; /* running <= max_num_seqs */
+                break;
+            }
         }
     }
-    qsort(lowest, (size_t)nl, sizeof lowest[0], cmp_i64);
-    for (int32_t i = 0; i < nl && i < max; i++)
-        out[i] = lowest[i];
+    qsort(e->owner_buf, (size_t)n, sizeof e->owner_buf[0], cmp_i64);
+    for (int32_t i = 0; i < n && i < max; i++)
+        out[i] = e->owner_buf[i];
     return n;
 }
 
@@ -1026,11 +1026,14 @@ int kv_engine_check(const kv_engine *e, char *err, size_t errlen)
                        (int)used, (int)nb);
     /* waiting requests hold nothing */
     int32_t nw = kv_sched_num_waiting(e->sched);
-    for (int64_t id = 0; id < e->num_ids && nw > 0; id++) {
-        const kv_req *r = e->by_id[id];
-        if (r && (r->status == KV_REQ_WAITING || r->status == KV_REQ_PREEMPTED) && r->num_blocks != 0)
-            return kv_errf(err, errlen, KV_ENGINE_EINVAL, "waiting request %lld holds %d blocks", (long long)id,
-                           (int)r->num_blocks);
+    for (int32_t k = 0; k < nw; k++) {
+        const kv_req *r = kv_sched_waiting_at(e->sched, k);
+        if (r->status != KV_REQ_WAITING && r->status != KV_REQ_PREEMPTED)
+            return kv_errf(err, errlen, KV_ENGINE_EINVAL, "request %lld in the waiting queue with status %d",
+                           (long long)r->id, r->status);
+        if (r->num_blocks != 0)
+            return kv_errf(err, errlen, KV_ENGINE_EINVAL, "waiting request %lld holds %d blocks",
+                           (long long)r->id, (int)r->num_blocks);
     }
     return 0;
 }

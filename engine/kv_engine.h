@@ -180,7 +180,8 @@ typedef struct kv_request_spec {
     int32_t prefix_tokens;            /* its length; identical ids for every request naming it */
     int32_t priority;                 /* smaller = more important (vLLM); 0 default */
     const char *cache_salt;           /* extra hash key of the first block, or NULL */
-    double arrival_s;                 /* virtual arrival time; < 0 = now */
+    double arrival_s;                 /* virtual arrival time; < 0 = now. Only recorded (latencies
+                                         count from it): the request is queued when submitted */
 } kv_request_spec;
 
 /* Submit a request; it joins the waiting queue (status WAITING). Returns its

@@ -423,6 +423,14 @@ kv_req *kv_sched_running_at(const kv_sched *s, int32_t i)
     return i >= 0 && i < s->num_running ? s->running[i] : NULL;
 }
 
+kv_req *kv_sched_waiting_at(const kv_sched *s, int32_t i)
+{
+    const wqueue *q = &s->waiting;
+    if (i < 0 || i >= q->n)
+        return NULL;
+    return q->heap ? q->a[i] : q->a[(q->head + i) % q->cap];
+}
+
 int32_t kv_sched_waiting(const kv_sched *s, kv_req **out, int32_t max)
 {
     const wqueue *q = &s->waiting;

@@ -85,6 +85,9 @@ int32_t kv_sched_num_running(const kv_sched *s);
 int32_t kv_sched_num_waiting(const kv_sched *s);
 /* i-th running request (scheduler order), NULL when out of range. */
 kv_req *kv_sched_running_at(const kv_sched *s, int32_t i);
+/* i-th waiting request in storage order (queue order for FCFS, heap order
+ * for priority), NULL when out of range; O(1), for checks. */
+kv_req *kv_sched_waiting_at(const kv_sched *s, int32_t i);
 /* Waiting requests in admission order into out[0..max); returns the count. */
 int32_t kv_sched_waiting(const kv_sched *s, kv_req **out, int32_t max);
 /* Total preemptions so far. */
