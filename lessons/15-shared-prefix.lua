@@ -64,13 +64,14 @@ return {
     lab.highlight("metrics", "prefix_cache_hits")
     lab.say("All %d questions are running. The repository's blocks, lit in the pool, "
       .. "were computed once, by the first question; every later one found them by hash "
-      .. "and took a reference instead of a copy.", NQ)
+      .. "and took a reference instead of a copy. In the pool a digit marks a block held "
+      .. "by that many requests, and + by more than nine (click a block to read its count).", NQ)
     lab.ask{
       prompt = string.format("How many requests hold block %d, the repository's first block?", shared),
       answer = blk.ref_cnt, unit = "requests", tolerance = 0, abs = 0.4,
       near = { { value = 1, why = "Look at its reference count: every question points at it." } },
       hints = { "Each request that shares a block adds one to its reference count.",
-                "The pool view shows a block's reference count when you select it." },
+                "Every running question's block table starts with the repository: count the running requests." },
     }
     lab.ask{
       prompt = "What is the prefix-cache hit rate so far (hits / queries, in tokens)?",

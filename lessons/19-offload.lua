@@ -121,12 +121,23 @@ return {
         near[1] = { value = nv, why = "That is where the NVLink line crosses. Follow the PCIe line." }
       end
     end
+    -- two plotted lengths either side of the crossing, for the last hint
+    local lo, hi = math.floor(xmax / 32), xmax
+    for k = 1, 32 do
+      local len = math.floor(xmax * k / 32)
+      if len < pcie then lo = len elseif len < hi then hi = len end
+    end
+    local function at(len)
+      return string.format("at %s tokens recompute takes %.2f ms and the PCIe move %.2f ms", fmt.int(len),
+        recompute_s(lab, decode, base.total_s, len) * 1e3, move_s(lab, len, links[1].gbps) * 1e3)
+    end
     lab.ask{
       prompt = "From what prompt length on is reloading the KV over PCIe faster than recomputing it?",
       answer = pcie, unit = "tokens", tolerance = 0.12,
       near = near,
       hints = { "Find where the PCIe line crosses the recompute curve.",
-                "Below the crossing, recomputing is cheaper; above it, moving is." },
+                "Below the crossing, recomputing is cheaper; above it, moving is.",
+                string.format("On the plot, %s; %s.", at(lo), at(hi)) },
     }
     lab.say("About %s tokens. Short prompts are cheaper to recompute in a busy server; "
       .. "long ones, such as a returning conversation or a pasted repository, are cheaper "

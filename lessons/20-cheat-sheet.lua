@@ -63,13 +63,17 @@ return {
     add_near(p.kv_bytes_per_token / 2, "Count both K and V.")
     add_near(p.kv_bytes_per_token * m.heads / math.max(m.kv_heads, 1),
       "Only the KV heads are cached, not every attention head.")
+    local hints = { string.format("2 (K and V) x %d layers x %d KV heads per GPU x %d values x bytes per value.",
+                      m.layers, kv_heads_per_gpu(lab), m.head_dim) }
+    if p.kv_cache_tokens > 0 then
+      hints[2] = string.format("Some models (latent attention, sliding windows) change a factor. The start-up "
+        .. "log gives it too: %.2f GiB of pool for %s tokens.", p.kv_cache_gib, fmt.int(p.kv_cache_tokens))
+    end
     lab.ask{
       prompt = "How many bytes of KV does one token take on one GPU?",
       answer = p.kv_bytes_per_token, unit = "bytes", tolerance = 0.01,
       near = near,
-      hints = { "2 (K and V) x layers x KV heads per GPU x head size x bytes per value.",
-                "Some models (latent attention, sliding windows) change one factor: the start-up "
-                .. "figures in the memory view give it." },
+      hints = hints,
     }
 
     lab.page("2. The pool")
@@ -97,7 +101,8 @@ return {
     lab.ask{
       prompt = "How much memory is left for the KV pool on each GPU?",
       answer = p.kv_cache_gib, unit = "GiB", tolerance = 0.02,
-      near = { { value = p.budget_gib - p.weights_gib, why = "Subtract the overheads too, not only the weights." } },
+      near = (p.budget_gib - p.weights_gib) > 1.03 * p.kv_cache_gib
+        and { { value = p.budget_gib - p.weights_gib, why = "Subtract the overheads too, not only the weights." } } or {},
       hints = { "Budget minus every line below it." },
     }
 
