@@ -100,9 +100,12 @@ return {
       usage = usage + s.kv_cache_usage_perc
     end
     print(string.format("saturated after %d steps", lab.metrics().step))
+    lab.autorun(false)   -- the sampling below runs its own steps
     local budget = p.max_num_batched_tokens
     local used = tokens / steps / budget
     m = lab.metrics()
+    -- Hold the picture still: the views keep showing what the text describes.
+    lab.traffic(nil)
     expect.holds(lab, "queue with a full cache leaves the step budget mostly unused",
                  usage / steps >= 0.9 and waiting / steps >= 5 and used < 0.5)
     lab.page("Waiting with work to spare")
@@ -116,7 +119,5 @@ return {
     lab.say("A faster GPU would not help here; more cache per request would: fewer tokens per " ..
             "request, fewer bytes per token, or more memory for the pool.")
     lab.pause()
-    lab.traffic(nil)
-    lab.autorun(false)
   end,
 }
