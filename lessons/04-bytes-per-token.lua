@@ -79,7 +79,8 @@ return {
     local layers, kv, heads = cfg.num_hidden_layers, p.kv_heads_per_gpu, cfg.num_attention_heads
     expect.near(lab, "8B KV bytes per token (bf16)", bpt, 131072, 0)
     lab.ask{
-      prompt = string.format("How many bytes of KV cache does one token of %s cost?", m.id),
+      prompt = string.format("How many bytes of KV cache does one token of %s cost? (Within 0.5%%; " ..
+                             "KiB are fine too.)", m.id),
       answer = bpt,
       unit = "bytes",
       tolerance = 0.005,

@@ -9,10 +9,10 @@ local CONV = 32768   -- a "32K" conversation, in tokens
 
 -- Near misses shared by the questions: value -> explanation, for a right
 -- answer `a` built from `layers` layers and heads/kv query/KV heads.
-local function misses(a, layers, heads, kv, extra)
+local function misses(a, layers, heads, kv, extra, vb)
   local t = {
-    { value = a / 2, why = "Half the answer: K and V are both cached (the factor 2), " ..
-                           "or the bytes per value were halved twice." },
+    { value = a / 2, why = string.format("Half the answer: count both K and V (the factor 2), and %d " ..
+                                         "byte%s per value.", vb or 2, (vb or 2) > 1 and "s" or "") },
     { value = a * heads / kv, why = string.format("That uses the %d attention heads. Only the %d KV heads " ..
                                                   "are cached.", heads, kv) },
     { value = a / layers, why = string.format("That is a single layer; the model has %d.", layers) },
@@ -53,7 +53,8 @@ return {
       lab.say("No head_dim, so hidden_size / num_attention_heads = %d / %d = %d.", cfg.hidden_size, heads, hd)
     end
     lab.say("Answers take units: 96 KiB, 98304 bytes, 2.5 GB and 3 GiB all mean what they say; " ..
-            "a bare number is read in the unit the question names.")
+            "a bare number is read in the unit the question names. Each answer counts when it is " ..
+            "within 1% of the engine's figure.")
 
     expect.near(lab, "70B KV per token, bf16 (bytes)", bf.kv_bytes_per_token, 327680, 0)
     lab.ask{
@@ -80,7 +81,7 @@ return {
       tolerance = 0.01,
       near = misses(f8.kv_bytes_per_token / 1024, layers, heads, kv, {
         { value = bf.kv_bytes_per_token / 1024, why = "That is the bf16 figure: fp8 stores each value in one byte." },
-      }),
+      }, 1),
       hints = { "Only the bytes per value changed: 2 became 1." },
       script = "160 KiB",
       explain = string.format("Half of %s: %s per token.", fmt.bytes(bf.kv_bytes_per_token),
@@ -121,7 +122,7 @@ return {
       tolerance = 0.01,
       near = misses(gb_f8, layers, heads, kv, {
         { value = gb_bf, why = "That is the bf16 size; the fp8 cache stores one byte per value." },
-      }),
+      }, 1),
       hints = { "Half the bytes per token, so half the conversation." },
       script = "5.4 GB",
       wrong = { "5 GB" },

@@ -102,7 +102,8 @@ return {
     lab.highlight("log", "GPU KV cache size")
     expect.between(lab, "8B on one H100: 32K requests at once", fit, 12, 15)
     lab.ask{
-      prompt = string.format("How many requests of %s tokens fit in this pool at the same time?", fmt.int(LONGEST)),
+      prompt = string.format("How many requests of %s tokens fit in this pool at the same time? " ..
+                             "(A whole number or two decimals, within 0.3.)", fmt.int(LONGEST)),
       answer = fit,
       unit = "requests",
       abs = 0.3,
