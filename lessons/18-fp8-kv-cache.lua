@@ -20,9 +20,7 @@ local LIMITS = {
 local function load_server(lab)
   W.submit(lab, NREQ, DOCS)
   lab.step(40)
-  local m = lab.metrics()
-  local bytes, tokens = W.kv_read_bytes(lab)
-  return { m = m, kv_read = bytes, kv_tokens = tokens, p = lab.plan() }
+  return { m = lab.metrics(), p = lab.plan() }
 end
 
 local function binding(s)
@@ -68,13 +66,14 @@ return {
     }
     lab.unhighlight()
     local b = load_server(lab)
-    local per_req_a = a.kv_tokens > 0 and a.kv_read / a.kv_tokens or 0
-    local per_req_b = b.kv_tokens > 0 and b.kv_read / b.kv_tokens or 0
-    lab.say("The pool went from %s to %s tokens in the same %.2f GiB. Each decode step "
-      .. "reads every cached token of every running request: %s per token now, against %s "
-      .. "before, so a %s-token document costs half the bytes to read, every step.",
-      fmt.int(a.p.kv_cache_tokens), fmt.int(b.p.kv_cache_tokens), b.p.kv_cache_gib,
-      fmt.bytes(per_req_b), fmt.bytes(per_req_a), fmt.int(DOCS.prompt[2]))
+    local doc = DOCS.prompt[2]
+    local function mib(v) return string.format("%.0f MiB", v / 2 ^ 20) end
+    lab.say("The pool went from %s to %s tokens in the same %.2f GiB: room for %.2f sequences of "
+      .. "%s tokens instead of %.2f. Each decode step also reads every cached token of every "
+      .. "running request, so a %s-token document now costs %s to read per step instead of %s.",
+      fmt.int(a.p.kv_cache_tokens), fmt.int(b.p.kv_cache_tokens), b.p.kv_cache_gib, b.p.max_concurrency,
+      fmt.int(b.p.max_model_len), a.p.max_concurrency, fmt.int(doc), mib(doc * b.p.kv_bytes_per_token),
+      mib(doc * a.p.kv_bytes_per_token))
     lab.ask{
       prompt = "How many tokens does the pool hold now?",
       answer = b.p.kv_cache_tokens, unit = "tokens", tolerance = 0.01,

@@ -86,15 +86,4 @@ function M.longest_running(lab)
   return best
 end
 
--- KV bytes the running requests' decode step reads: every cached token of
--- every running request, times the bytes of one token on this GPU.
-function M.kv_read_bytes(lab)
-  local per_token = lab.plan().kv_bytes_per_token
-  local tokens = 0
-  for _, r in ipairs(lab.requests()) do
-    if r.state == "running" then tokens = tokens + r.num_computed_tokens end
-  end
-  return tokens * per_token, tokens
-end
-
 return M
