@@ -30,6 +30,12 @@ for f in build-fuzz/tests/fuzz_*; do
   seeds="tests/fuzz/corpus/${name#fuzz_}"
   [ -d "$seeds" ] && cp -r "$seeds"/. "$corpus"/
   echo "-- $name for ${secs}s"
-  "$f" -max_total_time="$secs" -print_final_stats=0 "$corpus" 2>&1 | tail -n 3
+  if ! "$f" -max_total_time="$secs" -print_final_stats=0 -artifact_prefix="build-fuzz/" "$corpus" \
+      >"build-fuzz/$name.log" 2>&1; then
+    tail -n 60 "build-fuzz/$name.log"
+    echo "== $name found a crash (input saved under build-fuzz/) ==" >&2
+    exit 1
+  fi
+  tail -n 2 "build-fuzz/$name.log"
 done
 echo "== all tests passed =="

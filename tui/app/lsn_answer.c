@@ -146,7 +146,7 @@ int lsn_answer_parse(const char *text, lsn_quantity *q, char *msg, size_t msglen
     if (*s == '-' || *s == '+')
         num[n++] = *s++;
     int digits = 0;
-    for (; *s && n + 1 < sizeof num; s++) {
+    for (; *s && n + 3 < sizeof num; s++) { /* room for an exponent's two chars and the NUL */
         if (isdigit((unsigned char)*s)) {
             num[n++] = *s;
             digits++;
