@@ -37,7 +37,7 @@ static void sim_usage(FILE *f)
             "  --verify          write K/V to the device and read every running request back each step\n"
             "  --device          use the CUDA backend when one answers (default: host backend)\n"
             "vLLM flags as in `kvlab serve` (--max-model-len, --kv-cache-dtype, --max-num-seqs, ...);\n"
-            "--gpu defaults to %s.\n",
+            "--gpu defaults to %s; --gpu this plans for this machine's CUDA device.\n",
             DEFAULT_GPU);
 }
 
@@ -240,13 +240,24 @@ int cmd_simulate(int argc, char **argv)
     }
     kv_gpu_catalog cat = {0};
     const kv_gpu *gpu = NULL;
+    kv_gpu this_gpu;
     if (a.gpu[0] || a.gpu_memory_gib < 0) {
         if (kv_gpu_catalog_load(assets, &cat, err, sizeof err) != KV_GPU_OK) {
             fprintf(stderr, "kvlab simulate: %s\n", err);
             kv_trace_free(&tr);
             return 2;
         }
-        gpu = kv_gpu_find(&cat, a.gpu[0] ? a.gpu : DEFAULT_GPU, err, sizeof err);
+        if (!strcmp(a.gpu, "this")) {
+            /* the real card, measured (as `kvlab serve --gpu this`) */
+            kvlab_serve_dev sd;
+            memset(&sd, 0, sizeof sd);
+            sd.placeholders = 1;
+            sd.context_bytes = -1;
+            if (kvlab_serve_pick_gpu(&a, &cat, &sd, &this_gpu, err, sizeof err) == 1)
+                gpu = &this_gpu;
+        } else {
+            gpu = kv_gpu_find(&cat, a.gpu[0] ? a.gpu : DEFAULT_GPU, err, sizeof err);
+        }
         if (!gpu) {
             fprintf(stderr, "kvlab simulate: %s\n", err);
             kv_gpu_catalog_free(&cat);
