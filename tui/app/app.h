@@ -11,6 +11,7 @@
 #include "kv_plan.h"
 #include "lsn.h"
 #include "ui_layout.h"
+#include "ui_style.h"
 
 #include <curses.h>
 #include <panel.h>
@@ -93,6 +94,33 @@ typedef struct app {
 } app;
 
 enum { APP_OV_NONE = 0, APP_OV_HELP, APP_OV_CONFIRM_RESET, APP_OV_LESSONS, APP_OV_CONFIRM_QUIT };
+
+/* ---- app_main.c --------------------------------------------------------- */
+
+double app_now(void);                                   /* monotonic seconds */
+/* A one-line message in the header (and the flags view) for a few seconds. */
+void app_status(app *a, ui_role role, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Side panes to place: what the lesson shows, plus the flags while they have
+ * the keys and the requests while a block table is asked for. */
+unsigned app_shown_panes(const app *a, int *lesson_focus);
+/* Recompute the layout; rebuild windows when a rectangle moved (force: always). */
+void app_relayout(app *a, int force);
+void app_open_overlay(app *a, int kind);               /* APP_OV_*; NONE closes */
+void app_close_overlay(void);                          /* drop its window (resize) */
+/* React to LSN_CH_* bits from the runner: redraw, relayout, new server. */
+void app_lesson_changed(app *a, unsigned ch);
+void app_load_lesson(app *a, int number, int resume);
+
+/* ---- app_keys.c --------------------------------------------------------- */
+
+/* One key (or KEY_MOUSE / KEY_RESIZE); sets *quit to leave. */
+void app_handle_key(app *a, int ch, int *quit);
+
+/* ---- app_feed.c --------------------------------------------------------- */
+
+void app_reset_flashes(app *a);     /* a new engine: no flashes, arrays sized to its pool */
+void app_feed_events(app *a);       /* consume the engine's new events */
+void app_update_flashing(app *a);   /* end flashes whose time is over */
 
 /* Current flash kind of a block (APP_FL_NONE when out of range or over). */
 int app_flash(const app *a, int32_t block_id);

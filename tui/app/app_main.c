@@ -1,6 +1,7 @@
 /* app_main: the lesson app. Terminal set-up and restore, the main loop
  * (input with a timeout, the lesson tick, the engine's event feed, drawing
- * only what changed), keys and mouse, resize and signals.
+ * only what changed), windows and overlays, resize and signals. Keys are in
+ * app_keys.c, the event feed and start-up replay in app_feed.c.
  *
  * Speed: while nothing animates the loop blocks in wgetch with a long
  * timeout (no busy loop); while something animates it wakes at --fps.
@@ -9,7 +10,6 @@
  * clear() or redrawwin() per frame). */
 #include "app.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <locale.h>
 #include <signal.h>
@@ -33,7 +33,6 @@
 #include "ui_style.h"
 #include "ui_text.h"
 #include "ui_tp.h"
-#include "lsn_server.h"
 
 #ifndef KVLAB_VERSION
 #define KVLAB_VERSION "0.0.0"
@@ -89,7 +88,7 @@ static void stats_write(void)
     fclose(f);
 }
 
-static double mono_now(void)
+double app_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -97,108 +96,9 @@ static double mono_now(void)
 }
 
 
-/* ---- helpers the views use -------------------------------------------- */
-
-int app_flash(const app *a, int32_t b)
-{
-    if (!a->flashing || !a->flash_kind || b < 0 || b >= a->nflash) return APP_FL_NONE;
-    return a->flash_until[b] > a->now ? a->flash_kind[b] : APP_FL_NONE;
-}
-
-const lsn_view *app_view(const app *a, const char *name)
-{
-    return a->lsn ? lsn_view_find(a->lsn, name) : NULL;
-}
-
-int app_req_highlighted(const app *a, const char *name, int64_t req_id)
-{
-    const lsn_view *v = app_view(a, name);
-    if (!v) return 0;
-    for (int i = 0; i < v->nhighlights; i++) {
-        const lsn_highlight *h = &v->highlights[i];
-        if (!h->target || strncmp(h->target, "request", 7)) continue;
-        for (int k = 0; k < h->nids; k++)
-            if (h->ids[k] == req_id) return 1;
-    }
-    return 0;
-}
-
-/* Start-up phases in order (lessons/API.md, lab.log); a line's phase comes
- * from the runner's reading of vLLM's wording (lsn_server_log_phase). */
-static const char *const phases[] = { "init", "load", "profile", "cudagraph", "kv", "check", "allocate", "ready" };
-#define NPHASES ((int)(sizeof phases / sizeof phases[0]))
-
-static int phase_rank(const char *phase)
-{
-    for (int i = 0; phase && i < NPHASES; i++)
-        if (!strcmp(phase, phases[i])) return i;
-    return NPHASES - 1;
-}
-
-int app_line_phase(const char *line) { return phase_rank(lsn_server_log_phase(line)); }
-
-/* The phase a view was asked to show up to (option "upto"), or the last. */
-static int upto_rank(const app *a, const char *view)
-{
-    const char *upto = a->lsn ? lsn_view_option(a->lsn, view, "upto") : NULL;
-    return upto ? phase_rank(upto) : NPHASES - 1;
-}
-
-int app_log_visible(const app *a, int i)
-{
-    const kv_plan *p = a->plan;
-    if (!p || i < 0 || i >= p->num_log) return 0;
-    return app_line_phase(p->log[i]) <= upto_rank(a, "log");
-}
-
-int app_engine_log_visible(const app *a)
-{
-    return upto_rank(a, "log") >= phase_rank("allocate") && a->startup_shown >= app_log_target(a);
-}
-
-/* Lines the log view may show now (visible lines are revealed in order). */
-int app_log_target(const app *a)
-{
-    int n = 0;
-    if (!a->plan) return 0;
-    for (int i = 0; i < a->plan->num_log; i++) n += app_log_visible(a, i);
-    return n;
-}
-
-static const int term_phase[UI_MEM_NT] = {
-    [UI_MEM_T_CONTEXT] = 0, [UI_MEM_T_WEIGHTS] = 1, [UI_MEM_T_ACTIVATION] = 2,
-    [UI_MEM_T_CUDAGRAPH] = 3, [UI_MEM_T_NCCL] = 2, [UI_MEM_T_KV] = 4,
-};
-
-unsigned app_mem_terms(const app *a)
-{
-    const kv_plan *p = a->plan;
-    if (!p) return 0;
-    int lim = upto_rank(a, "memory");
-    /* While the log is still being revealed, the bar follows it. */
-    int target = app_log_target(a);
-    if (a->startup_shown < target) {
-        int reached = -1, k = 0;
-        for (int i = 0; i < p->num_log && k < a->startup_shown; i++) {
-            if (!app_log_visible(a, i)) continue;
-            int ph = app_line_phase(p->log[i]);
-            if (ph > reached) reached = ph;
-            k++;
-        }
-        if (reached < lim) lim = reached;
-    }
-    unsigned m = 0;
-    for (int t = 0; t < UI_MEM_NT; t++)
-        if (term_phase[t] <= lim) m |= 1u << t;
-    return m;
-}
-
-int app_starting(const app *a) { return a->plan && a->startup_shown < app_log_target(a); }
-
 /* ---- status line ------------------------------------------------------- */
 
-static void set_status(app *a, ui_role role, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_status(app *a, ui_role role, const char *fmt, ...)
+void app_status(app *a, ui_role role, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -217,7 +117,7 @@ static const char *const view_names[UI_PANE_COUNT] = {
     [UI_PANE_METRICS] = "metrics", [UI_PANE_LOG] = "log",
 };
 
-static unsigned shown_panes(const app *a, int *lesson_focus)
+unsigned app_shown_panes(const app *a, int *lesson_focus)
 {
     unsigned m = 0;
     *lesson_focus = -1;
@@ -248,7 +148,7 @@ static PANEL *g_small_pan;
 static WINDOW *g_ov;
 static PANEL *g_ov_pan;
 
-static void close_overlay_window(void)
+void app_close_overlay(void)
 {
     if (g_ov_pan) del_panel(g_ov_pan);
     if (g_ov) delwin(g_ov);
@@ -257,12 +157,12 @@ static void close_overlay_window(void)
 }
 
 /* Recompute the layout; rebuild the windows when any rectangle moved. */
-static void relayout(app *a, int force)
+void app_relayout(app *a, int force)
 {
     ui_layout_req req;
     memset(&req, 0, sizeof req);
     int lesson_focus;
-    req.shown = shown_panes(a, &lesson_focus);
+    req.shown = app_shown_panes(a, &lesson_focus);
     req.focus = a->view_focus >= 0 ? a->view_focus : a->key_focus >= 0 ? a->key_focus : lesson_focus;
     int side_w = a->cols - a->cols / 2;
     if (side_w < 30) side_w = 30;
@@ -324,10 +224,10 @@ static WINDOW *input_window(app *a)
     return a->win[UI_PANE_FOOTER] ? a->win[UI_PANE_FOOTER] : stdscr;
 }
 
-static void open_overlay(app *a, int kind)
+void app_open_overlay(app *a, int kind)
 {
     a->overlay = kind;
-    close_overlay_window();
+    app_close_overlay();
     if (kind == APP_OV_NONE || a->lay.too_small) { a->dirty = ~0u; return; }
     int h, w;
     ui_chrome_overlay_size(a, a->rows, a->cols, &h, &w);
@@ -377,118 +277,6 @@ static void draw(app *a)
     doupdate();
 }
 
-/* ---- the engine's event feed ------------------------------------------- */
-
-static void reset_flashes(app *a)
-{
-    int32_t n = 0;
-    if (a->eng) {
-        kv_engine_info info;
-        kv_engine_get_info(a->eng, &info);
-        n = info.num_blocks;
-    }
-    if (n != a->nflash) {
-        free(a->flash_kind);
-        free(a->flash_until);
-        a->flash_kind = n > 0 ? calloc((size_t)n, 1) : NULL;
-        a->flash_until = n > 0 ? calloc((size_t)n, sizeof *a->flash_until) : NULL;
-        a->nflash = (a->flash_kind && a->flash_until) ? n : 0;
-    } else if (n > 0) {
-        memset(a->flash_kind, 0, (size_t)n);
-        memset(a->flash_until, 0, (size_t)n * sizeof *a->flash_until);
-    }
-    a->flashing = 0;
-}
-
-static void flash_block(app *a, int32_t b, int kind, double secs)
-{
-    if (b < 0 || b >= a->nflash) return;
-    /* A stronger flash is not overwritten by a weaker one while it lasts. */
-    if (a->flash_until[b] > a->now && a->flash_kind[b] == APP_FL_PREEMPT && kind != APP_FL_PREEMPT) return;
-    a->flash_kind[b] = (uint8_t)kind;
-    a->flash_until[b] = a->now + secs;
-    a->flashing = 1;
-}
-
-static int is_plan_line(const app *a, const char *text)
-{
-    if (!a->plan || !text) return 0;
-    for (int i = 0; i < a->plan->num_log; i++)
-        if (!strcmp(a->plan->log[i], text)) return 1;
-    return 0;
-}
-
-static void add_log(app *a, const char *text, int level)
-{
-    if (a->nlog == 64) {
-        memmove(a->logbuf[0], a->logbuf[1], sizeof a->logbuf[0] * 63);
-        memmove(a->loglevel, a->loglevel + 1, 63);
-        a->nlog = 63;
-    }
-    snprintf(a->logbuf[a->nlog], sizeof a->logbuf[0], "%s", text);
-    a->loglevel[a->nlog] = (uint8_t)level;
-    a->nlog++;
-}
-
-static void feed_events(app *a)
-{
-    static kv_event ev[1024];
-    if (!a->eng) return;
-    uint64_t newest = kv_engine_last_event_seq(a->eng);
-    if (newest <= a->last_seq) return;
-    /* After a long unanimated run only the recent past is worth flashing. */
-    if (newest - a->last_seq > 8192) a->last_seq = newest - 8192;
-    for (;;) {
-        int32_t n = kv_engine_events_since(a->eng, a->last_seq, ev, 1024);
-        if (n <= 0) break;
-        int64_t preempted[16];
-        int npre = 0;
-        for (int32_t i = 0; i < n; i++)
-            if (ev[i].type == KV_EV_PREEMPT && npre < 16) preempted[npre++] = ev[i].req_id;
-        for (int32_t i = 0; i < n; i++) {
-            const kv_event *e = &ev[i];
-            switch (e->type) {
-            case KV_EV_ALLOC: flash_block(a, e->block_id, APP_FL_ALLOC, 0.3); break;
-            case KV_EV_CACHE_HIT: flash_block(a, e->block_id, APP_FL_HIT, 0.9); break;
-            case KV_EV_EVICT: flash_block(a, e->block_id, APP_FL_EVICT, 0.9); break;
-            case KV_EV_FREE: {
-                int victim = 0;
-                for (int k = 0; k < npre; k++) victim |= preempted[k] == e->req_id;
-                if (victim) flash_block(a, e->block_id, APP_FL_PREEMPT, 1.5);
-                break;
-            }
-            case KV_EV_PREEMPT:
-                a->victim = e->req_id;
-                a->victim_until = a->now + 2.0;
-                set_status(a, UI_R_WARN, "Preempted request #%lld: its blocks are freed; it waits and will recompute",
-                           (long long)e->req_id);
-                break;
-            case KV_EV_RESUME:
-                set_status(a, UI_R_WARN, "Request #%lld is back from the queue: it recomputes what it lost",
-                           (long long)e->req_id);
-                break;
-            case KV_EV_LOG:
-                if (e->text && !is_plan_line(a, e->text)) add_log(a, e->text, e->level);
-                break;
-            default: break;
-            }
-        }
-        a->last_seq = ev[n - 1].seq;
-        if (n < 1024) break;
-    }
-    a->dirty |= UI_PANE_BIT(UI_PANE_POOL) | UI_PANE_BIT(UI_PANE_LOG) | UI_PANE_BIT(UI_PANE_REQUESTS);
-}
-
-static void update_flashing(app *a)
-{
-    if (!a->flashing) return;
-    int any = 0;
-    for (int32_t b = 0; b < a->nflash && !any; b++) any = a->flash_until[b] > a->now;
-    a->flashing = any;
-    a->dirty |= UI_PANE_BIT(UI_PANE_POOL);
-    if (a->victim >= 0) a->dirty |= UI_PANE_BIT(UI_PANE_REQUESTS);
-}
-
 /* ---- reacting to the lesson --------------------------------------------- */
 
 static void server_changed(app *a)
@@ -500,14 +288,14 @@ static void server_changed(app *a)
     a->sel_block = -1;
     a->sel_req = -1;
     a->victim = -1;
-    reset_flashes(a);
+    app_reset_flashes(a);
     a->startup_next = a->now;
     a->startup_shown = 0;
-    relayout(a, 0);
+    app_relayout(a, 0);
     a->dirty = ~0u;
 }
 
-static void lesson_changed(app *a, unsigned ch)
+void app_lesson_changed(app *a, unsigned ch)
 {
     if (!ch) return;
     if (ch & LSN_CH_SERVER) server_changed(a);
@@ -528,7 +316,7 @@ static void lesson_changed(app *a, unsigned ch)
             a->verdict_kind = -1;
         }
     }
-    if (ch & (LSN_CH_VIEWS | LSN_CH_FLAGS | LSN_CH_SERVER | LSN_CH_ENGINE)) relayout(a, 0);
+    if (ch & (LSN_CH_VIEWS | LSN_CH_FLAGS | LSN_CH_SERVER | LSN_CH_ENGINE)) app_relayout(a, 0);
     a->dirty |= UI_PANE_BIT(UI_PANE_HEADER) | UI_PANE_BIT(UI_PANE_FOOTER);
     if (ch & (LSN_CH_TEXT | LSN_CH_QUESTION | LSN_CH_GOAL | LSN_CH_STATE)) a->dirty |= UI_PANE_BIT(UI_PANE_TEXT);
     if (ch & LSN_CH_ENGINE)
@@ -550,12 +338,12 @@ static void lesson_changed(app *a, unsigned ch)
     }
     const char *note = lsn_notice(a->lsn);
     if (note) {
-        set_status(a, UI_R_WARN, "%s", note);
+        app_status(a, UI_R_WARN, "%s", note);
         lsn_notice_clear(a->lsn);
     }
 }
 
-static void load_lesson(app *a, int number, int resume)
+void app_load_lesson(app *a, int number, int resume)
 {
     a->nhints = 0;
     a->input_active = 0;
@@ -571,335 +359,10 @@ static void load_lesson(app *a, int number, int resume)
     a->flag_sel = 0;
     a->flag_editing = 0;
     if (lsn_load(a->lsn, number, resume) != 0 && lsn_current(a->lsn) != number)
-        set_status(a, UI_R_ERROR, "Could not open lesson %d", number);
+        app_status(a, UI_R_ERROR, "Could not open lesson %d", number);
     lsn_set_speed(a->lsn, a->speed);
     server_changed(a);
-    lesson_changed(a, ~0u & ~LSN_CH_SERVER);
-}
-
-/* ---- keys ---------------------------------------------------------------- */
-
-static void apply_flag(app *a, const char *name, const char *value)
-{
-    char err[256] = "";
-    unsigned ch = lsn_set_flag(a->lsn, name, value, err, sizeof err);
-    if (!ch && err[0]) {
-        set_status(a, UI_R_ERROR, "%s", err);
-        return;
-    }
-    lesson_changed(a, ch);
-    const char *serr = lsn_server_error(a->lsn);
-    if (serr) set_status(a, UI_R_ERROR, "%s = %s: the server did not start", name, *value ? value : "(default)");
-    else set_status(a, UI_R_OK, "%s = %s: server restarted", name, *value ? value : "(default)");
-}
-
-static void give_hint(app *a)
-{
-    const char *h = lsn_hint(a->lsn);
-    if (!h) {
-        set_status(a, UI_R_DIM, "No more hints here.");
-        return;
-    }
-    if (a->nhints < APP_MAX_HINTS) snprintf(a->hints[a->nhints++], sizeof a->hints[0], "%s", h);
-    a->dirty |= UI_PANE_BIT(UI_PANE_TEXT);
-}
-
-static void submit_answer(app *a, const char *text)
-{
-    lsn_verdict v;
-    memset(&v, 0, sizeof v);
-    unsigned ch = lsn_answer(a->lsn, text, &v);
-    snprintf(a->verdict, sizeof a->verdict, "%s", v.message);
-    a->verdict_kind = (int)v.kind;
-    if (v.kind == LSN_V_CORRECT) {
-        a->input_active = 0;
-        a->input_len = 0;
-        a->input[0] = 0;
-        set_status(a, UI_R_OK, "%s", v.message[0] ? v.message : "Correct.");
-        a->verdict[0] = 0;
-    }
-    /* A wrong answer earns the next hint (lessons/API.md): lsn_answer already
-     * put it at the end of v.message; asking lsn_hint here as well would use
-     * up a second one. */
-    lesson_changed(a, ch);
-    a->dirty |= UI_PANE_BIT(UI_PANE_TEXT);
-}
-
-static void next_step(app *a)
-{
-    lsn_state st = lsn_get_state(a->lsn);
-    if (st == LSN_DONE) {
-        int cur = lsn_current(a->lsn);
-        const lsn_info *li = lsn_info_of(a->lsn, cur + 1);
-        if (li && li->available) load_lesson(a, cur + 1, 0);
-        else open_overlay(a, APP_OV_LESSONS);
-        return;
-    }
-    unsigned ch = lsn_next(a->lsn);
-    lesson_changed(a, ch);
-}
-
-static void cycle_view(app *a)
-{
-    int lf;
-    unsigned m = shown_panes(a, &lf);
-    if (!m) return;
-    int start = a->view_focus >= 0 ? a->view_focus : UI_PANE_MEMORY - 1;
-    for (int i = 1; i <= UI_PANE_COUNT; i++) {
-        int p = start + i;
-        if (p >= UI_PANE_COUNT) p = UI_PANE_MEMORY + (p - UI_PANE_COUNT);
-        if (p >= UI_PANE_MEMORY && (m & UI_PANE_BIT(p))) {
-            a->view_focus = p;
-            set_status(a, UI_R_DIM, "View: %s", ui_layout_pane_name((ui_pane)p));
-            relayout(a, 0);
-            return;
-        }
-    }
-}
-
-static void flags_key(app *a, int ch)
-{
-    int n = lsn_flag_count(a->lsn);
-    if (n <= 0) { a->key_focus = -1; relayout(a, 0); return; }
-    const lsn_flag *f = lsn_flag_at(a->lsn, a->flag_sel < n ? a->flag_sel : 0);
-    if (a->flag_editing) {
-        if (ch == 27) { a->flag_editing = 0; }
-        else if (ch == '\n' || ch == '\r' || ch == KEY_ENTER) {
-            a->flag_editing = 0;
-            char name[64];
-            snprintf(name, sizeof name, "%s", f->name);
-            apply_flag(a, name, a->flag_buf);
-        } else if (ch == KEY_BACKSPACE || ch == 127 || ch == 8) {
-            if (a->flag_len > 0) a->flag_buf[--a->flag_len] = 0;
-        } else if (ch == 21) { /* Ctrl-U: clear */
-            a->flag_len = 0;
-            a->flag_buf[0] = 0;
-        } else if (ch >= 32 && ch < 127 && a->flag_len < APP_INPUT_MAX - 1) {
-            a->flag_buf[a->flag_len++] = (char)ch;
-            a->flag_buf[a->flag_len] = 0;
-        }
-        a->dirty |= UI_PANE_BIT(UI_PANE_FLAGS) | UI_PANE_BIT(UI_PANE_FOOTER);
-        return;
-    }
-    switch (ch) {
-    case 27: case 'f':
-        a->key_focus = -1;
-        relayout(a, 0);
-        break;
-    case KEY_UP: case 'k': if (a->flag_sel > 0) a->flag_sel--; break;
-    case KEY_DOWN: case 'j': if (a->flag_sel < n - 1) a->flag_sel++; break;
-    case KEY_LEFT: case KEY_RIGHT: case '+': case '-': case '=': case '<': case '>': {
-        char v[APP_INPUT_MAX];
-        int dir = (ch == KEY_RIGHT || ch == '+' || ch == '=' || ch == '>') ? 1 : -1;
-        char cur[APP_INPUT_MAX];
-        ui_flags_effective(a, f, cur, sizeof cur);
-        if (ui_flags_step(cur, f, dir, v, sizeof v)) {
-            char name[64];
-            snprintf(name, sizeof name, "%s", f->name);
-            apply_flag(a, name, v);
-        } else {
-            a->flag_editing = 1;
-            a->flag_len = 0;
-            a->flag_buf[0] = 0;
-        }
-        break;
-    }
-    case '\n': case '\r': case KEY_ENTER: case 'e':
-        a->flag_editing = 1;
-        ui_flags_effective(a, f, a->flag_buf, sizeof a->flag_buf);
-        a->flag_len = (int)strlen(a->flag_buf);
-        break;
-    case 'q': case '?': case 'n': case 'p': case ' ': case 'h': case 'l': case '\t':
-        /* Leave the flags and let the main keys act. */
-        a->key_focus = -1;
-        relayout(a, 0);
-        ungetch(ch);
-        break;
-    default:
-        if ((ch >= '0' && ch <= '9') || ch == '.') {
-            a->flag_editing = 1;
-            a->flag_buf[0] = (char)ch;
-            a->flag_buf[1] = 0;
-            a->flag_len = 1;
-        }
-        break;
-    }
-    a->dirty |= UI_PANE_BIT(UI_PANE_FLAGS) | UI_PANE_BIT(UI_PANE_FOOTER);
-}
-
-static void answer_key(app *a, int ch)
-{
-    if (ch == 27) { a->input_active = 0; }
-    else if (ch == '\n' || ch == '\r' || ch == KEY_ENTER) {
-        if (a->input_len > 0) submit_answer(a, a->input);
-    } else if (ch == KEY_BACKSPACE || ch == 127 || ch == 8) {
-        if (a->input_len > 0) a->input[--a->input_len] = 0;
-    } else if (ch == 21) { /* Ctrl-U: clear */
-        a->input_len = 0;
-        a->input[0] = 0;
-    } else if (ch == 'h' && a->input_len == 0) {
-        give_hint(a);
-    } else if (ch >= 32 && ch < 127 && a->input_len < APP_INPUT_MAX - 1) {
-        a->input[a->input_len++] = (char)ch;
-        a->input[a->input_len] = 0;
-    }
-    a->dirty |= UI_PANE_BIT(UI_PANE_TEXT) | UI_PANE_BIT(UI_PANE_FOOTER);
-}
-
-static void mouse_key(app *a)
-{
-    MEVENT me;
-    if (getmouse(&me) != OK) return;
-    if (a->lay.too_small) return;
-    for (int p = 0; p < UI_PANE_COUNT; p++) {
-        if (!(a->lay.placed & UI_PANE_BIT(p))) continue;
-        ui_rect r = a->lay.r[p];
-        if (me.y < r.y || me.y >= r.y + r.h || me.x < r.x || me.x >= r.x + r.w) continue;
-        int y = me.y - r.y, x = me.x - r.x;
-        if (me.bstate & (BUTTON4_PRESSED)) { if (p == UI_PANE_TEXT) ui_text_scroll(a, -3); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); return; }
-#ifdef BUTTON5_PRESSED
-        if (me.bstate & (BUTTON5_PRESSED)) { if (p == UI_PANE_TEXT) ui_text_scroll(a, 3); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); return; }
-#endif
-        if (p == UI_PANE_POOL && a->eng) {
-            int32_t b = ui_pool_block_at(a, y, x);
-            a->sel_block = b == a->sel_block ? -1 : b;
-            if (a->sel_block >= 0) {
-                kv_block_view bv;
-                if (kv_engine_block(a->eng, a->sel_block, &bv) == 0 && bv.owner >= 0) a->sel_req = bv.owner;
-            }
-            relayout(a, 0);
-            a->dirty |= UI_PANE_BIT(UI_PANE_POOL) | UI_PANE_BIT(UI_PANE_REQUESTS);
-        } else if (p == UI_PANE_FLAGS) {
-            int row = ui_flags_row_at(a, y);
-            if (row >= 0) {
-                a->flag_sel = row;
-                a->key_focus = UI_PANE_FLAGS;
-                a->dirty |= UI_PANE_BIT(UI_PANE_FLAGS) | UI_PANE_BIT(UI_PANE_FOOTER);
-            }
-        }
-        return;
-    }
-}
-
-static void overlay_key(app *a, int ch, int *quit)
-{
-    if (a->overlay == APP_OV_HELP) {
-        if (ch == 27 || ch == 'q' || ch == '?' || ch == '\n' || ch == ' ') open_overlay(a, APP_OV_NONE);
-        return;
-    }
-    if (a->overlay == APP_OV_LESSONS) {
-        int n = lsn_count(a->lsn);
-        if (ch == 27 || ch == 'q' || ch == 'l') open_overlay(a, APP_OV_NONE);
-        else if (ch == KEY_UP || ch == 'k') { if (a->list_sel > 0) a->list_sel--; }
-        else if (ch == KEY_DOWN || ch == 'j') { if (a->list_sel < n - 1) a->list_sel++; }
-        else if (ch == '\n' || ch == '\r' || ch == KEY_ENTER) {
-            const lsn_info *li = lsn_info_at(a->lsn, a->list_sel);
-            open_overlay(a, APP_OV_NONE);
-            if (li && li->available) load_lesson(a, li->number, 1);
-            else if (li) set_status(a, UI_R_WARN, "Lesson %d is not written yet.", li->number);
-        }
-        a->dirty = ~0u;
-        return;
-    }
-    if (ch == 'y' || ch == 'Y') {
-        int kind = a->overlay;
-        open_overlay(a, APP_OV_NONE);
-        if (kind == APP_OV_CONFIRM_RESET) {
-            a->nhints = 0;
-            a->verdict[0] = 0;
-            lesson_changed(a, lsn_reset(a->lsn));
-        } else if (kind == APP_OV_CONFIRM_QUIT) {
-            *quit = 1;
-        }
-    } else if (ch == 'n' || ch == 'N' || ch == 27 || ch == 'q') {
-        open_overlay(a, APP_OV_NONE);
-    }
-}
-
-static void step_once(app *a)
-{
-    a->paused = 1;
-    /* One engine step at the lesson's rate: 1/20 s at speed 1. */
-    lesson_changed(a, lsn_tick(a->lsn, 1.0 / (20.0 * a->speed)));
-    a->dirty |= UI_PANE_BIT(UI_PANE_HEADER);
-}
-
-static void handle_key(app *a, int ch, int *quit)
-{
-    if (ch == KEY_RESIZE) {
-        getmaxyx(stdscr, a->rows, a->cols);
-        close_overlay_window();
-        relayout(a, 1);
-        if (a->overlay) open_overlay(a, a->overlay);
-        return;
-    }
-    if (a->lay.too_small) {
-        if (ch == 'q' || ch == 'Q') *quit = 1;
-        return;
-    }
-    if (ch == KEY_MOUSE) { mouse_key(a); return; }
-    if (a->overlay) { overlay_key(a, ch, quit); return; }
-    if (a->key_focus == UI_PANE_FLAGS) { flags_key(a, ch); return; }
-    const lsn_question *q = lsn_get_question(a->lsn);
-    if (a->input_active && q) { answer_key(a, ch); return; }
-    if (q && q->kind == LSN_Q_CHOICE && ch >= 'a' && ch < 'a' + q->nchoices && ch <= 'e') {
-        char s[2] = { (char)ch, 0 };
-        submit_answer(a, s);
-        return;
-    }
-    if (q && ((ch >= '0' && ch <= '9') || ch == '.' || ch == '\n' || ch == '\r' || ch == KEY_ENTER)) {
-        a->input_active = 1;
-        if (ch != '\n' && ch != '\r' && ch != KEY_ENTER) answer_key(a, ch);
-        a->dirty |= UI_PANE_BIT(UI_PANE_TEXT) | UI_PANE_BIT(UI_PANE_FOOTER);
-        return;
-    }
-    switch (ch) {
-    case 'q': case 'Q': *quit = 1; break;
-    case 'n': case KEY_RIGHT: next_step(a); break;
-    case 'p': case 'b': case KEY_LEFT: lesson_changed(a, lsn_back(a->lsn)); break;
-    case ' ': a->paused = !a->paused; a->dirty |= UI_PANE_BIT(UI_PANE_HEADER) | UI_PANE_BIT(UI_PANE_TEXT); break;
-    case 's': step_once(a); break;
-    case '+': case '=':
-        a->speed *= 1.5;
-        if (a->speed > 20) a->speed = 20;
-        lsn_set_speed(a->lsn, a->speed);
-        a->dirty |= UI_PANE_BIT(UI_PANE_HEADER);
-        break;
-    case '-': case '_':
-        a->speed /= 1.5;
-        if (a->speed < 0.05) a->speed = 0.05;
-        lsn_set_speed(a->lsn, a->speed);
-        a->dirty |= UI_PANE_BIT(UI_PANE_HEADER);
-        break;
-    case 'f':
-        a->key_focus = UI_PANE_FLAGS;
-        relayout(a, 0);
-        a->dirty |= UI_PANE_BIT(UI_PANE_FLAGS) | UI_PANE_BIT(UI_PANE_FOOTER);
-        break;
-    case '\t': cycle_view(a); break;
-    case 'h': give_hint(a); break;
-    case 'r': open_overlay(a, APP_OV_CONFIRM_RESET); break;
-    case 'l': a->list_sel = lsn_current(a->lsn) - 1; open_overlay(a, APP_OV_LESSONS); break;
-    case '?': open_overlay(a, APP_OV_HELP); break;
-    case 't':
-        a->sel_req = ui_reqs_next(a);
-        relayout(a, 0);
-        a->dirty |= UI_PANE_BIT(UI_PANE_POOL) | UI_PANE_BIT(UI_PANE_REQUESTS);
-        break;
-    case KEY_UP: case 'k': ui_text_scroll(a, -1); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); break;
-    case KEY_DOWN: case 'j': ui_text_scroll(a, 1); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); break;
-    case KEY_PPAGE: ui_text_scroll(a, -(a->text_rows > 2 ? a->text_rows - 1 : 1)); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); break;
-    case KEY_NPAGE: ui_text_scroll(a, a->text_rows > 2 ? a->text_rows - 1 : 1); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); break;
-    case 27:
-        if (a->sel_block >= 0 || a->sel_req >= 0) {
-            a->sel_block = -1;
-            a->sel_req = -1;
-            relayout(a, 0);
-            a->dirty = ~0u;
-        }
-        break;
-    default: break;
-    }
+    app_lesson_changed(a, ~0u & ~LSN_CH_SERVER);
 }
 
 /* ---- start and the loop --------------------------------------------------- */
@@ -968,7 +431,7 @@ int app_main(int argc, char **argv)
 {
     static app A;
     app *a = &A;
-    g_stats.t_start = mono_now();
+    g_stats.t_start = app_now();
     g_stats.path = getenv("KVLAB_STATS");
     memset(a, 0, sizeof *a);
     a->fps = 30;
@@ -1041,30 +504,30 @@ int app_main(int argc, char **argv)
               , NULL);
     mouseinterval(0);
     getmaxyx(stdscr, a->rows, a->cols);
-    a->now = mono_now();
+    a->now = app_now();
     a->loading = lesson > 0 ? lesson : lsn_resume_lesson(a->lsn);
-    relayout(a, 1);
+    app_relayout(a, 1);
     draw(a); /* the first frame, before the lesson loads */
-    g_stats.first_frame_s = mono_now() - g_stats.t_start;
+    g_stats.first_frame_s = app_now() - g_stats.t_start;
 
-    load_lesson(a, a->loading, 1);
+    app_load_lesson(a, a->loading, 1);
     a->loading = 0;
 
-    double last_tick = mono_now();
+    double last_tick = app_now();
     int quit = 0;
     while (!quit && !g_quit_signal) {
         double cpu0 = g_stats.path ? cpu_now() : 0;
-        a->now = mono_now();
+        a->now = app_now();
         double dt = a->now - last_tick;
         last_tick = a->now;
         if (dt > 0.25) dt = 0.25;
         unsigned ch_bits = 0;
         if (!a->paused && a->overlay == APP_OV_NONE) {
             ch_bits = lsn_tick(a->lsn, dt);
-            lesson_changed(a, ch_bits);
+            app_lesson_changed(a, ch_bits);
         }
-        feed_events(a);
-        update_flashing(a);
+        app_feed_events(a);
+        app_update_flashing(a);
         if (a->plan) {
             /* Reveal the start-up log one line every 0.3 s (at speed 1); the
              * memory bar follows it term by term. */
@@ -1103,19 +566,19 @@ int app_main(int argc, char **argv)
         wtimeout(in, timeout_ms);
         int ch = wgetch(in);
         if (ch == ERR) continue;
-        a->now = mono_now();
-        handle_key(a, ch, &quit);
+        a->now = app_now();
+        app_handle_key(a, ch, &quit);
         /* Drain keys already typed so a paste or a held key does not lag a frame each. */
         for (int k = 0; k < 64 && !quit; k++) {
             in = input_window(a);
             wtimeout(in, 0);
             ch = wgetch(in);
             if (ch == ERR) break;
-            handle_key(a, ch, &quit);
+            app_handle_key(a, ch, &quit);
         }
     }
 
-    close_overlay_window();
+    app_close_overlay();
     destroy_windows(a);
     if (g_small_pan) del_panel(g_small_pan);
     if (g_small) delwin(g_small);

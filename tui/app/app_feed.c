@@ -1,0 +1,223 @@
+/* app_feed: what the views animate. The engine's event stream becomes
+ * block flashes (hits, evictions, a preemption victim's blocks), status
+ * lines and the log view's engine lines; the start-up replay reveals the
+ * plan's log line by line and the memory bar term by term. */
+#include "app.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lsn_server.h"
+#include "ui_mem.h"
+#include "ui_style.h"
+
+/* ---- helpers the views use -------------------------------------------- */
+
+int app_flash(const app *a, int32_t b)
+{
+    if (!a->flashing || !a->flash_kind || b < 0 || b >= a->nflash) return APP_FL_NONE;
+    return a->flash_until[b] > a->now ? a->flash_kind[b] : APP_FL_NONE;
+}
+
+const lsn_view *app_view(const app *a, const char *name)
+{
+    return a->lsn ? lsn_view_find(a->lsn, name) : NULL;
+}
+
+int app_req_highlighted(const app *a, const char *name, int64_t req_id)
+{
+    const lsn_view *v = app_view(a, name);
+    if (!v) return 0;
+    for (int i = 0; i < v->nhighlights; i++) {
+        const lsn_highlight *h = &v->highlights[i];
+        if (!h->target || strncmp(h->target, "request", 7)) continue;
+        for (int k = 0; k < h->nids; k++)
+            if (h->ids[k] == req_id) return 1;
+    }
+    return 0;
+}
+
+/* Start-up phases in order (lessons/API.md, lab.log); a line's phase comes
+ * from the runner's reading of vLLM's wording (lsn_server_log_phase). */
+static const char *const phases[] = { "init", "load", "profile", "cudagraph", "kv", "check", "allocate", "ready" };
+#define NPHASES ((int)(sizeof phases / sizeof phases[0]))
+
+static int phase_rank(const char *phase)
+{
+    for (int i = 0; phase && i < NPHASES; i++)
+        if (!strcmp(phase, phases[i])) return i;
+    return NPHASES - 1;
+}
+
+int app_line_phase(const char *line) { return phase_rank(lsn_server_log_phase(line)); }
+
+/* The phase a view was asked to show up to (option "upto"), or the last. */
+static int upto_rank(const app *a, const char *view)
+{
+    const char *upto = a->lsn ? lsn_view_option(a->lsn, view, "upto") : NULL;
+    return upto ? phase_rank(upto) : NPHASES - 1;
+}
+
+int app_log_visible(const app *a, int i)
+{
+    const kv_plan *p = a->plan;
+    if (!p || i < 0 || i >= p->num_log) return 0;
+    return app_line_phase(p->log[i]) <= upto_rank(a, "log");
+}
+
+int app_engine_log_visible(const app *a)
+{
+    return upto_rank(a, "log") >= phase_rank("allocate") && a->startup_shown >= app_log_target(a);
+}
+
+/* Lines the log view may show now (visible lines are revealed in order). */
+int app_log_target(const app *a)
+{
+    int n = 0;
+    if (!a->plan) return 0;
+    for (int i = 0; i < a->plan->num_log; i++) n += app_log_visible(a, i);
+    return n;
+}
+
+static const int term_phase[UI_MEM_NT] = {
+    [UI_MEM_T_CONTEXT] = 0, [UI_MEM_T_WEIGHTS] = 1, [UI_MEM_T_ACTIVATION] = 2,
+    [UI_MEM_T_CUDAGRAPH] = 3, [UI_MEM_T_NCCL] = 2, [UI_MEM_T_KV] = 4,
+};
+
+unsigned app_mem_terms(const app *a)
+{
+    const kv_plan *p = a->plan;
+    if (!p) return 0;
+    int lim = upto_rank(a, "memory");
+    /* While the log is still being revealed, the bar follows it. */
+    int target = app_log_target(a);
+    if (a->startup_shown < target) {
+        int reached = -1, k = 0;
+        for (int i = 0; i < p->num_log && k < a->startup_shown; i++) {
+            if (!app_log_visible(a, i)) continue;
+            int ph = app_line_phase(p->log[i]);
+            if (ph > reached) reached = ph;
+            k++;
+        }
+        if (reached < lim) lim = reached;
+    }
+    unsigned m = 0;
+    for (int t = 0; t < UI_MEM_NT; t++)
+        if (term_phase[t] <= lim) m |= 1u << t;
+    return m;
+}
+
+int app_starting(const app *a) { return a->plan && a->startup_shown < app_log_target(a); }
+
+/* ---- the engine's event feed ------------------------------------------- */
+
+void app_reset_flashes(app *a)
+{
+    int32_t n = 0;
+    if (a->eng) {
+        kv_engine_info info;
+        kv_engine_get_info(a->eng, &info);
+        n = info.num_blocks;
+    }
+    if (n != a->nflash) {
+        free(a->flash_kind);
+        free(a->flash_until);
+        a->flash_kind = n > 0 ? calloc((size_t)n, 1) : NULL;
+        a->flash_until = n > 0 ? calloc((size_t)n, sizeof *a->flash_until) : NULL;
+        a->nflash = (a->flash_kind && a->flash_until) ? n : 0;
+    } else if (n > 0) {
+        memset(a->flash_kind, 0, (size_t)n);
+        memset(a->flash_until, 0, (size_t)n * sizeof *a->flash_until);
+    }
+    a->flashing = 0;
+}
+
+static void flash_block(app *a, int32_t b, int kind, double secs)
+{
+    if (b < 0 || b >= a->nflash) return;
+    /* A stronger flash is not overwritten by a weaker one while it lasts. */
+    if (a->flash_until[b] > a->now && a->flash_kind[b] == APP_FL_PREEMPT && kind != APP_FL_PREEMPT) return;
+    a->flash_kind[b] = (uint8_t)kind;
+    a->flash_until[b] = a->now + secs;
+    a->flashing = 1;
+}
+
+static int is_plan_line(const app *a, const char *text)
+{
+    if (!a->plan || !text) return 0;
+    for (int i = 0; i < a->plan->num_log; i++)
+        if (!strcmp(a->plan->log[i], text)) return 1;
+    return 0;
+}
+
+static void add_log(app *a, const char *text, int level)
+{
+    if (a->nlog == 64) {
+        memmove(a->logbuf[0], a->logbuf[1], sizeof a->logbuf[0] * 63);
+        memmove(a->loglevel, a->loglevel + 1, 63);
+        a->nlog = 63;
+    }
+    snprintf(a->logbuf[a->nlog], sizeof a->logbuf[0], "%s", text);
+    a->loglevel[a->nlog] = (uint8_t)level;
+    a->nlog++;
+}
+
+void app_feed_events(app *a)
+{
+    static kv_event ev[1024];
+    if (!a->eng) return;
+    uint64_t newest = kv_engine_last_event_seq(a->eng);
+    if (newest <= a->last_seq) return;
+    /* After a long unanimated run only the recent past is worth flashing. */
+    if (newest - a->last_seq > 8192) a->last_seq = newest - 8192;
+    for (;;) {
+        int32_t n = kv_engine_events_since(a->eng, a->last_seq, ev, 1024);
+        if (n <= 0) break;
+        int64_t preempted[16];
+        int npre = 0;
+        for (int32_t i = 0; i < n; i++)
+            if (ev[i].type == KV_EV_PREEMPT && npre < 16) preempted[npre++] = ev[i].req_id;
+        for (int32_t i = 0; i < n; i++) {
+            const kv_event *e = &ev[i];
+            switch (e->type) {
+            case KV_EV_ALLOC: flash_block(a, e->block_id, APP_FL_ALLOC, 0.3); break;
+            case KV_EV_CACHE_HIT: flash_block(a, e->block_id, APP_FL_HIT, 0.9); break;
+            case KV_EV_EVICT: flash_block(a, e->block_id, APP_FL_EVICT, 0.9); break;
+            case KV_EV_FREE: {
+                int victim = 0;
+                for (int k = 0; k < npre; k++) victim |= preempted[k] == e->req_id;
+                if (victim) flash_block(a, e->block_id, APP_FL_PREEMPT, 1.5);
+                break;
+            }
+            case KV_EV_PREEMPT:
+                a->victim = e->req_id;
+                a->victim_until = a->now + 2.0;
+                app_status(a, UI_R_WARN, "Preempted request #%lld: its blocks are freed; it waits and will recompute",
+                           (long long)e->req_id);
+                break;
+            case KV_EV_RESUME:
+                app_status(a, UI_R_WARN, "Request #%lld is back from the queue: it recomputes what it lost",
+                           (long long)e->req_id);
+                break;
+            case KV_EV_LOG:
+                if (e->text && !is_plan_line(a, e->text)) add_log(a, e->text, e->level);
+                break;
+            default: break;
+            }
+        }
+        a->last_seq = ev[n - 1].seq;
+        if (n < 1024) break;
+    }
+    a->dirty |= UI_PANE_BIT(UI_PANE_POOL) | UI_PANE_BIT(UI_PANE_LOG) | UI_PANE_BIT(UI_PANE_REQUESTS);
+}
+
+void app_update_flashing(app *a)
+{
+    if (!a->flashing) return;
+    int any = 0;
+    for (int32_t b = 0; b < a->nflash && !any; b++) any = a->flash_until[b] > a->now;
+    a->flashing = any;
+    a->dirty |= UI_PANE_BIT(UI_PANE_POOL);
+    if (a->victim >= 0) a->dirty |= UI_PANE_BIT(UI_PANE_REQUESTS);
+}

@@ -1,0 +1,338 @@
+/* app_keys: keys and mouse. The main keys (footer and ? help), the flags
+ * view when it has the keys, the answer box, the overlays, mouse clicks on
+ * blocks and flags. Changes reach the lesson only through lsn_* calls. */
+#include "app.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "ui_flags.h"
+#include "ui_pool.h"
+#include "ui_reqs.h"
+#include "ui_style.h"
+#include "ui_text.h"
+
+/* ---- keys ---------------------------------------------------------------- */
+
+static void apply_flag(app *a, const char *name, const char *value)
+{
+    char err[256] = "";
+    unsigned ch = lsn_set_flag(a->lsn, name, value, err, sizeof err);
+    if (!ch && err[0]) {
+        app_status(a, UI_R_ERROR, "%s", err);
+        return;
+    }
+    app_lesson_changed(a, ch);
+    const char *serr = lsn_server_error(a->lsn);
+    if (serr) app_status(a, UI_R_ERROR, "%s = %s: the server did not start", name, *value ? value : "(default)");
+    else app_status(a, UI_R_OK, "%s = %s: server restarted", name, *value ? value : "(default)");
+}
+
+static void give_hint(app *a)
+{
+    const char *h = lsn_hint(a->lsn);
+    if (!h) {
+        app_status(a, UI_R_DIM, "No more hints here.");
+        return;
+    }
+    if (a->nhints < APP_MAX_HINTS) snprintf(a->hints[a->nhints++], sizeof a->hints[0], "%s", h);
+    a->dirty |= UI_PANE_BIT(UI_PANE_TEXT);
+}
+
+static void submit_answer(app *a, const char *text)
+{
+    lsn_verdict v;
+    memset(&v, 0, sizeof v);
+    unsigned ch = lsn_answer(a->lsn, text, &v);
+    snprintf(a->verdict, sizeof a->verdict, "%s", v.message);
+    a->verdict_kind = (int)v.kind;
+    if (v.kind == LSN_V_CORRECT) {
+        a->input_active = 0;
+        a->input_len = 0;
+        a->input[0] = 0;
+        app_status(a, UI_R_OK, "%s", v.message[0] ? v.message : "Correct.");
+        a->verdict[0] = 0;
+    }
+    /* A wrong answer earns the next hint (lessons/API.md): lsn_answer already
+     * put it at the end of v.message; asking lsn_hint here as well would use
+     * up a second one. */
+    app_lesson_changed(a, ch);
+    a->dirty |= UI_PANE_BIT(UI_PANE_TEXT);
+}
+
+static void next_step(app *a)
+{
+    lsn_state st = lsn_get_state(a->lsn);
+    if (st == LSN_DONE) {
+        int cur = lsn_current(a->lsn);
+        const lsn_info *li = lsn_info_of(a->lsn, cur + 1);
+        if (li && li->available) app_load_lesson(a, cur + 1, 0);
+        else app_open_overlay(a, APP_OV_LESSONS);
+        return;
+    }
+    unsigned ch = lsn_next(a->lsn);
+    app_lesson_changed(a, ch);
+}
+
+static void cycle_view(app *a)
+{
+    int lf;
+    unsigned m = app_shown_panes(a, &lf);
+    if (!m) return;
+    int start = a->view_focus >= 0 ? a->view_focus : UI_PANE_MEMORY - 1;
+    for (int i = 1; i <= UI_PANE_COUNT; i++) {
+        int p = start + i;
+        if (p >= UI_PANE_COUNT) p = UI_PANE_MEMORY + (p - UI_PANE_COUNT);
+        if (p >= UI_PANE_MEMORY && (m & UI_PANE_BIT(p))) {
+            a->view_focus = p;
+            app_status(a, UI_R_DIM, "View: %s", ui_layout_pane_name((ui_pane)p));
+            app_relayout(a, 0);
+            return;
+        }
+    }
+}
+
+static void flags_key(app *a, int ch)
+{
+    int n = lsn_flag_count(a->lsn);
+    if (n <= 0) { a->key_focus = -1; app_relayout(a, 0); return; }
+    const lsn_flag *f = lsn_flag_at(a->lsn, a->flag_sel < n ? a->flag_sel : 0);
+    if (a->flag_editing) {
+        if (ch == 27) { a->flag_editing = 0; }
+        else if (ch == '\n' || ch == '\r' || ch == KEY_ENTER) {
+            a->flag_editing = 0;
+            char name[64];
+            snprintf(name, sizeof name, "%s", f->name);
+            apply_flag(a, name, a->flag_buf);
+        } else if (ch == KEY_BACKSPACE || ch == 127 || ch == 8) {
+            if (a->flag_len > 0) a->flag_buf[--a->flag_len] = 0;
+        } else if (ch == 21) { /* Ctrl-U: clear */
+            a->flag_len = 0;
+            a->flag_buf[0] = 0;
+        } else if (ch >= 32 && ch < 127 && a->flag_len < APP_INPUT_MAX - 1) {
+            a->flag_buf[a->flag_len++] = (char)ch;
+            a->flag_buf[a->flag_len] = 0;
+        }
+        a->dirty |= UI_PANE_BIT(UI_PANE_FLAGS) | UI_PANE_BIT(UI_PANE_FOOTER);
+        return;
+    }
+    switch (ch) {
+    case 27: case 'f':
+        a->key_focus = -1;
+        app_relayout(a, 0);
+        break;
+    case KEY_UP: case 'k': if (a->flag_sel > 0) a->flag_sel--; break;
+    case KEY_DOWN: case 'j': if (a->flag_sel < n - 1) a->flag_sel++; break;
+    case KEY_LEFT: case KEY_RIGHT: case '+': case '-': case '=': case '<': case '>': {
+        char v[APP_INPUT_MAX];
+        int dir = (ch == KEY_RIGHT || ch == '+' || ch == '=' || ch == '>') ? 1 : -1;
+        char cur[APP_INPUT_MAX];
+        ui_flags_effective(a, f, cur, sizeof cur);
+        if (ui_flags_step(cur, f, dir, v, sizeof v)) {
+            char name[64];
+            snprintf(name, sizeof name, "%s", f->name);
+            apply_flag(a, name, v);
+        } else {
+            a->flag_editing = 1;
+            a->flag_len = 0;
+            a->flag_buf[0] = 0;
+        }
+        break;
+    }
+    case '\n': case '\r': case KEY_ENTER: case 'e':
+        a->flag_editing = 1;
+        ui_flags_effective(a, f, a->flag_buf, sizeof a->flag_buf);
+        a->flag_len = (int)strlen(a->flag_buf);
+        break;
+    case 'q': case '?': case 'n': case 'p': case ' ': case 'h': case 'l': case '\t':
+        /* Leave the flags and let the main keys act. */
+        a->key_focus = -1;
+        app_relayout(a, 0);
+        ungetch(ch);
+        break;
+    default:
+        if ((ch >= '0' && ch <= '9') || ch == '.') {
+            a->flag_editing = 1;
+            a->flag_buf[0] = (char)ch;
+            a->flag_buf[1] = 0;
+            a->flag_len = 1;
+        }
+        break;
+    }
+    a->dirty |= UI_PANE_BIT(UI_PANE_FLAGS) | UI_PANE_BIT(UI_PANE_FOOTER);
+}
+
+static void answer_key(app *a, int ch)
+{
+    if (ch == 27) { a->input_active = 0; }
+    else if (ch == '\n' || ch == '\r' || ch == KEY_ENTER) {
+        if (a->input_len > 0) submit_answer(a, a->input);
+    } else if (ch == KEY_BACKSPACE || ch == 127 || ch == 8) {
+        if (a->input_len > 0) a->input[--a->input_len] = 0;
+    } else if (ch == 21) { /* Ctrl-U: clear */
+        a->input_len = 0;
+        a->input[0] = 0;
+    } else if (ch == 'h' && a->input_len == 0) {
+        give_hint(a);
+    } else if (ch >= 32 && ch < 127 && a->input_len < APP_INPUT_MAX - 1) {
+        a->input[a->input_len++] = (char)ch;
+        a->input[a->input_len] = 0;
+    }
+    a->dirty |= UI_PANE_BIT(UI_PANE_TEXT) | UI_PANE_BIT(UI_PANE_FOOTER);
+}
+
+static void mouse_key(app *a)
+{
+    MEVENT me;
+    if (getmouse(&me) != OK) return;
+    if (a->lay.too_small) return;
+    for (int p = 0; p < UI_PANE_COUNT; p++) {
+        if (!(a->lay.placed & UI_PANE_BIT(p))) continue;
+        ui_rect r = a->lay.r[p];
+        if (me.y < r.y || me.y >= r.y + r.h || me.x < r.x || me.x >= r.x + r.w) continue;
+        int y = me.y - r.y, x = me.x - r.x;
+        if (me.bstate & (BUTTON4_PRESSED)) { if (p == UI_PANE_TEXT) ui_text_scroll(a, -3); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); return; }
+#ifdef BUTTON5_PRESSED
+        if (me.bstate & (BUTTON5_PRESSED)) { if (p == UI_PANE_TEXT) ui_text_scroll(a, 3); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); return; }
+#endif
+        if (p == UI_PANE_POOL && a->eng) {
+            int32_t b = ui_pool_block_at(a, y, x);
+            a->sel_block = b == a->sel_block ? -1 : b;
+            if (a->sel_block >= 0) {
+                kv_block_view bv;
+                if (kv_engine_block(a->eng, a->sel_block, &bv) == 0 && bv.owner >= 0) a->sel_req = bv.owner;
+            }
+            app_relayout(a, 0);
+            a->dirty |= UI_PANE_BIT(UI_PANE_POOL) | UI_PANE_BIT(UI_PANE_REQUESTS);
+        } else if (p == UI_PANE_FLAGS) {
+            int row = ui_flags_row_at(a, y);
+            if (row >= 0) {
+                a->flag_sel = row;
+                a->key_focus = UI_PANE_FLAGS;
+                a->dirty |= UI_PANE_BIT(UI_PANE_FLAGS) | UI_PANE_BIT(UI_PANE_FOOTER);
+            }
+        }
+        return;
+    }
+}
+
+static void overlay_key(app *a, int ch, int *quit)
+{
+    if (a->overlay == APP_OV_HELP) {
+        if (ch == 27 || ch == 'q' || ch == '?' || ch == '\n' || ch == ' ') app_open_overlay(a, APP_OV_NONE);
+        return;
+    }
+    if (a->overlay == APP_OV_LESSONS) {
+        int n = lsn_count(a->lsn);
+        if (ch == 27 || ch == 'q' || ch == 'l') app_open_overlay(a, APP_OV_NONE);
+        else if (ch == KEY_UP || ch == 'k') { if (a->list_sel > 0) a->list_sel--; }
+        else if (ch == KEY_DOWN || ch == 'j') { if (a->list_sel < n - 1) a->list_sel++; }
+        else if (ch == '\n' || ch == '\r' || ch == KEY_ENTER) {
+            const lsn_info *li = lsn_info_at(a->lsn, a->list_sel);
+            app_open_overlay(a, APP_OV_NONE);
+            if (li && li->available) app_load_lesson(a, li->number, 1);
+            else if (li) app_status(a, UI_R_WARN, "Lesson %d is not written yet.", li->number);
+        }
+        a->dirty = ~0u;
+        return;
+    }
+    if (ch == 'y' || ch == 'Y') {
+        int kind = a->overlay;
+        app_open_overlay(a, APP_OV_NONE);
+        if (kind == APP_OV_CONFIRM_RESET) {
+            a->nhints = 0;
+            a->verdict[0] = 0;
+            app_lesson_changed(a, lsn_reset(a->lsn));
+        } else if (kind == APP_OV_CONFIRM_QUIT) {
+            *quit = 1;
+        }
+    } else if (ch == 'n' || ch == 'N' || ch == 27 || ch == 'q') {
+        app_open_overlay(a, APP_OV_NONE);
+    }
+}
+
+static void step_once(app *a)
+{
+    a->paused = 1;
+    /* One engine step at the lesson's rate: 1/20 s at speed 1. */
+    app_lesson_changed(a, lsn_tick(a->lsn, 1.0 / (20.0 * a->speed)));
+    a->dirty |= UI_PANE_BIT(UI_PANE_HEADER);
+}
+
+void app_handle_key(app *a, int ch, int *quit)
+{
+    if (ch == KEY_RESIZE) {
+        getmaxyx(stdscr, a->rows, a->cols);
+        app_close_overlay();
+        app_relayout(a, 1);
+        if (a->overlay) app_open_overlay(a, a->overlay);
+        return;
+    }
+    if (a->lay.too_small) {
+        if (ch == 'q' || ch == 'Q') *quit = 1;
+        return;
+    }
+    if (ch == KEY_MOUSE) { mouse_key(a); return; }
+    if (a->overlay) { overlay_key(a, ch, quit); return; }
+    if (a->key_focus == UI_PANE_FLAGS) { flags_key(a, ch); return; }
+    const lsn_question *q = lsn_get_question(a->lsn);
+    if (a->input_active && q) { answer_key(a, ch); return; }
+    if (q && q->kind == LSN_Q_CHOICE && ch >= 'a' && ch < 'a' + q->nchoices && ch <= 'e') {
+        char s[2] = { (char)ch, 0 };
+        submit_answer(a, s);
+        return;
+    }
+    if (q && ((ch >= '0' && ch <= '9') || ch == '.' || ch == '\n' || ch == '\r' || ch == KEY_ENTER)) {
+        a->input_active = 1;
+        if (ch != '\n' && ch != '\r' && ch != KEY_ENTER) answer_key(a, ch);
+        a->dirty |= UI_PANE_BIT(UI_PANE_TEXT) | UI_PANE_BIT(UI_PANE_FOOTER);
+        return;
+    }
+    switch (ch) {
+    case 'q': case 'Q': *quit = 1; break;
+    case 'n': case KEY_RIGHT: next_step(a); break;
+    case 'p': case 'b': case KEY_LEFT: app_lesson_changed(a, lsn_back(a->lsn)); break;
+    case ' ': a->paused = !a->paused; a->dirty |= UI_PANE_BIT(UI_PANE_HEADER) | UI_PANE_BIT(UI_PANE_TEXT); break;
+    case 's': step_once(a); break;
+    case '+': case '=':
+        a->speed *= 1.5;
+        if (a->speed > 20) a->speed = 20;
+        lsn_set_speed(a->lsn, a->speed);
+        a->dirty |= UI_PANE_BIT(UI_PANE_HEADER);
+        break;
+    case '-': case '_':
+        a->speed /= 1.5;
+        if (a->speed < 0.05) a->speed = 0.05;
+        lsn_set_speed(a->lsn, a->speed);
+        a->dirty |= UI_PANE_BIT(UI_PANE_HEADER);
+        break;
+    case 'f':
+        a->key_focus = UI_PANE_FLAGS;
+        app_relayout(a, 0);
+        a->dirty |= UI_PANE_BIT(UI_PANE_FLAGS) | UI_PANE_BIT(UI_PANE_FOOTER);
+        break;
+    case '\t': cycle_view(a); break;
+    case 'h': give_hint(a); break;
+    case 'r': app_open_overlay(a, APP_OV_CONFIRM_RESET); break;
+    case 'l': a->list_sel = lsn_current(a->lsn) - 1; app_open_overlay(a, APP_OV_LESSONS); break;
+    case '?': app_open_overlay(a, APP_OV_HELP); break;
+    case 't':
+        a->sel_req = ui_reqs_next(a);
+        app_relayout(a, 0);
+        a->dirty |= UI_PANE_BIT(UI_PANE_POOL) | UI_PANE_BIT(UI_PANE_REQUESTS);
+        break;
+    case KEY_UP: case 'k': ui_text_scroll(a, -1); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); break;
+    case KEY_DOWN: case 'j': ui_text_scroll(a, 1); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); break;
+    case KEY_PPAGE: ui_text_scroll(a, -(a->text_rows > 2 ? a->text_rows - 1 : 1)); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); break;
+    case KEY_NPAGE: ui_text_scroll(a, a->text_rows > 2 ? a->text_rows - 1 : 1); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); break;
+    case 27:
+        if (a->sel_block >= 0 || a->sel_req >= 0) {
+            a->sel_block = -1;
+            a->sel_req = -1;
+            app_relayout(a, 0);
+            a->dirty = ~0u;
+        }
+        break;
+    default: break;
+    }
+}
