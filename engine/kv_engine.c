@@ -384,6 +384,15 @@ int64_t kv_engine_submit(kv_engine *e, const kv_request_spec *sp, char *err, siz
                       "The decoder prompt (length %d) is longer than the maximum model length of %d. Make sure "
                       "that `max_model_len` is no smaller than the number of text tokens.",
                       (int)prompt, (int)c->max_model_len);
+    /* A prompt that fills max_model_len leaves no room for the one token every
+     * request generates; vLLM refuses it at admission too (its scheduler would
+     * never compute the last prompt token, max_model_len - 1 - computed = 0). */
+    if (prompt == c->max_model_len)
+        return reject(e, KV_ENGINE_ETOOLONG, err, errlen,
+                      "The decoder prompt (length %d) plus the number of requested output tokens (at least 1) is "
+                      "longer than the maximum model length of %d. Make sure that `max_model_len` is no smaller "
+                      "than the number of text tokens (prompt + requested output tokens).",
+                      (int)prompt, (int)c->max_model_len);
     int64_t total = (int64_t)prompt + sp->output_tokens;
     if (total > c->max_model_len)
         total = c->max_model_len;

@@ -186,7 +186,8 @@ typedef struct kv_request_spec {
 
 /* Submit a request; it joins the waiting queue (status WAITING). Returns its
  * id (>= 0, increasing from 0) or a negative code: ETOOLONG when the prompt
- * (prefix + prompt) is longer than max_model_len, with vLLM's message
+ * (prefix + prompt) is max_model_len tokens or longer (no room left for the
+ * first output token), with vLLM's message
  * ("The decoder prompt (length N) is longer than the maximum model length of
  * M. ..." from vllm/v1/engine/processor.py); ENOFIT when the prompt needs
  * more blocks than the pool has usable (num_blocks - 1), so it could never be
