@@ -1000,6 +1000,9 @@ int kv_engine_check(const kv_engine *e, char *err, size_t errlen)
     char perr[256];
     if (kv_pool_check(e->pool, perr, sizeof perr) != 0)
         return kv_errf(err, errlen, KV_ENGINE_EINVAL, "block pool: %s", perr);
+    if (e->kvcm.hash_conflicts)
+        return kv_errf(err, errlen, KV_ENGINE_EINVAL, "%lld cached blocks were asked to carry a second hash",
+                       (long long)e->kvcm.hash_conflicts);
     int32_t nb = e->cfg.num_blocks;
     memset(e->counts, 0, (size_t)nb * sizeof *e->counts);
     int32_t nrun = kv_sched_num_running(e->sched);

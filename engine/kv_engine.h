@@ -214,7 +214,8 @@ typedef struct kv_step_result {
  * request whose prompt is fully computed samples one token, finished requests
  * free their blocks; the clock advances by the time model's estimate. With
  * verify on, every running request is read back from every rank. Returns the
- * number of scheduled tokens (0 = nothing to do; the clock does not move) or
+ * number of scheduled tokens (0 = nothing ran: the engine is idle, or the step
+ * only preempted (out->num_preempted > 0); the clock does not move) or
  * EVERIFY / EDEVICE. out may be NULL. */
 int kv_engine_step(kv_engine *e, kv_step_result *out, char *err, size_t errlen);
 

@@ -13,6 +13,7 @@ void kv_kvcm_init(kv_kvcm *m, kv_pool *pool, int32_t block_size, int32_t max_mod
     m->mode = mode;
     m->caching = enable_caching && mode == KV_MODE_PAGED && kv_pool_caching(pool);
     m->queries = m->hits = m->preempted_queries = m->preempted_hits = 0;
+    m->hash_conflicts = 0;
 }
 
 int32_t kv_kvcm_max_blocks(const kv_kvcm *m, int32_t max_tokens)
@@ -64,7 +65,7 @@ static void cache_blocks(kv_kvcm *m, kv_req *r, int32_t num_tokens)
     if (full > r->num_hashes)
         full = r->num_hashes;
     for (int32_t i = r->num_cached_blocks; i < full; i++)
-        kv_pool_cache_block(m->pool, r->table[i], r->hashes[i], r->id);
+        m->hash_conflicts += kv_pool_cache_block(m->pool, r->table[i], r->hashes[i], r->id);
     if (full > r->num_cached_blocks)
         r->num_cached_blocks = full;
 }

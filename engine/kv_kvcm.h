@@ -23,6 +23,7 @@ typedef struct kv_kvcm {
     kv_hash none_hash;            /* parent of every chain's first block */
     /* prefix cache stats in tokens (PrefixCacheStats.record) */
     int64_t queries, hits, preempted_queries, preempted_hits;
+    int64_t hash_conflicts;       /* a held block carried a different hash than its position needs (a bug) */
 } kv_kvcm;
 
 /* Set up over pool (borrowed). mode is a kv_engine_mode; hash_seed gives
