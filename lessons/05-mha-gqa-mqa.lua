@@ -85,13 +85,13 @@ return {
             "'Maximum concurrency' line is the number to watch.", target, fmt.int(LEN))
     local choices, why = {}, {}
     for i, v in ipairs(variants) do
-      choices[i] = string.format("%s (%d KV heads)", v.name, v.kv)
+      choices[i] = string.format("%s (%d KV head%s)", v.name, v.kv, v.kv == 1 and "" or "s")
       if i < correct then
-        why[i] = string.format("%s holds only %s requests of %s tokens: short of %d.", v.name, fmt.x(v.conc),
+        why[i] = string.format("%s has room for only %.2f requests of %s tokens: short of %d.", v.name, v.conc,
                                fmt.int(LEN), target)
       elseif i > correct then
-        why[i] = string.format("%s fits (%s), but gives up more KV heads than the target needs.", v.name,
-                               fmt.x(v.conc))
+        why[i] = string.format("%s fits (room for %.2f), but gives up more KV heads than the target needs.",
+                               v.name, v.conc)
       end
     end
     lab.ask{
@@ -101,11 +101,11 @@ return {
       correct = correct,
       why = why,
       hints = {
-        "Requests at once = pool tokens / tokens per request. The table on the previous page has both.",
+        "Requests at once = pool tokens / tokens per request. The table one page back (p) has both.",
         "Go down the list from the most KV heads and stop at the first that reaches the target.",
       },
-      explain = string.format("%s: %s requests at once, with %d KV heads.", variants[correct].name,
-                              fmt.x(variants[correct].conc), variants[correct].kv),
+      explain = string.format("%s: room for %.2f requests at once, with %d KV heads.", variants[correct].name,
+                              variants[correct].conc, variants[correct].kv),
     }
     lab.say("The cache scales with KV heads, not with parameters: the three variants are the same " ..
             "size on disk, yet one holds %d times the conversations of another.",

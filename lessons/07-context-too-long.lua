@@ -82,17 +82,17 @@ return {
     lab.pause()
 
     lab.page("Make it start")
-    lab.say("Change one flag at a time in the flags view (f, then Up/Down to pick, Enter to type a " ..
-            "value). Every change reruns the start-up and says here what happened. The list of " ..
-            "fixes is one page back (p).")
+    lab.say("Change one flag at a time in the flags view: press f, pick a flag with Up/Down, then " ..
+            "type a number and Enter, or step through its choices with Left/Right. Every change " ..
+            "reruns the start-up and says here what happened. The list of fixes is one page back (p).")
     lab.show("flags")
 
     lab.on_flag(function(name, value)
       local q = lab.plan()
       if not q then return end
       if q.starts then
-        lab.say("--%s %s: it starts, with %s tokens of cache (%s requests of %s tokens at once).",
-                name, value == "" and "(default)" or value, fmt.int(q.kv_cache_tokens), fmt.x(q.max_concurrency),
+        lab.say("--%s %s: it starts, with %s tokens of cache (room for %.2f requests of %s tokens).",
+                name, value == "" and "(default)" or value, fmt.int(q.kv_cache_tokens), q.max_concurrency,
                 fmt.int(q.max_model_len))
       elseif q.error_kind == "max_model_len" then
         lab.say("--%s %s: still refused. One %s-token request needs %.1f GiB; the pool has %.2f GiB.",
@@ -117,8 +117,9 @@ return {
 
     local q = lab.plan()
     lab.page("It starts")
-    lab.say("The server is up: %.2f GiB of cache, %s tokens, %s requests of %s tokens at once.",
-            q.kv_cache_gib, fmt.int(q.kv_cache_tokens), fmt.x(q.max_concurrency), fmt.int(q.max_model_len))
+    lab.say("The server is up: %.2f GiB of cache, %s tokens, room for %.2f requests of %s tokens at once " ..
+            "(the log's 'Maximum concurrency').", q.kv_cache_gib, fmt.int(q.kv_cache_tokens), q.max_concurrency,
+            fmt.int(q.max_model_len))
     lab.show("log", { upto = "ready" })
     lab.highlight("log", "Maximum concurrency")
     if q.gpu_memory_utilization > p.gpu_memory_utilization then

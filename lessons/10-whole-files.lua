@@ -71,7 +71,7 @@ return {
     lab.say("At what rate does the pool stop keeping up? At %.1f s per request it would take about " ..
             "%.0f requests per second to keep %d in flight, but lifetimes stretch as the batch " ..
             "grows, so find out on the engine.", life, fits / life, math.floor(fits))
-    lab.say("Raise request-rate in the flags view (f, then Enter to type a value) until requests " ..
+    lab.say("Raise request-rate in the flags view (press f, type a number, Enter) until requests " ..
             "queue up while the KV cache is full. Each change starts a fresh run at the new rate.")
     lab.on_flag(function(name)
       if name == "request-rate" then send(lab) end
