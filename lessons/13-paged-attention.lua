@@ -97,17 +97,18 @@ return {
     lab.page("Waste, both ways")
     lab.say("What each scheme left empty under the same traffic:")
     lab.say(fmt.table{
-      { "", "running", "reserved", "holding tokens", "empty per request" },
-      { "32K slabs", tostring(slab.running), fmt.int(slab.reserved), fmt.int(slab.used),
-        fmt.int(math.floor(slab.empty_per_request + 0.5)) },
-      { "16-token blocks", tostring(paged.running), fmt.int(paged.reserved), fmt.int(paged.used),
+      { "", "slabs", "blocks" },
+      { "running", tostring(slab.running), tostring(paged.running) },
+      { "reserved", fmt.int(slab.reserved), fmt.int(paged.reserved) },
+      { "holding tokens", fmt.int(slab.used), fmt.int(paged.used) },
+      { "empty/request", fmt.int(math.floor(slab.empty_per_request + 0.5)),
         string.format("%.1f", paged.empty_per_request) },
     })
     lab.ask{
       prompt = "In paged mode, how many empty slots does a running request carry on average?",
       answer = paged.empty_per_request, unit = "tokens", tolerance = 0, abs = 0.6,
-      near = { { value = slab.empty_per_request, why = "That is the slab figure. Read the paged row." } },
-      hints = { "Read the last column of the paged row." },
+      near = { { value = slab.empty_per_request, why = "That is the slab figure. Read the blocks column." } },
+      hints = { "Read the last row, in the blocks column." },
       script = string.format("%.1f", paged.empty_per_request),
     }
     lab.say("Under one block per request, against thousands of slots per slab. With "

@@ -9,13 +9,13 @@ local BASE = {
 
 -- The answers a learner picks from. `key` names what the engine compares.
 local CHOICES = {
-  { key = "budget", text = "the budget (total memory x utilization)" },
+  { key = "budget", text = "the budget" },
   { key = "weights", text = "the weights" },
   { key = "activation", text = "the activation peak" },
-  { key = "cudagraph", text = "the CUDA graph reserve" },
-  { key = "per_token", text = "bytes per token (same GiB, other tokens)" },
-  { key = "starts", text = "no term: it decides whether vLLM starts" },
-  { key = "none", text = "none: the pool moves less than 1%" },
+  { key = "cudagraph", text = "the CUDA graphs" },
+  { key = "per_token", text = "the bytes per token" },
+  { key = "starts", text = "none: only whether it starts" },
+  { key = "none", text = "none: the pool moves < 1%" },
 }
 
 -- One round per flag: the value kvlab check types, and a hint for the learner.
@@ -79,8 +79,8 @@ local function describe(a, b)
   row("activation", a.activation, b.activation, gib)
   row("CUDA graphs", a.cudagraph, b.cudagraph, gib)
   row("KV pool", a.kv, b.kv, gib)
-  row("bytes per token", a.per_token, b.per_token, fmt.bytes)
-  row("pool in tokens", a.tokens, b.tokens, fmt.int)
+  row("per token", a.per_token, b.per_token, fmt.bytes)
+  row("tokens", a.tokens, b.tokens, fmt.int)
   row("starts", a.starts, b.starts, function(v) return v and "yes" or "no" end)
   return fmt.table(rows)
 end

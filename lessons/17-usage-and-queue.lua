@@ -4,8 +4,8 @@ local W = require("lib.workload")
 
 local CHOICES = {
   "Memory: the KV cache is full",
-  "Scheduling or compute: the cache has room",
-  "Healthy: nothing is waiting",
+  "Scheduler or GPU: cache has room",
+  "Healthy: nothing waits",
 }
 
 -- Two servers the team runs. Traffic shapes are the only figures typed in.

@@ -12,8 +12,8 @@ local BASE = {
 
 local LIMITS = {
   "the KV cache: it is full",
-  "max-num-seqs: the cap on running requests",
-  "max-num-batched-tokens: the budget per step",
+  "max-num-seqs: the running cap",
+  "max-num-batched-tokens",
 }
 
 -- Send the documents and let the server settle into its steady state.

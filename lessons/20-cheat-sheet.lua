@@ -78,14 +78,15 @@ return {
 
     lab.page("2. The pool")
     p = lab.plan()
+    lab.say("The budget is %.2f GiB x %s. From it vLLM subtracts, per GPU:", p.gpu_total_gib,
+      tostring(p.gpu_memory_utilization))
     lab.say(fmt.table{
-      { "budget", string.format("%.2f GiB", p.budget_gib),
-        string.format("%.2f GiB x %s", p.gpu_total_gib, tostring(p.gpu_memory_utilization)) },
-      { "- weights", string.format("%.2f GiB", p.weights_gib), "" },
-      { "- activation", string.format("%.2f GiB", p.activation_gib), "" },
-      { "- CUDA graphs", string.format("%.2f GiB", p.cudagraph_gib), "" },
-      { "- CUDA context", string.format("%.2f GiB", p.cuda_context_gib), "" },
-      { "- NCCL", string.format("%.2f GiB", p.nccl_gib), "" },
+      { "budget", string.format("%.2f GiB", p.budget_gib) },
+      { "- weights", string.format("%.2f GiB", p.weights_gib) },
+      { "- activation", string.format("%.2f GiB", p.activation_gib) },
+      { "- CUDA graphs", string.format("%.2f GiB", p.cudagraph_gib) },
+      { "- CUDA context", string.format("%.2f GiB", p.cuda_context_gib) },
+      { "- NCCL", string.format("%.2f GiB", p.nccl_gib) },
     })
     if p.kv_cache_gib <= 0 then
       lab.say("Nothing is left for the cache: vLLM would refuse to start. Shrink the weights "
