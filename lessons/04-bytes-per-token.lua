@@ -1,5 +1,5 @@
 -- Lesson 4: the formula on the whiteboard.
--- KV bytes per token from the fields of the model's real config.json.
+-- Bytes of K/V per token, from the fields of the model's real config.json.
 local fmt = require("lib.fmt")
 local expect = require("lib.expect")
 

@@ -107,8 +107,8 @@ return {
       explain = string.format("%s: room for %.2f requests at once, with %d KV heads.", variants[correct].name,
                               variants[correct].conc, variants[correct].kv),
     }
-    lab.say("The cache scales with KV heads, not with parameters: the three variants are the same " ..
-            "size on disk, yet one holds %d times the conversations of another.",
+    lab.say("What sizes the cache is the count of KV heads; the parameter count barely enters into " ..
+            "it. The three variants weigh the same here, yet one holds %d times the conversations of another.",
             variants[1].kv // variants[3].kv)
     lab.pause()
   end,
