@@ -140,5 +140,20 @@ else
   fail oom "probe exit $rc1, serve exit $rc2 (want 1 and 1 with a CUDA OOM message): $(tail -c 300 "$tmp/oom2.out")"
 fi
 
+# 7. test_cuda on the device, when the build has unit tests (needs cmocka) --
+t=""
+for c in "$(dirname "$KVLAB")/tests/test_cuda" "$root/build-engine/tests/test_cuda" "$root/build/tests/test_cuda"; do
+  [ -x "$c" ] && { t=$c; break; }
+done
+if [ -n "$t" ]; then
+  if KVLAB_SOURCE_DIR=$root timeout 120 "$t" >"$tmp/unit.out" 2>&1 && ! grep -q "no CUDA device here" "$tmp/unit.out"; then
+    pass unit-on-device "$t: $(grep -c '\[       OK \]' "$tmp/unit.out") cmocka tests, real blocks in each dtype and host parity at tp 1 and 2"
+  else
+    fail unit-on-device "$t: $(grep -E 'FAILED|ERROR|error' "$tmp/unit.out" | head -n 3 | tr '\n' ' ')"
+  fi
+else
+  echo "SKIP unit-on-device: no test_cuda binary beside kvlab (build with cmocka to get it)"
+fi
+
 if [ $failures -eq 0 ]; then echo "all GPU checks passed"; else echo "$failures GPU check(s) failed"; fi
 [ $failures -eq 0 ]
