@@ -149,7 +149,7 @@ if [ -n "$t" ]; then
   if KVLAB_SOURCE_DIR=$root timeout 120 "$t" >"$tmp/unit.out" 2>&1 && ! grep -q "no CUDA device here" "$tmp/unit.out"; then
     pass unit-on-device "$t: $(grep -c '\[       OK \]' "$tmp/unit.out") cmocka tests, real blocks in each dtype and host parity at tp 1 and 2"
   else
-    fail unit-on-device "$t: $(grep -E 'FAILED|ERROR|error' "$tmp/unit.out" | head -n 3 | tr '\n' ' ')"
+    fail unit-on-device "$t: $(grep -E 'FAILED|ERROR|error|no CUDA device here' "$tmp/unit.out" | head -n 3 | tr '\n' ' ')"
   fi
 else
   echo "SKIP unit-on-device: no test_cuda binary beside kvlab (build with cmocka to get it)"
