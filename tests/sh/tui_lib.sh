@@ -96,8 +96,10 @@ tui_app_pid() {
 tui_screen() { tui_tmux capture-pane -p -t "$TUI_SESSION"; }
 
 # tui_wait TEXT [TIMEOUT_S]: wait until TEXT (fixed string) is on screen.
+# Waits scale with TUI_TIMEOUT_SCALE (default 3) so a loaded CI machine or an
+# ASan build is not mistaken for a hang; they cost nothing when the text shows.
 tui_wait() {
-    local text=$1 timeout=${2:-10}
+    local text=$1 timeout=$(( ${2:-10} * ${TUI_TIMEOUT_SCALE:-3} ))
     local end=$((SECONDS + timeout))
     while [ $SECONDS -le $end ]; do
         if tui_screen | grep -qF -- "$text"; then return 0; fi
@@ -110,7 +112,7 @@ tui_wait() {
 
 # tui_wait_gone TEXT [TIMEOUT_S]
 tui_wait_gone() {
-    local text=$1 timeout=${2:-10}
+    local text=$1 timeout=$(( ${2:-10} * ${TUI_TIMEOUT_SCALE:-3} ))
     local end=$((SECONDS + timeout))
     while [ $SECONDS -le $end ]; do
         if ! tui_screen | grep -qF -- "$text"; then return 0; fi
