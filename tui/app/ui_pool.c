@@ -151,7 +151,7 @@ void ui_pool_draw(app *a, WINDOW *win)
                 if (g_blk[i].is_null) continue;
                 if (!g_blk[i].is_free) used++;
                 if (g_blk[i].has_hash) hashed++;
-                if (!g_blk[i].is_free || g_blk[i].cached_free) act = i + 1;
+                if (!g_blk[i].is_free || g_blk[i].cached_free) act = i + 1; /* null is skipped above */
             }
             if ((int64_t)act + act / 4 + 1 >= g_snap_n || used != n - 1 - info.num_free_blocks ||
                 hashed != info.num_cached_blocks)
@@ -165,7 +165,7 @@ void ui_pool_draw(app *a, WINDOW *win)
      * doubles as use grows); the status line says which blocks are shown. */
     int32_t active = 0;
     for (int32_t i = snap - 1; i >= 0; i--)
-        if (!g_blk[i].is_free || g_blk[i].cached_free || app_flash(a, i)) { active = i + 1; break; }
+        if (!g_blk[i].is_null && (!g_blk[i].is_free || g_blk[i].cached_free || app_flash(a, i))) { active = i + 1; break; }
     /* An empty pool is shown whole: its size is the point then. */
     int64_t range = active > 0 ? cells : n;
     while (range < n && range < (int64_t)active + active / 4 + 1) range *= 2;
