@@ -586,6 +586,13 @@ int kv_engine_step(kv_engine *e, kv_step_result *out, char *err, size_t errlen)
         e->step++;
         if (out)
             *out = res;
+        if (o.num_preempted == 0)
+            /* requests exist yet none could run: without this a caller's
+             * "step until done" loop would spin forever */
+            return kv_errf(err, errlen, KV_ENGINE_EINVAL,
+                           "no request can make progress: %d running, %d waiting, %d of %d blocks free",
+                           (int)kv_sched_num_running(e->sched), (int)kv_sched_num_waiting(e->sched),
+                           (int)kv_pool_num_free(e->pool), (int)(e->cfg.num_blocks - 1));
         return 0;
     }
     /* model execution: write the K/V of every scheduled token */

@@ -216,7 +216,9 @@ typedef struct kv_step_result {
  * verify on, every running request is read back from every rank. Returns the
  * number of scheduled tokens (0 = nothing ran: the engine is idle, or the step
  * only preempted (out->num_preempted > 0); the clock does not move) or
- * EVERIFY / EDEVICE. out may be NULL. */
+ * EVERIFY / EDEVICE, or EINVAL when requests exist but none can make progress
+ * (a state the submit checks are meant to rule out; reported rather than
+ * spinning). out may be NULL. */
 int kv_engine_step(kv_engine *e, kv_step_result *out, char *err, size_t errlen);
 
 /* Move the virtual clock forward to t (seconds; no-op if t <= now), e.g. to

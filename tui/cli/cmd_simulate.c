@@ -339,13 +339,9 @@ int cmd_simulate(int argc, char **argv)
             goto done;
         }
         if (rc == 0 && res.num_preempted == 0) {
-            kv_engine_get_info(e, &info);
-            if (info.num_running == 0) {
-                fprintf(stderr, "kvlab simulate: stuck: %d requests wait but none can be scheduled\n",
-                        info.num_waiting);
-                code = 1;
-                goto done;
-            }
+            fprintf(stderr, "kvlab simulate: stuck at step %lld: nothing could be scheduled\n", (long long)res.step);
+            code = 1;
+            goto done;
         }
     }
     kv_engine_get_info(e, &info);
