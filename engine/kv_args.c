@@ -157,6 +157,75 @@ static int find_index(const char *name, int *negated)
     return -1;
 }
 
+/* Is each dash-separated word of q the start of the same word of f, with as
+ * many words ("gpu-mem-util" for "gpu-memory-utilization")? */
+static int word_prefixes(const char *q, const char *f)
+{
+    while (*q && *f) {
+        size_t lq = strcspn(q, "-"), lf = strcspn(f, "-");
+        if (!lq || lq > lf || strncmp(q, f, lq))
+            return 0;
+        q += lq;
+        f += lf;
+        if ((*q == '-') != (*f == '-'))
+            return 0;
+        if (*q)
+            q++, f++;
+    }
+    return !*q && !*f;
+}
+
+/* "Did you mean" for an unknown flag: flags whose name starts with the typed
+ * one or is its start (--max-model-length, --gpu-memory), or that it
+ * abbreviates word by word (--gpu-mem-util), score 0, else the
+ * edit distance, allowed up to 2 (4 for names of 12+ letters: a British
+ * spelling, a dropped word). Writes "--a, --b" (best first, at most 3) or "". */
+static void suggest_flags(const char *name, char *out, size_t n)
+{
+    char q[96];
+    size_t j = 0;
+    out[0] = '\0';
+    while (name && *name == '-')
+        name++;
+    for (; name && *name && j + 1 < sizeof q; name++)
+        q[j++] = *name == '_' ? '-' : (char)tolower((unsigned char)*name);
+    q[j] = '\0';
+    if (j < 2)
+        return;
+    int limit = j >= 12 ? 4 : 2;
+    int score[NUM_FLAGS];
+    int lo = 99;
+    for (int i = 0; i < NUM_FLAGS; i++) {
+        const char *f = flags[i].name;
+        size_t fl = strlen(f);
+        int pre = (j >= 4 && !strncmp(f, q, j)) || (fl >= 4 && !strncmp(q, f, fl)) || word_prefixes(q, f);
+        score[i] = pre ? 0 : kv_edit_distance(q, f);
+        if (score[i] < lo)
+            lo = score[i];
+    }
+    int shown = 0;
+    for (int d = lo; d <= limit && d <= lo + 1 && shown < 3; d++)
+        for (int i = 0; i < NUM_FLAGS && shown < 3; i++)
+            if (score[i] == d) {
+                size_t l = strlen(out);
+                snprintf(out + l, n - l, "%s--%s", shown ? ", " : "", flags[i].name);
+                shown++;
+            }
+}
+
+static int unknown_flag(const char *name, char *err, size_t errlen)
+{
+    char sug[160];
+    const char *nm = name ? name : "";
+    while (*nm == '-')
+        nm++;
+    suggest_flags(nm, sug, sizeof sug);
+    if (sug[0])
+        return kv_errf(err, errlen, KV_ARGS_EUNKNOWN, "unknown flag --%s (did you mean %s?)", nm, sug);
+    return kv_errf(err, errlen, KV_ARGS_EUNKNOWN,
+                   "unknown flag --%s (not a vLLM engine argument kvlab knows; kvlab serve --help lists them)", nm);
+}
+
 const kv_args_flag *kv_args_flag_find(const char *name)
 {
     int neg;
@@ -273,7 +342,7 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
     while (*nm == '-')
         nm++;
     if (i < 0)
-        return kv_errf(err, errlen, KV_ARGS_EUNKNOWN, "unknown flag --%s (not a vLLM engine argument kvlab knows)", nm);
+        return unknown_flag(nm, err, errlen);
     const kv_args_flag *f = &flags[i];
     if (f->kind == KV_ARG_NOTE_BOOL || f->kind == KV_ARG_NOTE)
         return kv_errf(err, errlen, KV_ARGS_IGNORED, "note: --%s does not change the memory plan; ignored", f->name);
@@ -553,7 +622,7 @@ int kv_args_parse(kv_args *a, int argc, char **argv, char *notes, size_t notesle
         int neg;
         int fi = find_index(name, &neg);
         if (fi < 0)
-            return kv_errf(err, errlen, KV_ARGS_EUNKNOWN, "unknown flag %s (not a vLLM engine argument kvlab knows)", name);
+            return unknown_flag(name, err, errlen);
         const kv_args_flag *f = &flags[fi];
         int takes_value = f->kind != KV_ARG_BOOL && f->kind != KV_ARG_NOTE_BOOL;
         if (!takes_value && eq && (f->kind == KV_ARG_NOTE_BOOL))

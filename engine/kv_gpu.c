@@ -157,28 +157,6 @@ static void norm(const char *s, char *o, size_t n)
     o[j] = '\0';
 }
 
-static int edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63 || lb > 63)
-        return 99;
-    int d[64][64];
-    for (size_t i = 0; i <= la; i++)
-        d[i][0] = (int)i;
-    for (size_t j = 0; j <= lb; j++)
-        d[0][j] = (int)j;
-    for (size_t i = 1; i <= la; i++)
-        for (size_t j = 1; j <= lb; j++) {
-            int c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-            if (d[i - 1][j] + 1 < c)
-                c = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < c)
-                c = d[i][j - 1] + 1;
-            d[i][j] = c;
-        }
-    return d[la][lb];
-}
-
 const kv_gpu *kv_gpu_find(const kv_gpu_catalog *cat, const char *name, char *err, size_t errlen)
 {
     char q[64], t[64];
@@ -206,14 +184,14 @@ const kv_gpu *kv_gpu_find(const kv_gpu_catalog *cat, const char *name, char *err
     int n = cat->count < 256 ? cat->count : 256;
     for (int i = 0; i < n; i++) {
         norm(cat->gpus[i].id, t, sizeof t);
-        int best = (*q && (strstr(t, q) || strstr(q, t))) ? 0 : edit_distance(q, t);
+        int best = (*q && (strstr(t, q) || strstr(q, t))) ? 0 : kv_edit_distance(q, t);
         for (int a = 0; a < NUM_ALIASES; a++) {
             if (strcmp(aliases[a][1], cat->gpus[i].id))
                 continue;
             char al[64];
             norm(aliases[a][0], al, sizeof al);
             int d = (*q && strlen(al) >= 4 && strlen(q) >= 3 && (strstr(al, q) || strstr(q, al))) ? 0
-                                                                                               : edit_distance(q, al);
+                                                                                               : kv_edit_distance(q, al);
             if (d < best)
                 best = d;
         }

@@ -3,6 +3,7 @@
 #include "kv_util.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -630,6 +631,74 @@ static int find_in_hf_cache(const char *name, char *file, size_t n)
     return found;
 }
 
+/* A name meant as a path rather than an ORG/NAME id: absolute or relative
+ * (./, ../, ~), a .json file, or more than one '/'. */
+static int looks_like_path(const char *name)
+{
+    size_t l = strlen(name);
+    const char *slash = strchr(name, '/');
+    return name[0] == '/' || name[0] == '.' || name[0] == '~' || (l >= 5 && !strcmp(name + l - 5, ".json")) ||
+           (slash && strchr(slash + 1, '/'));
+}
+
+static void lower_copy(char *o, size_t n, const char *s)
+{
+    size_t j = 0;
+    for (; *s && j + 1 < n; s++)
+        o[j++] = (char)tolower((unsigned char)*s);
+    o[j] = '\0';
+}
+
+/* Near catalogue ids for an unknown model, best first (at most 3): an id
+ * holding the typed name (or held by it; 4+ letters) scores 0, else the edit
+ * distance to the whole id or to its NAME part, case ignored, allowed up to
+ * a quarter of the typed length (at least 2). Writes "a, b" or "". */
+static void suggest_models(const char *name, const char *assets_dir, char *out, size_t n)
+{
+    out[0] = '\0';
+    char **ids = NULL;
+    int count = kv_model_catalog_list(assets_dir, &ids, NULL, 0);
+    if (count <= 0)
+        return;
+    char q[256], t[256];
+    lower_copy(q, sizeof q, name);
+    size_t ql = strlen(q);
+    int limit = ql / 4 > 2 ? (int)(ql / 4) : 2;
+    int *score = malloc((size_t)count * sizeof *score);
+    if (!score) {
+        kv_model_catalog_free(ids, count);
+        return;
+    }
+    int lo = 999;
+    for (int i = 0; i < count; i++) {
+        lower_copy(t, sizeof t, ids[i]);
+        const char *tn = strchr(t, '/') ? strchr(t, '/') + 1 : t;
+        const char *qn = strchr(q, '/') ? strchr(q, '/') + 1 : q;
+        int d;
+        if ((strlen(qn) >= 4 && strstr(tn, qn)) || (strlen(tn) >= 4 && strstr(qn, tn)))
+            d = 0;
+        else {
+            d = kv_edit_distance(q, t);
+            int dn = kv_edit_distance(qn, tn);
+            if (dn < d)
+                d = dn;
+        }
+        score[i] = d;
+        if (d < lo)
+            lo = d;
+    }
+    int shown = 0;
+    for (int d = lo; d <= limit && d <= lo + 1 && shown < 3; d++)
+        for (int i = 0; i < count && shown < 3; i++)
+            if (score[i] == d) {
+                size_t l = strlen(out);
+                snprintf(out + l, n - l, "%s%s", shown ? ", " : "", ids[i]);
+                shown++;
+            }
+    free(score);
+    kv_model_catalog_free(ids, count);
+}
+
 int kv_model_load(const char *name, const char *assets_dir, kv_model *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
@@ -651,11 +720,18 @@ int kv_model_load(const char *name, const char *assets_dir, kv_model *out, char 
     }
     if (find_in_hf_cache(name, file, sizeof file))
         return load_file(file, name, out, err, errlen);
-    char cache[1024];
+    if (looks_like_path(name))
+        return kv_errf(err, errlen, KV_MODEL_ENOTFOUND, "no such file or folder: %s", name);
+    char cache[1024], near[512] = "";
     hf_cache_dir(cache, sizeof cache);
+    if (assets_dir)
+        suggest_models(name, assets_dir, near, sizeof near);
+    if (near[0])
+        return kv_errf(err, errlen, KV_MODEL_ENOTFOUND, "unknown model '%s' (did you mean %s?); see kvlab models", name,
+                       near);
     return kv_errf(err, errlen, KV_MODEL_ENOTFOUND,
-                   "unknown model '%s': not in the catalogue (see kvlab models), not a config.json or a folder "
-                   "holding one, not in the Hugging Face cache (%s)",
+                   "unknown model '%s': not in the catalogue (see kvlab models), not a file or folder, not in the "
+                   "Hugging Face cache (%s)",
                    name, cache);
 }
 

@@ -104,7 +104,10 @@ typedef struct kv_model {
  *     $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub,
  *     models--ORG--NAME/snapshots/<any>/config.json
  * Fills *out (zeroed first) and returns KV_MODEL_OK, or a negative code with
- * one line in err naming the file and field at fault. */
+ * one line in err naming the file and field at fault. Not found: a path
+ * (leading / . ~, a .json name, or 2+ slashes) gives "no such file or folder:
+ * PATH"; an id gives "unknown model" with up to 3 near catalogue ids (a
+ * catalogue id holding the typed name, else a small edit distance). */
 int kv_model_load(const char *name_or_path, const char *assets_dir, kv_model *out,
                   char *err, size_t errlen);
 

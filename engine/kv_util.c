@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 int kv_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
@@ -12,4 +13,29 @@ int kv_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
         va_end(ap);
     }
     return rc;
+}
+
+int kv_edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 255 || lb > 255)
+        return 999;
+    int row[256];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int up = row[j];
+            int c = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < c)
+                c = up + 1;
+            if (row[j - 1] + 1 < c)
+                c = row[j - 1] + 1;
+            row[j] = c;
+            diag = up;
+        }
+    }
+    return row[lb];
 }

@@ -12,6 +12,11 @@
 int kv_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* Levenshtein distance between a and b (single-byte edits, case-sensitive;
+ * normalise first if case should not count). Strings longer than 255 bytes
+ * score 999. Used for "did you mean" suggestions (flags, GPUs, models). */
+int kv_edit_distance(const char *a, const char *b);
+
 /* Bytes <-> GiB (2^30), as vLLM prints memory. */
 static inline double kv_gib(double bytes) { return bytes / KV_GIB; }
 static inline double kv_bytes_of_gib(double gib) { return gib * KV_GIB; }

@@ -24,6 +24,10 @@ bad() { # expected-substring args...
 bad "no MODEL given" serve
 bad "no MODEL given" serve --gpu h100
 bad "unknown model 'nobody/nothing'" serve nobody/nothing
+bad "unknown model 'meta-llama/Llama-3.1-8B' (did you mean meta-llama/Llama-3.1-8B-Instruct?)" serve meta-llama/Llama-3.1-8B
+bad "no such file or folder: $tmp/missing/config.json" serve "$tmp/missing/config.json"
+bad "unknown flag --max-model-length (did you mean --max-model-len?)" serve $L8 --max-model-length 8192
+bad "unknown flag --gpu-memory-utilisation (did you mean --gpu-memory-utilization?)" serve $L8 --gpu-memory-utilisation 0.9
 bad "did you mean: h100-80gb-sxm" serve $L8 --gpu h100-90gb
 bad "unknown GPU 'potato'" serve $L8 --gpu potato
 bad "--gpu-memory-utilization must be in (0, 1], got 0" serve $L8 --gpu-memory-utilization 0

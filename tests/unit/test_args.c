@@ -208,7 +208,7 @@ static void test_parse_argv(void **state)
     assert_int_equal(kv_args_parse(&a, 3, bad2, NULL, 0, err, sizeof err), KV_ARGS_EMISSING);
     char *bad3[] = {"m", "--gpu-mem-util", "0.5"};
     assert_int_equal(kv_args_parse(&a, 3, bad3, NULL, 0, err, sizeof err), KV_ARGS_EUNKNOWN);
-    assert_non_null(strstr(err, "--gpu-mem-util"));
+    assert_string_equal(err, "unknown flag --gpu-mem-util (did you mean --gpu-memory-utilization?)");
     char *bad4[] = {"m1", "m2"};
     assert_int_equal(kv_args_parse(&a, 2, bad4, NULL, 0, err, sizeof err), KV_ARGS_EUNKNOWN);
     assert_non_null(strstr(err, "unexpected argument 'm2'"));
@@ -216,6 +216,35 @@ static void test_parse_argv(void **state)
     kv_args_init(&a);
     assert_int_equal(kv_args_parse(&a, 2, model_flag, NULL, 0, err, sizeof err), 0);
     assert_string_equal(a.model, "x/y");
+}
+
+/* Unknown flags name the near ones: typos, British spellings, a longer or
+ * shorter form; nothing when nothing is close. */
+static void test_flag_suggestions(void **state)
+{
+    (void)state;
+    kv_args a;
+    char err[256];
+    kv_args_init(&a);
+    static const struct { const char *typed, *want; } cases[] = {
+        {"--max-model-length", "unknown flag --max-model-length (did you mean --max-model-len?)"},
+        {"--gpu-memory-utilisation", "unknown flag --gpu-memory-utilisation (did you mean --gpu-memory-utilization?)"},
+        {"--kv-cache-type", "unknown flag --kv-cache-type (did you mean --kv-cache-dtype?)"},
+        {"--tensor-parallel", "unknown flag --tensor-parallel (did you mean --tensor-parallel-size?)"},
+        {"--gpu-memory", "unknown flag --gpu-memory (did you mean --gpu-memory-utilization, --gpu-memory-gib?)"},
+        {"--max_num_seq", "unknown flag --max_num_seq (did you mean --max-num-seqs?)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *argv[] = {"m", (char *)cases[i].typed, "1"};
+        assert_int_equal(kv_args_parse(&a, 3, argv, NULL, 0, err, sizeof err), KV_ARGS_EUNKNOWN);
+        assert_string_equal(err, cases[i].want);
+        /* the setter (TUI, Lua) says the same */
+        assert_int_equal(kv_args_set(&a, cases[i].typed, "1", err, sizeof err), KV_ARGS_EUNKNOWN);
+        assert_string_equal(err, cases[i].want);
+    }
+    assert_int_equal(kv_args_set(&a, "frobnicate", "1", err, sizeof err), KV_ARGS_EUNKNOWN);
+    assert_null(strstr(err, "did you mean"));
+    assert_non_null(strstr(err, "kvlab serve --help"));
 }
 
 int main(void)
@@ -228,6 +257,7 @@ int main(void)
         cmocka_unit_test(test_bad_values),
         cmocka_unit_test(test_ignored_flags),
         cmocka_unit_test(test_parse_argv),
+        cmocka_unit_test(test_flag_suggestions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -400,6 +400,20 @@ static void test_resolution(void **state)
     assert_non_null(strstr(err, "unknown model 'acme/missing'"));
     assert_non_null(strstr(err, "kvlab models"));
     unsetenv("HF_HOME");
+    /* a near catalogue id is named: the base model for its Instruct variant, a typo */
+    assert_int_equal(kv_model_load("meta-llama/Llama-3.1-8B", test_assets_dir(), &m, err, sizeof err),
+                     KV_MODEL_ENOTFOUND);
+    assert_string_equal(err, "unknown model 'meta-llama/Llama-3.1-8B' (did you mean meta-llama/Llama-3.1-8B-Instruct?); "
+                             "see kvlab models");
+    assert_int_equal(kv_model_load("Qwen/Qwen2.5-7B-Instrukt", test_assets_dir(), &m, err, sizeof err),
+                     KV_MODEL_ENOTFOUND);
+    assert_non_null(strstr(err, "did you mean Qwen/Qwen2.5-7B-Instruct"));
+    /* a path that is not there says so, not "unknown model" */
+    snprintf(p, sizeof p, "%s/nowhere/config.json", dir);
+    assert_int_equal(kv_model_load(p, test_assets_dir(), &m, err, sizeof err), KV_MODEL_ENOTFOUND);
+    char want[2100];
+    snprintf(want, sizeof want, "no such file or folder: %s", p);
+    assert_string_equal(err, want);
     /* a folder without config.json */
     assert_int_equal(kv_model_load(hub, test_assets_dir(), &m, err, sizeof err), KV_MODEL_ENOTFOUND);
     assert_non_null(strstr(err, "no config.json"));
