@@ -780,16 +780,18 @@ static void fill_block(const kv_engine *e, int32_t id, kv_block_view *v)
     v->hash_lo = b->has_hash ? b->hash.lo : 0;
 }
 
-int32_t kv_engine_blocks(const kv_engine *e, kv_block_view *out, int32_t max)
+static int32_t blocks_snapshot(const kv_engine *e, kv_block_view *out, int32_t max, int with_free_pos)
 {
     int32_t n = e->cfg.num_blocks < max ? e->cfg.num_blocks : max;
     for (int32_t i = 0; i < n; i++)
         fill_block(e, i, &out[i]);
-    const kv_pool_fq *q = kv_pool_queue(e->pool);
-    int32_t pos = 0;
-    for (int32_t id = kv_pool_fq_head(q); id >= 0 && id < q->n; id = q->blocks[id].next_free, pos++)
-        if (id < n)
-            out[id].free_pos = pos;
+    if (with_free_pos) {
+        const kv_pool_fq *q = kv_pool_queue(e->pool);
+        int32_t pos = 0;
+        for (int32_t id = kv_pool_fq_head(q); id >= 0 && id < q->n; id = q->blocks[id].next_free, pos++)
+            if (id < n)
+                out[id].free_pos = pos;
+    }
     for (int32_t k = 0; k < kv_sched_num_running(e->sched); k++) {
         const kv_req *r = kv_sched_running_at(e->sched, k);
         for (int32_t i = 0; i < r->num_blocks; i++) {
@@ -802,6 +804,16 @@ int32_t kv_engine_blocks(const kv_engine *e, kv_block_view *out, int32_t max)
         }
     }
     return n;
+}
+
+int32_t kv_engine_blocks(const kv_engine *e, kv_block_view *out, int32_t max)
+{
+    return blocks_snapshot(e, out, max, 1);
+}
+
+int32_t kv_engine_blocks_brief(const kv_engine *e, kv_block_view *out, int32_t max)
+{
+    return blocks_snapshot(e, out, max, 0);
 }
 
 int kv_engine_block(const kv_engine *e, int32_t id, kv_block_view *out)

@@ -283,6 +283,11 @@ typedef struct kv_block_view {
  * total block-table length). Returns the number written. */
 int32_t kv_engine_blocks(const kv_engine *e, kv_block_view *out, int32_t max);
 
+/* The same without the free-queue positions (free_pos is -1 for every
+ * block): the queue walk is the costly part on a large pool, and the app
+ * redraws the pool every frame. O(blocks + total block-table length). */
+int32_t kv_engine_blocks_brief(const kv_engine *e, kv_block_view *out, int32_t max);
+
 /* One block (id in [0, num_blocks)); EINVAL when out of range. */
 int kv_engine_block(const kv_engine *e, int32_t block_id, kv_block_view *out);
 

@@ -162,6 +162,15 @@ static void test_snapshots(void **state)
     assert_true(ta[2] != tb[2]);
     kv_block_view bv[20];
     assert_int_equal(kv_engine_blocks(e, bv, 20), 20);
+    /* The brief snapshot is the same except for the free-queue positions. */
+    kv_block_view brief[20];
+    assert_int_equal(kv_engine_blocks_brief(e, brief, 20), 20);
+    for (int i = 0; i < 20; i++) {
+        assert_int_equal(brief[i].free_pos, -1);
+        kv_block_view full = bv[i];
+        full.free_pos = -1;
+        assert_memory_equal(&brief[i], &full, sizeof full);
+    }
     assert_true(bv[0].is_null);
     assert_int_equal(bv[ta[0]].ref_cnt, 2);
     assert_int_equal(bv[ta[0]].num_owners, 2);
