@@ -130,7 +130,7 @@ tui_keys() { tui_tmux send-keys -t "$TUI_SESSION" "$@"; }
 tui_advance_until() {
     local text=$1 max=${2:-8} i
     for i in $(seq "$max"); do
-        local end=$((SECONDS + 2))
+        local end=$((SECONDS + 1))
         while [ $SECONDS -le $end ]; do
             if tui_screen | grep -qF -- "$text"; then return 0; fi
             sleep 0.1

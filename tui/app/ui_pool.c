@@ -138,7 +138,7 @@ void ui_pool_draw(app *a, WINDOW *win)
     }
     if (a->eng != g_snap_eng || seq != g_snap_seq || info.step != g_snap_step || want > g_snap_n ||
         n != g_snap_total) {
-        g_snap_n = kv_engine_blocks(a->eng, g_blk, want);
+        g_snap_n = kv_engine_blocks_brief(a->eng, g_blk, want);
         g_snap_eng = a->eng;
         g_snap_seq = seq;
         g_snap_step = info.step;
@@ -155,7 +155,7 @@ void ui_pool_draw(app *a, WINDOW *win)
             }
             if ((int64_t)act + act / 4 + 1 >= g_snap_n || used != n - 1 - info.num_free_blocks ||
                 hashed != info.num_cached_blocks)
-                g_snap_n = kv_engine_blocks(a->eng, g_blk, n);
+                g_snap_n = kv_engine_blocks_brief(a->eng, g_blk, n);
         }
     }
     int32_t snap = g_snap_n;
