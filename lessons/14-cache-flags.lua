@@ -14,7 +14,7 @@ local CHOICES = {
   { key = "activation", text = "the activation peak" },
   { key = "cudagraph", text = "the CUDA graphs" },
   { key = "per_token", text = "the bytes per token" },
-  { key = "starts", text = "none: only whether it starts" },
+  { key = "starts", text = "no term moved; only whether it starts" },
   { key = "none", text = "none: the pool moves < 1%" },
 }
 
@@ -24,7 +24,7 @@ local ROUNDS = {
   { flag = "quantization", value = "fp8", hint = "Try fp8 weights." },
   { flag = "max-num-batched-tokens", value = "4096", hint = "Try 4096." },
   { flag = "enforce-eager", value = "true", hint = "Set it to true." },
-  { flag = "kv-cache-dtype", value = "fp8", hint = "Try fp8." },
+  { flag = "kv-cache-dtype", value = "fp8", need = "fp8", hint = "Select kv-cache-dtype, press Enter and type fp8." },
   { flag = "block-size", value = "32", hint = "Try 32." },
   { flag = "enable-prefix-caching", value = "false", hint = "Set it to false." },
   { flag = "max-num-seqs", value = "64", hint = "Try 64." },
@@ -37,7 +37,7 @@ local function snapshot(lab)
   local p = lab.plan()
   return {
     starts = p.starts, budget = p.budget_gib, weights = p.weights_gib, activation = p.activation_gib,
-    cudagraph = p.cudagraph_gib, kv = p.kv_cache_gib, per_token = p.kv_bytes_per_token,
+    cudagraph = p.cudagraph_gib, context = p.cuda_context_gib, nccl = p.nccl_gib, kv = p.kv_cache_gib, per_token = p.kv_bytes_per_token,
     tokens = p.kv_cache_tokens,
   }
 end
@@ -70,14 +70,19 @@ local function round_choices(key)
   return list
 end
 
+-- The plan's terms side by side (before / after), or one column when b is nil.
 local function describe(a, b)
-  local rows = { { "", "before", "after" } }
-  local function row(name, x, y, f) rows[#rows + 1] = { name, f(x), f(y) } end
+  local two = b ~= nil
+  local rows = { two and { "", "before", "after" } or nil }
+  local function row(name, x, y, f) rows[#rows + 1] = two and { name, f(x), f(y) } or { name, f(x) } end
+  b = b or a
   local gib = function(v) return string.format("%.2f GiB", v) end
   row("budget", a.budget, b.budget, gib)
   row("weights", a.weights, b.weights, gib)
   row("activation", a.activation, b.activation, gib)
   row("CUDA graphs", a.cudagraph, b.cudagraph, gib)
+  row("CUDA context", a.context, b.context, gib)
+  if a.nccl > 0 or b.nccl > 0 then row("NCCL", a.nccl, b.nccl, gib) end
   row("KV pool", a.kv, b.kv, gib)
   row("per token", a.per_token, b.per_token, fmt.bytes)
   row("tokens", a.tokens, b.tokens, fmt.int)
@@ -108,7 +113,7 @@ return {
     lab.show("memory"); lab.show("flags"); lab.show("log")
     lab.say("Every decision about the KV cache is made once, when the server starts. "
       .. "vLLM takes the budget, subtracts what it measured, and whatever is left becomes the pool:")
-    lab.say(describe(base, base))
+    lab.say(describe(base))
     lab.say("You will now change one flag at a time, starting each time from example B, "
       .. "and say which line of that table it moved. The memory bar and the table show "
       .. "before and after.")
@@ -120,10 +125,21 @@ return {
       lab.unhighlight()
       lab.highlight("flags", round.flag)
       local was = lab.flag(round.flag)
-      lab.say("Change %s (now %s) to any other value.", round.flag, was == "" and "the default" or was)
+      local goal_text
+      if round.need then
+        lab.say("Change %s (now %s) to %s.", round.flag, was == "" and "the default" or was, round.need)
+        goal_text = string.format("Set %s to %s in the flags view.", round.flag, round.need)
+      else
+        lab.say("Change %s (now %s) to any other value.", round.flag, was == "" and "the default" or was)
+        goal_text = string.format("Change %s in the flags view.", round.flag)
+      end
       lab.goal{
-        text = string.format("Change %s in the flags view.", round.flag),
-        check = function() return lab.flag(round.flag) ~= was end,
+        text = goal_text,
+        check = function()
+          local v = lab.flag(round.flag)
+          if round.need then return v:sub(1, #round.need) == round.need end   -- fp8, fp8_e4m3, fp8_e5m2
+          return v ~= was
+        end,
         hints = { round.hint },
         script = { { round.flag, round.value } },
       }
