@@ -95,22 +95,28 @@ return {
     }
 
     lab.page("Waste, both ways")
-    lab.say("What each scheme left empty under the same traffic:")
+    lab.say("What each scheme reserved, and filled, under the same traffic:")
     lab.say(fmt.table{
       { "", "slabs", "blocks" },
       { "running", tostring(slab.running), tostring(paged.running) },
       { "reserved", fmt.int(slab.reserved), fmt.int(paged.reserved) },
       { "holding tokens", fmt.int(slab.used), fmt.int(paged.used) },
-      { "empty/request", fmt.int(math.floor(slab.empty_per_request + 0.5)),
-        string.format("%.1f", paged.empty_per_request) },
     })
     lab.ask{
       prompt = "In paged mode, how many empty slots does a running request carry on average?",
       answer = paged.empty_per_request, unit = "tokens", tolerance = 0, abs = 0.6,
-      near = { { value = slab.empty_per_request, why = "That is the slab figure. Read the blocks column." } },
-      hints = { "Read the last row, in the blocks column." },
+      near = { { value = slab.empty_per_request, why = "That is the slab figure. Use the blocks column." },
+               { value = paged.reserved - paged.used, why = "That is the empty slots of all of them: divide by the running requests." } },
+      hints = { "Empty slots are reserved minus holding tokens; share them among the running requests.",
+                string.format("(%s - %s) / %d, in the blocks column.", fmt.int(paged.reserved),
+                  fmt.int(paged.used), paged.running) },
       script = string.format("%.1f", paged.empty_per_request),
     }
+    lab.say(fmt.table{
+      { "", "slabs", "blocks" },
+      { "empty/request", fmt.int(math.floor(slab.empty_per_request + 0.5)),
+        string.format("%.1f", paged.empty_per_request) },
+    })
     lab.say("Under one block per request, against thousands of slots per slab. With "
       .. "paging, the number of requests in flight is set by the tokens they really hold, "
       .. "and max-model-len is only a limit on one request, not a reservation. The pool "

@@ -66,14 +66,8 @@ return {
     }
     lab.unhighlight()
     local b = load_server(lab)
-    local doc = DOCS.prompt[2]
-    local function mib(v) return string.format("%.0f MiB", v / 2 ^ 20) end
-    lab.say("The pool went from %s to %s tokens in the same %.2f GiB: room for %.2f sequences of "
-      .. "%s tokens instead of %.2f. Each decode step also reads every cached token of every "
-      .. "running request, so a %s-token document now costs %s to read per step instead of %s.",
-      fmt.int(a.p.kv_cache_tokens), fmt.int(b.p.kv_cache_tokens), b.p.kv_cache_gib, b.p.max_concurrency,
-      fmt.int(b.p.max_model_len), a.p.max_concurrency, fmt.int(doc), mib(doc * b.p.kv_bytes_per_token),
-      mib(doc * a.p.kv_bytes_per_token))
+    lab.say("The server restarted with an fp8 cache and the documents are running again. "
+      .. "Read its start-up log or the memory view.")
     lab.ask{
       prompt = "How many tokens does the pool hold now?",
       answer = b.p.kv_cache_tokens, unit = "tokens", tolerance = 0.01,
@@ -81,6 +75,14 @@ return {
       hints = { "The log's 'GPU KV cache size' line, or the memory view." },
     }
 
+    local doc = DOCS.prompt[2]
+    local function mib(v) return string.format("%.0f MiB", v / 2 ^ 20) end
+    lab.say("Right: the pool went from %s to %s tokens in the same %.2f GiB: room for %.2f sequences of "
+      .. "%s tokens instead of %.2f. Each decode step also reads every cached token of every "
+      .. "running request, so a %s-token document now costs %s to read per step instead of %s.",
+      fmt.int(a.p.kv_cache_tokens), fmt.int(b.p.kv_cache_tokens), b.p.kv_cache_gib, b.p.max_concurrency,
+      fmt.int(b.p.max_model_len), a.p.max_concurrency, fmt.int(doc), mib(doc * b.p.kv_bytes_per_token),
+      mib(doc * a.p.kv_bytes_per_token))
     lab.page("The next limit")
     lab.highlight("metrics", "num_requests_running"); lab.highlight("metrics", "kv_cache_usage_perc")
     lab.say("Now %d run, %d wait, and KV usage is %s.", b.m.num_requests_running,
@@ -94,10 +96,15 @@ return {
               [3] = "The budget caps tokens per step, not requests in flight." },
       hints = { "Compare num_requests_running with the max-num-seqs flag, and the usage with 100%." },
     }
+    local where = {
+      "here it did not move far enough: the cache is still full",
+      "here the scheduler's cap",
+      "here the token budget per step",
+    }
     lab.say("Halving the bytes per token bought room, and the limit moved somewhere else: "
-      .. "here the scheduler's cap. Raise it and the next one will be the GPU's own speed, "
+      .. "%s. Raise that and the next one will be the GPU's own speed, "
       .. "because every decode step still reads all %.2f GiB of weights. Fixing one bottleneck "
-      .. "always shows you the next.", b.p.weights_gib)
+      .. "always shows you the next.", where[lim], b.p.weights_gib)
     lab.pause()
   end,
 }
