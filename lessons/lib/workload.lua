@@ -3,16 +3,30 @@
 -- the shapes of the traffic a lesson sends (how long its prompts are).
 local M = {}
 
+-- A small generator of its own for shapes with a `seed`: the same seed gives
+-- the same lengths in every lesson (lab.random is seeded per lesson), so two
+-- lessons that send "the same traffic" really do. 64-bit LCG (Knuth's MMIX).
+local function seeded(seed)
+  local x = seed
+  return function(lo, hi)
+    x = x * 6364136223846793005 + 1442695040888963407   -- wraps in Lua 5.4 integers
+    return lo + (x >> 33) % (hi - lo + 1)
+  end
+end
+
 -- Submit `n` requests. `shape` is a table {prompt = {lo, hi}, output = {lo, hi},
--- prefix_id =, prefix_tokens =}; lengths are drawn with lab.random, which the
--- host seeds per lesson, so a replay sends the same requests. Returns the ids.
+-- prefix_id =, prefix_tokens =, seed =}; lengths are drawn with lab.random,
+-- which the host seeds per lesson, so a replay sends the same requests; with
+-- `seed` they are drawn from a generator started afresh from it on every call.
+-- Returns the ids.
 function M.submit(lab, n, shape)
   local ids = {}
+  local draw = shape.seed and seeded(shape.seed) or lab.random
   for i = 1, n do
     local p, o = shape.prompt, shape.output
     local req = {
-      prompt_tokens = type(p) == "table" and lab.random(p[1], p[2]) or p,
-      output_tokens = type(o) == "table" and lab.random(o[1], o[2]) or o,
+      prompt_tokens = type(p) == "table" and draw(p[1], p[2]) or p,
+      output_tokens = type(o) == "table" and draw(o[1], o[2]) or o,
       prefix_id = shape.prefix_id,
       prefix_tokens = shape.prefix_tokens,
     }
