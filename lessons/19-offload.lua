@@ -97,14 +97,33 @@ return {
     for _, l in ipairs(links) do series[#series + 1] = l.name .. " move" end
     lab.plot{ title = "Time to get a prompt's KV back", xlabel = "prompt tokens", ylabel = "ms",
               logy = true, series = series }
-    -- a linear axis out to a few times the crossing, so it can be read off
     local pcie = break_even(lab, decode, base.total_s, links[1].gbps)
     if not pcie then error("moving never beats recomputing here") end
-    local xmax = math.min(p.max_model_len, 2 ^ math.ceil(math.log(3 * pcie, 2)))
-    for k = 1, 32 do
-      local len = math.floor(xmax * k / 32)
-      lab.plot_add(1, len, math.max(recompute_s(lab, decode, base.total_s, len) * 1e3, 1e-3))
-      for i, l in ipairs(links) do lab.plot_add(i + 1, len, move_s(lab, len, l.gbps) * 1e3) end
+    -- The lengths the learner reads: powers of two up to the longest request
+    -- the server takes. The plot covers the same range (log time axis).
+    local lens = {}
+    local len = 128
+    while len <= p.max_model_len do lens[#lens + 1] = len; len = len * 2 end
+    local long = lens[#lens - 1]            -- the conversation of the last question
+    local rows = { { "tokens", "recompute", links[1].name } }
+    if links[2] then rows[1][4] = links[2].name end
+    local first_faster
+    for _, n in ipairs(lens) do
+      local rec = recompute_s(lab, decode, base.total_s, n)
+      local row = { fmt.int(n), string.format("%.2f", rec * 1e3) }
+      for i, l in ipairs(links) do
+        local mv = move_s(lab, n, l.gbps)
+        row[i + 2] = string.format("%.2f", mv * 1e3)
+        if i == 1 and mv < rec and not first_faster then first_faster = n end
+      end
+      rows[#rows + 1] = row
+    end
+    if not first_faster then error("moving never beats recomputing at the listed lengths") end
+    local xmax = lens[#lens]
+    for k = 1, 64 do
+      local n = math.floor(xmax * k / 64)
+      lab.plot_add(1, n, math.max(recompute_s(lab, decode, base.total_s, n) * 1e3, 1e-3))
+      for i, l in ipairs(links) do lab.plot_add(i + 1, n, move_s(lab, n, l.gbps) * 1e3) end
     end
     lab.say("Moving costs the bytes over the link: %s per token, over %s GB/s each way for "
       .. "PCIe (the catalogue's %s GB/s counts both directions)%s.",
@@ -114,43 +133,31 @@ return {
       .. "decode steps that wait on memory anyway: a short prompt fits in the idle compute "
       .. "for free. Past that, each extra token costs its full share of FLOPs, and attention "
       .. "over a longer prompt costs more per token still.", fmt.int(g.bf16_tflops))
-    local near = {}
-    if #links > 1 then
-      local nv = break_even(lab, decode, base.total_s, links[2].gbps)
-      if nv and math.abs(nv - pcie) > 0.15 * pcie then
-        near[1] = { value = nv, why = "That is where the NVLink line crosses. Follow the PCIe line." }
-      end
-    end
-    -- two plotted lengths either side of the crossing, for the last hint
-    local lo, hi = math.floor(xmax / 32), xmax
-    for k = 1, 32 do
-      local len = math.floor(xmax * k / 32)
-      if len < pcie then lo = len elseif len < hi then hi = len end
-    end
-    local function at(len)
-      return string.format("at %s tokens recompute takes %.2f ms and the PCIe move %.2f ms", fmt.int(len),
-        recompute_s(lab, decode, base.total_s, len) * 1e3, move_s(lab, len, links[1].gbps) * 1e3)
-    end
+    lab.say("Milliseconds to get a prompt's KV back, by prompt length (the plot draws the same "
+      .. "curves, time on a log scale):")
+    lab.say(fmt.table(rows))
+    local before = nil
+    for _, n in ipairs(lens) do if n < first_faster then before = n end end
     lab.ask{
-      prompt = "From what prompt length on is reloading the KV over PCIe faster than recomputing it?",
-      answer = pcie, unit = "tokens", tolerance = 0.12,
-      near = near,
-      hints = { "Find where the PCIe line crosses the recompute curve.",
-                "Below the crossing, recomputing is cheaper; above it, moving is.",
-                string.format("On the plot, %s; %s.", at(lo), at(hi)) },
+      prompt = "Of the lengths in the table, which is the shortest where the PCIe reload beats recomputing?",
+      answer = first_faster, unit = "tokens", tolerance = 0, abs = 0.5,
+      near = before and { { value = before, why = "At that length recomputing is still the faster column." } } or nil,
+      hints = { "Go down the table and compare the recompute and PCIe columns on each row.",
+                "The first row where the PCIe figure is the smaller one." },
     }
-    lab.say("About %s tokens. Short prompts are cheaper to recompute in a busy server; "
-      .. "long ones, such as a returning conversation or a pasted repository, are cheaper "
-      .. "to move, and the gap widens with length.", fmt.int(pcie))
-    local long = math.min(p.max_model_len, 20000)
+    lab.say("Between %s and %s tokens, then: searching that gap with the engine's time model "
+      .. "puts the crossing at %s tokens. Short prompts are cheaper to recompute in a busy "
+      .. "server; long ones, such as a returning conversation or a pasted repository, are "
+      .. "cheaper to move, and the gap widens with length.",
+      fmt.int(before or 1), fmt.int(first_faster), fmt.int(pcie))
     local rec, mov = recompute_s(lab, decode, base.total_s, long), move_s(lab, long, links[1].gbps)
     lab.ask{
       prompt = string.format("A user returns to a %s-token conversation whose KV was offloaded to "
         .. "host memory. Which gets it back sooner?", fmt.int(long)),
       choices = { "Reload the KV over PCIe", "Recompute the prompt" },
       correct = mov < rec and 1 or 2,
-      why = { [1] = "Compare the two curves at that length.", [2] = "Compare the two curves at that length." },
-      hints = { string.format("Move: %.1f ms. Recompute: %.1f ms.", mov * 1e3, rec * 1e3) },
+      why = { [1] = "Read the table's row for that length.", [2] = "Read the table's row for that length." },
+      hints = { string.format("The %s row: recompute against PCIe.", fmt.int(long)) },
     }
     lab.pause()
   end,
