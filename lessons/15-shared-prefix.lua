@@ -2,9 +2,11 @@
 local fmt = require("lib.fmt")
 local W = require("lib.workload")
 
--- A repository pasted ahead of each question, then a short question and answer.
-local REPO = { prefix_id = "repository", prefix_tokens = 12000, prompt = { 80, 300 }, output = { 150, 300 } }
-local NQ = 16
+-- A repository's digest pasted ahead of each question, then a short question
+-- and answer. Sized so the blocks in use fit the pool view one block per cell
+-- (it zooms onto the used blocks), and so the shared count is one digit.
+local REPO = { prefix_id = "repository", prefix_tokens = 3200, prompt = { 20, 60 }, output = { 40, 120 } }
+local NQ = 8
 
 local BASE = {
   model = "meta-llama/Llama-3.1-8B-Instruct", gpu = "h100-80gb",
@@ -49,7 +51,7 @@ return {
     if not ok then error("the lesson's server did not start: " .. tostring(err)) end
     local bs = lab.plan().block_size
     lab.show("pool"); lab.show("metrics"); lab.show("requests")
-    lab.say("The coding assistant pastes the same repository, %s tokens of it, ahead of "
+    lab.say("The coding assistant pastes the same digest of a repository, %s tokens of it, ahead of "
       .. "every question. %d developers ask about it at once. vLLM's prefix caching is on "
       .. "by default: each full block gets a hash that chains through every token before it, "
       .. "so two prompts that start with the same tokens produce the same block hashes.",
@@ -65,7 +67,7 @@ return {
     lab.say("All %d questions are running. The repository's blocks, lit in the pool, "
       .. "were computed once, by the first question; every later one found them by hash "
       .. "and took a reference instead of a copy. In the pool a digit marks a block held "
-      .. "by that many requests, and + by more than nine (click a block to read its count).", NQ)
+      .. "by that many requests (+ would mean more than nine; clicking a block also shows its count).", NQ)
     lab.ask{
       prompt = string.format("How many requests hold block %d, the repository's first block?", shared),
       answer = blk.ref_cnt, unit = "requests", tolerance = 0, abs = 0.4,
