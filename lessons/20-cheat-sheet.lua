@@ -63,8 +63,8 @@ return {
     add_near(p.kv_bytes_per_token / 2, "Count both K and V.")
     add_near(p.kv_bytes_per_token * m.heads / math.max(m.kv_heads, 1),
       "Only the KV heads are cached, not every attention head.")
-    local hints = { string.format("2 (K and V) x %d layers x %d KV heads per GPU x %d values x bytes per value.",
-                      m.layers, kv_heads_per_gpu(lab), m.head_dim) }
+    local hints = { string.format("2 (K and V) x %d layers x %d KV heads per GPU x %d values x %s bytes per value.",
+                      m.layers, kv_heads_per_gpu(lab), m.head_dim, tostring(p.kv_dtype_bytes)) }
     if p.kv_cache_tokens > 0 then
       hints[2] = string.format("Some models (latent attention, sliding windows) change a factor. The start-up "
         .. "log gives it too: %.2f GiB of pool for %s tokens.", p.kv_cache_gib, fmt.int(p.kv_cache_tokens))
@@ -104,7 +104,9 @@ return {
       answer = p.kv_cache_gib, unit = "GiB", tolerance = 0.02,
       near = (p.budget_gib - p.weights_gib) > 1.03 * p.kv_cache_gib
         and { { value = p.budget_gib - p.weights_gib, why = "Subtract the overheads too, not only the weights." } } or {},
-      hints = { "Budget minus every line below it." },
+      hints = { "Budget minus every line below it.",
+                string.format("%.2f - %.2f - %.2f - %.2f - %.2f - %.2f GiB.", p.budget_gib, p.weights_gib,
+                  p.activation_gib, p.cudagraph_gib, p.cuda_context_gib, p.nccl_gib) },
     }
 
     lab.page("3. Divide")

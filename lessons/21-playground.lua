@@ -114,7 +114,9 @@ return {
       "running while you read. The server you see: %s on %s, %s tokens of KV cache, %s requests " ..
       "per second.", lab.model().id, lab.gpu().name, fmt.int(lab.plan().kv_cache_tokens), lab.flag("request-rate"))
     lab.say("When you are ready, press next for five challenges. Each one starts again from this " ..
-      "server and asks you to break it in one particular way.")
+      "server and asks you to break it in one particular way. To change a flag: f opens the flags " ..
+      "view, the arrows pick a flag, Enter edits it, type the value and Enter again, Esc goes back. " ..
+      "h gives a hint, then the next one.")
     lab.pause()
 
     -- 1. The length check
@@ -122,7 +124,9 @@ return {
     restart(lab)
     lab.highlight("flags", "gpu")
     lab.highlight("flags", "max-model-len")
-    lab.say("vLLM refuses to start when one request of max-model-len tokens does not fit in the pool.")
+    lab.say("vLLM refuses to start when one request of max-model-len tokens does not fit in the pool. " ..
+      "Either shrink the pool (a smaller gpu, or a lower gpu-memory-utilization) or leave the pool " ..
+      "and raise max-model-len beyond the %s tokens it holds.", fmt.int(lab.plan().kv_cache_tokens))
     lab.goal({
       text = "Make vLLM refuse to start at the length check (\"To serve at least one request ...\").",
       check = function() local p = lab.plan(); return p ~= nil and p.error_kind == "max_model_len" end,
@@ -150,7 +154,9 @@ return {
     lab.highlight("flags", "max-num-batched-tokens")
     lab.highlight("memory", "activation")
     lab.say("Before the pool exists, vLLM pushes a dummy batch of max-num-batched-tokens tokens " ..
-      "through the model to measure the activation peak (%s now).", fmt.gib(lab.plan().activation_gib))
+      "through the model to measure the activation peak (%s now). Raise max-num-batched-tokens " ..
+      "(%s now) by a factor of ten or more.", fmt.gib(lab.plan().activation_gib),
+      fmt.int(lab.plan().max_num_batched_tokens))
     lab.goal({
       text = "Make the server run out of memory in the profile run, before the pool is even sized.",
       check = function() local q = lab.plan(); return q ~= nil and q.error_kind == "profile_oom" end,
@@ -174,7 +180,9 @@ return {
     lab.say("Some servers start, serve for a while, then die with CUDA out of memory. vLLM sized the " ..
       "pool correctly; what ran out is the memory above the budget. kvlab models it (it cannot " ..
       "see PyTorch's allocator): fragmentation that grows as batch shapes vary, up to %s of the card, " ..
-      "plus short-lived buffers each step such as the logits (requests x %s vocabulary x 4 bytes).",
+      "plus short-lived buffers each step such as the logits (requests x %s vocabulary x 4 bytes). " ..
+      "Raise gpu-memory-utilization to 0.95 or more, so little is left above the budget, and let " ..
+      "the traffic run: the crash comes after some hundreds of steps.",
       fmt.pct(FRAG_SHARE), fmt.int(lab.model().vocab_size))
     lab.goal({
       text = "Make the server crash with CUDA out of memory after it has been serving for a while.",
@@ -201,7 +209,9 @@ return {
     lab.highlight("flags", "tensor-parallel-size")
     lab.highlight("memory", "nccl")
     lab.say("With tensor-parallel-size 2 every GPU holds half the weights, but it also gets NCCL " ..
-      "buffers for the all-reduces, and vLLM sets them up before it checks free memory.")
+      "buffers for the all-reduces, and vLLM sets them up before it checks free memory. Two changes: " ..
+      "first raise gpu-memory-utilization close to 1 (0.99) while the server still starts on one " ..
+      "GPU, then set tensor-parallel-size to 2.")
     lab.goal({
       text = "Find flags that start at tensor-parallel-size 1 but fail at 2.",
       check = function()
@@ -232,7 +242,9 @@ return {
     lab.say("No error this time. When the pool is full, the scheduler preempts a running request: " ..
       "it frees its blocks, sends it back to wait, and later computes it again. Throughput falls " ..
       "while the GPU redoes old work. (This server caps requests at max-model-len 8192, so a small " ..
-      "pool still passes the length check.)")
+      "pool still passes the length check.) Make the pool small for the traffic: lower " ..
+      "gpu-memory-utilization a lot (the weights stay, the pool shrinks) and send more: raise " ..
+      "request-rate or traffic-prompt.")
     lab.goal({
       text = "Make the server preempt requests under load (watch num_preemptions).",
       check = function() local m = lab.metrics(); return m ~= nil and m.num_preemptions >= 5 end,
