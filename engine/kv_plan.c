@@ -389,7 +389,9 @@ int kv_plan_compute_nofix(const kv_model *m, const kv_gpu *gpu, const kv_args *a
     int64_t mml = m->max_position_embeddings;
     if (a->max_model_len == KV_MAX_MODEL_LEN_AUTO)
         p->max_model_len_auto = 1;
-    else if (a->max_model_len > 0) {
+    else if (a->max_model_len <= 0)
+        p->max_model_len_default = 1;
+    else {
         if (a->max_model_len > m->max_position_embeddings)
             return kv_errf(err, errlen, KV_PLAN_EINVAL,
                            "User-specified max_model_len (%lld) is greater than the derived max_model_len "
@@ -658,7 +660,7 @@ int kv_plan_compute_nofix(const kv_model *m, const kv_gpu *gpu, const kv_args *a
 
 /* ------------------------------------------------------------------ fixes */
 
-static void add_fix(kv_plan *p, const char *what, const char *flags, const kv_plan *q)
+static void add_fix(kv_plan *p, const char *what, const char *flags, const kv_plan *q, int lowered)
 {
     if (p->num_fixes >= KV_PLAN_MAX_FIXES)
         return;
@@ -666,26 +668,54 @@ static void add_fix(kv_plan *p, const char *what, const char *flags, const kv_pl
     snprintf(f->what, sizeof f->what, "%s", what);
     snprintf(f->flags, sizeof f->flags, "%s", flags);
     f->starts = q->starts;
+    f->lowers_max_model_len = lowered;
+    f->error_kind = q->error_kind;
     f->kv_cache_bytes = q->available_kv_bytes;
     f->kv_cache_tokens = q->starts ? q->kv_cache_tokens : q->kv_cache_tokens_unrounded;
     f->max_model_len = q->starts ? q->max_model_len : q->estimated_max_model_len;
     f->max_concurrency = q->max_concurrency;
 }
 
+/* try_fix results. */
+enum { FIX_FAILS = 0, FIX_STARTS_SHORTER = 1, FIX_STARTS = 2 };
+
+/* Plan with args b; record the fix when it starts, or when it fails only
+ * the max_model_len check (then paired with the estimate, which starts), or
+ * when keep_failing is set (the row then says why it still fails). */
 static int try_fix(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args *b, const char *what,
-                   const char *flags)
+                   const char *flags, int keep_failing)
 {
     kv_plan *q = malloc(sizeof *q);
     if (!q)
-        return 0;
-    int ok = kv_plan_compute_nofix(m, g, b, q, NULL, 0) == KV_PLAN_OK;
-    if (ok)
-        add_fix(p, what, flags, q);
-    int started = ok && q->starts;
+        return FIX_FAILS;
+    int res = FIX_FAILS;
+    if (kv_plan_compute_nofix(m, g, b, q, NULL, 0) == KV_PLAN_OK) {
+        if (q->starts) {
+            add_fix(p, what, flags, q, 0);
+            res = FIX_STARTS;
+        } else if (q->error_kind == KV_PLAN_ERR_MAX_MODEL_LEN && q->estimated_max_model_len > 0) {
+            kv_args c = *b;
+            c.max_model_len = q->estimated_max_model_len;
+            char f2[96];
+            snprintf(f2, sizeof f2, "%s --max-model-len %lld", flags, (long long)q->estimated_max_model_len);
+            if (kv_plan_compute_nofix(m, g, &c, q, NULL, 0) == KV_PLAN_OK && q->starts) {
+                add_fix(p, what, f2, q, 1);
+                res = FIX_STARTS_SHORTER;
+            } else if (keep_failing) {
+                add_fix(p, what, flags, q, 0);
+            }
+        } else if (keep_failing) {
+            add_fix(p, what, flags, q, 0);
+        }
+    }
     free(q);
-    return started;
+    return res;
 }
 
+/* Fixes, cheapest first: a shorter max_model_len (no cost until a request
+ * is that long), fp8 KV (small accuracy cost), quantized weights (a
+ * different checkpoint), more GPUs (hardware), and last a higher
+ * utilization (it eats the headroom vLLM's estimates leave). */
 static void compute_fixes(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args *a)
 {
     char flags[96];
@@ -696,7 +726,7 @@ static void compute_fixes(kv_plan *p, const kv_model *m, const kv_gpu *g, const 
             b = *a;
             b.gpu_memory_utilization = u;
             snprintf(flags, sizeof flags, "--gpu-memory-utilization %.2f", u);
-            try_fix(p, m, g, &b, "lower utilization to what is free", flags);
+            try_fix(p, m, g, &b, "lower utilization to what is free", flags, 1);
         }
         return;
     }
@@ -705,29 +735,31 @@ static void compute_fixes(kv_plan *p, const kv_model *m, const kv_gpu *g, const 
         b = *a;
         b.max_model_len = p->estimated_max_model_len;
         snprintf(flags, sizeof flags, "--max-model-len %lld", (long long)p->estimated_max_model_len);
-        try_fix(p, m, g, &b, "lower max_model_len", flags);
+        try_fix(p, m, g, &b, "lower max_model_len", flags, 1);
     }
     /* 2. fp8 KV cache. */
     if (p->kv_dtype_bytes > 1 && p->error_kind == KV_PLAN_ERR_MAX_MODEL_LEN) { /* no help when nothing is left */
         b = *a;
         b.kv_cache_dtype = KV_ARGS_KV_FP8;
-        try_fix(p, m, g, &b, "fp8 KV cache", "--kv-cache-dtype fp8");
+        try_fix(p, m, g, &b, "fp8 KV cache", "--kv-cache-dtype fp8", 1);
     }
-    /* 3. Quantized weights. */
+    /* 3. Quantized weights: fp8, and 4-bit unless fp8 starts as it is. */
     if (a->weights_gib < 0 && a->quantization == KV_ARGS_QUANT_NONE && m->quant == KV_QUANT_NONE) {
         b = *a;
         b.quantization = KV_ARGS_QUANT_FP8;
-        if (!try_fix(p, m, g, &b, "fp8 weights", "--quantization fp8")) {
+        if (try_fix(p, m, g, &b, "fp8 weights", "--quantization fp8", 1) != FIX_STARTS) {
             b.quantization = KV_ARGS_QUANT_AWQ;
-            try_fix(p, m, g, &b, "4-bit weights (an AWQ checkpoint)", "--quantization awq");
+            try_fix(p, m, g, &b, "4-bit weights (AWQ)", "--quantization awq", 1);
         }
     } else if (a->weights_gib < 0 && a->quantization == KV_ARGS_QUANT_FP8) {
         b = *a;
         b.quantization = KV_ARGS_QUANT_AWQ;
-        try_fix(p, m, g, &b, "4-bit weights (an AWQ checkpoint)", "--quantization awq");
+        try_fix(p, m, g, &b, "4-bit weights (AWQ)", "--quantization awq", 1);
     }
-    /* 4. Another GPU: double tensor parallelism while heads divide. */
-    for (int tp = a->tensor_parallel_size * 2; tp <= 64; tp *= 2) {
+    /* 4. More GPUs: double tensor parallelism while it divides the attention
+     * heads (vllm/config/parallel.py); each size that starts, at the full
+     * length or a shorter one, is a row, up to the first at the full length. */
+    for (int tp = a->tensor_parallel_size * 2, rows = 0; tp <= 64 && rows < 3; tp *= 2) {
         if (m->num_attention_heads % tp)
             break;
         b = *a;
@@ -735,10 +767,10 @@ static void compute_fixes(kv_plan *p, const kv_model *m, const kv_gpu *g, const 
         snprintf(flags, sizeof flags, "--tensor-parallel-size %d", tp);
         char what[64];
         snprintf(what, sizeof what, "%d GPUs (tensor parallel)", tp);
-        int before = p->num_fixes;
-        if (try_fix(p, m, g, &b, what, flags))
+        int r = try_fix(p, m, g, &b, what, flags, 0);
+        if (r == FIX_STARTS)
             break;
-        p->num_fixes = before; /* keep only the first tp that starts */
+        rows += r == FIX_STARTS_SHORTER;
     }
     /* 5. Utilization, last: it borrows the headroom vLLM needs at run time. */
     if (!p->kv_cache_memory_bytes_set) {
@@ -751,7 +783,7 @@ static void compute_fixes(kv_plan *p, const kv_model *m, const kv_gpu *g, const 
                 break;
             int ok = kv_plan_compute_nofix(m, g, &b, q, NULL, 0) == KV_PLAN_OK && q->starts;
             if (ok)
-                add_fix(p, "raise utilization (last resort)", flags, q);
+                add_fix(p, "raise utilization (last resort)", flags, q, 0);
             free(q);
             if (ok)
                 break;
@@ -805,6 +837,7 @@ struct cJSON *kv_plan_to_json(const kv_plan *p)
     cJSON_AddNumberToObject(o, "num_blocks", (double)p->num_blocks);
     cJSON_AddNumberToObject(o, "kv_cache_tokens", (double)p->kv_cache_tokens);
     cJSON_AddNumberToObject(o, "max_model_len", (double)p->max_model_len);
+    cJSON_AddBoolToObject(o, "max_model_len_default", p->max_model_len_default);
     cJSON_AddNumberToObject(o, "max_concurrency", round(p->max_concurrency * 100.0) / 100.0);
     if (p->error_kind == KV_PLAN_ERR_MAX_MODEL_LEN) {
         cJSON_AddNumberToObject(o, "estimated_max_model_len", (double)p->estimated_max_model_len);
@@ -839,6 +872,9 @@ struct cJSON *kv_plan_to_json(const kv_plan *p)
         cJSON_AddStringToObject(t, "what", f->what);
         cJSON_AddStringToObject(t, "flags", f->flags);
         cJSON_AddBoolToObject(t, "starts", f->starts);
+        cJSON_AddBoolToObject(t, "lowers_max_model_len", f->lowers_max_model_len);
+        if (!f->starts)
+            cJSON_AddStringToObject(t, "error_kind", kv_plan_error_name(f->error_kind));
         cJSON_AddNumberToObject(t, "kv_cache_gib", gib4(f->kv_cache_bytes));
         cJSON_AddNumberToObject(t, "kv_cache_tokens", (double)f->kv_cache_tokens);
         cJSON_AddNumberToObject(t, "max_model_len", (double)f->max_model_len);

@@ -61,11 +61,16 @@ typedef struct kv_plan_term {
 enum { KV_PLAN_TERM_BUDGET, KV_PLAN_TERM_WEIGHTS, KV_PLAN_TERM_ACTIVATION, KV_PLAN_TERM_CUDAGRAPH,
        KV_PLAN_TERM_CUDA_CONTEXT, KV_PLAN_TERM_NCCL, KV_PLAN_TERM_KV_CACHE, KV_PLAN_NUM_TERMS };
 
-/* A fix for a plan that would not start: a flag change and what it gives. */
+/* A fix for a plan that would not start: a flag change and what it gives.
+ * A change that would fail only vLLM's max_model_len check is paired with
+ * the longest max_model_len that then fits (flags end in "--max-model-len N",
+ * lowers_max_model_len = 1), so every fix that can start says with what. */
 typedef struct kv_plan_fix {
-    char flags[96];     /* what to add/change, e.g. "--max-model-len 23184" */
+    char flags[96];     /* what to add/change, e.g. "--kv-cache-dtype fp8 --max-model-len 46400" */
     char what[96];      /* "lower max_model_len", "fp8 KV cache", ... */
     int starts;         /* 1 if the plan with this change would start */
+    int lowers_max_model_len; /* 1: the change starts only with the lower --max-model-len in flags */
+    kv_plan_error error_kind; /* why it still fails (KV_PLAN_STARTS when it starts) */
     double kv_cache_bytes;      /* available KV memory per GPU with the change */
     int64_t kv_cache_tokens;    /* pool size in tokens with the change */
     int64_t max_model_len;      /* max_model_len with the change */
@@ -126,6 +131,7 @@ typedef struct kv_plan {
     int64_t max_model_len;       /* the length the check used (after auto-fit) */
     int64_t model_max_model_len; /* the model's own maximum (derived from config.json) */
     int max_model_len_auto;      /* 1: --max-model-len auto / -1 */
+    int max_model_len_default;   /* 1: no --max-model-len: the model's own maximum was used */
     int64_t needed_bytes;        /* KV memory one max_model_len request needs (all layers) */
     int64_t estimated_max_model_len; /* largest length that fits (binary search); 0 if none */
     int64_t blocks_per_request;  /* blocks one max_model_len request needs */

@@ -46,6 +46,14 @@ est=$(printf '%s\n' "$LAST" | sed -n 's/.*estimated maximum model length is \([0
 if [ -z "$est" ] || [ $(( (est - 23184) * 1000 / 23184 )) -gt 5 ] || [ $(( (23184 - est) * 1000 / 23184 )) -gt 5 ]; then
   echo "FAIL done-when: estimated max model len '$est' not within 0.5% of 23184"; fail=1
 fi
+# where max_model_len came from, and fixes that start only at a shorter length say which
+expect_in default-len "max_model_len 131,072 (the model's default: no --max-model-len given)"
+expect_in fp8-kv-paired "--kv-cache-dtype fp8 --max-model-len 46400  starts at that length: 46,400 tokens"
+# 70B in bf16 on one H100: the weights alone do not fit; quantized weights, then 2 and 4 GPUs
+check serve_h100_70b_bf16_weights_oom 1 serve $L70 --gpu h100-80gb
+expect_in weights-oom "Would not start (weights_oom)"
+expect_in tp2-paired "--tensor-parallel-size 2 --max-model-len"
+expect_in tp4 "--tensor-parallel-size 4                        starts: 478,848 tokens"
 check serve_4090_bf16_8k 0 serve $L8 $R4090 --max-model-len 8192
 expect_in done-when "Maximum concurrency for 8,192 tokens per request: 2.83x"
 check serve_4090_fp8_weights_8k 0 serve $L8 $R4090 --max-model-len 8192 --quantization fp8

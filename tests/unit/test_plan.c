@@ -559,12 +559,65 @@ static void test_length_check_fix_order(void **state)
     assert_int_equal(p.error_kind, KV_PLAN_ERR_MAX_MODEL_LEN);
     assert_non_null(strstr(p.error, "max seq len (131072), (16.0 GiB KV cache is needed"));
     assert_non_null(strstr(p.error, "available KV cache memory (2.83 GiB)"));
+    assert_true(p.max_model_len_default); /* no --max-model-len: the model's 131,072 */
     assert_true(p.num_fixes >= 2);
     assert_string_equal(p.fixes[0].what, "lower max_model_len");
     assert_true(p.fixes[0].starts);
-    assert_string_equal(p.fixes[1].flags, "--kv-cache-dtype fp8");
-    /* fp8 KV doubles what fits */
+    assert_false(p.fixes[0].lowers_max_model_len);
+    /* fp8 KV alone still fails the length check, so it comes paired with the
+     * length that then fits, and that plan starts: fp8 KV doubles it */
+    char want[96];
+    snprintf(want, sizeof want, "--kv-cache-dtype fp8 --max-model-len %lld", (long long)p.fixes[1].max_model_len);
+    assert_string_equal(p.fixes[1].flags, want);
+    assert_true(p.fixes[1].starts);
+    assert_true(p.fixes[1].lowers_max_model_len);
     check_rel("fp8 kv", "tokens", (double)p.fixes[1].max_model_len, 2.0 * (double)p.estimated_max_model_len, 0.01);
+    /* every fix starts (each row carries its tokens) */
+    for (int i = 0; i < p.num_fixes; i++) {
+        assert_true(p.fixes[i].starts);
+        assert_true(p.fixes[i].kv_cache_tokens >= p.fixes[i].max_model_len);
+    }
+}
+
+/* 70B in bf16 on one H100: the weights alone do not fit. Fixes: quantized
+ * weights first, then tensor parallelism, each size that divides the 64
+ * heads up to the first that starts at the full length. */
+static void test_weights_oom_fixes(void **state)
+{
+    (void)state;
+    kv_args a;
+    kv_plan p;
+    char err[512];
+    base_args(&a, NULL);
+    assert_int_equal(kv_plan_compute(load_model("meta-llama/Llama-3.1-70B-Instruct"), NULL, &a, &p, err, sizeof err), 0);
+    assert_int_equal(p.error_kind, KV_PLAN_ERR_WEIGHTS_OOM);
+    assert_true(p.max_model_len_default);
+    int first_tp = -1, tp2 = -1, tp4 = -1, awq = -1;
+    for (int i = 0; i < p.num_fixes; i++) {
+        const kv_plan_fix *f = &p.fixes[i];
+        assert_true(f->starts);
+        assert_true(f->kv_cache_tokens > 0);
+        if (strstr(f->flags, "--tensor-parallel-size") && first_tp < 0)
+            first_tp = i;
+        if (strstr(f->flags, "--tensor-parallel-size 2"))
+            tp2 = i;
+        if (strstr(f->flags, "--tensor-parallel-size 4"))
+            tp4 = i;
+        if (strstr(f->flags, "--quantization awq")) {
+            awq = i;
+            assert_true(first_tp < 0); /* quantized weights before more GPUs */
+        }
+    }
+    assert_true(awq >= 0);
+    assert_true(tp2 >= 0 && tp4 == tp2 + 1);
+    /* tp 2 holds the weights but not a 131,072-token request: it says at what length it starts */
+    assert_true(p.fixes[tp2].lowers_max_model_len);
+    assert_true(p.fixes[tp2].max_model_len < 131072);
+    assert_non_null(strstr(p.fixes[tp2].flags, "--max-model-len"));
+    /* tp 4 starts as it is, at the model's full length */
+    assert_false(p.fixes[tp4].lowers_max_model_len);
+    assert_int_equal(p.fixes[tp4].max_model_len, 131072);
+    assert_int_equal(tp4, p.num_fixes - 1);
 }
 
 static void test_auto_fit(void **state)
@@ -725,6 +778,7 @@ int main(void)
         cmocka_unit_test(test_free_memory_check),
         cmocka_unit_test(test_no_memory_and_fixes),
         cmocka_unit_test(test_length_check_fix_order),
+        cmocka_unit_test(test_weights_oom_fixes),
         cmocka_unit_test(test_auto_fit),
         cmocka_unit_test(test_oom_paths),
         cmocka_unit_test(test_terms_and_overrides),

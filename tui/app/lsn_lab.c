@@ -335,10 +335,12 @@ static int push_plan(lua_State *L, const kv_plan *p)
     lua_createtable(L, p->num_fixes, 0);
     for (int i = 0; i < p->num_fixes; i++) {
         const kv_plan_fix *f = &p->fixes[i];
-        lua_createtable(L, 0, 7);
+        lua_createtable(L, 0, 9);
         setstr(L, "flags", f->flags);
         setstr(L, "what", f->what);
         setbool(L, "starts", f->starts);
+        setbool(L, "lowers_max_model_len", f->lowers_max_model_len);
+        setstr(L, "error_kind", kv_plan_error_name(f->error_kind));
         setnum(L, "kv_cache_gib", kv_gib(f->kv_cache_bytes));
         setint(L, "kv_cache_tokens", f->kv_cache_tokens);
         setint(L, "max_model_len", f->max_model_len);

@@ -71,9 +71,9 @@ static void print_report(const kv_model *m, const kv_plan *p, const char *notes)
     if (p->tensor_parallel_size > 1)
         printf(" x %d, tensor_parallel_size %d", p->tensor_parallel_size, p->tensor_parallel_size);
     printf(", gpu_memory_utilization %g\n", p->gpu_memory_utilization);
-    printf("model: %d layers, %s, %d KV heads x %d head_dim, %s weights, max_model_len %s\n", m->num_hidden_layers,
+    printf("model: %d layers, %s, %d KV heads x %d head_dim, %s weights, max_model_len %s%s\n", m->num_hidden_layers,
            kv_model_attention_kind(m), m->is_mla ? 1 : m->num_key_value_heads, p->head_size, p->weights_dtype,
-           (thousands(a, sizeof a, p->max_model_len), a));
+           (thousands(a, sizeof a, p->max_model_len), a), p->max_model_len_default ? " (the model's default)" : "");
     for (const char *s = notes; s && *s;) {
         const char *nl = strchr(s, '\n');
         int len = nl ? (int)(nl - s) : (int)strlen(s);
@@ -127,24 +127,37 @@ static void print_report(const kv_model *m, const kv_plan *p, const char *notes)
     if (p->error_kind == KV_PLAN_ERR_MAX_MODEL_LEN) {
         thousands(a, sizeof a, p->max_model_len);
         thousands(b, sizeof b, p->estimated_max_model_len);
-        printf("  one %s-token request needs %.2f GiB; %.2f GiB fits %s tokens\n", a, (double)p->needed_bytes / KV_GIB,
-               p->available_kv_bytes / KV_GIB, b);
+        /* Say where the length came from: without --max-model-len vLLM takes
+         * the model's own maximum, often far more than the card can hold. */
+        printf("  max_model_len %s%s: one request that long needs %.2f GiB; %.2f GiB fits %s tokens\n", a,
+               p->max_model_len_default ? " (the model's default: no --max-model-len given)" : "",
+               (double)p->needed_bytes / KV_GIB, p->available_kv_bytes / KV_GIB, b);
     }
     printf("\nWould not start (%s). Fixes, cheapest first:\n", kv_plan_error_name(p->error_kind));
     if (p->num_fixes == 0)
         printf("  none of kvlab's fixes makes it start on this card\n");
+    int ww = 0, fw = 0;
+    for (int i = 0; i < p->num_fixes; i++) {
+        int lw = (int)strlen(p->fixes[i].what), lf = (int)strlen(p->fixes[i].flags);
+        ww = lw > ww ? lw : ww;
+        fw = lf > fw ? lf : fw;
+    }
     for (int i = 0; i < p->num_fixes; i++) {
         const kv_plan_fix *f = &p->fixes[i];
-        printf("  %d. %-34s %-32s ", i + 1, f->what, f->flags);
-        if (f->starts) {
+        printf("  %d. %-*s  %-*s  ", i + 1, ww, f->what, fw, f->flags);
+        if (f->starts && f->lowers_max_model_len) {
+            thousands(a, sizeof a, f->kv_cache_tokens);
+            printf("starts at that length: %s tokens\n", a);
+        } else if (f->starts) {
             thousands(a, sizeof a, f->kv_cache_tokens);
             thousands(b, sizeof b, f->max_model_len);
             printf("starts: %s tokens, %.2fx at %s\n", a, f->max_concurrency, b);
         } else if (f->max_model_len > 0) {
             thousands(b, sizeof b, f->max_model_len);
-            printf("still fails: KV %.2f GiB fits %s tokens\n", f->kv_cache_bytes / KV_GIB, b);
+            printf("still fails (%s): KV %.2f GiB fits %s tokens\n", kv_plan_error_name(f->error_kind),
+                   f->kv_cache_bytes / KV_GIB, b);
         } else {
-            printf("still fails: KV %.2f GiB\n", f->kv_cache_bytes / KV_GIB);
+            printf("still fails (%s): KV %.2f GiB\n", kv_plan_error_name(f->error_kind), f->kv_cache_bytes / KV_GIB);
         }
     }
 }
