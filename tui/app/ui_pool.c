@@ -197,7 +197,7 @@ void ui_pool_draw(app *a, WINDOW *win)
         if (per == 1) {
             one_block(a, &g_blk[b0], &c, &at);
         } else {
-            int32_t u = 0, cached = 0, fl = 0, owner_b = -1, nul = 0;
+            int32_t u = 0, cached = 0, fl = 0, owner_b = -1, nul = 0, maxref = 0;
             for (int32_t b = b0; b < b1; b++) {
                 const kv_block_view *bv = &g_blk[b];
                 if (bv->is_null) { nul = 1; continue; }
@@ -206,12 +206,17 @@ void ui_pool_draw(app *a, WINDOW *win)
                     (f == APP_FL_EVICT && !fl))
                     fl = f;
                 if (!bv->is_free) { u++; if (owner_b < 0) owner_b = b; }
+                if (bv->ref_cnt > maxref) maxref = bv->ref_cnt;
                 else if (bv->cached_free) cached++;
             }
             int32_t real = b1 - b0 - nul;
             if (fl) {
                 c = fl == APP_FL_HIT ? g->hit : fl == APP_FL_EVICT ? g->evict : g->preempt;
                 at = ui_attr(flash_role(fl));
+            } else if (maxref > 1) {
+                /* Shared blocks in the cell: the highest reference count. */
+                c = maxref > 9 ? g->more_refs : (wchar_t)(L'0' + maxref);
+                at = ui_attr(ui_req_role(g_blk[owner_b].owner)) | A_REVERSE | A_BOLD;
             } else if (u == 0) {
                 c = cached ? g->cached_blk : (nul ? g->null_blk : g->free_blk);
                 at = ui_attr(cached ? UI_R_CACHED : nul ? UI_R_NULL : UI_R_FREE);
@@ -220,6 +225,9 @@ void ui_pool_draw(app *a, WINDOW *win)
                 if (lvl < 1) lvl = 1;
                 if (lvl > 4) lvl = 4;
                 c = g->level[lvl];
+                /* Without colour a full cell shows its first request's letter. */
+                if (lvl == 4 && ui_style_mode() == UI_COLOR_NONE && g_blk[owner_b].owner >= 0)
+                    c = ui_req_letter(g_blk[owner_b].owner);
                 at = ui_attr(ui_req_role(g_blk[owner_b].owner));
             }
         }
