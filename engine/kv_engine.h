@@ -319,7 +319,8 @@ typedef struct kv_request_view {
 } kv_request_view;
 
 /* State of a live request (waiting, running, preempted) or of one that
- * finished recently (kept until its slot is recycled). ENOTFOUND otherwise. */
+ * finished or was aborted recently (the last 256 stay readable, then their
+ * slots are recycled). ENOTFOUND otherwise. */
 int kv_engine_request(const kv_engine *e, int64_t req_id, kv_request_view *out);
 
 /* A request's block table (block ids, in token order) into out[0..max).
