@@ -29,7 +29,8 @@ static const kv_args_flag flags[] = {
                 "2048 (8192 on >=70 GiB non-A100)", "tokens per step; sizes the profile run's activation peak", 1},
     [F_BLOCK_SIZE] = {"block-size", "block_size", KV_ARG_CHOICE, "1|8|16|32|64|128|256", "16", "tokens per KV block", 1},
     [F_KV_DTYPE] = {"kv-cache-dtype", "kv_cache_dtype", KV_ARG_CHOICE,
-                    "auto|bfloat16|float16|fp8|fp8_e4m3|fp8_e5m2|fp8_inc|fp8_ds_mla|float32", "auto",
+                    "auto|bfloat16|float16|fp8|fp8_e4m3|fp8_e5m2|fp8_inc|fp8_ds_mla|fp8_per_token_head|int8_per_token_head",
+                    "auto",
                     "KV cache element type (auto = model dtype; fp8 = 1 byte)", 1},
     [F_QUANT] = {"quantization", "quantization", KV_ARG_CHOICE,
                  "none|fp8|awq|awq_marlin|gptq|gptq_marlin|bitsandbytes|mxfp4|compressed-tensors", "none",
@@ -334,6 +335,20 @@ static int choice_ok(const char *choices, const char *v)
     return 0;
 }
 
+/* "a|b|c" -> "a, b, c" for messages. */
+static void choices_text(const char *choices, char *out, size_t n)
+{
+    size_t j = 0;
+    for (const char *p = choices; *p && j + 3 < n; p++) {
+        if (*p == '|') {
+            out[j++] = ',';
+            out[j++] = ' ';
+        } else
+            out[j++] = *p;
+    }
+    out[j] = '\0';
+}
+
 int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size_t errlen)
 {
     int neg;
@@ -436,16 +451,27 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
         }
         break;
     case F_KV_DTYPE:
-        if (!choice_ok(f->choices, value))
-            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--kv-cache-dtype must be one of %s, got '%s'", f->choices, value);
+        if (!strcmp(value, "nvfp4") || !strncmp(value, "turboquant", 10))
+            return kv_errf(err, errlen, KV_ARGS_EVALUE,
+                           "--kv-cache-dtype %s: newer vLLM accepts it, but kvlab cannot size its blocks yet (try fp8)",
+                           value);
+        if (!choice_ok(f->choices, value)) {
+            char list[256];
+            choices_text(f->choices, list, sizeof list);
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--kv-cache-dtype must be one of %s; got '%s'%s", list, value,
+                           !strcmp(value, "float32") || !strcmp(value, "fp32") ? " (vLLM has no float32 KV cache)"
+                                                                               : "");
+        }
         if (!strcmp(value, "auto"))
             a->kv_cache_dtype = KV_ARGS_KV_AUTO;
         else if (!strcmp(value, "bfloat16"))
             a->kv_cache_dtype = KV_ARGS_KV_BF16;
         else if (!strcmp(value, "float16"))
             a->kv_cache_dtype = KV_ARGS_KV_FP16;
-        else if (!strcmp(value, "float32"))
-            a->kv_cache_dtype = KV_ARGS_KV_FP32;
+        else if (!strcmp(value, "fp8_per_token_head"))
+            a->kv_cache_dtype = KV_ARGS_KV_FP8_PER_TOKEN_HEAD;
+        else if (!strcmp(value, "int8_per_token_head"))
+            a->kv_cache_dtype = KV_ARGS_KV_INT8_PER_TOKEN_HEAD;
         else if (!strcmp(value, "fp8_ds_mla"))
             a->kv_cache_dtype = KV_ARGS_KV_FP8_DS_MLA;
         else
@@ -453,7 +479,11 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
         break;
     case F_QUANT:
         if (!choice_ok(f->choices, value))
-            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--quantization must be one of %s, got '%s'", f->choices, value);
+        {
+            char list[256];
+            choices_text(f->choices, list, sizeof list);
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--quantization must be one of %s; got '%s'", list, value);
+        }
         if (!strcmp(value, "none"))
             a->quantization = KV_ARGS_QUANT_NONE;
         else if (!strcmp(value, "fp8"))
@@ -471,7 +501,11 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
         break;
     case F_DTYPE:
         if (!choice_ok(f->choices, value))
-            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--dtype must be one of %s, got '%s'", f->choices, value);
+        {
+            char list[256];
+            choices_text(f->choices, list, sizeof list);
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--dtype must be one of %s; got '%s'", list, value);
+        }
         if (!strcmp(value, "auto"))
             a->dtype = KV_ARGS_DTYPE_AUTO;
         else if (!strcmp(value, "bfloat16"))
@@ -671,7 +705,8 @@ const char *kv_args_kv_dtype_name(kv_args_kv_dtype d)
     case KV_ARGS_KV_FP16: return "float16";
     case KV_ARGS_KV_FP8: return "fp8";
     case KV_ARGS_KV_FP8_DS_MLA: return "fp8_ds_mla";
-    case KV_ARGS_KV_FP32: return "float32";
+    case KV_ARGS_KV_FP8_PER_TOKEN_HEAD: return "fp8_per_token_head";
+    case KV_ARGS_KV_INT8_PER_TOKEN_HEAD: return "int8_per_token_head";
     default: return "auto";
     }
 }

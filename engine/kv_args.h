@@ -41,14 +41,19 @@ typedef enum kv_args_quant {
     KV_ARGS_QUANT_COMPRESSED_TENSORS,
 } kv_args_quant;
 
-/* --kv-cache-dtype. */
+/* --kv-cache-dtype: the values vLLM's CacheDType accepts (vllm/config/cache.py;
+ * vllm-internals.md section 7). Older vLLM: auto, bfloat16, fp8, fp8_e4m3,
+ * fp8_e5m2, fp8_inc, fp8_ds_mla; 2026 adds float16, fp8_per_token_head,
+ * int8_per_token_head (sized here) and nvfp4, turboquant_* (refused with a
+ * message: kvlab cannot size them). vLLM has no float32 KV cache. */
 typedef enum kv_args_kv_dtype {
     KV_ARGS_KV_AUTO = 0,     /* = model dtype */
     KV_ARGS_KV_BF16,
     KV_ARGS_KV_FP16,
     KV_ARGS_KV_FP8,          /* fp8, fp8_e4m3, fp8_e5m2, fp8_inc: 1 byte */
     KV_ARGS_KV_FP8_DS_MLA,   /* MLA special layout: 656 bytes per token per layer */
-    KV_ARGS_KV_FP32,
+    KV_ARGS_KV_FP8_PER_TOKEN_HEAD,  /* 1 byte per value (+ per token-and-head scales, not counted) */
+    KV_ARGS_KV_INT8_PER_TOKEN_HEAD, /* 1 byte per value (+ per token-and-head scales, not counted) */
 } kv_args_kv_dtype;
 
 /* --dtype. */

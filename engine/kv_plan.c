@@ -422,7 +422,11 @@ int kv_plan_compute_nofix(const kv_model *m, const kv_gpu *gpu, const kv_args *a
     int kvb = act_bytes;
     switch (a->kv_cache_dtype) {
     case KV_ARGS_KV_FP8: case KV_ARGS_KV_FP8_DS_MLA: kvb = 1; break;
-    case KV_ARGS_KV_FP32: kvb = 4; break;
+    case KV_ARGS_KV_FP8_PER_TOKEN_HEAD: case KV_ARGS_KV_INT8_PER_TOKEN_HEAD:
+        kvb = 1;
+        note(p, "--kv-cache-dtype %s: 1 byte per value; its scales (per token and head) are not counted",
+             kv_args_kv_dtype_name(a->kv_cache_dtype));
+        break;
     case KV_ARGS_KV_BF16: case KV_ARGS_KV_FP16: kvb = 2; break;
     default: break;
     }

@@ -116,7 +116,7 @@ typedef struct kv_plan {
     int32_t kv_heads_per_gpu;    /* max(1, kv_heads // tp); 1 for MLA */
     int32_t head_size;           /* MLA: kv_lora_rank + qk_rope_head_dim */
     int32_t kv_factor;           /* 2 (K and V), 1 for MLA */
-    int32_t kv_dtype_bytes;      /* 2 for bf16/fp16, 1 for fp8, 4 for fp32 */
+    int32_t kv_dtype_bytes;      /* 2 for bf16/fp16, 1 for fp8/int8, 4 for a float32 model with auto */
     int32_t block_size;
     int64_t page_size_bytes;     /* one block of one layer: kv_factor x block_size x heads x head_size x bytes */
     int64_t kv_bytes_per_token;  /* over all KV layers on this GPU */
@@ -141,7 +141,7 @@ typedef struct kv_plan {
     int32_t enforce_eager;
     int32_t enable_prefix_caching;
     char weights_dtype[40];      /* "bfloat16", "fp8", "awq 4-bit", ... */
-    char kv_cache_dtype[16];     /* "auto"/"fp8"/... as used */
+    char kv_cache_dtype[24];     /* "bfloat16"/"fp8"/"int8_per_token_head"... as used */
 
     /* What vLLM would log, in order (INFO / WARNING / ERROR lines, prefixed). */
     int num_log;

@@ -45,7 +45,9 @@ bad "--max-model-len needs a value" serve $L8 --max-model-len
 bad "unexpected argument 'extra'" serve $L8 extra
 bad "User-specified max_model_len (1000000) is greater than the derived max_model_len" serve $L8 --max-model-len 1m
 bad "must be greater than or equal to max_num_seqs (4096)" serve $L8 --max-num-batched-tokens 2048 --max-num-seqs 4096
-bad "--kv-cache-dtype must be one of" serve $L8 --kv-cache-dtype int2
+bad "--kv-cache-dtype must be one of auto, bfloat16, float16, fp8," serve $L8 --kv-cache-dtype int2
+bad "vLLM has no float32 KV cache" serve $L8 --kv-cache-dtype float32
+bad "kvlab cannot size its blocks yet" serve $L8 --kv-cache-dtype nvfp4
 bad "decimals are not allowed with binary suffixes" serve $L8 --max-model-len 1.5K
 bad "one pipeline stage" serve $L8 --pipeline-parallel-size 2
 bad "does not match the quantization method" serve deepseek-ai/DeepSeek-V3 --quantization awq

@@ -247,6 +247,41 @@ static void test_flag_suggestions(void **state)
     assert_non_null(strstr(err, "kvlab serve --help"));
 }
 
+/* --kv-cache-dtype takes what vLLM's CacheDType takes (vllm/config/cache.py,
+ * older and 2026 lists), names each in the error, and refuses float32 (vLLM
+ * has none) and the formats kvlab cannot size with a reason. */
+static void test_kv_cache_dtypes(void **state)
+{
+    (void)state;
+    kv_args a;
+    char err[512], buf[32];
+    static const struct { const char *v; kv_args_kv_dtype d; } ok[] = {
+        {"auto", KV_ARGS_KV_AUTO}, {"bfloat16", KV_ARGS_KV_BF16}, {"float16", KV_ARGS_KV_FP16},
+        {"fp8", KV_ARGS_KV_FP8}, {"fp8_e4m3", KV_ARGS_KV_FP8}, {"fp8_e5m2", KV_ARGS_KV_FP8},
+        {"fp8_inc", KV_ARGS_KV_FP8}, {"fp8_ds_mla", KV_ARGS_KV_FP8_DS_MLA},
+        {"fp8_per_token_head", KV_ARGS_KV_FP8_PER_TOKEN_HEAD}, {"int8_per_token_head", KV_ARGS_KV_INT8_PER_TOKEN_HEAD},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        kv_args_init(&a);
+        assert_int_equal(kv_args_set(&a, "kv-cache-dtype", ok[i].v, err, sizeof err), KV_ARGS_OK);
+        assert_int_equal(a.kv_cache_dtype, ok[i].d);
+        assert_int_equal(kv_args_get(&a, "kv-cache-dtype", buf, sizeof buf), 0);
+        if (ok[i].d != KV_ARGS_KV_FP8)
+            assert_string_equal(buf, ok[i].v);
+        /* the flag table lists each value the TUI can step through */
+        assert_non_null(strstr(kv_args_flag_find("kv-cache-dtype")->choices, ok[i].v));
+    }
+    assert_int_equal(kv_args_set(&a, "kv-cache-dtype", "int2", err, sizeof err), KV_ARGS_EVALUE);
+    assert_string_equal(err, "--kv-cache-dtype must be one of auto, bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, "
+                             "fp8_inc, fp8_ds_mla, fp8_per_token_head, int8_per_token_head; got 'int2'");
+    assert_int_equal(kv_args_set(&a, "kv-cache-dtype", "float32", err, sizeof err), KV_ARGS_EVALUE);
+    assert_non_null(strstr(err, "vLLM has no float32 KV cache"));
+    assert_int_equal(kv_args_set(&a, "kv-cache-dtype", "nvfp4", err, sizeof err), KV_ARGS_EVALUE);
+    assert_non_null(strstr(err, "kvlab cannot size"));
+    assert_int_equal(kv_args_set(&a, "kv-cache-dtype", "turboquant_4bit", err, sizeof err), KV_ARGS_EVALUE);
+    assert_non_null(strstr(err, "kvlab cannot size"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -258,6 +293,7 @@ int main(void)
         cmocka_unit_test(test_ignored_flags),
         cmocka_unit_test(test_parse_argv),
         cmocka_unit_test(test_flag_suggestions),
+        cmocka_unit_test(test_kv_cache_dtypes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

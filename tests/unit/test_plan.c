@@ -297,6 +297,31 @@ static void test_kv_per_token_table(void **state)
     assert_int_equal(n, 6);
 }
 
+/* The 2026 per-token-head KV types hold one byte per value, as fp8 does,
+ * and the plan says their scales are left out. */
+static void test_kv_per_token_head_dtypes(void **state)
+{
+    (void)state;
+    static const char *const types[] = {"fp8_per_token_head", "int8_per_token_head"};
+    for (int i = 0; i < 2; i++) {
+        kv_args a;
+        kv_plan p;
+        char err[256];
+        kv_args_init(&a);
+        set_gib(&a, "gpu-memory-gib", 80);
+        assert_int_equal(kv_args_set(&a, "kv-cache-dtype", types[i], err, sizeof err), 0);
+        assert_int_equal(kv_plan_compute_nofix(load_model("meta-llama/Llama-3.1-8B-Instruct"), NULL, &a, &p, err,
+                                               sizeof err), 0);
+        assert_int_equal(p.kv_dtype_bytes, 1);
+        assert_int_equal(p.kv_bytes_per_token, 2 * 32 * 8 * 128); /* 65,536: half of bf16's 131,072 */
+        assert_string_equal(p.kv_cache_dtype, types[i]);
+        int noted = 0;
+        for (int j = 0; j < p.num_notes; j++)
+            noted |= strstr(p.notes[j], "scales") != NULL;
+        assert_true(noted);
+    }
+}
+
 /* The lesson outline's whiteboard arithmetic: decimal bytes typed in as
  * overrides, no CUDA graphs, no block rounding. */
 static void test_whiteboard_case(void **state)
@@ -779,6 +804,7 @@ int main(void)
         cmocka_unit_test(test_no_memory_and_fixes),
         cmocka_unit_test(test_length_check_fix_order),
         cmocka_unit_test(test_weights_oom_fixes),
+        cmocka_unit_test(test_kv_per_token_head_dtypes),
         cmocka_unit_test(test_auto_fit),
         cmocka_unit_test(test_oom_paths),
         cmocka_unit_test(test_terms_and_overrides),
