@@ -125,14 +125,20 @@ tui_wait_gone() {
 
 tui_keys() { tui_tmux send-keys -t "$TUI_SESSION" "$@"; }
 
-# tui_advance_until TEXT [MAX_KEYS]: press n (next step) until TEXT shows,
-# giving each step's start-up replay a few seconds.
+# tui_advance_until TEXT [MAX_KEYS]: press n (next step) until TEXT shows.
+# A page is given until its screen has been still for 0.3 s (the start-up
+# replay has finished), at most about a second while something animates.
 tui_advance_until() {
     local text=$1 max=${2:-8} i
     for i in $(seq "$max"); do
-        local end=$((SECONDS + 1))
-        while [ $SECONDS -le $end ]; do
-            if tui_screen | grep -qF -- "$text"; then return 0; fi
+        local prev="" still=0 polls=0 cur
+        while [ $polls -lt 12 ]; do
+            cur=$(tui_screen)
+            if printf '%s' "$cur" | grep -qF -- "$text"; then return 0; fi
+            if [ "$cur" = "$prev" ]; then still=$((still + 1)); else still=0; fi
+            [ $still -ge 3 ] && break
+            prev=$cur
+            polls=$((polls + 1))
             sleep 0.1
         done
         tui_keys n
