@@ -1135,9 +1135,32 @@ int kv_engine_config_from_plan(const kv_plan *p, const kv_model *m, const kv_gpu
         c->terms[r][KV_TERM_CUDA_CONTEXT] = p->cuda_context_bytes;
         c->terms[r][KV_TERM_NCCL] = p->nccl_bytes;
     }
+    size_t used = 0;
+    if (p->num_sliding_layers > 0 || p->num_kv_groups > 1) {
+        /* The engine has one KV cache group: it runs sliding-window layers as
+         * full attention, as vLLM does with --disable-hybrid-kv-cache-manager,
+         * so a block spans every layer and the same memory holds fewer. */
+        double per_block = (double)p->page_size_bytes * (double)p->num_layers;
+        int64_t nb = per_block > 0 ? (int64_t)(p->available_kv_bytes / per_block) : 0;
+        if (a && a->num_gpu_blocks_override > 0)
+            nb = a->num_gpu_blocks_override;
+        if (nb < 2)
+            return kv_errf(err, errlen, KV_ENGINE_EINVAL,
+                           "with its %d sliding-window layers run as full attention, %.2f GiB holds no KV block",
+                           (int)p->num_sliding_layers, p->available_kv_bytes / KV_GIB);
+        if (nb > INT32_MAX)
+            nb = INT32_MAX;
+        if (note && notelen > used)
+            used += (size_t)snprintf(note + used, notelen - used,
+                                     "the engine runs the %d sliding-window layers as full attention (vLLM with "
+                                     "--disable-hybrid-kv-cache-manager): %lld blocks of %d layers instead of the "
+                                     "plan's %lld hybrid blocks. ",
+                                     (int)p->num_sliding_layers, (long long)nb, (int)p->num_layers,
+                                     (long long)p->num_blocks);
+        c->num_blocks = (int32_t)nb;
+    }
     double bw = gpu ? gpu->hbm_bandwidth_gbps * 1e9 : 0.0;
     double fl = gpu ? gpu->bf16_dense_tflops * 1e12 : 0.0;
-    size_t used = 0;
     if (bw <= 0) {
         bw = 1e12; /* stand-in: 1 TB/s */
         if (note && notelen > used)

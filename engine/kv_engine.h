@@ -136,7 +136,11 @@ typedef struct kv_engine kv_engine;
  * time-model inputs (active parameters from the model shape, weights per
  * rank, the card's bf16 dense TFLOP/s, HBM bandwidth and one direction of
  * its NVLink (else PCIe) bandwidth; when the catalogue
- * lacks a figure, a stand-in is used and *note says so). Everything else
+ * lacks a figure, a stand-in is used and *note says so). A model with
+ * sliding-window layers is run as full attention (vLLM's
+ * --disable-hybrid-kv-cache-manager): num_blocks is re-derived from the
+ * plan's available KV memory with every layer in a block, and *note says so.
+ * Everything else
  * keeps kv_engine_config_default(). EINVAL when the plan would not start
  * (err = vLLM's error). note may be NULL. */
 int kv_engine_config_from_plan(const kv_plan *p, const kv_model *m, const kv_gpu *gpu, const kv_args *a,

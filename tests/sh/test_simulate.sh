@@ -68,4 +68,9 @@ grep -q "line 2: field 'output_tokens'" "$tmp/err" || fail "bad trace message: $
 "$K" simulate $M --gpu h100-80gb --max-model-len 1024 --trace gen:requests=40,prompt=800,seed=2 >"$tmp/out" 2>&1 \
   || fail "long prompts: $(cat "$tmp/out")"
 grep -q "is longer than the maximum model length of 1024" "$tmp/out" || fail "no vLLM length message: $(cat "$tmp/out")"
+# a model with sliding-window layers runs (as full attention, said once)
+"$K" simulate google/gemma-2-9b-it --gpu h100-80gb --max-model-len 4096 --trace gen:requests=20,rate=20 \
+  >"$tmp/out" 2>"$tmp/err" || fail "gemma-2: $(cat "$tmp/err")"
+grep -q "sliding-window layers as full attention" "$tmp/err" || fail "no sliding-window note: $(cat "$tmp/err")"
+grep -q "requests finished     20 of 20" "$tmp/out" || fail "gemma-2 summary: $(cat "$tmp/out")"
 echo "ok"

@@ -529,6 +529,30 @@ static void test_from_plan(void **state)
             found = 1;
     assert_true(found);
     kv_engine_destroy(e);
+
+    /* a model with sliding-window layers: one group, every layer in a block,
+     * and the pool still fits the plan's KV memory */
+    kv_model gm;
+    if (kv_model_load("google/gemma-2-9b-it", assets, &gm, err, sizeof err) != 0)
+        fail_msg("model: %s", err);
+    const kv_gpu *h = kv_gpu_find(&cat, "h100-80gb", err, sizeof err);
+    assert_non_null(h);
+    kv_args_init(&a);
+    assert_int_equal(kv_args_set(&a, "max-model-len", "4096", err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute_nofix(&gm, h, &a, plan, err, sizeof err), 0);
+    assert_int_equal(plan->starts, 1);
+    assert_true(plan->num_sliding_layers > 0);
+    kv_engine_config c;
+    char note[512];
+    assert_int_equal(kv_engine_config_from_plan(plan, &gm, h, &a, &c, note, sizeof note, err, sizeof err), 0);
+    assert_non_null(strstr(note, "sliding-window"));
+    kv_engine *ge = kv_engine_create(&c, err, sizeof err);
+    if (!ge)
+        fail_msg("create: %s", err);
+    kv_engine_rank(ge, 0, &r);
+    assert_true((double)r.pool_bytes <= plan->available_kv_bytes);
+    assert_true((double)r.pool_bytes > 0.99 * plan->available_kv_bytes - (double)r.bytes_per_block);
+    kv_engine_destroy(ge);
     free(plan);
     kv_gpu_catalog_free(&cat);
 }
