@@ -14,13 +14,27 @@ local function term(plan, name)
   return { how = "", gib = 0 }
 end
 
--- The start-up log lines of one phase, indented so the text view keeps them as they are.
+-- The start-up log lines of one phase, wrapped to the text view's width and
+-- indented so it keeps them as they are.
 local function log_lines(lab, phase)
   local out = {}
   for _, l in ipairs(lab.log()) do
-    if l.phase == phase then out[#out + 1] = "  " .. l.text end
+    if l.phase == phase then out[#out + 1] = fmt.quote(l.text) end
   end
   return table.concat(out, "\n")
+end
+
+-- The log line that contains `what`, as the log has it.
+local function log_line(lab, what)
+  for _, l in ipairs(lab.log()) do
+    if l.text:find(what, 1, true) then return l.text end
+  end
+  return ""
+end
+
+-- A GiB figure as the table below prints it (two decimals), back as a number.
+local function r2(gib)
+  return tonumber(string.format("%.2f", gib))
 end
 
 return {
@@ -35,7 +49,8 @@ return {
     if not ok then error("example A should start: " .. tostring(err)) end
     local plan, model, gpu = lab.plan(), lab.model(), lab.gpu()
 
-    lab.say("A developer-tools team runs a coding assistant: %s, with %s weights, behind vLLM on one %s.",
+    lab.say("A developer-tools team runs a coding assistant: %s, with %s weights, behind vLLM on one %s. " ..
+      "Later lessons come back to this set-up and call it example A.",
       model.id, model.torch_dtype, gpu.name)
     lab.say("The server is started like this:\n\n  vllm serve %s --gpu-memory-utilization %s",
       model.id, tostring(plan.gpu_memory_utilization))
@@ -91,6 +106,12 @@ return {
       { "- CUDA context", string.format("%.2f", plan.cuda_context_gib) },
       { "= KV cache (GiB)", string.format("%.2f", plan.kv_cache_gib) },
     }))
+    local sum = r2(plan.budget_gib) - r2(plan.weights_gib) - r2(plan.activation_gib) - r2(plan.cudagraph_gib) -
+        r2(plan.cuda_context_gib)
+    if string.format("%.2f", sum) ~= string.format("%.2f", plan.kv_cache_gib) then
+      lab.say("(Each figure is rounded to two decimals, so the column works out to %.2f; vLLM subtracts " ..
+        "the exact figures and gets %.2f.)", sum, plan.kv_cache_gib)
+    end
     lab.say("%s", log_lines(lab, "kv"))
     lab.pause()
 
@@ -124,20 +145,26 @@ return {
     lab.pause()
 
     lab.page("How big is the pool?")
-    lab.unhighlight()
+    lab.unhighlight("memory")
+    lab.highlight("log", "GPU KV cache size")
+    lab.say("The line vLLM printed when it allocated the pool (highlighted in the log view too):")
+    lab.say("%s", fmt.quote(log_line(lab, "GPU KV cache size")))
     ask.tokens(lab, {
-      prompt = "Read it off the screen: how many tokens of KV cache does this server hold?",
+      prompt = "Read it off the screen: how many tokens of KV cache does this server hold? " ..
+        "(Exactly: it is a count.)",
       answer = plan.kv_cache_tokens,
       block_size = plan.block_size,
-      tolerance = 0.01,
+      exact = true,
+      wrong = { fmt.int(plan.kv_cache_tokens - 1) },
       hints = {
-        "The start-up log says it in tokens: look for \"GPU KV cache size\".",
+        "The start-up log says it in tokens: look for \"GPU KV cache size\" in the line above.",
         string.format("It is num_blocks x block_size: %s blocks of %d tokens.", fmt.int(plan.num_blocks),
           plan.block_size),
       },
       explain = "That number is the server's capacity: every prompt and every generated token of every " ..
           "request in flight has to fit in it at once.",
     })
+    lab.pause()
 
     lab.page("One request")
     lab.show("requests")

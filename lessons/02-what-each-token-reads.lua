@@ -32,8 +32,8 @@ return {
     lab.pause()
 
     lab.page("Prefill")
-    lab.plot({ title = "K/V vectors read by each step", xlabel = "tokens in the sequence",
-      ylabel = "vectors read", series = { "vectors read" } })
+    lab.plot({ title = "K/V vectors read by each step", xlabel = "x: tokens in the sequence",
+      ylabel = "y: vectors read", series = { "vectors read by a step" } })
     local id = lab.submit({ prompt_tokens = PROMPT, output_tokens = OUTPUT })
     lab.speed(3)
     lab.step(1)
@@ -45,6 +45,8 @@ return {
     lab.pause()
 
     lab.page("Decode")
+    lab.say("The plot view counts, for each decode step (x: tokens in the sequence so far), how " ..
+      "many key and value vectors that step reads (y).")
     lab.say("Every later step is a decode step: it runs the newest token alone. The token's own key " ..
       "and value are appended to the cache, then attention reads the keys and values of every " ..
       "token so far, the new one included, in all %d layers.", L)
@@ -74,11 +76,17 @@ return {
     ask.count(lab, {
       prompt = string.format("A decode step processes token number %s of a conversation (the %s " ..
         "before it are cached). Count one key or one value, of one KV head, in one layer, as one " ..
-        "vector. How many vectors does that step read on this GPU?", fmt.int(T), fmt.int(T - 1)),
+        "vector. How many vectors does that step read on this GPU? (Exactly: it is a count.)",
+        fmt.int(T), fmt.int(T - 1)),
       answer = answer,
       unit = "vectors",
-      tolerance = 0.0015, -- being off by the token itself (999 vs 1000) is fine
+      exact = true,
       near = {
+        { value = per_token * (T - 1), why = string.format("That leaves out the new token itself. Its key " ..
+          "and value are written to the cache first, and attention reads them too: %s tokens, not %s.",
+          fmt.int(T), fmt.int(T - 1)) },
+        { value = per_token * (T + 1), why = string.format("One token too many: the step reads the %s " ..
+          "cached tokens plus the new one, %s in all.", fmt.int(T - 1), fmt.int(T)) },
         { value = answer / 2, why = "That counts only the keys (or only the values): attention needs both." },
         { value = answer * model.heads / H, why = string.format(
           "You counted the %d attention heads. Only the %d KV heads are cached; the query heads share them.",
@@ -95,6 +103,7 @@ return {
         "%s read from memory for one new token.", L, H, fmt.int(T), fmt.int(answer), plan.head_size,
         fmt.bytes(plan.kv_bytes_per_token * T)),
     })
+    lab.pause()
 
     lab.page("Why it matters")
     lab.say("Each new token costs a fixed amount of cache (%s here) and every step rereads the " ..

@@ -29,8 +29,15 @@ local function copy_common(q, spec)
   q.wrong = spec.wrong
   q.tolerance = spec.tolerance
   q.abs = spec.abs
+  if spec.exact then
+    -- a count: only the whole number itself (no relative slack at all)
+    q.tolerance, q.abs = 0, 0.5
+  end
   return q
 end
+
+-- Every wrapper takes spec.exact = true for a count that must be exact
+-- (accepted only within 0.5 of the answer, so an off-by-one is refused).
 
 -- A number of tokens. spec: prompt, answer (tokens), block_size (adds the
 -- "answered in blocks" near-miss), near (more), hints, explain, tolerance.

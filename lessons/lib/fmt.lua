@@ -56,6 +56,25 @@ function fmt.x(v)
   return string.format("%.2fx", v)
 end
 
+-- A quoted line (a log line, a command) wrapped at spaces to fit the text
+-- view of an 80-column terminal (36 columns): the first line indented by two
+-- spaces, the rest by four, so the text view keeps them as they are.
+function fmt.quote(text, width)
+  width = width or 36
+  local out, line = {}, "  "
+  for word in tostring(text):gmatch("%S+") do
+    local sep = (line == "  " or line == "    ") and "" or " "
+    if #line + #sep + #word > width and line ~= "  " and line ~= "    " then
+      out[#out + 1] = line
+      line = "    " .. word
+    else
+      line = line .. sep .. word
+    end
+  end
+  out[#out + 1] = line
+  return table.concat(out, "\n")
+end
+
 -- Rows of cells -> aligned lines, each indented by two spaces (the text view
 -- shows such lines as they are). Numbers (and numeric strings such as
 -- "52.97" or "23,184") are right-aligned, text left.
