@@ -50,7 +50,7 @@ return {
     lab.say("Every token a request holds costs the cache the same number of bytes. " ..
             "You do not need the weights to work that number out: the model's config.json " ..
             "has every field it depends on. This is the file kvlab just read for %s:", m.id)
-    lab.say("  %s", short_path(path))
+    lab.say("(%s)", short_path(path))
     lab.say(fmt.table(field_rows(cfg)))
     lab.say("Every layer keeps its own K and V. num_key_value_heads counts the heads whose K and V " ..
             "are cached; the %d query heads share them.", cfg.num_attention_heads)
@@ -79,11 +79,11 @@ return {
     local layers, kv, heads = cfg.num_hidden_layers, p.kv_heads_per_gpu, cfg.num_attention_heads
     expect.near(lab, "8B KV bytes per token (bf16)", bpt, 131072, 0)
     lab.ask{
-      prompt = string.format("How many bytes of KV cache does one token of %s cost? (Within 0.5%%; " ..
-                             "KiB are fine too.)", m.id),
+      prompt = string.format("How many bytes of KV cache does one token of %s cost? (Exactly: it is " ..
+                             "a product of whole numbers. KiB are fine too.)", m.id),
       answer = bpt,
       unit = "bytes",
-      tolerance = 0.005,
+      tolerance = 0, abs = 0.5,
       near = {
         { value = bpt / 2, why = "Half of it. Either K and V were not both counted (the 2 in front), " ..
                                  "or the 2 bytes of each bf16 value were left out." },
@@ -103,19 +103,24 @@ return {
       wrong = { "128 KB", "524288", "4096" },
       explain = formula(lab),
     }
+    lab.pause()
 
     lab.page("From bytes to the pool")
-    lab.say("The engine did the same sum, once per block of %d tokens. The pool it sized at start-up " ..
-            "is %.2f GiB; divided by %s per token that is the token count in the log:",
-            p.block_size, p.kv_cache_gib, fmt.bytes(bpt))
-    lab.say("  %.2f GiB / %s\n  = %s tokens", p.kv_cache_gib, fmt.bytes(bpt),
-            fmt.int(p.kv_cache_tokens))
+    local exact = p.kv_cache_bytes / bpt
+    lab.say("The engine did the same sum. The pool it sized at start-up is %.2f GiB, rounded; in " ..
+            "bytes it is %s. Divided by %s per token:", p.kv_cache_gib, fmt.int(p.kv_cache_bytes),
+            fmt.bytes(bpt))
+    lab.say("  %s / %s\n  = %s tokens", fmt.int(p.kv_cache_bytes), fmt.int(bpt),
+            string.format("%s.%d", fmt.int(math.floor(exact)), math.floor((exact % 1) * 10)))
+    lab.say("vLLM hands the pool out in whole blocks of %d tokens and drops the part of a block " ..
+            "left over at the end: %s blocks x %d = %s tokens, the figure in the log.",
+            p.block_size, fmt.int(p.num_blocks), p.block_size, fmt.int(p.kv_cache_tokens))
     lab.show("memory")
     lab.highlight("memory", "kv", nil, fmt.int(p.kv_cache_tokens) .. " tokens")
     local conv = 8192
     lab.ask{
-      prompt = string.format("A conversation reaches %s tokens. How much cache does it hold, in GiB?",
-                             fmt.int(conv)),
+      prompt = string.format("A conversation reaches %s tokens. How much cache does it hold, in GiB? " ..
+                             "(Within 1%%.)", fmt.int(conv)),
       answer = conv * bpt / 2 ^ 30,
       unit = "GiB",
       tolerance = 0.01,
@@ -129,27 +134,32 @@ return {
       explain = string.format("%s x %s = %s: one GiB per %s tokens, for this model in bf16.",
                               fmt.int(conv), fmt.bytes(bpt), fmt.gib_of(conv * bpt), fmt.int(conv)),
     }
+    lab.pause()
 
     lab.page("Other models")
     lab.say("The same five factors size every model in the catalogue. Press f, pick model, press " ..
             "Enter, clear the box with Ctrl-U and type another id, then Enter; the sum for it appears " ..
-            "below. kv-cache-dtype takes Left/Right. Press Esc, then n, when done. A few ids:")
+            "on a fresh page. kv-cache-dtype takes Left/Right. Press Esc, then n, when done. A few ids:")
     local some = {}
     for _, id in ipairs(lab.catalog().models or {}) do
       for _, want in ipairs({ "Llama%-3%.1%-70B", "Qwen2%.5%-7B%-Instruct", "Mistral%-7B", "gemma%-2%-9b" }) do
-        if id:find(want) and #some < 4 then some[#some + 1] = "  " .. id end
+        if id:find(want) and #some < 4 then some[#some + 1] = id end
       end
     end
-    if #some > 0 then lab.say(table.concat(some, "\n")) end
+    if #some > 0 then lab.say("%s.", table.concat(some, ", ")) end
     lab.say(formula(lab))
+    -- One report at a time: each change opens a fresh page, so the newest
+    -- sum is never below the fold.
     lab.on_flag(function(name, value)
       local q, mm = lab.plan(), lab.model()
+      lab.page("Other models")
       if q and mm and q.kv_bytes_per_token and q.kv_bytes_per_token > 0 then
-        lab.say("%s (%s):", mm.id, q.kv_cache_dtype)
+        lab.say("%s (%s cache):", mm.id, q.kv_cache_dtype)
         lab.say(formula(lab))
       else
         lab.say("--%s %s: no sum, the server could not start with it (the reason is below).", name, value)
       end
+      lab.say("Try another (f), or press n to go on.")
     end)
     lab.pause()
   end,

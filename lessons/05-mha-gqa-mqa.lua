@@ -53,16 +53,22 @@ return {
     lab.page("Same card, three prices per token")
     lab.say("kvlab started the same server three times on one H100, changing only kv-heads " ..
             "(a hypothetical override: the weights stay as they are). Requests of %s tokens:", fmt.int(LEN))
-    local rows = { { "", "KV", "per token", "tokens", "at once" } }
+    local rows, prices = { { "", "KV", "tokens", "at once" } }, {}
     for _, v in ipairs(variants) do
-      rows[#rows + 1] = { v.name, v.kv, fmt.bytes(v.bpt), fmt.int(v.tokens), fmt.x(v.conc) }
+      rows[#rows + 1] = { v.name, v.kv, fmt.int(v.tokens), fmt.x(v.conc) }
+      prices[#prices + 1] = string.format("%s %s", v.name, fmt.bytes(v.bpt))
     end
+    lab.say("KV per token: %s.", table.concat(prices, ", "))
     lab.say(fmt.table(rows))
     lab.say("(KV: KV heads; tokens: the pool in tokens; at once: requests of %s tokens.)", fmt.int(LEN))
     lab.say("The pool is %.2f GiB in every row: none of the subtracted terms moved. " ..
-            "Only the price of a token did, so tokens and requests move by exactly the ratio of " ..
-            "KV heads: %d times fewer than GQA for MHA, %d times more for MQA.", variants[1].gib,
-            variants[1].kv // variants[2].kv, variants[2].kv // variants[3].kv)
+            "Only the price of a token did, so tokens and requests move by the ratio of KV heads: " ..
+            "%d times fewer than GQA for MHA, %d times more for MQA. Not to the last token: each pool " ..
+            "is cut into whole blocks and the leftover, less than a block, is dropped (%s x %d = %s, " ..
+            "not %s).", variants[1].gib,
+            variants[1].kv // variants[2].kv, variants[2].kv // variants[3].kv, fmt.int(variants[1].tokens),
+            variants[1].kv // variants[2].kv,
+            fmt.int(variants[1].tokens * (variants[1].kv // variants[2].kv)), fmt.int(variants[2].tokens))
     expect.near(lab, "8B bytes/token with 8 KV heads", variants[2].bpt, 131072, 0)
     expect.near(lab, "MHA/GQA bytes ratio", variants[1].bpt / variants[2].bpt, 4, 0)
     expect.near(lab, "GQA/MHA pool-token ratio", variants[2].tokens / variants[1].tokens, 4, 0.01)
@@ -107,9 +113,12 @@ return {
       explain = string.format("%s: room for %.2f requests at once, with %d KV heads.", variants[correct].name,
                               variants[correct].conc, variants[correct].kv),
     }
+    lab.pause()
+    lab.page("What sizes the cache")
     lab.say("What sizes the cache is the count of KV heads; the parameter count barely enters into " ..
-            "it. The three variants weigh the same here, yet one holds %d times the conversations of another.",
-            variants[1].kv // variants[3].kv)
+            "it. In this what-if the weights were held fixed and only kv-heads changed the cache (a real " ..
+            "MHA model would also be %.2f billion parameters bigger, page 1), yet one variant holds %d " ..
+            "times the conversations of another.", extra / 1e9, variants[1].kv // variants[3].kv)
     lab.pause()
   end,
 }

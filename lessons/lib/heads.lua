@@ -2,43 +2,28 @@
 -- the same with --ascii and without colour).
 local M = {}
 
--- Two lines: query heads ("q") in their groups, and under each group the one
--- K/V pair ("KV") the whole group reads. heads must be a multiple of kv.
--- Drawn within about 36 columns (the text view on an 80-column terminal):
--- wide shapes get one mark per `scale` query heads, and say so.
+-- Two lines: query heads in their groups, one "q" per query head, and under
+-- each group the one K/V pair ("KV") the whole group reads; then a line
+-- with the totals. heads must be a multiple of kv. Drawn within 36 columns
+-- (the text view on an 80-column terminal): groups that do not fit are
+-- left out after "...", and so is the end of a group wider than the line.
 function M.groups(heads, kv)
   local per = heads // kv
-  local room = 32
-  if per == 1 then
-    local n = math.min(heads, 12)
-    local more = heads > n and string.format(" .. x%d", heads) or ""
-    return "  q   " .. string.rep("q", n, " ") .. more .. "\n" ..
-           "  KV  " .. string.rep("K", n, " ") .. more .. "\n" ..
-           "  (each query head has its own K/V)"
-  end
-  if kv > room // 2 then
-    return string.format("  %d query heads in %d groups of %d,\n  one K/V pair per group", heads, kv, per)
-  end
-  local scale = 1
-  while kv * (per // scale + 1) - 1 > room and scale < per and per % (scale * 2) == 0 do scale = scale * 2 end
-  if kv * (per // scale + 1) - 1 > room then
-    return string.format("  %d query heads in %d groups of %d,\n  one K/V pair per group", heads, kv, per)
-  end
-  local w = math.max(per // scale, 2)
+  local w = math.max(per, 2)          -- a group is at least as wide as "KV"
+  local room = 26                     -- 36 less the row label and " ..."
+  local shown = math.min(kv, math.max(1, (room + 1) // (w + 1)))
   local q, k = {}, {}
-  for _ = 1, kv do
-    local marks = string.rep("q", math.max(per // scale, 1))
-    q[#q + 1] = marks .. string.rep(" ", w - #marks)
-    k[#k + 1] = "KV" .. string.rep(" ", w - 2)
+  for _ = 1, shown do
+    local marks = per > room and (string.rep("q", room - 3) .. "...") or string.rep("q", per)
+    q[#q + 1] = marks .. string.rep(" ", math.max(0, w - #marks))
+    k[#k + 1] = "KV" .. string.rep(" ", math.max(0, math.min(w, room) - 2))
   end
-  local lines = {
-    (("  q   " .. table.concat(q, " ")):gsub("%s+$", "")),
-    (("  KV  " .. table.concat(k, " ")):gsub("%s+$", "")),
-  }
-  if scale > 1 then
-    lines[#lines + 1] = string.format("  (one q = %d query heads)", scale)
-  end
-  return table.concat(lines, "\n")
+  local more = shown < kv and " ..." or ""
+  return table.concat({
+    more ~= "" and ("  q   " .. table.concat(q, " ") .. more) or (("  q   " .. table.concat(q, " ")):gsub("%s+$", "")),
+    more ~= "" and ("  KV  " .. table.concat(k, " ") .. more) or (("  KV  " .. table.concat(k, " ")):gsub("%s+$", "")),
+    string.format("  (%d query heads, %d KV pair%s)", heads, kv, kv == 1 and "" or "s"),
+  }, "\n")
 end
 
 -- Which KV heads each tensor-parallel rank holds, one line per rank, from
