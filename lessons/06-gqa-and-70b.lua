@@ -35,8 +35,9 @@ return {
       { "GQA (real)", m.kv_heads, fmt.bytes(gqa.kv_bytes_per_token), n_gqa },
       { "MHA (what if)", m.heads, fmt.bytes(mha.kv_bytes_per_token), n_mha },
     })
-    lab.say("(Per GPU: KV heads, KV bytes per token, and whole %s-token conversations at once. The " ..
-            "pool is %.2f GiB per GPU in both.)", fmt.int(LEN), gqa.kv_cache_gib)
+    lab.say("(KV: KV heads in the whole model; per token: KV bytes per token on each GPU; at once: " ..
+            "whole %s-token conversations the %d GPUs hold together. The pool is %.2f GiB per GPU in both.)",
+            fmt.int(LEN), TP, gqa.kv_cache_gib)
     lab.say("Same cards, same weights, same pool: %d conversations against %d. GQA is what turns " ..
             "a 70B model on one node from a demo into a service.", n_gqa, n_mha)
     expect.between(lab, "70B tp=4 8K conversations, 8 KV heads", n_gqa, 45, 60)
@@ -103,6 +104,8 @@ return {
       },
       script = "8",
       wrong = { "16", "64", "4" },
+      explain = string.format("At tp=%d each GPU holds max(1, %d / %d) = %d KV head; from there on, " ..
+                              "more GPUs only copy heads.", last, m.kv_heads, last, math.max(1, m.kv_heads // last)),
     }
     local rows = { { "tp", "KV", "per token", "tokens" } }
     for _, s in ipairs(sweep) do

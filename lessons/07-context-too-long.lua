@@ -14,6 +14,10 @@ local COST = {
   ["raise utilization (last resort)"] = "eats run-time headroom",
 }
 
+-- The flags a fix may touch (the lesson's flags).
+local FIX_FLAGS = { "max-model-len", "kv-cache-dtype", "quantization", "tensor-parallel-size",
+                    "gpu-memory-utilization" }
+
 local function cost_of(what)
   if COST[what] then return COST[what] end
   if what:find("4%-bit") then return "a bigger quality question" end
@@ -32,15 +36,17 @@ return {
                                ["gpu-memory-utilization"] = 0.9, ["max-num-batched-tokens"] = 8192 }
     local p = lab.plan()
     local m = lab.model()
+    local start = {}
+    for _, f in ipairs(FIX_FLAGS) do start[f] = lab.flag(f) end
     expect.holds(lab, "example B fails the length check", not ok and p.error_kind == "max_model_len")
     expect.near(lab, "example B: KV needed for one max-length request (GiB)", p.needed_gib, 16.0, 0.005)
     expect.near(lab, "example B: available KV cache memory (GiB)", p.kv_cache_gib, 2.83, 0.01)
     expect.between(lab, "example B: estimated maximum model length", p.estimated_max_model_len, 22000, 24000)
 
     lab.page("The server will not start")
-    lab.say("This is running example B: %s on an RTX 4090 that reports %.1f GiB, utilization %.2f, " ..
-            "--max-num-batched-tokens %s and no --max-model-len. vLLM stops during start-up with " ..
-            "the error at the end of the log.",
+    lab.say("A new set-up, which lesson 9 comes back to as example B: %s on an RTX 4090 that reports " ..
+            "%.1f GiB, utilization %.2f, --max-num-batched-tokens %s and no --max-model-len. vLLM stops " ..
+            "during start-up with the error at the end of the log.",
             m.id, p.gpu_total_gib, p.gpu_memory_utilization, fmt.int(p.max_num_batched_tokens))
     lab.show("log")
     lab.highlight("log", "To serve at least one request")
@@ -87,9 +93,11 @@ return {
             "reruns the start-up and says here what happened. The list of fixes is one page back (p).")
     lab.show("flags")
 
+    -- One report per page, so the newest is never below the fold.
     lab.on_flag(function(name, value)
       local q = lab.plan()
       if not q then return end
+      lab.page("Make it start")
       if q.starts then
         lab.say("--%s %s: it starts, with %s tokens of cache (room for %.2f requests of %s tokens).",
                 name, value == "" and "(default)" or value, fmt.int(q.kv_cache_tokens), q.max_concurrency,
@@ -101,8 +109,9 @@ return {
         lab.say("--%s %s: refused: %s", name, value == "" and "(default)" or value, q.error)
       end
       if name == "gpu-memory-utilization" then
-        lab.say("(Utilization is the last resort: see the table above.)")
+        lab.say("(Utilization is the last resort: see the list of fixes, two pages back.)")
       end
+      lab.say("Change another flag (f), or go back (p) to the fixes.")
     end)
     lab.goal{
       text = "Make the server start: change a flag in the flags view, cheapest fix first.",
@@ -122,12 +131,30 @@ return {
             fmt.int(q.max_model_len))
     lab.show("log", { upto = "ready" })
     lab.highlight("log", "Maximum concurrency")
+    -- Every flag the learner left changed, not just the last one: an fp8
+    -- cache switched on during an earlier try still shapes this pool.
+    local changed = {}
+    for _, f in ipairs(FIX_FLAGS) do
+      local v = lab.flag(f)
+      if v ~= start[f] and not (tonumber(v) and tonumber(v) == tonumber(start[f])) then
+        changed[#changed + 1] = string.format("--%s %s", f, v)
+      end
+    end
+    if #changed > 0 then
+      lab.say("Flags in effect, besides the starting command: %s.%s", table.concat(changed, ", "),
+              #changed > 1 and " Each of them shapes the figures above, not only the last one you changed." or "")
+    end
+    if start["kv-cache-dtype"] ~= lab.flag("kv-cache-dtype") and q.kv_cache_dtype:find("fp8") then
+      lab.say("The fp8 KV cache is still on from an earlier try: it stores each value in %d byte " ..
+              "instead of %d, so this pool holds %s times the tokens it would otherwise.", q.kv_dtype_bytes,
+              p.kv_dtype_bytes, fmt.int(p.kv_dtype_bytes / q.kv_dtype_bytes))
+    end
     if q.gpu_memory_utilization > p.gpu_memory_utilization then
       lab.say("You got there with a higher utilization. It works on the screen; in production leave " ..
               "it near the default and use one of the cheaper fixes.")
     end
     lab.say("Starting is not the same as serving well: a handful of requests at once is not much of " ..
-            "a server. Chapter 3 turns this pool into a number of users.")
+            "a server. Lesson 9 turns this pool into a number of users.")
     lab.pause()
   end,
 }
