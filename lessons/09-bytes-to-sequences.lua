@@ -34,12 +34,13 @@ return {
     expect.near(lab, "example B at 8K: maximum concurrency", p.max_concurrency, 2.83, 0.01)
 
     lab.page("How many at once")
-    lab.say("Running example B again, now with --max-model-len %s so that it starts. The last " ..
-            "start-up line turns the pool into requests:", fmt.int(LEN))
+    lab.say("Example B again, from lesson 7: %s on an RTX 4090 that reports %.1f GiB, now with " ..
+            "--max-model-len %d so that it starts. The last start-up line turns the pool into requests:",
+            lab.model().id, p.gpu_total_gib, LEN)
     lab.show("log", { upto = "allocate" })
     lab.highlight("log", "Maximum concurrency")
     lab.say("  at once = pool / (bytes per token\n" ..
-            "                    x tokens per request)")
+            "    x tokens per request)")
     lab.say("  %.2f GiB / (%s x %s)\n  = %.2f GiB / %s = %s", p.kv_cache_gib, fmt.bytes(p.kv_bytes_per_token),
             fmt.int(LEN), p.kv_cache_gib, fmt.gib_of(per_seq), fmt.x(p.max_concurrency))
     lab.say("vLLM prints this for requests that use the whole max-model-len, the worst case it " ..
@@ -47,11 +48,11 @@ return {
 
     local half = peek(lab, { ["max-model-len"] = LEN // 2 })
     lab.ask{
-      prompt = string.format("Restart with --max-model-len %s. What will 'Maximum concurrency' read?",
-                             fmt.int(LEN // 2)),
+      prompt = string.format("Restart with --max-model-len %d. What will 'Maximum concurrency' read? " ..
+                             "(Two decimals, within 1%%.)", LEN // 2),
       answer = half.max_concurrency,
       unit = "x",
-      tolerance = 0.02,
+      tolerance = 0.01,
       near = {
         { value = p.max_concurrency / 2, why = "Shorter requests need less each, so more of them fit, not fewer." },
         { value = p.max_concurrency, why = "The pool did not change, but each request now needs half as much of it." },
@@ -73,22 +74,32 @@ return {
     lab.say("The pool is what is left after the weights. On this card the weights are most of the " ..
             "budget, so every GiB they give back goes straight to the pool:")
     lab.say(fmt.table{
-      { "weights", "size", "pool", "at once" },
-      { "bf16", fmt.gib(p.weights_gib), fmt.gib(p.kv_cache_gib), fmt.x(p.max_concurrency) },
-      { "fp8", fmt.gib(q8.weights_gib), fmt.gib(q8.kv_cache_gib), fmt.x(q8.max_concurrency) },
+      { "weights", "GiB", "pool GiB", "at once" },
+      { "bf16", string.format("%.2f", p.weights_gib), string.format("%.2f", p.kv_cache_gib),
+        fmt.x(p.max_concurrency) },
+      { "fp8", string.format("%.2f", q8.weights_gib), string.format("%.2f", q8.kv_cache_gib),
+        fmt.x(q8.max_concurrency) },
     })
     lab.say("(at once: requests of %s tokens; fp8 is --quantization fp8.)", fmt.int(LEN))
-    lab.say("Halving the weights multiplied the pool by %.1f, because nothing else on the card moved.", mult)
+    lab.say("Nearly halving the weights (%s down to %s) multiplied the pool by %.1f, because nothing " ..
+            "else on the card moved.", fmt.gib(p.weights_gib), fmt.gib(q8.weights_gib), mult)
 
     lab.pause()
 
     local target = pick.between(kv8.max_concurrency, q8.max_concurrency)
+    local start = {}
+    for _, f in ipairs({ "max-model-len", "quantization", "kv-cache-dtype", "gpu-memory-utilization" }) do
+      start[f] = lab.flag(f)
+    end
     lab.page("Your turn")
     lab.say("The team needs %d requests of %s tokens at once on this one 4090. Change " ..
             "flags in the flags view (f) until the server offers that, without making max-model-len " ..
             "shorter than %s.", target, fmt.int(LEN), fmt.int(LEN))
+    -- One report per page, so the newest is never below the fold.
+    local goal_text = string.format("%d requests of %s tokens at once", target, fmt.int(LEN))
     lab.on_flag(function(name, value)
       local q = lab.plan()
+      lab.page("Your turn")
       if q and q.starts then
         lab.say("--%s %s: %.2f GiB pool, room for %.2f requests of %s tokens.", name,
                 value == "" and "(default)" or value, q.kv_cache_gib, q.kv_cache_tokens / LEN, fmt.int(LEN))
@@ -96,6 +107,8 @@ return {
         lab.say("--%s %s: the server does not start (%s).", name, value == "" and "(default)" or value,
                 q.error_kind)
       end
+      lab.say("The target: %s, max-model-len at least %d. Change another flag (f) if it is not met yet.",
+              goal_text, LEN)
     end)
     lab.goal{
       text = string.format("Serve %d requests of %s tokens at once (max-model-len at least %s).", target,
@@ -112,6 +125,13 @@ return {
       script = { { "quantization", "fp8" } },
     }
     local q = lab.plan()
+    local changed = {}
+    for _, f in ipairs({ "max-model-len", "quantization", "kv-cache-dtype", "gpu-memory-utilization" }) do
+      if lab.flag(f) ~= start[f] then changed[#changed + 1] = string.format("--%s %s", f, lab.flag(f)) end
+    end
+    if #changed > 0 then
+      lab.say("Flags in effect, besides the starting command: %s.", table.concat(changed, ", "))
+    end
     lab.say("Done: room for %.2f requests of %s tokens. Every figure in this lesson came from the " ..
             "same division: pool / (bytes per token x tokens per request).", q.kv_cache_tokens / LEN, fmt.int(LEN))
     lab.pause()
