@@ -42,7 +42,7 @@ return {
             REPLY.min, REPLY.max, fmt.int(p.kv_cache_tokens), math.floor(fits))
     lab.say("How many are there at once? A request stays in flight from arrival to its last token, " ..
             "so on average:")
-    lab.say("  requests in flight = arrival rate x lifetime of one request")
+    lab.say("  requests in flight =\n    arrival rate x lifetime")
     lab.say("The traffic generator now sends %g request per second. Watch the metrics.", rate(lab))
     lab.show("metrics")
     lab.show("pool")
@@ -114,10 +114,12 @@ return {
     lab.say("Over the last %d steps each step computed %s tokens on average, %s of the %s a step may " ..
             "take (max-num-batched-tokens). The GPU could take on more work per step; the waiting " ..
             "requests cannot start because there is nowhere to put their K and V.",
-            steps, fmt.int(tokens / steps), fmt.pct(used, 0), fmt.int(budget))
+            steps, fmt.int(tokens / steps), fmt.pct(used, 1), fmt.int(budget))
     lab.highlight("metrics", "num_requests_waiting", nil, "memory-bound queue")
-    lab.say("A faster GPU would not help here; more cache per request would: fewer tokens per " ..
-            "request, fewer bytes per token, or more memory for the pool.")
+    lab.say("A faster GPU helps only as far as it shortens each request's life: requests would leave " ..
+            "sooner, but the cache still caps how many can be in flight at once. What raises that cap " ..
+            "is room for more requests in the same memory: fewer tokens per request, fewer bytes per token, " ..
+            "or more memory for the pool.")
     lab.pause()
   end,
 }
