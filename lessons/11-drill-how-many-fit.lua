@@ -12,6 +12,17 @@ local LONG_SHARE = 0.1
 local RATE = 12
 local SECONDS = 30
 
+-- Near-misses for a question whose answer is a whole count: each mistaken
+-- figure rounded down the way the answer is, dropping any that lands on it.
+local function whole_nears(answer, list)
+  local out = {}
+  for _, n in ipairs(list) do
+    local v = math.floor(n.value)
+    if v ~= answer then out[#out + 1] = { value = v, why = n.why } end
+  end
+  return out
+end
+
 return {
   id = 11,
   title = "Drill: how many fit?",
@@ -72,6 +83,15 @@ return {
     end, 40000)
     local total = held.long + held.short
     local m = lab.metrics()
+    -- Freeze the picture here, so the views keep showing what the text describes.
+    lab.traffic(nil)
+    lab.autorun(false)
+    local run_long, run_short = 0, 0
+    for _, r in ipairs(lab.requests()) do
+      if r.state == "running" then
+        if r.prompt_tokens > SHORT.max then run_long = run_long + 1 else run_short = run_short + 1 end
+      end
+    end
     local share = total > 0 and held.long / total or 0
     print(string.format("long share %.2f, peak long %d, full %d/%d steps, waiting %d, preemptions %d, steps %d",
                         share, peak_long, full, samples, m.num_requests_waiting, m.num_preemptions, m.step))
@@ -83,16 +103,14 @@ return {
             "steps, %d requests were preempted to make room and %d are waiting now.", m.time_s,
             fmt.pct(share, 0), peak_long, fmt.pct(full / samples, 0), m.num_preemptions, m.num_requests_waiting)
     if first_full then
-      lab.say("The first time the cache filled up, only %d requests were running: the average " ..
-              "had promised room for %d.", first_full, math.floor(p.kv_cache_tokens / mean_prompt))
+      lab.say("The first time the cache filled up, only %d requests were running, against the %d the " ..
+              "average promised. The count moves with the mix of long and short requests in flight: now, " ..
+              "with the traffic stopped, %d run (%d long, %d short).", first_full,
+              math.floor(p.kv_cache_tokens / mean_prompt), run_long + run_short, run_long, run_short)
     end
     lab.highlight("metrics", "num_preemptions")
-    -- Freeze the picture so the views keep showing what the text describes.
-    lab.traffic(nil)
-    lab.autorun(false)
-    lab.say("A few long requests at the same time are enough to fill the pool, so the average says " ..
-            "little about how many you can serve. The promise you can keep is the worst case: " ..
-            "every request at the longest length you accept.")
+    lab.say("So the average says little about how many you can serve. The promise you can keep is " ..
+            "the worst case: every request at the longest length you accept.")
     lab.pause()
 
     local fit = p.kv_cache_tokens / LONGEST
@@ -102,12 +120,12 @@ return {
     lab.highlight("log", "GPU KV cache size")
     expect.between(lab, "8B on one H100: 32K requests at once", fit, 12, 15)
     lab.ask{
-      prompt = string.format("How many requests of %s tokens fit in this pool at the same time? " ..
-                             "(A whole number or two decimals, within 0.3.)", fmt.int(LONGEST)),
-      answer = fit,
+      prompt = string.format("How many whole requests of %s tokens fit in this pool at the same time? " ..
+                             "(Exactly: a count.)", fmt.int(LONGEST)),
+      answer = math.floor(fit),
       unit = "requests",
-      abs = 0.3,
-      near = {
+      tolerance = 0, abs = 0.5,
+      near = whole_nears(math.floor(fit), {
         { value = p.kv_cache_tokens / mean_prompt,
           why = "That divides by the average prompt. It only holds while the long ones stay rare at any moment." },
         { value = p.kv_cache_tokens / p.max_model_len,
@@ -115,20 +133,23 @@ return {
                               fmt.int(p.max_model_len), fmt.int(LONGEST)) },
         { value = p.kv_cache_tokens / 32000,
           why = string.format("32K here is %s tokens, not 32,000.", fmt.int(LONGEST)) },
-      },
+        { value = math.ceil(fit),
+          why = string.format("%.2f rounded up. The last of %d requests would not fit whole: count whole " ..
+                              "requests, rounding down.", fit, math.ceil(fit)) },
+      }),
       hints = {
         "Pool tokens divided by tokens per request, with every request as long as the longest you accept.",
         string.format("%s / %s.", fmt.int(p.kv_cache_tokens), fmt.int(LONGEST)),
       },
       script = "13",
       wrong = { "14", "105" },
-      explain = string.format("%s / %s = %.2f: %d requests of the longest kind at once. Set " ..
-                              "--max-model-len %s, and vLLM prints the same figure as 'Maximum concurrency'.",
-                              fmt.int(p.kv_cache_tokens), fmt.int(LONGEST), fit, math.floor(fit), fmt.int(LONGEST)),
+      explain = string.format("%s / %s = %.2f: %d whole requests of the longest kind at once.",
+                              fmt.int(p.kv_cache_tokens), fmt.int(LONGEST), fit, math.floor(fit)),
     }
     lab.restart{ ["max-model-len"] = LONGEST }
     lab.highlight("log", "Maximum concurrency")
-    lab.say("With --max-model-len %s the start-up log says it too: %s.", fmt.int(LONGEST),
+    lab.say("kvlab restarted the server with --max-model-len %d. vLLM makes the same division at " ..
+            "start-up: the log's 'Maximum concurrency' line reads %s.", LONGEST,
             fmt.x(lab.plan().max_concurrency))
     lab.autorun(false)
     lab.pause()
