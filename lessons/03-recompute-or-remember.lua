@@ -66,7 +66,7 @@ return {
     lab.page("Without the cache")
     lab.say("The server restarted without a cache. The same request again:")
     local without_tokens, without_s = run_one(lab, 2)
-    lab.say("This time %s tokens went through the model, %.1f per output token: %s the work of the " ..
+    lab.say("This time: %s tokens through the model, %.1f per output token, %s the work of the " ..
       "run with the cache. Output token k re-runs all %d + k tokens before it, so the total grows with " ..
       "the square of the length: %d x %d + (0 + 1 + ... + %d) = %d x %d + %d x %d / 2.",
       fmt.int(without_tokens), without_tokens / OUTPUT, fmt.x(without_tokens / with_tokens),
