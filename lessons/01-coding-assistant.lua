@@ -52,8 +52,9 @@ return {
     lab.say("A developer-tools team runs a coding assistant: %s, with %s weights, behind vLLM on one %s. " ..
       "Later lessons come back to this set-up and call it example A.",
       model.id, model.torch_dtype, gpu.name)
-    lab.say("The server is started like this:\n\n  vllm serve %s --gpu-memory-utilization %s",
-      model.id, tostring(plan.gpu_memory_utilization))
+    lab.say("The server is started like this:")
+    lab.say("%s", fmt.quote(string.format("vllm serve %s --gpu-memory-utilization %s", model.id,
+      tostring(plan.gpu_memory_utilization))))
     lab.say("Before the first request arrives, vLLM decides how much of the card becomes KV cache. " ..
       "It does so in a fixed order of phases. Let us walk through them, watching the memory bar.")
     lab.pause()
@@ -147,7 +148,7 @@ return {
     lab.page("How big is the pool?")
     lab.unhighlight("memory")
     lab.highlight("log", "GPU KV cache size")
-    lab.say("The line vLLM printed when it allocated the pool (highlighted in the log view too):")
+    lab.say("The line vLLM printed when it allocated the pool:")
     lab.say("%s", fmt.quote(log_line(lab, "GPU KV cache size")))
     ask.tokens(lab, {
       prompt = "Read it off the screen: how many tokens of KV cache does this server hold? " ..

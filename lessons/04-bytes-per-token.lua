@@ -74,7 +74,7 @@ return {
     lab.say("From the file: %d layers, %d KV heads (and %d query heads), head_dim %d, %s values.",
             cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.num_attention_heads, m.head_dim,
             tostring(cfg.torch_dtype))
-    lab.say("  2 x layers x KV heads x head_dim x bytes")
+    lab.say("  2 x layers x KV heads\n    x head_dim x bytes")
     local bpt = p.kv_bytes_per_token
     local layers, kv, heads = cfg.num_hidden_layers, p.kv_heads_per_gpu, cfg.num_attention_heads
     expect.near(lab, "8B KV bytes per token (bf16)", bpt, 131072, 0)

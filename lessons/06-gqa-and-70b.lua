@@ -32,10 +32,10 @@ return {
             "started both on the same four cards, weights unchanged, requests of %s tokens:", fmt.int(LEN))
     lab.say(fmt.table{
       { "", "KV", "per token", "at once" },
-      { "GQA (real)", m.kv_heads, fmt.bytes(gqa.kv_bytes_per_token), n_gqa },
-      { "MHA (what if)", m.heads, fmt.bytes(mha.kv_bytes_per_token), n_mha },
+      { "GQA", m.kv_heads, fmt.bytes(gqa.kv_bytes_per_token), n_gqa },
+      { "MHA", m.heads, fmt.bytes(mha.kv_bytes_per_token), n_mha },
     })
-    lab.say("(KV: KV heads in the whole model; per token: KV bytes per token on each GPU; at once: " ..
+    lab.say("(GQA: the real model; MHA: the what-if. KV: KV heads in the whole model; per token: KV bytes per token on each GPU; at once: " ..
             "whole %s-token conversations the %d GPUs hold together. The pool is %.2f GiB per GPU in both.)",
             fmt.int(LEN), TP, gqa.kv_cache_gib)
     lab.say("Same cards, same weights, same pool: %d conversations against %d. GQA is what turns " ..

@@ -10,7 +10,7 @@ local MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 local COST = {
   ["lower max_model_len"] = "free, unless users need it",
   ["fp8 KV cache"] = "a small accuracy question",
-  ["fp8 weights"] = "a quality question to measure",
+  ["fp8 weights"] = "quality to measure first",
   ["raise utilization (last resort)"] = "eats run-time headroom",
 }
 
@@ -69,9 +69,9 @@ return {
     for i, f in ipairs(p.fixes or {}) do
       local result = f.starts and string.format("starts: %s tokens", fmt.int(f.kv_cache_tokens))
                      or string.format("still fails (pool %.2f GiB)", f.kv_cache_gib)
-      lines[#lines + 1] = string.format("  %d. %s", i, f.flags)
-      lines[#lines + 1] = string.format("     %s", result)
-      lines[#lines + 1] = string.format("     cost: %s", cost_of(f.what))
+      lines[#lines + 1] = fmt.quote(string.format("%d. %s", i, f.flags), 36, "  ", "    ")
+      lines[#lines + 1] = fmt.quote(result, 36, "    ", "    ")
+      lines[#lines + 1] = fmt.quote("cost: " .. cost_of(f.what), 36, "    ", "      ")
     end
     lab.say(table.concat(lines, "\n"))
     local util_fix = false

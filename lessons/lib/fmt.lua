@@ -57,19 +57,20 @@ function fmt.x(v)
 end
 
 -- A quoted line (a log line, a command) wrapped at spaces to fit the text
--- view of an 80-column terminal (36 columns): the first line indented by two
--- spaces, the rest by four, so the text view keeps them as they are.
-function fmt.quote(text, width)
-  width = width or 36
-  local out, line = {}, "  "
+-- view of an 80-column terminal (36 columns): the first line indented by
+-- `first` (default two spaces), the rest by `rest` (default four), so the
+-- text view keeps them as they are. A single word longer than the line is
+-- left whole.
+function fmt.quote(text, width, first, rest)
+  width, first, rest = width or 36, first or "  ", rest or "    "
+  local out, line, fresh = {}, first, true
   for word in tostring(text):gmatch("%S+") do
-    local sep = (line == "  " or line == "    ") and "" or " "
-    if #line + #sep + #word > width and line ~= "  " and line ~= "    " then
+    if not fresh and #line + 1 + #word > width then
       out[#out + 1] = line
-      line = "    " .. word
-    else
-      line = line .. sep .. word
+      line, fresh = rest, true
     end
+    line = line .. (fresh and "" or " ") .. word
+    fresh = false
   end
   out[#out + 1] = line
   return table.concat(out, "\n")
