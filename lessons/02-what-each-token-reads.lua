@@ -20,7 +20,7 @@ return {
     lab.page("One token at a time")
     lab.show("pool")
     lab.show("requests")
-    lab.say("Same server as before. A transformer writes its answer one token at a time, and to " ..
+    lab.say("Same server as in lesson 1 (example A: Llama 3.1 8B on one H100). A transformer writes its answer one token at a time, and to " ..
       "produce each new token every attention layer compares it with all the tokens before it. " ..
       "For that it needs each earlier token's key vector and value vector, in that layer.")
     lab.say("%s has %d layers and %d KV heads of %d values each. So one token leaves behind " ..

@@ -2,6 +2,7 @@
 -- Bytes of K/V per token, from the fields of the model's real config.json.
 local fmt = require("lib.fmt")
 local expect = require("lib.expect")
+local ask = require("lib.ask")
 
 local MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 
@@ -118,6 +119,8 @@ return {
     lab.show("memory")
     lab.highlight("memory", "kv", nil, fmt.int(p.kv_cache_tokens) .. " tokens")
     local conv = 8192
+    local conv_explain = string.format("%s x %s = %s: one GiB per %s tokens, for this model in bf16.",
+                                       fmt.int(conv), fmt.bytes(bpt), fmt.gib_of(conv * bpt), fmt.int(conv))
     lab.ask{
       prompt = string.format("A conversation reaches %s tokens. How much cache does it hold, in GiB? " ..
                              "(Within 1%%.)", fmt.int(conv)),
@@ -131,9 +134,9 @@ return {
       },
       hints = { string.format("Tokens times bytes per token: %s x %s, then divide by 2^30.",
                               fmt.int(conv), fmt.int(bpt)) },
-      explain = string.format("%s x %s = %s: one GiB per %s tokens, for this model in bf16.",
-                              fmt.int(conv), fmt.bytes(bpt), fmt.gib_of(conv * bpt), fmt.int(conv)),
+      explain = conv_explain,
     }
+    ask.recap(lab, "From bytes to the pool", fmt.gib_of(conv * bpt), conv_explain)
     lab.pause()
 
     lab.page("Other models")

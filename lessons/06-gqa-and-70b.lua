@@ -4,6 +4,7 @@
 local fmt = require("lib.fmt")
 local expect = require("lib.expect")
 local heads = require("lib.heads")
+local ask = require("lib.ask")
 
 local MODEL = "meta-llama/Llama-3.1-70B-Instruct"
 local LEN = 8192
@@ -87,6 +88,9 @@ return {
                 q.kv_heads_per_gpu, q.kv_heads_per_gpu == 1 and "" or "s", fmt.bytes(q.kv_bytes_per_token))
       end
     end)
+    local tp_explain = string.format("At tp=%d each GPU holds max(1, %d / %d) = %d KV head; from there " ..
+                                     "on, more GPUs only copy heads.", last, m.kv_heads, last,
+                                     math.max(1, m.kv_heads // last))
     lab.ask{
       prompt = "What is the largest tensor-parallel-size that still shrinks each GPU's KV per token?",
       answer = last,
@@ -104,9 +108,9 @@ return {
       },
       script = "8",
       wrong = { "16", "64", "4" },
-      explain = string.format("At tp=%d each GPU holds max(1, %d / %d) = %d KV head; from there on, " ..
-                              "more GPUs only copy heads.", last, m.kv_heads, last, math.max(1, m.kv_heads // last)),
+      explain = tp_explain,
     }
+    ask.recap(lab, "More GPUs than KV heads", tostring(last), tp_explain)
     local rows = { { "tp", "KV", "per token", "tokens" } }
     for _, s in ipairs(sweep) do
       rows[#rows + 1] = { s.tp, s.heads, fmt.bytes(s.bpt), s.starts and fmt.int(s.tokens) or "won't start" }

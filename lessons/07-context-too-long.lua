@@ -44,7 +44,7 @@ return {
     expect.between(lab, "example B: estimated maximum model length", p.estimated_max_model_len, 22000, 24000)
 
     lab.page("The server will not start")
-    lab.say("A new set-up, which lesson 9 comes back to as example B: %s on an RTX 4090 that reports " ..
+    lab.say("A new set-up, which later lessons come back to as example B: %s on an RTX 4090 that reports " ..
             "%.1f GiB, utilization %.2f, --max-num-batched-tokens %s and no --max-model-len. vLLM stops " ..
             "during start-up with the error at the end of the log.",
             m.id, p.gpu_total_gib, p.gpu_memory_utilization, fmt.int(p.max_num_batched_tokens))

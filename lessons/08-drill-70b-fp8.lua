@@ -40,7 +40,7 @@ return {
     local layers, heads, kv, hd = m.layers, m.heads, m.kv_heads, m.head_dim
     lab.page("70B, by hand")
     local at90 = lab.what_if{ ["gpu-memory-utilization"] = 0.9 }
-    lab.say("A third set-up, example C in later lessons: %s with FP8 weights on one H100. FP8 " ..
+    lab.say("A third set-up, which the course calls example C: %s with FP8 weights on one H100. FP8 " ..
             "weights do not change the cache: K and V are still stored in %s unless you ask for an " ..
             "fp8 cache.", m.id, bf.kv_cache_dtype)
     if at90 and not at90.starts then
@@ -50,6 +50,9 @@ return {
               "takes the quick way and runs at %.2f, with little headroom left.",
               fmt.gib(at90.weights_gib), fmt.gib(at90.budget_gib), bf.gpu_memory_utilization)
     end
+    lab.say("Answers take units: 96 KiB, 98304 bytes, 2.5 GB and 3 GiB all mean what they say; " ..
+            "a bare number is read in the unit the question names. Sizes per token must be " ..
+            "exact (they are products of whole numbers); sizes of a conversation count within 1%.")
     lab.pause()
     lab.page("The shape, from config.json")
     lab.say("From its config.json:")
@@ -63,9 +66,6 @@ return {
     if not cfg.head_dim then
       lab.say("No head_dim, so hidden_size / num_attention_heads = %d / %d = %d.", cfg.hidden_size, heads, hd)
     end
-    lab.say("Answers take units: 96 KiB, 98304 bytes, 2.5 GB and 3 GiB all mean what they say; " ..
-            "a bare number is read in the unit the question names. Sizes per token must be " ..
-            "exact (they are products of whole numbers); sizes of a conversation count within 1%.")
 
     expect.near(lab, "70B KV per token, bf16 (bytes)", bf.kv_bytes_per_token, 327680, 0)
     lab.ask{
@@ -84,6 +84,9 @@ return {
                               fmt.int(bf.kv_bytes_per_token), fmt.bytes(bf.kv_bytes_per_token)),
     }
 
+    lab.pause()
+    lab.page("An fp8 cache")
+    lab.say("Same model (%d layers, %d KV heads, head_dim %d), now with --kv-cache-dtype fp8.", layers, kv, hd)
     expect.near(lab, "70B KV per token, fp8 (bytes)", f8.kv_bytes_per_token, 163840, 0)
     lab.ask{
       prompt = "Now --kv-cache-dtype fp8 (1 byte per value). KV per token, in KiB? (Exactly.)",
