@@ -60,6 +60,7 @@ return {
     print(string.format("sent %d in %.1f s (%.2f/s), lifetime %.2f s, in flight %.2f, %d steps", sent, m.time_s,
                         seen, life, in_flight, m.step))
     expect.near(lab, "in flight = rate x lifetime (light load)", in_flight, seen * life, 0.25)
+    lab.page("Light traffic")
     lab.say("Measured over the first %.0f seconds: %d requests arrived (%.2f per second), each lived " ..
             "%.1f s, and %.1f were in flight on average. %.2f/s x %.1f s = %.1f: the formula holds. " ..
             "That is far below the %d the pool can hold.", m.time_s, sent, seen, life, in_flight, seen,

@@ -98,6 +98,7 @@ return {
     expect.holds(lab, "a tenth of the requests hold most of the cache", share > 0.5)
     expect.holds(lab, "the cache fills with fewer requests than the average promises",
                  first_full ~= nil and first_full < p.kv_cache_tokens / mean_prompt)
+    lab.page("What the long ones did")
     lab.say("Over %.0f seconds the long requests, a tenth of the traffic, held %s of the cached " ..
             "tokens on average. Up to %d of them ran at once; the cache was full for %s of the " ..
             "steps, %d requests were preempted to make room and %d are waiting now.", m.time_s,
