@@ -115,6 +115,8 @@ return {
     -- questions and goals
     local v, tries = lab.ask({ prompt = "tokens?", answer = p.kv_cache_tokens, unit = "tokens" })
     assert(v == p.kv_cache_tokens and tries == 3, tries) -- check tried half, double and ten times first
+    -- abs alone is the whole tolerance (no 1% on top): kvlab check must see 100.8 refused
+    assert(lab.ask({ prompt = "GiB?", answer = 100, unit = "GiB", abs = 0.5, wrong = { "100.8 GiB" } }) == 100)
     local c = lab.ask({ prompt = "pick", choices = { "x", "y", "z" }, correct = 3 })
     assert(c == 3)
     local flagged = {}

@@ -1299,11 +1299,12 @@ static int f_ask(lua_State *L)
             q->unit = strdup("");
         if (!lsn_unit_find(q->unit))
             return luaL_error(L, "lab.ask: unknown unit '%s'", q->unit);
-        lua_getfield(L, 1, "tolerance");
-        q->rel = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : 0.01;
-        lua_pop(L, 1);
         lua_getfield(L, 1, "abs");
         q->abs = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : 0;
+        lua_pop(L, 1);
+        /* API.md: 1% by default, but `abs` given alone is the whole tolerance. */
+        lua_getfield(L, 1, "tolerance");
+        q->rel = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : q->abs > 0 ? 0.0 : 0.01;
         lua_pop(L, 1);
         lua_getfield(L, 1, "near");
         if (lua_istable(L, -1)) {
