@@ -129,7 +129,8 @@ tui_keys() { tui_tmux send-keys -t "$TUI_SESSION" "$@"; }
 # A page is given until its screen has been still for 0.3 s (the start-up
 # replay has finished), at most about a second while something animates.
 tui_advance_until() {
-    local text=$1 max=${2:-8} i
+    # More presses allowed on a slow machine (an animated page may eat some).
+    local text=$1 max=$(( ${2:-8} * ${TUI_TIMEOUT_SCALE:-3} )) i
     for i in $(seq "$max"); do
         local prev="" still=0 polls=0 cur
         while [ $polls -lt 12 ]; do
