@@ -56,6 +56,9 @@ typedef struct app {
     char input[APP_INPUT_MAX];
     int input_len;
     char verdict[512];       /* last answer's verdict message */
+    char recap[1024];        /* last right answer + explanation, shown until n/p */
+    int recap_page;          /* lsn_page_number when it was answered */
+    int text_follow;         /* scroll to the newest text at the next draw */
     int verdict_kind;        /* lsn_verdict_kind, -1 = none */
     char qkey[600];          /* the question/goal the hints and verdict belong to */
     char hints[APP_MAX_HINTS][512];
@@ -69,6 +72,7 @@ typedef struct app {
     int flag_editing;        /* typing a value */
     char flag_buf[APP_INPUT_MAX];
     int flag_len;
+    int flag_selall;         /* the pre-filled value is selected: typing replaces it */
 
     /* Event feed and animation. */
     uint64_t last_seq;       /* newest engine event consumed */
@@ -91,6 +95,7 @@ typedef struct app {
     /* Overlays. */
     int overlay;             /* APP_OV_* */
     int list_sel;            /* lesson list selection */
+    double list_typed_at;    /* when a digit was last typed in the list (two-digit numbers) */
 } app;
 
 enum { APP_OV_NONE = 0, APP_OV_HELP, APP_OV_CONFIRM_RESET, APP_OV_LESSONS, APP_OV_CONFIRM_QUIT };

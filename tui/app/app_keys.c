@@ -43,16 +43,22 @@ static void submit_answer(app *a, const char *text)
 {
     lsn_verdict v;
     memset(&v, 0, sizeof v);
+    int page = lsn_page_number(a->lsn);   /* the question's page, before the lesson moves on */
     unsigned ch = lsn_answer(a->lsn, text, &v);
     snprintf(a->verdict, sizeof a->verdict, "%s", v.message);
     a->verdict_kind = (int)v.kind;
+    a->input_len = 0;  /* a wrong answer leaves the box empty for the next try */
+    a->input[0] = 0;
     if (v.kind == LSN_V_CORRECT) {
         a->input_active = 0;
-        a->input_len = 0;
-        a->input[0] = 0;
-        app_status(a, UI_R_OK, "%s", v.message[0] ? v.message : "Correct.");
+        app_status(a, UI_R_OK, "%s", "Right (the explanation is in the text view).");
+        /* The lesson may open a new page at once: the explanation stays on
+         * top of the text view until the learner presses n or p. */
+        snprintf(a->recap, sizeof a->recap, "%s", v.message[0] ? v.message : "Right.");
+        a->recap_page = page;
         a->verdict[0] = 0;
     }
+    a->text_follow = 1;
     /* A wrong answer earns the next hint (lessons/API.md): lsn_answer already
      * put it at the end of v.message; asking lsn_hint here as well would use
      * up a second one. */
@@ -71,6 +77,14 @@ static void next_step(app *a)
         return;
     }
     unsigned ch = lsn_next(a->lsn);
+    if (!ch) {
+        /* n waits for something: say what. */
+        const lsn_goal *g = lsn_get_goal(a->lsn);
+        if (lsn_get_question(a->lsn))
+            app_status(a, UI_R_WARN, "Answer the question first (type it, Enter); h for a hint");
+        else if (g && !g->met)
+            app_status(a, UI_R_WARN, "Reach the goal first: change a flag (f); h for a hint");
+    }
     app_lesson_changed(a, ch);
 }
 
@@ -110,9 +124,13 @@ static void flags_key(app *a, int ch)
             a->flag_len = 0;
             a->flag_buf[0] = 0;
         } else if (ch >= 32 && ch < 127 && a->flag_len < APP_INPUT_MAX - 1) {
+            /* The pre-filled value is selected: the first character typed
+             * replaces it (as in a dialog's text field). */
+            if (a->flag_selall) { a->flag_len = 0; a->flag_buf[0] = 0; }
             a->flag_buf[a->flag_len++] = (char)ch;
             a->flag_buf[a->flag_len] = 0;
         }
+        a->flag_selall = 0;
         a->dirty |= UI_PANE_BIT(UI_PANE_FLAGS) | UI_PANE_BIT(UI_PANE_FOOTER);
         return;
     }
@@ -133,9 +151,7 @@ static void flags_key(app *a, int ch)
             snprintf(name, sizeof name, "%s", f->name);
             apply_flag(a, name, v);
         } else {
-            a->flag_editing = 1;
-            a->flag_len = 0;
-            a->flag_buf[0] = 0;
+            app_status(a, UI_R_DIM, "%s: no steps to take; Enter or a digit types a value", f->name);
         }
         break;
     }
@@ -143,6 +159,8 @@ static void flags_key(app *a, int ch)
         a->flag_editing = 1;
         ui_flags_effective(a, f, a->flag_buf, sizeof a->flag_buf);
         a->flag_len = (int)strlen(a->flag_buf);
+        a->flag_selall = a->flag_len > 0;
+        app_status(a, UI_R_DIM, "Editing %s: type a value, Enter applies, Esc cancels", f->name);
         break;
     case 'q': case '?': case 'n': case 'p': case ' ': case 'h': case 'l': case '\t':
         /* Leave the flags and let the main keys act. */
@@ -156,10 +174,22 @@ static void flags_key(app *a, int ch)
             a->flag_buf[0] = (char)ch;
             a->flag_buf[1] = 0;
             a->flag_len = 1;
+            a->flag_selall = 0;
+            app_status(a, UI_R_DIM, "Editing %s: Enter applies, Esc cancels", f->name);
         }
         break;
     }
     a->dirty |= UI_PANE_BIT(UI_PANE_FLAGS) | UI_PANE_BIT(UI_PANE_FOOTER);
+}
+
+/* A command key typed into an empty answer box acts as a command; a
+ * letter that is one of the question's choices is an answer. */
+static int box_command_key(const app *a, const lsn_question *q, int ch)
+{
+    if (a->input_len > 0) return 0;
+    if (q && q->kind == LSN_Q_CHOICE && ch >= 'a' && ch < 'a' + q->nchoices) return 0;
+    return ch == 'f' || ch == 'n' || ch == 'p' || ch == '?' || ch == '\t' || ch == 'l' || ch == 'r' ||
+           ch == 'q' || ch == KEY_UP || ch == KEY_DOWN || ch == KEY_PPAGE || ch == KEY_NPAGE;
 }
 
 static void answer_key(app *a, int ch)
@@ -227,6 +257,17 @@ static void overlay_key(app *a, int ch, int *quit)
         if (ch == 27 || ch == 'q' || ch == 'l') app_open_overlay(a, APP_OV_NONE);
         else if (ch == KEY_UP || ch == 'k') { if (a->list_sel > 0) a->list_sel--; }
         else if (ch == KEY_DOWN || ch == 'j') { if (a->list_sel < n - 1) a->list_sel++; }
+        else if (ch >= '0' && ch <= '9') {
+            /* Typing a number jumps to that lesson: "2" then "1" picks 21. */
+            int want = ch - '0';
+            const lsn_info *cur = lsn_info_at(a->lsn, a->list_sel);
+            if (cur && a->now - a->list_typed_at < 1.5 && cur->number * 10 + want <= n) want += cur->number * 10;
+            a->list_typed_at = a->now;
+            for (int i = 0; i < n; i++) {
+                const lsn_info *li = lsn_info_at(a->lsn, i);
+                if (li && li->number == want) { a->list_sel = i; break; }
+            }
+        }
         else if (ch == '\n' || ch == '\r' || ch == KEY_ENTER) {
             const lsn_info *li = lsn_info_at(a->lsn, a->list_sel);
             app_open_overlay(a, APP_OV_NONE);
@@ -242,6 +283,7 @@ static void overlay_key(app *a, int ch, int *quit)
         if (kind == APP_OV_CONFIRM_RESET) {
             a->nhints = 0;
             a->verdict[0] = 0;
+            a->recap[0] = 0;
             app_lesson_changed(a, lsn_reset(a->lsn));
         } else if (kind == APP_OV_CONFIRM_QUIT) {
             *quit = 1;
@@ -276,7 +318,11 @@ void app_handle_key(app *a, int ch, int *quit)
     if (a->overlay) { overlay_key(a, ch, quit); return; }
     if (a->key_focus == UI_PANE_FLAGS) { flags_key(a, ch); return; }
     const lsn_question *q = lsn_get_question(a->lsn);
-    if (a->input_active && q) { answer_key(a, ch); return; }
+    if (a->input_active && q) {
+        if (!box_command_key(a, q, ch)) { answer_key(a, ch); return; }
+        a->input_active = 0;
+        a->dirty |= UI_PANE_BIT(UI_PANE_TEXT) | UI_PANE_BIT(UI_PANE_FOOTER);
+    }
     if (q && q->kind == LSN_Q_CHOICE && ch >= 'a' && ch < 'a' + q->nchoices && ch <= 'e') {
         char s[2] = { (char)ch, 0 };
         submit_answer(a, s);
@@ -290,8 +336,8 @@ void app_handle_key(app *a, int ch, int *quit)
     }
     switch (ch) {
     case 'q': case 'Q': *quit = 1; break;
-    case 'n': case KEY_RIGHT: next_step(a); break;
-    case 'p': case 'b': case KEY_LEFT: app_lesson_changed(a, lsn_back(a->lsn)); break;
+    case 'n': case KEY_RIGHT: a->recap[0] = 0; next_step(a); break;
+    case 'p': case 'b': case KEY_LEFT: a->recap[0] = 0; app_lesson_changed(a, lsn_back(a->lsn)); break;
     case ' ': a->paused = !a->paused; a->dirty |= UI_PANE_BIT(UI_PANE_HEADER) | UI_PANE_BIT(UI_PANE_TEXT); break;
     case 's': step_once(a); break;
     case '+': case '=':
@@ -306,11 +352,15 @@ void app_handle_key(app *a, int ch, int *quit)
         lsn_set_speed(a->lsn, a->speed);
         a->dirty |= UI_PANE_BIT(UI_PANE_HEADER);
         break;
-    case 'f':
+    case 'f': {
+        int nf = lsn_flag_count(a->lsn);
+        const lsn_flag *sf = nf > 0 ? lsn_flag_at(a->lsn, a->flag_sel < nf ? a->flag_sel : 0) : NULL;
+        if (sf) app_status(a, UI_R_DIM, "Flags: %s selected (up/down picks another)", sf->name);
         a->key_focus = UI_PANE_FLAGS;
         app_relayout(a, 0);
         a->dirty |= UI_PANE_BIT(UI_PANE_FLAGS) | UI_PANE_BIT(UI_PANE_FOOTER);
         break;
+    }
     case '\t': cycle_view(a); break;
     case 'h': give_hint(a); break;
     case 'r': app_open_overlay(a, APP_OV_CONFIRM_RESET); break;

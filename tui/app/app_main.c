@@ -299,7 +299,7 @@ void app_lesson_changed(app *a, unsigned ch)
 {
     if (!ch) return;
     if (ch & LSN_CH_SERVER) server_changed(a);
-    if (ch & (LSN_CH_QUESTION | LSN_CH_GOAL)) {
+    {
         /* A new question or goal starts with no hints, verdict or typed text;
          * a wrong answer to the same question keeps them. */
         const lsn_question *q = lsn_get_question(a->lsn);
@@ -314,6 +314,16 @@ void app_lesson_changed(app *a, unsigned ch)
             a->input[0] = 0;
             a->verdict[0] = 0;
             a->verdict_kind = -1;
+            /* Whatever the learner types next answers the new question, so
+             * the flags view gives the keys back (it kept them while the
+             * learner reached the goal). */
+            if (a->key_focus == UI_PANE_FLAGS) {
+                a->key_focus = -1;
+                a->flag_editing = 0;
+                app_relayout(a, 0);
+                a->dirty = ~0u;
+            }
+            if (q) a->input_active = 1;
         }
     }
     if (ch & (LSN_CH_VIEWS | LSN_CH_FLAGS | LSN_CH_SERVER | LSN_CH_ENGINE)) app_relayout(a, 0);
@@ -351,6 +361,7 @@ void app_load_lesson(app *a, int number, int resume)
     a->input[0] = 0;
     a->verdict[0] = 0;
     a->verdict_kind = -1;
+    a->recap[0] = 0;
     a->qkey[0] = 0;
     a->text_scroll = 0;
     a->last_page = -1;

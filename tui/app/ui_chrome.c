@@ -24,7 +24,8 @@ static const keydef keys_edit[] = {
     { "Enter", "apply" }, { "Esc", "cancel" }, { "Backspace", "erase" }, { "Ctrl-U", "clear" },
 };
 static const keydef keys_answer[] = {
-    { "Enter", "check" }, { "Esc", "cancel" }, { "h", "hint (empty box)" },
+    { "Enter", "check" }, { "Esc", "leave the box" }, { "h", "hint" }, { "f", "flags (empty box)" },
+    { "n", "next" }, { "?", "help" },
 };
 
 static void draw_keys(WINDOW *win, int w, const keydef *k, int n)
@@ -47,11 +48,14 @@ void ui_chrome_footer(app *a, WINDOW *win)
     (void)h;
     werase(win);
     if (a->overlay != APP_OV_NONE) {
-        ui_puts(win, 0, 1, w - 2, a->overlay == APP_OV_HELP || a->overlay == APP_OV_LESSONS
-                                      ? "Esc or q: close" : "y: yes   n or Esc: no", ui_attr(UI_R_KEY));
+        const char *k = a->overlay == APP_OV_HELP ? "Esc or q: close"
+                      : a->overlay == APP_OV_LESSONS ? "up/down: pick   Enter: open   1-21: jump   Esc or q: close"
+                      : a->overlay == APP_OV_CONFIRM_RESET ? "Start this lesson again from step 1?   y: yes   n or Esc: no"
+                      : "Quit kvlab?   y: yes   n or Esc: no";
+        ui_puts(win, 0, 1, w - 2, k, ui_attr(UI_R_KEY));
         return;
     }
-    if (a->input_active) draw_keys(win, w, keys_answer, 3);
+    if (a->input_active) draw_keys(win, w, keys_answer, 6);
     else if (a->key_focus == UI_PANE_FLAGS && a->flag_editing) draw_keys(win, w, keys_edit, 4);
     else if (a->key_focus == UI_PANE_FLAGS) draw_keys(win, w, keys_flags, 5);
     else draw_keys(win, w, keys_main, (int)(sizeof keys_main / sizeof keys_main[0]));
@@ -223,8 +227,11 @@ void ui_chrome_overlay(app *a, WINDOW *win)
             ui_puts(win, 1 + r, 2, w - 4, line, at);
         }
     } else {
-        const char *q = a->overlay == APP_OV_CONFIRM_RESET ? "Start this lesson again from the first step?"
-                                                           : "Quit kvlab?";
+        char q[96];
+        if (a->overlay == APP_OV_CONFIRM_RESET)
+            snprintf(q, sizeof q, "Start lesson %d again from step 1?", a->lsn ? lsn_current(a->lsn) : 0);
+        else
+            snprintf(q, sizeof q, "Quit kvlab?");
         ui_box(win, a->overlay == APP_OV_CONFIRM_RESET ? "reset" : "quit", "", 1);
         ui_puts(win, 1, 2, w - 4, q, ui_attr(UI_R_NORMAL));
         ui_puts(win, h - 2, 2, w - 4, "y: yes   n or Esc: no", ui_attr(UI_R_KEY));

@@ -124,7 +124,8 @@ void ui_flags_draw(app *a, WINDOW *win)
         if (sel && a->flag_editing) {
             attr_t ia = ui_attr(UI_R_INPUT);
             for (int x = 0; x < vw; x++) ui_put(win, 1 + r, vx + x, L' ', ia);
-            int u = ui_puts(win, 1 + r, vx, vw - 1, a->flag_buf, ia);
+            /* A selected pre-filled value shows reversed: typing replaces it. */
+            int u = ui_puts(win, 1 + r, vx, vw - 1, a->flag_buf, a->flag_selall ? ia | A_REVERSE : ia);
             ui_put(win, 1 + r, vx + u, L' ', ia | A_REVERSE);
         } else {
             char eff[128];

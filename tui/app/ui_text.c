@@ -233,22 +233,39 @@ void ui_text_draw(app *a, WINDOW *win)
     char loading[64];
     snprintf(loading, sizeof loading, "Opening lesson %d ...", a->loading);
     if (!txt || !*txt) txt = st != LSN_IDLE ? "" : a->loading ? loading : "No lesson loaded. Press l to pick one.";
+    int page = a->lsn ? lsn_page_number(a->lsn) : 0;
+    /* A right answer whose page the lesson left at once: its explanation
+     * heads the new page until the learner moves on (n/p). */
+    if (a->recap[0] && page != a->recap_page) {
+        add_text(&nar, a->recap, iw, UI_R_OK);
+        add_blank(&nar);
+    }
     add_text(&nar, txt, iw, UI_R_NORMAL);
     while (nar.n > 0 && nar.lines[nar.n - 1].n == 0) nar.n--;
     int nrows = ih - nb - (nb > 0 ? 1 : 0);
     if (nrows < 1) nrows = 1;
+    int old_lines = a->text_lines, old_max = a->text_lines - a->text_rows;
+    int at_bottom = a->text_scroll >= (old_max > 0 ? old_max : 0);
     a->text_lines = nar.n;
     a->text_rows = nrows;
-    int page = a->lsn ? lsn_page_number(a->lsn) : 0;
     if (page != a->last_page) {
         a->last_page = page;
         a->text_scroll = 0;
+    } else if (nar.n > old_lines && (at_bottom || a->text_follow)) {
+        /* New text on the same page (a flag report, the answer's
+         * explanation): follow it, starting one line above the new text,
+         * unless the learner scrolled up to read. */
+        int first_new = old_lines > 0 ? old_lines - 1 : 0;
+        if (first_new > a->text_scroll) a->text_scroll = first_new;
+        int maxs = nar.n - nrows;
+        if (a->text_scroll > maxs) a->text_scroll = maxs > 0 ? maxs : 0;
     }
+    a->text_follow = 0;
     ui_text_scroll(a, 0);
     draw_lines(win, 1, 2, nrows, nar.lines, nar.n, a->text_scroll);
     const ui_glyphs *g = ui_gl();
     if (a->text_scroll > 0) ui_put(win, 1, w - 2, g->arrow_up, ui_attr(UI_R_KEY));
-    if (a->text_scroll + nrows < nar.n) ui_put(win, nrows, w - 2, g->arrow_down, ui_attr(UI_R_KEY));
+    int more_below = a->text_scroll + nrows < nar.n;
 
     /* Pinned block at the bottom, with a rule above it. */
     if (nb > 0) {
@@ -269,5 +286,11 @@ void ui_text_draw(app *a, WINDOW *win)
             if (a->input_active) ui_put(win, y, 4 + used, L' ', ia | A_REVERSE);
             if (q && q->unit && *q->unit) ui_puts(win, y, 4 + bw + 1, iw - bw - 3, q->unit, ui_attr(UI_R_DIM));
         }
+    }
+    if (more_below) {
+        /* "more below" on the rule under the narration (or the border). */
+        int y = nb > 0 ? 1 + ih - nb - 1 : h - 1;
+        if (w > 18) ui_puts(win, y, w - 16, 13, " more below ", ui_attr(UI_R_KEY));
+        ui_put(win, y, w - 4, g->arrow_down, ui_attr(UI_R_KEY));
     }
 }
