@@ -7,6 +7,8 @@ LESSONS="$(cd "$(dirname "$0")" && pwd)/tui_lessons_goal"
 
 tui_start 80 24 "KVLAB_LESSONS_DIR=$LESSONS" -- --lesson 1
 tui_wait "Goal: Set max-model-len to 2048." 10
+# The lesson highlights an early log line: the log view scrolls back to it.
+tui_wait "INFO Model loading took" 10
 # n before the goal is met says why it waits.
 tui_keys n
 tui_wait "Reach the goal first" 5

@@ -12,8 +12,9 @@ typedef struct keydef {
 } keydef;
 
 static const keydef keys_main[] = {
-    { "n", "next" }, { "p", "back" }, { "space", "run/pause" }, { "s", "step" }, { "f", "flags" },
-    { "h", "hint" }, { "?", "help" }, { "q", "quit" }, { "l", "lessons" }, { "Tab", "view" },
+    /* Most used first: what fits at 80 columns ends with "? help  q quit". */
+    { "n", "next" }, { "p", "back" }, { "f", "flags" }, { "h", "hint" }, { "l", "lessons" },
+    { "Tab", "view" }, { "?", "help" }, { "q", "quit" }, { "space", "pause" }, { "s", "step" },
     { "+/-", "speed" }, { "r", "reset" }, { "t", "block table" },
 };
 static const keydef keys_flags[] = {
@@ -82,12 +83,13 @@ void ui_chrome_header(app *a, WINDOW *win)
     int rl = 0;
     { wchar_t tmp[128]; int n = ui_decode(right, tmp, 128); for (int i = 0; i < n; i++) rl += ui_wcwidth(tmp[i]); }
     char mid[256];
-    if (num > 0) snprintf(mid, sizeof mid, "  Lesson %d/%d  %s", num, total, a->lsn ? lsn_title(a->lsn) : "");
-    else snprintf(mid, sizeof mid, "  no lesson");
-    x += ui_puts(win, 0, x, w - x - rl - 1, mid, hd);
-    if (a->status[0] && a->status_until > a->now && w - x - rl > 20) {
-        ui_puts(win, 0, x + 2, w - x - rl - 3, a->status, hd | A_BOLD);
-    }
+    /* A message for the learner takes the title's place while it lasts
+     * (at 80 columns there is no room for both). */
+    int st_on = a->status[0] && a->status_until > a->now;
+    if (num > 0) snprintf(mid, sizeof mid, "  Lesson %d/%d  %s", num, total, a->lsn && !st_on ? lsn_title(a->lsn) : "");
+    else snprintf(mid, sizeof mid, "  no lesson  ");
+    x += ui_puts(win, 0, x, w - x - rl - 2, mid, hd);
+    if (st_on && w - x - rl > 12) ui_puts(win, 0, x, w - x - rl - 2, a->status, hd | A_BOLD);
     if (w - rl > x) ui_puts(win, 0, w - rl, rl, right, hd);
 }
 

@@ -69,6 +69,7 @@ void ui_log_draw(app *a, WINDOW *win)
     int iw = w - 4, ih = h - 2;
     if (iw < 8 || ih < 1) return;
     wr.count = 0;
+    int hl_first = -1;   /* first wrapped line of the first highlighted log line */
     const kv_plan *p = a->plan;
     int shown = 0;
     char buf[600];
@@ -78,6 +79,7 @@ void ui_log_draw(app *a, WINDOW *win)
         shorten(p->log[i], buf, sizeof buf, iw < 110);
         int lv = ui_log_level(p->log[i]);
         wr.cur = hilite(a, p->log[i]) ? UI_R_HILITE : lv == 2 ? UI_R_ERROR : lv == 1 ? UI_R_WARN : UI_R_NORMAL;
+        if (wr.cur == UI_R_HILITE && hl_first < 0) hl_first = wr.count;
         if (lv == 2) { char t[620]; snprintf(t, sizeof t, "! %s", buf); ui_text_wrap(t, iw, wrap_cb, &wr); }
         else ui_text_wrap(buf, iw, wrap_cb, &wr);
     }
@@ -86,6 +88,7 @@ void ui_log_draw(app *a, WINDOW *win)
             shorten(a->logbuf[i], buf, sizeof buf, iw < 110);
             int lv = a->loglevel[i];
             wr.cur = hilite(a, a->logbuf[i]) ? UI_R_HILITE : lv == 2 ? UI_R_ERROR : lv == 1 ? UI_R_WARN : UI_R_DIM;
+            if (wr.cur == UI_R_HILITE && hl_first < 0) hl_first = wr.count;
             if (lv == 2) { char t[620]; snprintf(t, sizeof t, "! %s", buf); ui_text_wrap(t, iw, wrap_cb, &wr); }
             else ui_text_wrap(buf, iw, wrap_cb, &wr);
         }
@@ -95,6 +98,9 @@ void ui_log_draw(app *a, WINDOW *win)
         return;
     }
     int first = wr.count > ih ? wr.count - ih : 0;
+    /* The log shows its newest lines, unless the lesson highlights an older
+     * one: then the view scrolls back to it (one line of context above). */
+    if (hl_first >= 0 && hl_first < first) first = hl_first > 0 ? hl_first - 1 : 0;
     if (wr.count - first > 256) first = wr.count - 256;
     for (int r = 0; first + r < wr.count && r < ih; r++) {
         int k = (first + r) % 256;
@@ -104,5 +110,9 @@ void ui_log_draw(app *a, WINDOW *win)
             ui_put(win, 1 + r, x, wr.s[k][i], at);
             x += ui_wcwidth(wr.s[k][i]);
         }
+    }
+    if (first + ih < wr.count && w > 18) {
+        ui_puts(win, h - 1, w - 16, 13, " more below ", ui_attr(UI_R_KEY));
+        ui_put(win, h - 1, w - 4, ui_gl()->arrow_down, ui_attr(UI_R_KEY));
     }
 }

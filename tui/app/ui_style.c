@@ -258,14 +258,31 @@ int ui_puts(WINDOW *win, int y, int x, int maxw, const char *utf8, attr_t a)
     wchar_t buf[1024];
     int n = ui_decode(utf8, buf, (int)(sizeof buf / sizeof buf[0]));
     int used = 0;
+    int total = 0;
+    for (int i = 0; i < n; i++) total += ui_wcwidth(buf[i] == L'\n' || buf[i] == L'\t' ? L' ' : buf[i]);
+    /* Text that does not fit ends in an ellipsis, so a cut is never silent
+     * (trailing spaces may be dropped without one). */
+    int cut = 0;
+    if (total > maxw && maxw >= 2) {
+        int t = n;
+        while (t > 0 && buf[t - 1] == L' ') t--;
+        int tw = 0;
+        for (int i = 0; i < t; i++) tw += ui_wcwidth(buf[i] == L'\n' || buf[i] == L'\t' ? L' ' : buf[i]);
+        if (tw > maxw) cut = 1;
+    }
+    int room = cut ? maxw - 1 : maxw;
     for (int i = 0; i < n; i++) {
         wchar_t c = buf[i];
         if (c == L'\n' || c == L'\t') c = L' ';
         int w = ui_wcwidth(c);
         if (w == 0) continue;
-        if (used + w > maxw) break;
+        if (used + w > room) break;
         ui_put(win, y, x + used, c, a);
         used += w;
+    }
+    if (cut) {
+        ui_put(win, y, x + used, ui_gl()->utf8 ? L'\u2026' : L'~', a);
+        used++;
     }
     return used;
 }

@@ -26,25 +26,39 @@ int ui_text_wrap(const char *utf8, int width, void (*line)(void *ctx, const wcha
             /* Kept as it is (commands, log lines, tables); when wider than
              * the pane it continues on the next lines, indented, rather
              * than losing its end. */
-            int k = i, first = 1;
+            int k = i, first = 1, lead = 0;
+            while (i + lead < j && buf[i + lead] == L' ') lead++;
+            /* Continuation lines hang two columns under the line's own indent. */
+            int hang = lead + 2 < width / 2 ? lead + 2 : width / 2;
             static wchar_t cont[1024];
             while (k < j) {
                 int w = 0, e = k;
-                int room = first ? width : width - 4;
+                int room = first ? width : width - hang;
                 if (room < 1) room = 1;
                 while (e < j && w + ui_wcwidth(buf[e]) <= room) w += ui_wcwidth(buf[e++]);
                 if (e == k) e = k + 1;
+                if (e < j) {
+                    /* Break at the last space that leaves a word on this
+                     * line; only a word wider than the line is cut. */
+                    int sp = e;
+                    while (sp > k && buf[sp] != L' ') sp--;
+                    int min = first ? k + lead : k;
+                    if (sp > min) e = sp;
+                }
+                int t = e;
+                while (t > k && buf[t - 1] == L' ') t--;
                 if (first) {
-                    line(ctx, buf + k, e - k);
+                    line(ctx, buf + k, t - k);
                 } else {
                     int n = 0;
-                    for (int s2 = 0; s2 < 4 && s2 < width - 1; s2++) cont[n++] = L' ';
-                    for (int t = k; t < e && n < 1023; t++) cont[n++] = buf[t];
+                    for (int s2 = 0; s2 < hang && s2 < width - 1; s2++) cont[n++] = L' ';
+                    for (int q = k; q < t && n < 1023; q++) cont[n++] = buf[q];
                     line(ctx, cont, n);
                 }
                 count++;
                 first = 0;
                 k = e;
+                while (k < j && buf[k] == L' ') k++;
             }
         } else if (j == i) {
             if (j < n || i == 0) { line(ctx, buf + i, 0); count++; }

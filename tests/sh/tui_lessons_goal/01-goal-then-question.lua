@@ -9,6 +9,7 @@ return {
     lab.page("Break it")
     lab.show("flags")
     lab.show("log", { upto = "ready" })
+    lab.highlight("log", "Model loading took")
     lab.start({ model = "meta-llama/Llama-3.1-8B-Instruct", gpu = "h100-80gb", ["max-model-len"] = 4096 })
     lab.say("The server runs with max-model-len 4096.")
     lab.goal{
