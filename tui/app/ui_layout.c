@@ -71,8 +71,20 @@ static void stack(ui_layout *out, const ui_layout_req *req, const ui_pane *list,
         ui_pane f = order[0];
         int mh = ui_layout_min_h(f);
         int pref = req->want_h[f] > 0 ? req->want_h[f] : h / 2;
+        /* Tab must show: the focused pane gets at least half the column
+         * even when its content asks for less. */
+        if (pref < h / 2) pref = h / 2;
         int cap = h * 2 / 3;
         int fh = pref < cap ? pref : cap;
+        /* ... but leaves the other panes their minimum, and the flags all
+         * their rows, so no flag vanishes because another pane has focus. */
+        int reserve = 0;
+        for (int i = 1; i < norder; i++) {
+            int omh = ui_layout_min_h(order[i]);
+            if (order[i] == UI_PANE_FLAGS && req->want_h[UI_PANE_FLAGS] > omh) omh = req->want_h[UI_PANE_FLAGS];
+            reserve += omh;
+        }
+        if (fh > left - reserve) fh = left - reserve;
         if (fh < mh) fh = mh;
         if (fh <= left) {
             chosen |= UI_PANE_BIT(f);
@@ -85,6 +97,13 @@ static void stack(ui_layout *out, const ui_layout_req *req, const ui_pane *list,
     }
     for (int i = first; i < norder; i++) {
         int mh = ui_layout_min_h(order[i]);
+        if (order[i] == UI_PANE_FLAGS && req->want_h[UI_PANE_FLAGS] > mh) {
+            /* All the flags when the panes after them still get their minimum. */
+            int rest = 0;
+            for (int k = i + 1; k < norder; k++) rest += ui_layout_min_h(order[k]);
+            int full = req->want_h[UI_PANE_FLAGS];
+            if (full + rest <= left) mh = full;
+        }
         if (mh <= left) {
             chosen |= UI_PANE_BIT(order[i]);
             heights[order[i]] = mh;

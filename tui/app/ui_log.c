@@ -65,7 +65,7 @@ void ui_log_draw(app *a, WINDOW *win)
     int h, w;
     getmaxyx(win, h, w);
     werase(win);
-    ui_box(win, "start-up log", app_starting(a) ? "starting" : "", 0);
+    ui_box(win, "start-up log", app_starting(a) ? "starting" : "", a->view_focus == UI_PANE_LOG);
     int iw = w - 4, ih = h - 2;
     if (iw < 8 || ih < 1) return;
     wr.count = 0;

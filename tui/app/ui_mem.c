@@ -134,7 +134,7 @@ void ui_mem_draw(app *a, WINDOW *win)
     const kv_plan *p = a->plan;
     char right[64] = "";
     if (p && p->tensor_parallel_size > 1) snprintf(right, sizeof right, "per GPU, %d GPUs", p->tensor_parallel_size);
-    ui_box(win, "GPU memory", right, 0);
+    ui_box(win, "GPU memory", right, a->view_focus == UI_PANE_MEMORY);
     int iw = w - 4, ih = h - 2;
     if (iw < 8 || ih < 1) return;
     if (!p) {

@@ -66,7 +66,7 @@ void ui_metrics_draw(app *a, WINDOW *win)
     int h, w;
     getmaxyx(win, h, w);
     werase(win);
-    ui_box(win, "metrics", "", 0);
+    ui_box(win, "metrics", "", a->view_focus == UI_PANE_METRICS);
     int iw = w - 4, ih = h - 2;
     if (iw < 10 || ih < 1) return;
     if (!a->eng) {
@@ -95,6 +95,18 @@ void ui_metrics_draw(app *a, WINDOW *win)
             case M_HITS:    series[i] = tl[i].prefix_hit_rate; vmax = 1.0; break;
             case M_GEN:     series[i] = tl[i].num_scheduled_tokens; break;
             default:        series[i] = tl[i].tokens_per_s; break;
+            }
+        }
+        if (k == M_PREEMPT && n > 0) {
+            /* A counter only grows: plot its running total (ending at the
+             * value shown), not the per-step preemptions. */
+            double step_next = series[n - 1];
+            series[n - 1] = (double)m.num_preemptions_total;
+            for (int i = n - 2; i >= 0; i--) {
+                double here = series[i];
+                series[i] = series[i + 1] - step_next;
+                if (series[i] < 0) series[i] = 0;
+                step_next = here;
             }
         }
         switch (k) {

@@ -24,7 +24,7 @@ void ui_plot_draw(app *a, WINDOW *win)
     getmaxyx(win, h, w);
     werase(win);
     const lsn_plot *pl = a->lsn ? lsn_get_plot(a->lsn) : NULL;
-    ui_box(win, pl && pl->title && *pl->title ? pl->title : "plot", pl && pl->logy ? "log y" : "", 0);
+    ui_box(win, pl && pl->title && *pl->title ? pl->title : "plot", pl && pl->logy ? "log y" : "", a->view_focus == UI_PANE_PLOT);
     int iw = w - 4, ih = h - 2;
     if (iw < 20 || ih < 4) return;
     if (!pl || pl->nseries == 0) {

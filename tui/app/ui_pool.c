@@ -123,7 +123,7 @@ void ui_pool_draw(app *a, WINDOW *win)
     int32_t n = info.num_blocks;
     char right[96], t1[32];
     snprintf(right, sizeof right, "%s blocks x %d tokens", ui_fmt_int(t1, sizeof t1, n), info.block_size);
-    ui_box(win, info.mode == KV_MODE_CONTIGUOUS ? "block pool (contiguous slabs)" : "block pool", right, 0);
+    ui_box(win, info.mode == KV_MODE_CONTIGUOUS ? "block pool (contiguous slabs)" : "block pool", right, a->view_focus == UI_PANE_POOL);
     int cols = w - 2, rows = h - 3;
     if (cols < 4 || rows < 1 || n <= 0 || !ensure(n)) return;
     int64_t cells = (int64_t)cols * rows;

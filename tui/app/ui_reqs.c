@@ -66,7 +66,7 @@ void ui_reqs_draw(app *a, WINDOW *win)
     int32_t nw = kv_engine_waiting(a->eng, wait, MAXR);
     char right[64];
     snprintf(right, sizeof right, "%d running, %d waiting", nr, nw);
-    ui_box(win, "requests and block tables", right, 0);
+    ui_box(win, "requests and block tables", right, a->view_focus == UI_PANE_REQUESTS);
     if (iw < 10 || ih < 1) return;
     int y = 1;
     if (nr > MAXR) nr = MAXR;

@@ -18,7 +18,7 @@ void ui_tp_draw(app *a, WINDOW *win)
     int kvh = a->eng ? kv_engine_get_config(a->eng)->num_kv_heads : 0;
     char right[64];
     snprintf(right, sizeof right, "tp=%d, %d KV heads", tp, kvh);
-    ui_box(win, "tensor parallel ranks", kvh ? right : "", 0);
+    ui_box(win, "tensor parallel ranks", kvh ? right : "", a->view_focus == UI_PANE_TP);
     int iw = w - 4, ih = h - 2;
     if (iw < 16 || ih < 1) return;
     if (!a->eng) {
