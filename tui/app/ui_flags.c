@@ -41,6 +41,7 @@ int ui_flags_effective(const app *a, const lsn_flag *f, char *out, size_t len)
     else if (!strcmp(n, "enforce-eager")) snprintf(out, len, "%s", p->enforce_eager ? "true" : "false");
     else if (!strcmp(n, "enable-prefix-caching")) snprintf(out, len, "%s", p->enable_prefix_caching ? "true" : "false");
     else if (!strcmp(n, "gpu")) snprintf(out, len, "%s", p->gpu_id);
+    else if (!strcmp(n, "kv-heads") && a->eng) snprintf(out, len, "%d", (int)kv_engine_get_config(a->eng)->num_kv_heads);
     return *out != 0;
 }
 
@@ -131,10 +132,19 @@ void ui_flags_draw(app *a, WINDOW *win)
             char eff[128];
             int dflt = ui_flags_effective(a, f, eff, sizeof eff);
             const char *v = *eff ? eff : "(default)";
-            char shown[160];
-            if (sel) snprintf(shown, sizeof shown, "< %s >", v);
-            else snprintf(shown, sizeof shown, "%s", v);
-            int vlen = (int)strlen(shown);
+            char shown[176];
+            /* A value too long for the row (a model id) keeps its start and
+             * the closing '>' with an ellipsis between. */
+            int room = vw - (sel ? 4 : 0);
+            char vv[160];
+            if ((int)strlen(v) > room && room > 4)
+                snprintf(vv, sizeof vv, "%.*s%s", room - 1, v, ui_gl()->utf8 ? "\u2026" : "~");
+            else
+                snprintf(vv, sizeof vv, "%s", v);
+            if (sel) snprintf(shown, sizeof shown, "< %s >", vv);
+            else snprintf(shown, sizeof shown, "%s", vv);
+            wchar_t wtmp[160];
+            int vlen = ui_decode(shown, wtmp, 160);
             int x = vx + (vw - vlen > 0 ? vw - vlen : 0);
             /* A default is dim; the value the learner set is plain. */
             ui_puts(win, 1 + r, x, vw, shown, dflt || !*eff ? (sel ? at | A_DIM : ui_attr(UI_R_DIM)) : at);
