@@ -51,7 +51,7 @@ static void submit_answer(app *a, const char *text)
     a->input[0] = 0;
     if (v.kind == LSN_V_CORRECT) {
         a->input_active = 0;
-        app_status(a, UI_R_OK, "%s", "Right (the explanation is in the text view).");
+        app_status(a, UI_R_OK, "%s", "Right: see the text view.");
         /* The lesson may open a new page at once: the explanation stays on
          * top of the text view until the learner presses n or p. */
         snprintf(a->recap, sizeof a->recap, "%s", v.message[0] ? v.message : "Right.");
