@@ -146,7 +146,7 @@ static void flags_key(app *a, int ch)
         int dir = (ch == KEY_RIGHT || ch == '+' || ch == '=' || ch == '>') ? 1 : -1;
         char cur[APP_INPUT_MAX];
         ui_flags_effective(a, f, cur, sizeof cur);
-        if (ui_flags_step(cur, f, dir, v, sizeof v)) {
+        if (lsn_catalog_step(a->lsn, f->name, cur, dir, v, sizeof v) || ui_flags_step(cur, f, dir, v, sizeof v)) {
             char name[64];
             snprintf(name, sizeof name, "%s", f->name);
             apply_flag(a, name, v);

@@ -317,7 +317,7 @@ void app_lesson_changed(app *a, unsigned ch)
             /* Whatever the learner types next answers the new question, so
              * the flags view gives the keys back (it kept them while the
              * learner reached the goal). */
-            if (a->key_focus == UI_PANE_FLAGS) {
+            if (q && a->key_focus == UI_PANE_FLAGS) {
                 a->key_focus = -1;
                 a->flag_editing = 0;
                 app_relayout(a, 0);

@@ -277,6 +277,11 @@ typedef struct lsn_flag {
     const char *const *choices;
 } lsn_flag;
 
+/* Left/Right on the model or gpu flag: the catalogue id after (dir > 0) or
+ * before `cur` (the first/last when cur is not in the catalogue), written to
+ * out. Returns 1, or 0 for another flag or an empty catalogue. */
+int lsn_catalog_step(const lsn_runner *r, const char *flag, const char *cur, int dir, char *out, size_t len);
+
 int lsn_flag_count(const lsn_runner *r);
 const lsn_flag *lsn_flag_at(const lsn_runner *r, int index);
 

@@ -1796,3 +1796,38 @@ int lsn_check(lsn_runner *r, int number, FILE *log)
     r->log = old;
     return ok ? 0 : 1;
 }
+
+int lsn_catalog_step(const lsn_runner *r, const char *flag, const char *cur, int dir, char *out, size_t len)
+{
+    if (!r || !r->server || !flag || !out || len == 0)
+        return 0;
+    const char *v = cur ? cur : "";
+    if (!strcmp(flag, "gpu")) {
+        const kv_gpu_catalog *c = lsn_server_catalog(r->server);
+        if (!c || c->count <= 0)
+            return 0;
+        int at = -1;
+        for (int i = 0; i < c->count; i++)
+            if (!strcmp(c->gpus[i].id, v))
+                at = i;
+        int next = at < 0 ? (dir > 0 ? 0 : c->count - 1) : (at + (dir > 0 ? 1 : c->count - 1)) % c->count;
+        snprintf(out, len, "%s", c->gpus[next].id);
+        return 1;
+    }
+    if (!strcmp(flag, "model")) {
+        char **ids = NULL;
+        char err[256];
+        int n = kv_model_catalog_list(lsn_server_assets(r->server), &ids, err, sizeof err);
+        if (n <= 0)
+            return 0;
+        int at = -1;
+        for (int i = 0; i < n; i++)
+            if (!strcmp(ids[i], v))
+                at = i;
+        int next = at < 0 ? (dir > 0 ? 0 : n - 1) : (at + (dir > 0 ? 1 : n - 1)) % n;
+        snprintf(out, len, "%s", ids[next]);
+        kv_model_catalog_free(ids, n);
+        return 1;
+    }
+    return 0;
+}
