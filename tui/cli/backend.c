@@ -85,6 +85,26 @@ kv_device *kvlab_backend_open_app(int max_ranks)
     return open_backend(max_ranks, 1, 0, NULL, NULL, 0);
 }
 
+#ifdef KVLAB_HAVE_CUDA
+/* The GPU of device d as a catalogue entry named "this": the catalogue's
+ * figures (bandwidth, FLOPs) when the card matches one, with the total CUDA
+ * reports. Returns the catalogue match or NULL. */
+static const kv_gpu *describe_this_gpu(kv_device *d, const kv_gpu_catalog *cat, kv_cuda_gpu_info *info,
+                                       kv_gpu *out)
+{
+    kv_cuda_info(d, 0, info, NULL, 0);
+    memset(out, 0, sizeof *out);
+    const kv_gpu *match = kv_cuda_match_catalog(cat, info->name, (double)info->total_bytes);
+    if (match) *out = *match;
+    snprintf(out->id, sizeof out->id, "this");
+    snprintf(out->name, sizeof out->name, "%.100s (this GPU)", info->name);
+    out->reported_total_bytes = (double)info->total_bytes;
+    out->reported_total_gib = kv_gib((double)info->total_bytes);
+    out->is_custom = 0;
+    return match;
+}
+#endif
+
 int kvlab_backend_this_gpu(const kv_gpu_catalog *cat, kv_gpu *out, double *context_bytes, char *err,
                            size_t errlen)
 {
@@ -93,16 +113,8 @@ int kvlab_backend_this_gpu(const kv_gpu_catalog *cat, kv_gpu *out, double *conte
     kv_device *d = kv_cuda_open(1, why, sizeof why);
     if (!d) return kv_errf(err, errlen, -1, "--gpu this: %s", why);
     kv_cuda_gpu_info info;
-    kv_cuda_info(d, 0, &info, NULL, 0);
+    describe_this_gpu(d, cat, &info, out);
     d->ops->destroy(d);
-    memset(out, 0, sizeof *out);
-    const kv_gpu *match = kv_cuda_match_catalog(cat, info.name, (double)info.total_bytes);
-    if (match) *out = *match;
-    snprintf(out->id, sizeof out->id, "this");
-    snprintf(out->name, sizeof out->name, "%.100s (this GPU)", info.name);
-    out->reported_total_bytes = (double)info.total_bytes;
-    out->reported_total_gib = kv_gib((double)info.total_bytes);
-    out->is_custom = 0;
     if (context_bytes) *context_bytes = (double)info.context_bytes;
     return 0;
 #else
@@ -165,16 +177,8 @@ int kvlab_serve_pick_gpu(kv_args *a, const kv_gpu_catalog *cat, kvlab_serve_dev 
         return 0;
     }
     kv_cuda_gpu_info info;
-    kv_cuda_info(d, 0, &info, NULL, 0);
+    const kv_gpu *match = describe_this_gpu(d, cat, &info, out);
     d->ops->destroy(d);
-    memset(out, 0, sizeof *out);
-    const kv_gpu *match = kv_cuda_match_catalog(cat, info.name, (double)info.total_bytes);
-    if (match) *out = *match;
-    snprintf(out->id, sizeof out->id, "this");
-    snprintf(out->name, sizeof out->name, "%.100s (this GPU)", info.name);
-    out->reported_total_bytes = (double)info.total_bytes;
-    out->reported_total_gib = kv_gib((double)info.total_bytes);
-    out->is_custom = 0;
     o->on_this_gpu = 1;
     o->context_bytes = info.context_bytes;
     char line[1024];
