@@ -286,6 +286,82 @@ static void test_walk_save_resume(void **st)
     lsn_free(r);
 }
 
+/* Back over a question and a goal, then forward again: the answer and the
+ * flag change given before are applied, not asked for again. */
+static void test_back_then_forward(void **st)
+{
+    (void)st;
+    lsn_runner *r = open_runner();
+    assert_int_equal(lsn_load(r, 1, 1), 0);
+    lsn_next(r);
+    lsn_next(r);
+    lsn_verdict v;
+    lsn_answer(r, "4", &v);
+    assert_int_equal(v.kind, LSN_V_CORRECT);
+    char err[256];
+    assert_true(lsn_set_flag(r, "max-model-len", "8192", err, sizeof err) & LSN_CH_SERVER);
+    lsn_tick(r, 0.05);
+    assert_int_equal(lsn_step(r), 4);
+
+    /* back onto the question: asked again; n takes the answer from before */
+    lsn_back(r);
+    lsn_back(r);
+    assert_int_equal(lsn_step(r), 2);
+    assert_non_null(lsn_get_question(r));
+    assert_true(lsn_next(r) & LSN_CH_QUESTION);
+    assert_null(lsn_get_question(r));
+    assert_int_equal(lsn_step(r), 3);
+    assert_non_null(lsn_notice(r));
+    assert_non_null(strstr(lsn_notice(r), "Your answer: 4 (from before)"));
+    lsn_notice_clear(r);
+    /* arriving at the goal reached before re-applies its flag change */
+    assert_int_equal(lsn_get_state(r), LSN_WAIT_GOAL);
+    assert_true(lsn_get_goal(r)->met);
+    assert_string_equal(flag_value(r, "max-model-len"), "8192");
+    lsn_tick(r, 0.05);
+    assert_int_equal(lsn_step(r), 4);
+    assert_int_equal(lsn_get_state(r), LSN_WAIT_NEXT);
+
+    /* back onto the goal: its flag change is undone; n makes it again */
+    lsn_back(r);
+    assert_int_equal(lsn_step(r), 3);
+    assert_string_equal(flag_value(r, "max-model-len"), "4096");
+    assert_false(lsn_get_goal(r)->met);
+    lsn_next(r);
+    assert_true(lsn_get_goal(r)->met);
+    lsn_tick(r, 0.05);
+    assert_int_equal(lsn_step(r), 4);
+
+    /* back to the pause before the question: n passes the pause, and the
+     * question and goal answered before are passed on their own */
+    lsn_back(r);
+    lsn_back(r);
+    lsn_back(r);
+    assert_int_equal(lsn_step(r), 1);
+    assert_int_equal(lsn_get_state(r), LSN_WAIT_NEXT);
+    lsn_next(r);
+    assert_null(lsn_get_question(r));
+    assert_int_equal(lsn_step(r), 3);
+    lsn_tick(r, 0.05);
+    assert_int_equal(lsn_step(r), 4);
+    assert_string_equal(lsn_text(r), "goal reached");
+    lsn_free(r);
+
+    /* what was lived again is saved: a new runner resumes at step 4 */
+    r = open_runner();
+    assert_int_equal(lsn_load(r, 1, 1), 0);
+    assert_int_equal(lsn_step(r), 4);
+    assert_string_equal(flag_value(r, "max-model-len"), "8192");
+
+    /* a reset forgets the answers: the question is asked again */
+    lsn_reset(r);
+    lsn_next(r);
+    lsn_next(r);
+    assert_int_equal(lsn_step(r), 2);
+    assert_non_null(lsn_get_question(r));
+    lsn_free(r);
+}
+
 static void test_lesson_error(void **st)
 {
     (void)st;
@@ -410,6 +486,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_course, setup, teardown),
         cmocka_unit_test_setup_teardown(test_walk_save_resume, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_back_then_forward, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lesson_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_progress, setup, teardown),
         cmocka_unit_test_setup_teardown(test_waits, setup, teardown),

@@ -167,6 +167,13 @@ struct lsn_runner {
     kv_step_result last_step; /* what the last engine step did */
     unsigned changes;        /* LSN_CH_* since the last public call returned */
 
+    /* Inputs of the steps the learner went back over (lsn_back). Moving
+     * forward onto such a question or goal again applies them, so an answer
+     * given once is not asked for again. Not saved; dropped by lsn_load. */
+    lsn_input *ahead;
+    int nahead, capahead;
+    int from_before;         /* lsn_answer is applying a remembered answer */
+
     /* kvlab check */
     FILE *log;
     int check_failed;

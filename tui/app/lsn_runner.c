@@ -112,6 +112,9 @@ static void set_error(lsn_runner *r, const char *fmt, ...)
     r->changes |= LSN_CH_STATE | LSN_CH_TEXT | LSN_CH_QUESTION | LSN_CH_GOAL;
 }
 
+static void ahead_clear(lsn_runner *r);
+static void say_line(lsn_runner *r, const char *s);
+
 /* ---- views and plot ------------------------------------------------------ */
 
 lsn_view_int *lsn_view_get(lsn_runner *r, const char *name)
@@ -701,6 +704,7 @@ void lsn_free(lsn_runner *r)
     if (!r)
         return;
     unload(r);
+    ahead_clear(r);
     views_reset(r);
     lsn_sb_free(&r->text);
     lsn_sb_free(&r->error);
@@ -841,6 +845,8 @@ static void lesson_done(lsn_runner *r)
     save_progress(r);
 }
 
+static int apply_remembered(lsn_runner *r);
+
 /* Resume the lesson with nargs values already pushed on r->co. */
 static void resume(lsn_runner *r, int nargs)
 {
@@ -857,6 +863,8 @@ static void resume(lsn_runner *r, int nargs)
             set_error(r, "%s: the lesson yielded without saying what it waits for "
                          "(use lab.pause, lab.step, lab.ask ... rather than coroutine.yield)",
                       r->shown_path);
+        else
+            apply_remembered(r); /* forward again onto a step answered before */
     } else if (st == LUA_OK) {
         lua_pop(r->co, nres);
         r->wait = W_DONE;
@@ -1242,6 +1250,7 @@ static void drive(lsn_runner *r, int target)
 int lsn_load(lsn_runner *r, int number, int resume_saved)
 {
     unload(r);
+    ahead_clear(r); /* lsn_back hands its own over after loading */
     r->changes = 0;
     if (start_lesson(r, number) < 0)
         return -1;
@@ -1339,10 +1348,116 @@ unsigned lsn_tick(lsn_runner *r, double dt)
     return r->changes;
 }
 
+static void ahead_free(lsn_input *v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(v[i].name);
+        free(v[i].value);
+    }
+    free(v);
+}
+
+static void ahead_clear(lsn_runner *r)
+{
+    ahead_free(r->ahead, r->nahead);
+    r->ahead = NULL;
+    r->nahead = r->capahead = 0;
+}
+
+/* Append a copy of `in` to r->ahead; an input that cannot be copied (out of
+ * memory) is just not remembered: the learner is asked again. */
+static void ahead_add(lsn_runner *r, const lsn_input *in)
+{
+    if (r->nahead == r->capahead) {
+        int cap = r->capahead ? r->capahead * 2 : 8;
+        lsn_input *nv = realloc(r->ahead, (size_t)cap * sizeof *nv);
+        if (!nv)
+            return;
+        r->ahead = nv;
+        r->capahead = cap;
+    }
+    lsn_input *d = &r->ahead[r->nahead];
+    d->wait = in->wait;
+    d->kind = in->kind;
+    d->name = in->name ? strdup(in->name) : NULL;
+    d->value = in->value ? strdup(in->value) : NULL;
+    if ((in->name && !d->name) || (in->value && !d->value)) {
+        free(d->name);
+        free(d->value);
+        return;
+    }
+    r->nahead++;
+}
+
+/* The learner is (again) at a question or goal they went back over: feed the
+ * answer or the flag changes remembered for this step, as a replay does. A
+ * remembered answer that no longer checks (flags changed since) leaves the
+ * question asked; a reveal is not repeated. Returns 1 when something was
+ * applied. The remembered inputs of the step are used up either way. */
+static int apply_remembered(lsn_runner *r)
+{
+    if (r->replaying || r->checking || r->nahead == 0 || !r->L)
+        return 0;
+    if (!(r->wait == W_ANSWER && r->q.active) && !(r->wait == W_GOAL && r->g.active))
+        return 0;
+    int w = r->step, k = 0, nmine = 0;
+    lsn_input *mine = malloc((size_t)r->nahead * sizeof *mine);
+    if (!mine)
+        return 0;
+    for (int i = 0; i < r->nahead; i++) {
+        if (r->ahead[i].wait == w)
+            mine[nmine++] = r->ahead[i];
+        else
+            r->ahead[k++] = r->ahead[i];
+    }
+    r->nahead = k;
+    unsigned saved = r->changes; /* lsn_answer / lsn_set_flag start from 0 */
+    int did = 0;
+    if (r->wait == W_ANSWER) {
+        const lsn_input *ans = NULL;
+        for (int i = 0; i < nmine; i++)
+            if (mine[i].kind != LSN_IN_FLAG)
+                ans = &mine[i];
+        if (ans && ans->kind == LSN_IN_ANSWER && ans->value) {
+            lsn_verdict v;
+            int tries = r->q.tries, hints = r->q.hints_shown;
+            r->from_before = 1;
+            lsn_answer(r, ans->value, &v);
+            r->from_before = 0;
+            did = v.kind == LSN_V_CORRECT;
+            if (!did && r->wait == W_ANSWER && r->q.active) {
+                /* not the learner's try: no count, no hint used up */
+                r->q.tries = tries;
+                r->q.hints_shown = hints;
+            }
+            if (did && !r->notice[0]) /* the lesson may turn the page at once */
+                snprintf(r->notice, sizeof r->notice, "Your answer: %.700s (from before).", ans->value);
+        }
+    } else {
+        for (int i = 0; i < nmine && r->wait == W_GOAL; i++) {
+            if (mine[i].kind != LSN_IN_FLAG)
+                continue;
+            char err[256];
+            if (lsn_set_flag(r, mine[i].name, mine[i].value, err, sizeof err))
+                did = 1;
+        }
+        if (did && r->wait == W_GOAL && r->g.met)
+            say_line(r, "You reached this goal before: your flag changes were made again.");
+    }
+    ahead_free(mine, nmine);
+    r->changes |= saved;
+    return did;
+}
+
 unsigned lsn_next(lsn_runner *r)
 {
     r->changes = 0;
     switch (r->wait) {
+    case W_ANSWER:
+    case W_GOAL:
+        /* back onto a step answered before: n takes the answer from then */
+        apply_remembered(r);
+        break;
     case W_NEXT:
         complete_step(r);
         resume(r, 0);
@@ -1363,13 +1478,37 @@ unsigned lsn_back(lsn_runner *r)
 {
     if (!r->number || r->step == 0)
         return 0;
-    int n = r->number, target = r->step - 1;
+    int n = r->number, target = r->step - 1, from = r->step;
     if (r->wait == W_DONE || r->wait == W_ERROR)
         target = r->step > 0 ? r->step - 1 : 0;
+    /* Remember what is about to be forgotten: what was remembered from an
+     * earlier back for the step the learner is at and beyond (the steps
+     * before it were lived again), then the inputs of the steps gone back
+     * over. Within one step the older inputs come first: replay order. */
+    lsn_input *old = r->ahead;
+    int nold = r->nahead;
+    r->ahead = NULL;
+    r->nahead = r->capahead = 0;
+    for (int i = 0; i < nold; i++)
+        if (old[i].wait >= from)
+            ahead_add(r, &old[i]);
+    ahead_free(old, nold);
+    const lsn_lesson_progress *p = &r->progress.lessons[n];
+    for (int i = 0; i < p->ninputs; i++)
+        if (p->inputs[i].wait >= target)
+            ahead_add(r, &p->inputs[i]);
+    lsn_input *keep = r->ahead;
+    int nkeep = r->nahead, capkeep = r->capahead;
+    r->ahead = NULL;
+    r->nahead = r->capahead = 0;
     lsn_progress_truncate(&r->progress, n, target);
     r->progress.lessons[n].step = target;
     save_progress(r);
     lsn_load(r, n, 1);
+    ahead_clear(r);
+    r->ahead = keep;
+    r->nahead = nkeep;
+    r->capahead = capkeep;
     return r->changes | LSN_CH_TEXT | LSN_CH_VIEWS | LSN_CH_STATE | LSN_CH_SERVER;
 }
 
@@ -1503,7 +1642,8 @@ unsigned lsn_answer(lsn_runner *r, const char *text, lsn_verdict *v)
     if (res == LSN_CHECK_CORRECT) {
         record(r, LSN_IN_ANSWER, NULL, text);
         char line[1024];
-        snprintf(line, sizeof line, "Your answer: %s. That's right.", text);
+        snprintf(line, sizeof line, r->from_before ? "Your answer: %s (from before). That's right."
+                                                   : "Your answer: %s. That's right.", text);
         say_line(r, line);
         if (q->explain && q->explain[0]) {
             say_line(r, q->explain);
