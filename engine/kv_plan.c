@@ -253,21 +253,6 @@ static void fmt_gib_py(char *b, size_t n, double bytes)
 }
 
 /* 123456 -> "123,456" */
-static void fmt_thousands(char *b, size_t n, int64_t v)
-{
-    char raw[32];
-    snprintf(raw, sizeof raw, "%lld", (long long)(v < 0 ? -v : v));
-    size_t l = strlen(raw), j = 0;
-    if (v < 0 && j + 1 < n)
-        b[j++] = '-';
-    for (size_t i = 0; i < l && j + 2 < n; i++) {
-        b[j++] = raw[i];
-        if ((l - i - 1) % 3 == 0 && i + 1 < l)
-            b[j++] = ',';
-    }
-    b[j] = '\0';
-}
-
 static void log_line(kv_plan *p, const char *level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void log_line(kv_plan *p, const char *level, const char *fmt, ...)
 {
@@ -653,8 +638,8 @@ int kv_plan_compute_nofix(const kv_model *m, const kv_gpu *gpu, const kv_args *a
     p->kv_cache_tokens = clamp_i64((double)(p->num_blocks / p->num_kv_groups) * p->block_size);
     p->max_concurrency = p->blocks_per_request > 0 ? (double)p->num_blocks / (double)p->blocks_per_request : 0;
     char toks[32], lens[32];
-    fmt_thousands(toks, sizeof toks, clamp_i64(p->max_concurrency * (double)p->max_model_len));
-    fmt_thousands(lens, sizeof lens, p->max_model_len);
+    kv_fmt_thousands(toks, sizeof toks, clamp_i64(p->max_concurrency * (double)p->max_model_len));
+    kv_fmt_thousands(lens, sizeof lens, p->max_model_len);
     log_line(p, "INFO", "GPU KV cache size: %s tokens, Maximum concurrency for %s tokens per request: %.2fx", toks, lens,
              p->max_concurrency);
     if (p->cudagraph_bytes > 0)

@@ -39,3 +39,26 @@ int kv_edit_distance(const char *a, const char *b)
     }
     return row[lb];
 }
+
+char *kv_fmt_thousands(char *buf, size_t len, long long v)
+{
+    char tmp[32];
+    /* magnitude without overflowing on LLONG_MIN */
+    unsigned long long u = v < 0 ? (unsigned long long)(-(v + 1)) + 1 : (unsigned long long)v;
+    int k = 0, digits = 0;
+    do {
+        if (digits && digits % 3 == 0)
+            tmp[k++] = ',';
+        tmp[k++] = (char)('0' + u % 10);
+        u /= 10;
+        digits++;
+    } while (u && k < 30);
+    if (v < 0)
+        tmp[k++] = '-';
+    size_t j = 0;
+    while (k > 0 && j + 1 < len)
+        buf[j++] = tmp[--k];
+    if (len)
+        buf[j] = '\0';
+    return buf;
+}

@@ -21,6 +21,10 @@ int kv_edit_distance(const char *a, const char *b);
 static inline double kv_gib(double bytes) { return bytes / KV_GIB; }
 static inline double kv_bytes_of_gib(double gib) { return gib * KV_GIB; }
 
+/* v with thousands separators ("23,184"), as vLLM prints token counts
+ * (f"{n:,}"); writes at most len bytes including the NUL; returns buf. */
+char *kv_fmt_thousands(char *buf, size_t len, long long v);
+
 /* ceil(a / b) for positive integers (vLLM's cdiv). */
 static inline int64_t kv_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 

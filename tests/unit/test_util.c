@@ -24,11 +24,25 @@ static void test_errf(void **state)
     assert_int_equal(kv_errf(NULL, 0, -1, "ignored"), -1);
 }
 
+static void test_fmt_thousands(void **state)
+{
+    (void)state;
+    char b[32];
+    assert_string_equal(kv_fmt_thousands(b, sizeof b, 0), "0");
+    assert_string_equal(kv_fmt_thousands(b, sizeof b, 999), "999");
+    assert_string_equal(kv_fmt_thousands(b, sizeof b, 23184), "23,184");
+    assert_string_equal(kv_fmt_thousands(b, sizeof b, -1234567), "-1,234,567");
+    assert_string_equal(kv_fmt_thousands(b, sizeof b, INT64_MIN), "-9,223,372,036,854,775,808");
+    char small[5];
+    assert_string_equal(kv_fmt_thousands(small, sizeof small, 123456), "123,"); /* cut, still terminated */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cdiv),
         cmocka_unit_test(test_errf),
+        cmocka_unit_test(test_fmt_thousands),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "kv_util.h"
+
 static const lsn_unit units[] = {
     {"", LSN_DIM_NONE, 1},
     {"x", LSN_DIM_NONE, 1},
@@ -232,19 +234,7 @@ char *lsn_answer_format(double value, const char *unit, char *buf, size_t buflen
         snprintf(num, sizeof num, "%g", value);
     } else if (av >= 1000 || (value == floor(value) && av < 1e15)) {
         /* whole number with thousands separators */
-        long long iv = llround(value);
-        char digits[32];
-        snprintf(digits, sizeof digits, "%lld", iv < 0 ? -iv : iv);
-        size_t nd = strlen(digits), k = 0;
-        if (iv < 0)
-            num[k++] = '-';
-        for (size_t i = 0; i < nd && k + 2 < sizeof num; i++) {
-            num[k++] = digits[i];
-            size_t left = nd - i - 1;
-            if (left && left % 3 == 0)
-                num[k++] = ',';
-        }
-        num[k] = '\0';
+        kv_fmt_thousands(num, sizeof num, llround(value));
     } else {
         snprintf(num, sizeof num, "%.3g", value);
     }

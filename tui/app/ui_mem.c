@@ -188,6 +188,6 @@ void ui_mem_draw(app *a, WINDOW *win)
                   kv_gib(p->available_kv_bytes));
         if (y - 1 < ih)
             ui_printf(win, y, 2, iw, ui_attr(UI_R_NORMAL), "GPU KV cache size: %s tokens (%s blocks)",
-                      ui_fmt_int(t1, sizeof t1, p->kv_cache_tokens), ui_fmt_int(t2, sizeof t2, p->num_blocks));
+                      kv_fmt_thousands(t1, sizeof t1, p->kv_cache_tokens), kv_fmt_thousands(t2, sizeof t2, p->num_blocks));
     }
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kv_util.h"
 #include "ui_style.h"
 
 #define NSAMP 512
@@ -113,14 +114,14 @@ void ui_metrics_draw(app *a, WINDOW *win)
         case M_USAGE:   snprintf(val, sizeof val, "%.1f%%", m.kv_cache_usage_perc * 100.0); break;
         case M_RUNNING: snprintf(val, sizeof val, "%d", m.num_requests_running); break;
         case M_WAITING: snprintf(val, sizeof val, "%d", m.num_requests_waiting); break;
-        case M_PREEMPT: ui_fmt_int(val, sizeof val, m.num_preemptions_total); break;
+        case M_PREEMPT: kv_fmt_thousands(val, sizeof val, m.num_preemptions_total); break;
         case M_HITS:
             snprintf(val, sizeof val, "%.0f%%",
                      m.prefix_cache_queries > 0 ? 100.0 * (double)m.prefix_cache_hits / (double)m.prefix_cache_queries : 0.0);
             break;
-        case M_GEN:     ui_fmt_int(val, sizeof val, m.generation_tokens_total); break;
+        case M_GEN:     kv_fmt_thousands(val, sizeof val, m.generation_tokens_total); break;
         default:
-            ui_fmt_int(t1, sizeof t1, n > 0 ? (long long)tl[n - 1].tokens_per_s : 0);
+            kv_fmt_thousands(t1, sizeof t1, n > 0 ? (long long)tl[n - 1].tokens_per_s : 0);
             snprintf(val, sizeof val, "%s", t1);
             break;
         }

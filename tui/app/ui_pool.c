@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kv_util.h"
 #include "ui_style.h"
 
 static kv_block_view *g_blk;
@@ -122,7 +123,7 @@ void ui_pool_draw(app *a, WINDOW *win)
     kv_engine_get_info(a->eng, &info);
     int32_t n = info.num_blocks;
     char right[96], t1[32];
-    snprintf(right, sizeof right, "%s blocks x %d tokens", ui_fmt_int(t1, sizeof t1, n), info.block_size);
+    snprintf(right, sizeof right, "%s blocks x %d tokens", kv_fmt_thousands(t1, sizeof t1, n), info.block_size);
     ui_box(win, info.mode == KV_MODE_CONTIGUOUS ? "block pool (contiguous slabs)" : "block pool", right, a->view_focus == UI_PANE_POOL);
     int cols = w - 2, rows = h - 3;
     if (cols < 4 || rows < 1 || n <= 0 || !ensure(n)) return;
@@ -252,11 +253,11 @@ void ui_pool_draw(app *a, WINDOW *win)
         ui_puts(win, sy, 2, w - 4, st, ui_attr(UI_R_HILITE));
     } else {
         char pc[64] = "";
-        if (range < n) snprintf(pc, sizeof pc, "blocks 0-%s shown  ", ui_fmt_int(t1, sizeof t1, (long long)range - 1));
-        else if (per > 1) snprintf(pc, sizeof pc, "%s blocks/cell  ", ui_fmt_int(t1, sizeof t1, per));
+        if (range < n) snprintf(pc, sizeof pc, "blocks 0-%s shown  ", kv_fmt_thousands(t1, sizeof t1, (long long)range - 1));
+        else if (per > 1) snprintf(pc, sizeof pc, "%s blocks/cell  ", kv_fmt_thousands(t1, sizeof t1, per));
         snprintf(st, sizeof st, "%sused %s  cached %s  shared %s  %.0f%%", pc,
-                 ui_fmt_int(a1, sizeof a1, nused), ui_fmt_int(a2, sizeof a2, ncached),
-                 ui_fmt_int(a3, sizeof a3, nshared), info.kv_usage * 100.0);
+                 kv_fmt_thousands(a1, sizeof a1, nused), kv_fmt_thousands(a2, sizeof a2, ncached),
+                 kv_fmt_thousands(a3, sizeof a3, nshared), info.kv_usage * 100.0);
         ui_puts(win, sy, 2, w - 4, st, ui_attr(UI_R_DIM));
     }
 }

@@ -339,20 +339,3 @@ int ui_contains_ci(const char *hay, const char *needle)
     return 0;
 }
 
-char *ui_fmt_int(char *buf, size_t len, long long n)
-{
-    char tmp[32];
-    unsigned long long u = n < 0 ? (unsigned long long)(-(n + 1)) + 1 : (unsigned long long)n;
-    int k = 0, digits = 0;
-    do {
-        if (digits && digits % 3 == 0) tmp[k++] = ',';
-        tmp[k++] = (char)('0' + u % 10);
-        u /= 10;
-        digits++;
-    } while (u && k < 30);
-    if (n < 0) tmp[k++] = '-';
-    size_t j = 0;
-    while (k > 0 && j + 1 < len) buf[j++] = tmp[--k];
-    if (len) buf[j] = 0;
-    return buf;
-}

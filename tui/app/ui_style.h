@@ -121,7 +121,4 @@ void ui_box(WINDOW *win, const char *title, const char *right, int focus);
 /* Case-insensitive substring test (ASCII): 1 when needle occurs in hay. */
 int ui_contains_ci(const char *hay, const char *needle);
 
-/* n with thousands separators ("449,744") into buf; returns buf. */
-char *ui_fmt_int(char *buf, size_t len, long long n);
-
 #endif

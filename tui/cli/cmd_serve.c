@@ -49,21 +49,6 @@ static const char *term_label(int i)
     return i >= 0 && i < KV_PLAN_NUM_TERMS ? labels[i] : "?";
 }
 
-static void thousands(char *b, size_t n, long long v)
-{
-    char raw[32];
-    snprintf(raw, sizeof raw, "%lld", v < 0 ? -v : v);
-    size_t l = strlen(raw), j = 0;
-    if (v < 0)
-        b[j++] = '-';
-    for (size_t i = 0; i < l && j + 2 < n; i++) {
-        b[j++] = raw[i];
-        if ((l - i - 1) % 3 == 0 && i + 1 < l)
-            b[j++] = ',';
-    }
-    b[j] = '\0';
-}
-
 static void print_report(const kv_model *m, const kv_plan *p, const char *notes)
 {
     char a[32], b[32], c[32];
@@ -73,7 +58,7 @@ static void print_report(const kv_model *m, const kv_plan *p, const char *notes)
     printf(", gpu_memory_utilization %g\n", p->gpu_memory_utilization);
     printf("model: %d layers, %s, %d KV heads x %d head_dim, %s weights, max_model_len %s%s\n", m->num_hidden_layers,
            kv_model_attention_kind(m), m->is_mla ? 1 : m->num_key_value_heads, p->head_size, p->weights_dtype,
-           (thousands(a, sizeof a, p->max_model_len), a), p->max_model_len_default ? " (the model's default)" : "");
+           (kv_fmt_thousands(a, sizeof a, p->max_model_len), a), p->max_model_len_default ? " (the model's default)" : "");
     for (const char *s = notes; s && *s;) {
         const char *nl = strchr(s, '\n');
         int len = nl ? (int)(nl - s) : (int)strlen(s);
@@ -94,7 +79,7 @@ static void print_report(const kv_model *m, const kv_plan *p, const char *notes)
         printf("  %s %-13s %-62s %8.2f\n", sign, term_label(i), t->how, t->bytes / KV_GIB);
     }
 
-    thousands(a, sizeof a, p->kv_bytes_per_token);
+    kv_fmt_thousands(a, sizeof a, p->kv_bytes_per_token);
     if (p->kv_factor == 1)
         printf("\nKV cache per GPU: %s bytes per token = %d layers x one latent of %d values x %d bytes (%s, MLA)\n", a,
                p->num_layers, p->head_size, p->kv_dtype_bytes, p->kv_cache_dtype);
@@ -105,28 +90,28 @@ static void print_report(const kv_model *m, const kv_plan *p, const char *notes)
         printf("  %d layers slide over %d tokens: a request needs at most the window there\n", p->num_sliding_layers,
                p->sliding_window);
     if (p->starts && p->num_kv_groups > 1) {
-        thousands(a, sizeof a, p->num_blocks);
-        thousands(b, sizeof b, p->max_model_len);
-        thousands(c, sizeof c, p->blocks_per_request);
+        kv_fmt_thousands(a, sizeof a, p->num_blocks);
+        kv_fmt_thousands(b, sizeof b, p->max_model_len);
+        kv_fmt_thousands(c, sizeof c, p->blocks_per_request);
         printf("  num_blocks %s (block 0 is the null block), shared by %d KV cache groups of %d layers\n", a,
                p->num_kv_groups, p->group_size);
         printf("  one %s-token request takes %s blocks across the groups\n", b, c);
         double toks = p->max_concurrency * (double)p->max_model_len;
-        thousands(a, sizeof a, toks < 9e18 ? (long long)toks : (long long)9e18);
+        kv_fmt_thousands(a, sizeof a, toks < 9e18 ? (long long)toks : (long long)9e18);
         printf("  %.2f requests of %s tokens fit at once (%s tokens)\n", p->max_concurrency, b, a);
         return;
     }
     if (p->starts) {
-        thousands(a, sizeof a, p->num_blocks);
-        thousands(b, sizeof b, p->kv_cache_tokens);
-        thousands(c, sizeof c, p->max_model_len);
+        kv_fmt_thousands(a, sizeof a, p->num_blocks);
+        kv_fmt_thousands(b, sizeof b, p->kv_cache_tokens);
+        kv_fmt_thousands(c, sizeof c, p->max_model_len);
         printf("  num_blocks %s (block 0 is the null block) x %d tokens = %s tokens\n", a, p->block_size, b);
         printf("  %.2f requests of %s tokens fit at once\n", p->max_concurrency, c);
         return;
     }
     if (p->error_kind == KV_PLAN_ERR_MAX_MODEL_LEN) {
-        thousands(a, sizeof a, p->max_model_len);
-        thousands(b, sizeof b, p->estimated_max_model_len);
+        kv_fmt_thousands(a, sizeof a, p->max_model_len);
+        kv_fmt_thousands(b, sizeof b, p->estimated_max_model_len);
         /* Say where the length came from: without --max-model-len vLLM takes
          * the model's own maximum, often far more than the card can hold. */
         printf("  max_model_len %s%s: one request that long needs %.2f GiB; %.2f GiB fits %s tokens\n", a,
@@ -146,14 +131,14 @@ static void print_report(const kv_model *m, const kv_plan *p, const char *notes)
         const kv_plan_fix *f = &p->fixes[i];
         printf("  %d. %-*s  %-*s  ", i + 1, ww, f->what, fw, f->flags);
         if (f->starts && f->lowers_max_model_len) {
-            thousands(a, sizeof a, f->kv_cache_tokens);
+            kv_fmt_thousands(a, sizeof a, f->kv_cache_tokens);
             printf("starts at that length: %s tokens\n", a);
         } else if (f->starts) {
-            thousands(a, sizeof a, f->kv_cache_tokens);
-            thousands(b, sizeof b, f->max_model_len);
+            kv_fmt_thousands(a, sizeof a, f->kv_cache_tokens);
+            kv_fmt_thousands(b, sizeof b, f->max_model_len);
             printf("starts: %s tokens, %.2fx at %s\n", a, f->max_concurrency, b);
         } else if (f->max_model_len > 0) {
-            thousands(b, sizeof b, f->max_model_len);
+            kv_fmt_thousands(b, sizeof b, f->max_model_len);
             printf("still fails (%s): KV %.2f GiB fits %s tokens\n", kv_plan_error_name(f->error_kind),
                    f->kv_cache_bytes / KV_GIB, b);
         } else {
