@@ -5,7 +5,6 @@
  * too, so the unit tests run the same code on a host buffer. */
 #include <cuda_runtime.h>
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 #include "kv_cuda_layout.h"
 #include "kv_cuda_values.h"
 #include "kv_nvml.h"
+#include "kv_util.h"
 
 #define KV_CUDA_MAX_RANKS 64
 #define KV_CUDA_MAX_TERMS 8
@@ -55,22 +55,10 @@ cuda_impl *impl_of(const kv_device *d)
     return d ? (cuda_impl *)d->impl : NULL;
 }
 
-int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return rc;
-}
 
 int cuda_fail(cudaError_t e, const char *what, char *err, size_t errlen)
 {
-    return fail(err, errlen, KV_DEV_EDEVICE, "CUDA error in %s: %s (%s)", what,
+    return kv_errf(err, errlen, KV_DEV_EDEVICE, "CUDA error in %s: %s (%s)", what,
                 cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
@@ -119,13 +107,13 @@ int alloc_fail(cudaError_t e, const cuda_impl *im, rank_state *r, int rank, cons
     o.context = r->info.context_bytes;
     char line[512];
     kv_cuda_format_oom(line, sizeof line, &o);
-    return fail(err, errlen, KV_DEV_ENOMEM, "%s", line);
+    return kv_errf(err, errlen, KV_DEV_ENOMEM, "%s", line);
 }
 
 int set_rank(cuda_impl *im, int rank, char *err, size_t errlen)
 {
     if (!im || rank < 0 || rank >= im->num_ranks)
-        return fail(err, errlen, KV_DEV_EINVAL, "rank %d out of range", rank);
+        return kv_errf(err, errlen, KV_DEV_EINVAL, "rank %d out of range", rank);
     cudaError_t e = cudaSetDevice(im->ranks[rank].gpu);
     return e == cudaSuccess ? 0 : cuda_fail(e, "cudaSetDevice", err, errlen);
 }
@@ -270,14 +258,14 @@ int op_reserve(kv_device *d, int rank, const char *term, uint64_t bytes, char *e
     cuda_impl *im = impl_of(d);
     int rc = set_rank(im, rank, err, errlen);
     if (rc) return rc;
-    if (!term || !*term) return fail(err, errlen, KV_DEV_EINVAL, "reserve: no term name");
+    if (!term || !*term) return kv_errf(err, errlen, KV_DEV_EINVAL, "reserve: no term name");
     rank_state *r = &im->ranks[rank];
     term_alloc *t = NULL;
     for (int i = 0; i < r->nterms; i++)
         if (!strcmp(r->terms[i].name, term)) t = &r->terms[i];
     if (!t) {
         if (r->nterms == KV_CUDA_MAX_TERMS)
-            return fail(err, errlen, KV_DEV_EINVAL, "reserve: more than %d terms", KV_CUDA_MAX_TERMS);
+            return kv_errf(err, errlen, KV_DEV_EINVAL, "reserve: more than %d terms", KV_CUDA_MAX_TERMS);
         t = &r->terms[r->nterms++];
         memset(t, 0, sizeof *t);
         snprintf(t->name, sizeof t->name, "%s", term);
@@ -308,7 +296,7 @@ int check_layout(const kv_pool_layout *l, char *err, size_t errlen)
     if (l->num_blocks < 1 || l->block_size < 1 || l->num_layers < 1 || l->num_kv_heads < 1 ||
         l->head_size < 1 || (l->kv_factor != 1 && l->kv_factor != 2) || l->cache_dtype < 0 ||
         l->cache_dtype > KV_DTYPE_FP32)
-        return fail(err, errlen, KV_DEV_EINVAL,
+        return kv_errf(err, errlen, KV_DEV_EINVAL,
                     "bad pool layout (blocks %d, block_size %d, layers %d, heads %d, head_size %d, "
                     "kv_factor %d, dtype %d)",
                     l->num_blocks, l->block_size, l->num_layers, l->num_kv_heads, l->head_size,
@@ -345,7 +333,7 @@ int op_alloc_pool(kv_device *d, int rank, const kv_pool_layout *layout, char *er
 
 int need_pool(rank_state *r, int rank, char *err, size_t errlen)
 {
-    return r->pool ? 0 : fail(err, errlen, KV_DEV_EINVAL, "rank %d has no KV pool yet", rank);
+    return r->pool ? 0 : kv_errf(err, errlen, KV_DEV_EINVAL, "rank %d has no KV pool yet", rank);
 }
 
 int op_write_kv(kv_device *d, int rank, const kv_slot_write *w, size_t n, char *err, size_t errlen)
@@ -359,7 +347,7 @@ int op_write_kv(kv_device *d, int rank, const kv_slot_write *w, size_t n, char *
     const long long slots = (long long)r->layout.num_blocks * r->layout.block_size;
     for (size_t i = 0; i < n; i++)
         if (w[i].slot < 0 || w[i].slot >= slots)
-            return fail(err, errlen, KV_DEV_EINVAL, "write_kv: slot %lld outside the pool (%lld slots)",
+            return kv_errf(err, errlen, KV_DEV_EINVAL, "write_kv: slot %lld outside the pool (%lld slots)",
                         (long long)w[i].slot, slots);
     if ((rc = need_scratch(im, r, rank, n * sizeof *w, err, errlen))) return rc;
     cudaError_t e = cudaMemcpy(r->scratch, w, n * sizeof *w, cudaMemcpyHostToDevice);
@@ -378,12 +366,12 @@ int run_verify(const cuda_impl *im, rank_state *r, int rank, const int32_t *bloc
     const int bs = r->layout.block_size;
     if (num_tokens < 0 || num_table_blocks < 0 ||
         (long long)num_table_blocks * bs < (long long)num_tokens)
-        return fail(err, errlen, KV_DEV_EINVAL, "verify: %d tokens need more than %d blocks of %d",
+        return kv_errf(err, errlen, KV_DEV_EINVAL, "verify: %d tokens need more than %d blocks of %d",
                     num_tokens, num_table_blocks, bs);
     const int32_t used = (int32_t)((num_tokens + bs - 1) / bs);
     for (int32_t i = 0; i < used; i++)
         if (block_table[i] < 0 || block_table[i] >= r->layout.num_blocks)
-            return fail(err, errlen, KV_DEV_EINVAL, "verify: block id %d outside the pool (%d blocks)",
+            return kv_errf(err, errlen, KV_DEV_EINVAL, "verify: block id %d outside the pool (%d blocks)",
                         block_table[i], r->layout.num_blocks);
     *mismatches = 0;
     if (num_tokens == 0) return 0;
@@ -491,7 +479,7 @@ int open_gpu(int gpu, kv_nvml *nv, const char *nv_why, kv_cuda_gpu_info *info, c
         have_before = kv_nvml_memory(nv, info->pci_bus_id, &used0, &nv_total, why, sizeof why) == 0;
     if (e == cudaSuccess) e = cudaSetDevice(gpu);
     if (e == cudaSuccess) e = cudaFree(0); /* creates the primary context now */
-    if (e != cudaSuccess) return fail(err, errlen, KV_DEV_EDEVICE, "no CUDA device: %s", cudaGetErrorString(e));
+    if (e != cudaSuccess) return kv_errf(err, errlen, KV_DEV_EDEVICE, "no CUDA device: %s", cudaGetErrorString(e));
     size_t fr = 0, tot = 0;
     e = cudaMemGetInfo(&fr, &tot);
     if (e != cudaSuccess) return cuda_fail(e, "cudaMemGetInfo", err, errlen);
@@ -522,14 +510,14 @@ extern "C" {
 kv_device *kv_cuda_open(int num_ranks, char *err, size_t errlen)
 {
     if (num_ranks < 1 || num_ranks > KV_CUDA_MAX_RANKS) {
-        fail(err, errlen, KV_DEV_EINVAL, "kv_cuda_open: %d ranks (1..%d)", num_ranks, KV_CUDA_MAX_RANKS);
+        kv_errf(err, errlen, KV_DEV_EINVAL, "kv_cuda_open: %d ranks (1..%d)", num_ranks, KV_CUDA_MAX_RANKS);
         return NULL;
     }
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n < 1) {
         (void)cudaGetLastError();
-        fail(err, errlen, KV_DEV_EDEVICE, "no CUDA device: %s",
+        kv_errf(err, errlen, KV_DEV_EDEVICE, "no CUDA device: %s",
              e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA-capable device is detected");
         return NULL;
     }
@@ -538,7 +526,7 @@ kv_device *kv_cuda_open(int num_ranks, char *err, size_t errlen)
     if (!im || !d) {
         free(im);
         free(d);
-        fail(err, errlen, KV_DEV_ENOMEM, "kv_cuda_open: out of host memory");
+        kv_errf(err, errlen, KV_DEV_ENOMEM, "kv_cuda_open: out of host memory");
         return NULL;
     }
     im->magic = KV_CUDA_MAGIC;
@@ -596,7 +584,7 @@ int kv_cuda_ranks_share_card(const kv_device *d)
 int kv_cuda_info(const kv_device *d, int rank, kv_cuda_gpu_info *out, char *err, size_t errlen)
 {
     if (!kv_cuda_is(d) || rank < 0 || rank >= d->num_ranks || !out)
-        return fail(err, errlen, KV_DEV_EINVAL, "kv_cuda_info: bad device or rank %d", rank);
+        return kv_errf(err, errlen, KV_DEV_EINVAL, "kv_cuda_info: bad device or rank %d", rank);
     *out = impl_of(d)->ranks[rank].info;
     return 0;
 }
@@ -622,14 +610,14 @@ static int bench_setup(rank_state *r, int32_t n, int32_t **table, int32_t **toke
     const int bs = r->layout.block_size;
     const long long usable = (long long)(r->layout.num_blocks - 1) * bs;
     if (n < 1 || n > usable)
-        return fail(err, errlen, KV_DEV_EINVAL, "bench: %d tokens but the pool has %lld usable slots", n,
+        return kv_errf(err, errlen, KV_DEV_EINVAL, "bench: %d tokens but the pool has %lld usable slots", n,
                     usable);
     const int32_t nb = (n + bs - 1) / bs;
     *table = (int32_t *)malloc((size_t)nb * sizeof(int32_t));
     *tokens = (int32_t *)malloc((size_t)n * sizeof(int32_t));
     *writes = (kv_slot_write *)malloc((size_t)n * sizeof(kv_slot_write));
     if (!*table || !*tokens || !*writes)
-        return fail(err, errlen, KV_DEV_ENOMEM, "bench: out of host memory");
+        return kv_errf(err, errlen, KV_DEV_ENOMEM, "bench: out of host memory");
     for (int32_t i = 0; i < nb; i++) (*table)[i] = 1 + i;
     uint64_t s = 0x2545F4914F6CDD1Dull;
     for (int32_t i = nb - 1; i > 0; i--) { /* Fisher-Yates with an LCG */

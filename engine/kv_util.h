@@ -5,6 +5,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" { /* the CUDA backend (C++) calls these too */
+#endif
+
 #define KV_GIB (1024.0 * 1024.0 * 1024.0)
 
 /* Format one error line into err[errlen] (if err is non-NULL); returns rc so
@@ -27,5 +31,9 @@ char *kv_fmt_thousands(char *buf, size_t len, long long v);
 
 /* ceil(a / b) for positive integers (vLLM's cdiv). */
 static inline int64_t kv_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
