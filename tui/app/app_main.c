@@ -295,6 +295,17 @@ static void server_changed(app *a)
     a->dirty = ~0u;
 }
 
+/* No hints shown, no typed text, no verdict: a new question, goal or lesson. */
+static void clear_answer(app *a)
+{
+    a->nhints = 0;
+    a->input_active = 0;
+    a->input_len = 0;
+    a->input[0] = 0;
+    a->verdict[0] = 0;
+    a->verdict_kind = -1;
+}
+
 void app_lesson_changed(app *a, unsigned ch)
 {
     if (!ch) return;
@@ -308,12 +319,7 @@ void app_lesson_changed(app *a, unsigned ch)
         snprintf(key, sizeof key, "%s|%s", q ? q->prompt : "", g ? g->text : "");
         if (strcmp(key, a->qkey)) {
             snprintf(a->qkey, sizeof a->qkey, "%s", key);
-            a->nhints = 0;
-            a->input_active = 0;
-            a->input_len = 0;
-            a->input[0] = 0;
-            a->verdict[0] = 0;
-            a->verdict_kind = -1;
+            clear_answer(a);
             /* Whatever the learner types next answers the new question, so
              * the flags view gives the keys back (it kept them while the
              * learner reached the goal). */
@@ -355,12 +361,7 @@ void app_lesson_changed(app *a, unsigned ch)
 
 void app_load_lesson(app *a, int number, int resume)
 {
-    a->nhints = 0;
-    a->input_active = 0;
-    a->input_len = 0;
-    a->input[0] = 0;
-    a->verdict[0] = 0;
-    a->verdict_kind = -1;
+    clear_answer(a);
     a->recap[0] = 0;
     a->qkey[0] = 0;
     a->text_scroll = 0;
