@@ -1,8 +1,13 @@
 #include "kv_util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 int kv_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
@@ -61,4 +66,83 @@ char *kv_fmt_thousands(char *buf, size_t len, long long v)
     if (len)
         buf[j] = '\0';
     return buf;
+}
+
+static const char *why_open(int e)
+{
+    return e == ENOENT ? "no such file" : strerror(e);
+}
+
+int kv_read_file(const char *path, size_t max_bytes, char **out, size_t *len, char *err, size_t errlen)
+{
+    *out = NULL;
+    *len = 0;
+    /* O_NONBLOCK: opening a FIFO for reading must not wait for a writer */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return kv_errf(err, errlen, -1, "%s: %s", path, why_open(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return kv_errf(err, errlen, -1, "%s: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        const char *kind = S_ISDIR(st.st_mode) ? "a folder" : S_ISFIFO(st.st_mode) ? "a pipe (FIFO)"
+                         : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : S_ISSOCK(st.st_mode) ? "a socket"
+                         : "not a regular file";
+        return kv_errf(err, errlen, -1, "%s: is %s, not a regular file", path, kind);
+    }
+    if ((unsigned long long)st.st_size > (unsigned long long)max_bytes) {
+        close(fd);
+        return kv_errf(err, errlen, -1, "%s: %lld bytes, larger than the %zu-byte limit", path,
+                       (long long)st.st_size, max_bytes);
+    }
+    /* the file may grow between fstat and read: read at most max_bytes + 1 */
+    size_t cap = (size_t)st.st_size + 1, n = 0;
+    char *buf = malloc(cap + 1);
+    if (!buf) {
+        close(fd);
+        return kv_errf(err, errlen, -1, "%s: out of memory", path);
+    }
+    for (;;) {
+        if (n == cap) {
+            if (cap > max_bytes) {
+                free(buf);
+                close(fd);
+                return kv_errf(err, errlen, -1, "%s: larger than the %zu-byte limit", path, max_bytes);
+            }
+            size_t ncap = cap * 2 > max_bytes + 1 ? max_bytes + 1 : cap * 2;
+            char *nb = realloc(buf, ncap + 1);
+            if (!nb) {
+                free(buf);
+                close(fd);
+                return kv_errf(err, errlen, -1, "%s: out of memory", path);
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        ssize_t got = read(fd, buf + n, cap - n);
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            free(buf);
+            close(fd);
+            return kv_errf(err, errlen, -1, "%s: %s", path, strerror(e));
+        }
+        if (got == 0)
+            break;
+        n += (size_t)got;
+    }
+    close(fd);
+    if (n > max_bytes) {
+        free(buf);
+        return kv_errf(err, errlen, -1, "%s: larger than the %zu-byte limit", path, max_bytes);
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return 0;
 }

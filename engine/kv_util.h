@@ -29,6 +29,14 @@ static inline double kv_bytes_of_gib(double gib) { return gib * KV_GIB; }
  * (f"{n:,}"); writes at most len bytes including the NUL; returns buf. */
 char *kv_fmt_thousands(char *buf, size_t len, long long v);
 
+/* Read a whole regular file into a NUL-terminated heap buffer (*out, length
+ * *len, free() it). Refuses what is not a regular file (a FIFO, a device such
+ * as /dev/zero, a folder) without blocking on it, and a file larger than
+ * max_bytes, each with a one-line message naming the path. Returns 0, or -1
+ * with the message in err (errno-style text for open/read failures; ENOENT
+ * reads "no such file"). */
+int kv_read_file(const char *path, size_t max_bytes, char **out, size_t *len, char *err, size_t errlen);
+
 /* ceil(a / b) for positive integers (vLLM's cdiv). */
 static inline int64_t kv_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
