@@ -13,7 +13,7 @@
 enum {
     F_MODEL, F_UTIL, F_MAX_MODEL_LEN, F_MAX_NUM_SEQS, F_MNBT, F_BLOCK_SIZE, F_KV_DTYPE, F_QUANT, F_DTYPE, F_TP, F_PP,
     F_PREFIX, F_CHUNKED, F_EAGER, F_KV_BYTES, F_BLOCKS_OVERRIDE,
-    F_GPU, F_GPU_GIB, F_GPU_USED, F_WEIGHTS, F_ACTIVATION, F_CUDAGRAPH, F_CONTEXT, F_NCCL,
+    F_GPU, F_GPU_GIB, F_GPU_USED, F_WEIGHTS, F_ACTIVATION, F_CUDAGRAPH, F_CONTEXT, F_NCCL, F_SCHED_POLICY,
     F_FIRST_NOTE
 };
 
@@ -59,6 +59,8 @@ static const kv_args_flag flags[] = {
     [F_CUDAGRAPH] = {"cudagraph-gib", "kvlab", KV_ARG_GIB, NULL, "0.60", "override the CUDA-graph estimate (GiB per GPU)", 1},
     [F_CONTEXT] = {"cuda-context-gib", "kvlab", KV_ARG_GIB, NULL, "0.60", "override the CUDA context (GiB per GPU)", 1},
     [F_NCCL] = {"nccl-gib", "kvlab", KV_ARG_GIB, NULL, "1.00 when tp > 1", "override the NCCL buffers (GiB per GPU)", 1},
+    [F_SCHED_POLICY] = {"scheduling-policy", "scheduling_policy", KV_ARG_CHOICE, "fcfs|priority", "fcfs",
+                        "which waiting request runs first and which running one is preempted", 0},
     /* Real vLLM flags that do not change the memory plan. */
     {"port", "port", KV_ARG_NOTE, NULL, "8000", "API server port", 0},
     {"host", "host", KV_ARG_NOTE, NULL, "", "API server host", 0},
@@ -83,7 +85,6 @@ static const kv_args_flag flags[] = {
     {"root-path", "root_path", KV_ARG_NOTE, NULL, "", "API root path", 0},
     {"ssl-keyfile", "ssl_keyfile", KV_ARG_NOTE, NULL, "", "TLS key", 0},
     {"ssl-certfile", "ssl_certfile", KV_ARG_NOTE, NULL, "", "TLS certificate", 0},
-    {"scheduling-policy", "scheduling_policy", KV_ARG_NOTE, NULL, "fcfs", "fcfs or priority", 0},
     {"distributed-executor-backend", "distributed_executor_backend", KV_ARG_NOTE, NULL, "", "mp or ray", 0},
     {"data-parallel-size", "data_parallel_size", KV_ARG_NOTE, NULL, "1",
      "engine replicas; each runs this same per-GPU plan", 0},
@@ -499,6 +500,11 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
         else
             a->quantization = KV_ARGS_QUANT_COMPRESSED_TENSORS;
         break;
+    case F_SCHED_POLICY:
+        if (!choice_ok(f->choices, value))
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--scheduling-policy must be fcfs or priority; got '%s'", value);
+        a->scheduling_policy = !strcmp(value, "priority");
+        break;
     case F_DTYPE:
         if (!choice_ok(f->choices, value))
         {
@@ -597,6 +603,7 @@ int kv_args_get(const kv_args *a, const char *name, char *b, size_t n)
     case F_CUDAGRAPH: fmt_gib(b, n, a->cudagraph_gib); break;
     case F_CONTEXT: fmt_gib(b, n, a->cuda_context_gib); break;
     case F_NCCL: fmt_gib(b, n, a->nccl_gib); break;
+    case F_SCHED_POLICY: snprintf(b, n, "%s", a->scheduling_policy ? "priority" : "fcfs"); break;
     default: break; /* ignored flags hold no value */
     }
     return 0;

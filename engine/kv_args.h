@@ -82,6 +82,7 @@ typedef struct kv_args {
     int32_t enforce_eager;          /* default 0 */
     int64_t kv_cache_memory_bytes;  /* 0 = unset; else the KV pool per GPU and utilization is ignored */
     int64_t num_gpu_blocks_override;/* 0 = unset */
+    int32_t scheduling_policy;      /* --scheduling-policy: 0 fcfs (default), 1 priority (kv_sched_policy) */
 
     /* kvlab: the card and term overrides (GiB; < 0 = not overridden). */
     char gpu[64];                   /* --gpu NAME ("" = none) */

@@ -186,6 +186,86 @@ static int resolve_config(kv_engine_config *c, char *err, size_t errlen)
     return 0;
 }
 
+/* Bytes of host memory this machine can give now: MemAvailable, capped by a
+ * cgroup v2 limit when one is set. 0 when unknown (no check then). */
+static uint64_t host_available(void)
+{
+    uint64_t avail = 0;
+    char *buf;
+    size_t n;
+    if (kv_read_file("/proc/meminfo", 1 << 16, &buf, &n, NULL, 0) == 0) {
+        const char *m = strstr(buf, "MemAvailable:");
+        unsigned long long kb;
+        if (m && sscanf(m + 13, "%llu", &kb) == 1)
+            avail = (uint64_t)kb * 1024;
+        free(buf);
+    }
+    uint64_t lim = 0, cur = 0;
+    if (kv_read_file("/sys/fs/cgroup/memory.max", 256, &buf, &n, NULL, 0) == 0) {
+        unsigned long long v;
+        if (sscanf(buf, "%llu", &v) == 1)
+            lim = v;
+        free(buf);
+    }
+    if (lim && kv_read_file("/sys/fs/cgroup/memory.current", 256, &buf, &n, NULL, 0) == 0) {
+        unsigned long long v;
+        if (sscanf(buf, "%llu", &v) == 1)
+            cur = v;
+        free(buf);
+        uint64_t room = lim > cur ? lim - cur : 0;
+        if (!avail || room < avail)
+            avail = room;
+    }
+    return avail;
+}
+
+uint64_t kv_engine_host_bytes(const kv_engine_config *c)
+{
+    uint64_t nb = c->num_blocks > 0 ? (uint64_t)c->num_blocks : 0;
+    uint64_t seqs = c->max_num_seqs > 0 ? (uint64_t)c->max_num_seqs + 1 : 1;
+    uint64_t ev = c->event_capacity ? c->event_capacity : 65536, tl = c->timeline_capacity ? c->timeline_capacity : 4096;
+    uint64_t b = sizeof(kv_engine) + kv_pool_host_bytes(c->num_blocks);
+    b += nb * 2 * sizeof(int32_t);                    /* check counts, prefix-hit scratch */
+    b += seqs * (3 * sizeof(kv_req *) + sizeof(int64_t)); /* running, scheduled, finished, owners */
+    b += ((uint64_t)(c->max_model_len > 0 ? c->max_model_len : 0) + 1) * sizeof(int32_t);
+    b += ev * (sizeof(kv_event) + 8) + tl * sizeof(kv_timeline_sample) + WRITE_BATCH * sizeof(kv_slot_write);
+    int tp = c->tensor_parallel_size > 0 ? c->tensor_parallel_size : 1;
+    int writes = c->write_kv > 0 || c->verify > 0;
+#ifndef NDEBUG
+    writes = writes || c->verify < 0;
+#endif
+    if (!c->device && writes) /* the host backend keeps one fingerprint per slot and rank */
+        b += nb * (uint64_t)(c->block_size > 0 ? c->block_size : 1) * sizeof(uint64_t) * (uint64_t)tp;
+    return b;
+}
+
+int kv_engine_config_check(const kv_engine_config *c, char *err, size_t errlen)
+{
+    char a[32], b[32];
+    if (c->num_blocks > KV_ENGINE_MAX_BLOCKS)
+        return kv_errf(err, errlen, KV_ENGINE_ERANGE, "num_blocks %s is more than the engine holds (at most %s)",
+                       kv_fmt_thousands(a, sizeof a, c->num_blocks), kv_fmt_thousands(b, sizeof b, KV_ENGINE_MAX_BLOCKS));
+    if (c->max_num_seqs > KV_ENGINE_MAX_NUM_SEQS)
+        return kv_errf(err, errlen, KV_ENGINE_ERANGE, "max_num_seqs %s is more than the engine runs (at most %s)",
+                       kv_fmt_thousands(a, sizeof a, c->max_num_seqs),
+                       kv_fmt_thousands(b, sizeof b, KV_ENGINE_MAX_NUM_SEQS));
+    if (c->max_num_batched_tokens > KV_ENGINE_MAX_TOKENS || c->max_model_len > KV_ENGINE_MAX_TOKENS)
+        return kv_errf(err, errlen, KV_ENGINE_ERANGE, "%s %s is more than the engine holds (at most %s tokens)",
+                       c->max_model_len > KV_ENGINE_MAX_TOKENS ? "max_model_len" : "max_num_batched_tokens",
+                       kv_fmt_thousands(a, sizeof a, c->max_model_len > KV_ENGINE_MAX_TOKENS ? c->max_model_len
+                                                                                          : c->max_num_batched_tokens),
+                       kv_fmt_thousands(b, sizeof b, KV_ENGINE_MAX_TOKENS));
+    uint64_t need = kv_engine_host_bytes(c);
+    uint64_t have = c->host_memory_bytes ? c->host_memory_bytes : host_available();
+    if (have && need > have)
+        return kv_errf(err, errlen, KV_ENGINE_ERANGE,
+                       "the engine would take %.2f GiB of host memory for %s blocks (about %.0f bytes each), more "
+                       "than the %.2f GiB available here: use fewer blocks (--num-gpu-blocks-override) or a smaller card",
+                       kv_gib((double)need), kv_fmt_thousands(a, sizeof a, c->num_blocks),
+                       c->num_blocks > 0 ? (double)need / c->num_blocks : 0.0, kv_gib((double)have));
+    return 0;
+}
+
 static void setup_ranks(kv_engine *e)
 {
     const kv_engine_config *c = &e->cfg;
@@ -272,7 +352,7 @@ kv_engine *kv_engine_create(const kv_engine_config *cfg, char *err, size_t errle
         return NULL;
     }
     e->cfg = *cfg;
-    if (resolve_config(&e->cfg, err, errlen) != 0) {
+    if (resolve_config(&e->cfg, err, errlen) != 0 || kv_engine_config_check(&e->cfg, err, errlen) != 0) {
         free(e);
         return NULL;
     }
@@ -1104,8 +1184,20 @@ int kv_engine_config_from_plan(const kv_plan *p, const kv_model *m, const kv_gpu
         note[0] = '\0';
     if (!p->starts)
         return kv_errf(err, errlen, KV_ENGINE_EINVAL, "%s", p->error[0] ? p->error : "the plan would not start");
-    if (p->num_blocks < 2 || p->num_blocks > INT32_MAX)
+    if (p->num_blocks < 2)
         return kv_errf(err, errlen, KV_ENGINE_EINVAL, "the plan has %lld blocks", (long long)p->num_blocks);
+    char x[32], y[32];
+    const struct { const char *flag; int64_t v, max; const char *unit; } lim[] = {
+        {"num_blocks", p->num_blocks, KV_ENGINE_MAX_BLOCKS, "blocks"},
+        {"--max-model-len", p->max_model_len, KV_ENGINE_MAX_TOKENS, "tokens"},
+        {"--max-num-seqs", p->max_num_seqs, KV_ENGINE_MAX_NUM_SEQS, "running requests"},
+        {"--max-num-batched-tokens", p->max_num_batched_tokens, KV_ENGINE_MAX_TOKENS, "tokens per step"},
+    };
+    for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++)
+        if (lim[i].v > lim[i].max)
+            return kv_errf(err, errlen, KV_ENGINE_ERANGE, "%s %s is more than the engine holds (at most %s %s)",
+                           lim[i].flag, kv_fmt_thousands(x, sizeof x, lim[i].v),
+                           kv_fmt_thousands(y, sizeof y, lim[i].max), lim[i].unit);
     kv_engine_config_default(c);
     c->num_blocks = (int32_t)p->num_blocks;
     c->block_size = p->block_size;
@@ -1114,6 +1206,7 @@ int kv_engine_config_from_plan(const kv_plan *p, const kv_model *m, const kv_gpu
     c->max_num_batched_tokens = (int32_t)p->max_num_batched_tokens;
     c->enable_prefix_caching = p->enable_prefix_caching;
     c->enable_chunked_prefill = a ? a->enable_chunked_prefill : 1;
+    c->scheduling_policy = a && a->scheduling_policy ? KV_POLICY_PRIORITY : KV_POLICY_FCFS;
     c->num_layers = p->num_layers;
     c->num_kv_heads = m->is_mla ? 1 : m->num_key_value_heads;
     c->head_size = p->head_size;
@@ -1148,8 +1241,9 @@ int kv_engine_config_from_plan(const kv_plan *p, const kv_model *m, const kv_gpu
             return kv_errf(err, errlen, KV_ENGINE_EINVAL,
                            "with its %d sliding-window layers run as full attention, %.2f GiB holds no KV block",
                            (int)p->num_sliding_layers, p->available_kv_bytes / KV_GIB);
-        if (nb > INT32_MAX)
-            nb = INT32_MAX;
+        if (nb > KV_ENGINE_MAX_BLOCKS)
+            return kv_errf(err, errlen, KV_ENGINE_ERANGE, "num_blocks %s is more than the engine holds (at most %s blocks)",
+                           kv_fmt_thousands(x, sizeof x, nb), kv_fmt_thousands(y, sizeof y, KV_ENGINE_MAX_BLOCKS));
         if (note && notelen > used)
             used += (size_t)snprintf(note + used, notelen - used,
                                      "the engine runs the %d sliding-window layers as full attention (vLLM with "

@@ -35,7 +35,15 @@ enum {
     KV_ENGINE_EBUSY = -6,    /* needs an idle engine (no live requests) */
     KV_ENGINE_EVERIFY = -7,  /* a device read-back did not match (a bug: sharing/eviction wrong) */
     KV_ENGINE_EDEVICE = -8,  /* device backend error */
+    KV_ENGINE_ERANGE = -9,   /* an input beyond what the engine holds (a limit below, or the host
+                                memory a pool would take): refused, never cut to fit */
 };
+
+/* Engine limits. A config or plan past one is refused with ERANGE and the
+ * limit in the message, never truncated to fit the engine's int32 fields. */
+#define KV_ENGINE_MAX_NUM_SEQS (1 << 20)      /* running requests (max_num_seqs) */
+#define KV_ENGINE_MAX_TOKENS (1 << 30)        /* max_model_len, max_num_batched_tokens */
+#define KV_ENGINE_MAX_BLOCKS (INT32_MAX - 2)  /* num_blocks (block ids are int32; two sentinels) */
 
 /* Teaching modes on the same requests (issue #3, item 5). */
 typedef enum kv_engine_mode {
@@ -118,6 +126,8 @@ typedef struct kv_engine_config {
                                        creates and owns a host backend */
     int block_events;               /* 1 (default): record alloc/free/hit/evict/store events;
                                        0: only request events and logs (long headless runs) */
+    uint64_t host_memory_bytes;     /* host memory the engine may take: 0 (default) = what this
+                                       machine has available now (MemAvailable, cgroup limit) */
 } kv_engine_config;
 
 /* Fill cfg with vLLM defaults and a Llama-3.1-8B / H100-80GB shape:
@@ -128,6 +138,18 @@ typedef struct kv_engine_config {
 void kv_engine_config_default(kv_engine_config *cfg);
 
 typedef struct kv_engine kv_engine;
+
+/* Host bytes an engine with cfg would allocate at creation (block pool and
+ * its hash map, scheduler and scratch arrays, event ring, timeline, and the
+ * host backend's per-slot K/V fingerprints when it writes K/V). Requests
+ * add their block tables later (~20 bytes per block they can hold). */
+uint64_t kv_engine_host_bytes(const kv_engine_config *cfg);
+
+/* Check cfg against the engine limits above and the host memory it would
+ * take against cfg->host_memory_bytes (or this machine's available memory),
+ * before anything is allocated. 0, or ERANGE with one line in err naming the
+ * figure and the limit. kv_engine_create runs it too. */
+int kv_engine_config_check(const kv_engine_config *cfg, char *err, size_t errlen);
 
 /* Fill *out from a finished start-up plan (kv_plan.h) of model m on gpu
  * with args a: num_blocks (min over ranks: the ranks are identical),
@@ -140,9 +162,11 @@ typedef struct kv_engine kv_engine;
  * sliding-window layers is run as full attention (vLLM's
  * --disable-hybrid-kv-cache-manager): num_blocks is re-derived from the
  * plan's available KV memory with every layer in a block, and *note says so.
- * Everything else
+ * The scheduling policy comes from a->scheduling_policy. Everything else
  * keeps kv_engine_config_default(). EINVAL when the plan would not start
- * (err = vLLM's error). note may be NULL. */
+ * (err = vLLM's error); ERANGE when a figure of the plan (num_blocks,
+ * max_model_len, max_num_seqs, max_num_batched_tokens) is past an engine
+ * limit. note may be NULL. */
 int kv_engine_config_from_plan(const kv_plan *p, const kv_model *m, const kv_gpu *gpu, const kv_args *a,
                                kv_engine_config *out, char *note, size_t notelen, char *err, size_t errlen);
 

@@ -1,6 +1,3 @@
-/* Keys are already xxh3-128 hashes: use their low bits as the bucket hash
- * instead of hashing them again (must come before uthash.h). */
-#define HASH_FUNCTION(keyptr, keylen, hashv) ((hashv) = (unsigned)(((const kv_hash *)(keyptr))->lo))
 #include "kv_hash.h"
 #include "kv_pool.h"
 
@@ -10,17 +7,23 @@
 #include "kv_engine.h" /* KV_EV_* */
 #include "kv_util.h"
 
-/* uthash: keys are the 16 bytes of kv_hash; no allocation per item (items
- * live in the block array), only the bucket table grows. */
-#undef uthash_fatal
-#define uthash_fatal(msg) abort()
+/* A map slot: the block id and the low 32 bits of its hash (the home slot,
+ * as num_blocks < 2^31 keeps the table under 2^32 slots), so probing and
+ * deleting read no block record until a tag matches. */
+typedef struct map_slot {
+    uint32_t tag;
+    int32_t id;
+} map_slot;
+
+static inline uint32_t tag_of(kv_hash h) { return (uint32_t)h.lo; }
 
 struct kv_pool {
     int32_t num_blocks;
     int enable_caching;
     kv_block *blocks;          /* num_blocks + 2 (two sentinels) */
     kv_pool_fq fq;
-    kv_block *map;             /* uthash head */
+    map_slot *map;             /* open addressing: the first block per hash (id -1 = empty) */
+    uint64_t map_mask;         /* slots - 1 (a power of two, >= 2 x num_blocks) */
     int32_t num_hashed;
     kv_pool_stats stats;
     kv_pool_event_fn ev;
@@ -40,7 +43,7 @@ void kv_pool_fq_init(kv_pool_fq *q, kv_block *blocks, int32_t n)
     for (int32_t i = 0; i < n + 2; i++) {
         memset(&blocks[i], 0, sizeof blocks[i]);
         blocks[i].block_id = i < n ? i : -1;
-        blocks[i].dup_prev = blocks[i].dup_next = -1;
+        blocks[i].dup_next = -1;
     }
     for (int32_t i = 0; i < n; i++) {
         blocks[i].prev_free = i == 0 ? FQ_HEAD(q) : i - 1;
@@ -127,44 +130,93 @@ int32_t kv_pool_fq_get_all(const kv_pool_fq *q, int32_t *out, int32_t max)
 
 /* ---- hash map ------------------------------------------------------- */
 
+/* Keys are xxh3-128 hashes: their low bits are already uniform. */
+static uint64_t map_slots(int64_t num_blocks)
+{
+    uint64_t n = 16;
+    while (n < (uint64_t)num_blocks * 2)
+        n <<= 1;
+    return n;
+}
+
+uint64_t kv_pool_host_bytes(int64_t num_blocks)
+{
+    if (num_blocks < 1)
+        return 0;
+    return (uint64_t)(num_blocks + 2) * sizeof(kv_block) + map_slots(num_blocks) * sizeof(map_slot) + sizeof(kv_pool);
+}
+
+/* Slot holding hash h, or the empty slot where it would go. */
+static uint64_t map_find(const kv_pool *p, kv_hash h)
+{
+    uint64_t i = h.lo & p->map_mask;
+    uint32_t tag = tag_of(h);
+    for (;;) {
+        const map_slot *m = &p->map[i];
+        if (m->id < 0 || (m->tag == tag && kv_hash_eq(p->blocks[m->id].hash, h)))
+            return i;
+        i = (i + 1) & p->map_mask;
+    }
+}
+
+/* Backward-shift deletion: keeps every probe chain unbroken, no tombstones. */
+static void map_delete_slot(kv_pool *p, uint64_t i)
+{
+    uint64_t j = i;
+    for (;;) {
+        j = (j + 1) & p->map_mask;
+        int32_t id = p->map[j].id;
+        if (id < 0)
+            break;
+        uint64_t home = p->map[j].tag & p->map_mask;
+        /* move j back to i unless its home lies cyclically in (i, j] */
+        if (((j - home) & p->map_mask) >= ((j - i) & p->map_mask)) {
+            p->map[i] = p->map[j];
+            i = j;
+        }
+    }
+    p->map[i].id = -1;
+}
+
 static void map_insert(kv_pool *p, kv_block *b)
 {
-    kv_block *first = NULL;
-    HASH_FIND(hh, p->map, &b->hash, sizeof(kv_hash), first);
-    if (!first) {
-        HASH_ADD(hh, p->map, hash, sizeof(kv_hash), b);
+    uint64_t i = map_find(p, b->hash);
+    int32_t first = p->map[i].id;
+    if (first < 0) {
+        p->map[i].id = b->block_id;
+        p->map[i].tag = tag_of(b->hash);
         b->in_map = 1;
-        b->dup_prev = b->dup_next = -1;
+        b->dup_next = -1;
         return;
     }
     /* same content already cached: chain right behind the first (no de-dup;
      * lookups return the first, so the order of the others does not matter) */
-    b->dup_prev = first->block_id;
-    b->dup_next = first->dup_next;
-    if (first->dup_next >= 0)
-        p->blocks[first->dup_next].dup_prev = b->block_id;
-    first->dup_next = b->block_id;
+    kv_block *f = &p->blocks[first];
+    b->dup_next = f->dup_next;
+    f->dup_next = b->block_id;
     b->in_map = 0;
 }
 
 static void map_remove(kv_pool *p, kv_block *b)
 {
+    uint64_t i = map_find(p, b->hash);
     if (b->in_map) {
-        HASH_DELETE(hh, p->map, b);
         b->in_map = 0;
         if (b->dup_next >= 0) {
-            kv_block *nb = &p->blocks[b->dup_next];
-            nb->dup_prev = -1;
-            HASH_ADD(hh, p->map, hash, sizeof(kv_hash), nb);
-            nb->in_map = 1;
+            p->map[i].id = b->dup_next;
+            p->blocks[b->dup_next].in_map = 1;
+        } else {
+            map_delete_slot(p, i);
         }
     } else {
-        if (b->dup_prev >= 0)
-            p->blocks[b->dup_prev].dup_next = b->dup_next;
-        if (b->dup_next >= 0)
-            p->blocks[b->dup_next].dup_prev = b->dup_prev;
+        /* a duplicate: unlink it from the chain behind the first */
+        for (int32_t id = p->map[i].id; id >= 0; id = p->blocks[id].dup_next)
+            if (p->blocks[id].dup_next == b->block_id) {
+                p->blocks[id].dup_next = b->dup_next;
+                break;
+            }
     }
-    b->dup_prev = b->dup_next = -1;
+    b->dup_next = -1;
 }
 
 static void evict(kv_pool *p, kv_block *b, int64_t req_id)
@@ -187,11 +239,17 @@ kv_pool *kv_pool_create(int32_t num_blocks, int enable_caching, char *err, size_
         return NULL;
     }
     kv_pool *p = calloc(1, sizeof *p);
-    if (!p || !(p->blocks = calloc((size_t)num_blocks + 2, sizeof(kv_block)))) {
+    uint64_t slots = map_slots(num_blocks);
+    if (!p || !(p->blocks = malloc(((size_t)num_blocks + 2) * sizeof(kv_block))) ||
+        !(p->map = malloc((size_t)slots * sizeof(map_slot)))) {
+        if (p)
+            free(p->blocks);
         free(p);
         kv_errf(err, errlen, -1, "out of memory for a pool of %d blocks", (int)num_blocks);
         return NULL;
     }
+    memset(p->map, 0xff, (size_t)slots * sizeof(map_slot));
+    p->map_mask = slots - 1;
     p->num_blocks = num_blocks;
     p->enable_caching = enable_caching;
     kv_pool_fq_init(&p->fq, p->blocks, num_blocks);
@@ -204,7 +262,7 @@ void kv_pool_destroy(kv_pool *p)
 {
     if (!p)
         return;
-    HASH_CLEAR(hh, p->map);
+    free(p->map);
     free(p->blocks);
     free(p);
 }
@@ -334,9 +392,7 @@ int kv_pool_cache_block(kv_pool *p, int32_t id, kv_hash hash, int64_t req_id)
 
 int32_t kv_pool_get_cached(const kv_pool *p, kv_hash hash)
 {
-    kv_block *b = NULL;
-    HASH_FIND(hh, p->map, &hash, sizeof(kv_hash), b);
-    return b ? b->block_id : -1;
+    return p->map[map_find(p, hash)].id;
 }
 
 int kv_pool_reset_prefix_cache(kv_pool *p, int32_t *held)
@@ -346,11 +402,11 @@ int kv_pool_reset_prefix_cache(kv_pool *p, int32_t *held)
         *held = h;
     if (h != 0)
         return 0;
-    HASH_CLEAR(hh, p->map);
+    memset(p->map, 0xff, (size_t)(p->map_mask + 1) * sizeof(map_slot));
     for (int32_t i = 0; i < p->num_blocks; i++) {
         kv_block *b = &p->blocks[i];
         b->has_hash = b->in_map = 0;
-        b->dup_prev = b->dup_next = -1;
+        b->dup_next = -1;
         memset(&b->hash, 0, sizeof b->hash);
     }
     p->num_hashed = 0;
@@ -394,14 +450,17 @@ int kv_pool_check(const kv_pool *p, char *err, size_t errlen)
         return kv_errf(err, errlen, -1, "%d blocks carry a hash but num_hashed is %d", (int)hashed,
                        (int)p->num_hashed);
     /* every hashed block reachable exactly once: map entries plus dup chains */
-    const kv_block *it, *tmp;
-    HASH_ITER(hh, p->map, it, tmp) {
-        kv_block *found = NULL;
-        HASH_FIND(hh, p->map, &it->hash, sizeof(kv_hash), found);
-        if (found != it)
-            return kv_errf(err, errlen, -1, "hash of block %d maps elsewhere", (int)it->block_id);
-        for (int32_t id = it->block_id; id >= 0; id = p->blocks[id].dup_next) {
-            if (!p->blocks[id].has_hash || !kv_hash_eq(p->blocks[id].hash, it->hash))
+    for (uint64_t i = 0; i <= p->map_mask; i++) {
+        int32_t first = p->map[i].id;
+        if (first < 0)
+            continue;
+        if (first >= p->num_blocks || !p->blocks[first].in_map)
+            return kv_errf(err, errlen, -1, "map slot %llu holds block %d, which is not a map entry",
+                           (unsigned long long)i, (int)first);
+        if (map_find(p, p->blocks[first].hash) != i)
+            return kv_errf(err, errlen, -1, "hash of block %d maps elsewhere", (int)first);
+        for (int32_t id = first; id >= 0; id = p->blocks[id].dup_next) {
+            if (!p->blocks[id].has_hash || !kv_hash_eq(p->blocks[id].hash, p->blocks[first].hash))
                 return kv_errf(err, errlen, -1, "block %d in the map under a hash it does not carry", (int)id);
             if (++reachable > hashed)
                 return kv_errf(err, errlen, -1, "a hashed block is in the map twice");

@@ -10,31 +10,35 @@
  * for prefix hits); callers pass a request's blocks last-first so its tail is
  * evicted before its prefix. A cached block keeps its hash while free and is
  * only evicted (hash dropped) when popped for reuse. The hash -> block map
- * is a uthash table; like vLLM it does not de-duplicate: two blocks filled
- * with the same content both stay cached under one hash. */
+ * is an open-addressing table (linear probing, at most half full, sized at
+ * creation: no allocation later); like vLLM it does not de-duplicate: two
+ * blocks filled with the same content both stay cached under one hash, the
+ * later ones chained behind the first. */
 #ifndef KV_POOL_H
 #define KV_POOL_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include <uthash.h>
 
 #include "kv_hash.h"
 
+/* 40 bytes: the pool walks these on every allocation and free. */
 typedef struct kv_block {
+    kv_hash hash;             /* valid when has_hash */
     int32_t block_id;
     int32_t ref_cnt;          /* requests holding it */
     int32_t prev_free;        /* free-queue links (block index; sentinels past the end) */
     int32_t next_free;
-    int32_t dup_prev;         /* other blocks cached under the same hash, -1 = none */
-    int32_t dup_next;
+    int32_t dup_next;         /* next block cached under the same hash, -1 = none */
     uint8_t is_null;
     uint8_t has_hash;
     uint8_t in_free;          /* linked in the free queue */
     uint8_t in_map;           /* the block the map points at for its hash */
-    kv_hash hash;             /* valid when has_hash */
-    UT_hash_handle hh;        /* keyed by hash */
 } kv_block;
+
+/* Host bytes a pool of num_blocks takes (block records, map), for the
+ * engine's memory estimate before it allocates. */
+uint64_t kv_pool_host_bytes(int64_t num_blocks);
 
 /* The free block queue over an array of blocks, with a fake head and tail
  * (indices n and n+1 of the array, which must hold n + 2 entries). */

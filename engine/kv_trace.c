@@ -1,14 +1,24 @@
 #include "kv_trace.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uthash.h>
 
 #include "kv_hash.h"
 #include "kv_util.h"
+
+#undef uthash_fatal
+#define uthash_fatal(msg) abort() /* only a bucket-table growth can fail this way */
+
+/* One interned string: the key is the string itself, stored after the
+ * handle (one allocation per distinct string). */
+typedef struct kv_trace_str {
+    UT_hash_handle hh;
+    char s[];
+} kv_trace_str;
 
 void kv_trace_free(kv_trace *t)
 {
@@ -16,8 +26,11 @@ void kv_trace_free(kv_trace *t)
         return;
     for (int64_t i = 0; i < t->count; i++)
         free(t->reqs[i].prompt_token_ids);
-    for (int32_t i = 0; i < t->num_strings; i++)
-        free(t->strings[i]);
+    kv_trace_str *it, *tmp;
+    HASH_ITER(hh, t->index, it, tmp) {
+        HASH_DELETE(hh, t->index, it);
+        free(it);
+    }
     free(t->reqs);
     free(t->strings);
     memset(t, 0, sizeof *t);
@@ -25,22 +38,26 @@ void kv_trace_free(kv_trace *t)
 
 static const char *intern(kv_trace *t, const char *s)
 {
-    for (int32_t i = 0; i < t->num_strings; i++)
-        if (!strcmp(t->strings[i], s))
-            return t->strings[i];
+    kv_trace_str *f = NULL;
+    size_t n = strlen(s);
+    HASH_FIND(hh, t->index, s, n, f);
+    if (f)
+        return f->s;
     if (t->num_strings == t->cap_strings) {
         int32_t nc = t->cap_strings ? t->cap_strings * 2 : 16;
-        char **n = realloc(t->strings, (size_t)nc * sizeof *n);
-        if (!n)
+        char **na = realloc(t->strings, (size_t)nc * sizeof *na);
+        if (!na)
             return NULL;
-        t->strings = n;
+        t->strings = na;
         t->cap_strings = nc;
     }
-    char *d = strdup(s);
-    if (!d)
+    f = malloc(sizeof *f + n + 1);
+    if (!f)
         return NULL;
-    t->strings[t->num_strings++] = d;
-    return d;
+    memcpy(f->s, s, n + 1);
+    HASH_ADD_KEYPTR(hh, t->index, f->s, n, f);
+    t->strings[t->num_strings++] = f->s;
+    return f->s;
 }
 
 static kv_trace_req *push(kv_trace *t)
@@ -283,33 +300,11 @@ int kv_trace_parse(const char *text, size_t len, kv_trace *out, char *err, size_
 int kv_trace_load(const char *path, kv_trace *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return kv_errf(err, errlen, -1, "%s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (n < cap)
-            break;
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    int rd_err = ferror(f);
-    fclose(f);
-    if (!buf)
-        return kv_errf(err, errlen, -1, "%s: out of memory", path);
-    if (rd_err) {
-        free(buf);
-        return kv_errf(err, errlen, -1, "%s: read error", path);
-    }
+    char *buf;
+    size_t n;
+    char rerr[512];
+    if (kv_read_file(path, KV_TRACE_MAX_BYTES, &buf, &n, rerr, sizeof rerr) != 0)
+        return kv_errf(err, errlen, -1, "%s", rerr);
     char perr[512];
     int rc = kv_trace_parse(buf, n, out, perr, sizeof perr);
     free(buf);

@@ -38,18 +38,26 @@ typedef struct kv_trace_req {
     const char *cache_salt;      /* interned in the trace, or NULL */
 } kv_trace_req;
 
+struct kv_trace_str;
+
 typedef struct kv_trace {
     kv_trace_req *reqs;
     int64_t count, cap;
-    char **strings;              /* interned prefix ids and salts */
+    char **strings;              /* interned prefix ids and salts, first-seen order */
     int32_t num_strings, cap_strings;
+    struct kv_trace_str *index;  /* uthash over strings: O(1) interning */
 } kv_trace;
+
+/* Largest trace file kv_trace_load reads (bytes): 1 GiB, ~10 million lines. */
+#define KV_TRACE_MAX_BYTES ((size_t)1 << 30)
 
 /* Parse JSONL text (len bytes). 0 on success; -1 with "line N: field
  * 'name': problem" in err on the first bad line (out is left empty). */
 int kv_trace_parse(const char *text, size_t len, kv_trace *out, char *err, size_t errlen);
 
-/* Read and parse a file. -1 with the reason (file or line) in err. */
+/* Read (kv_read_file: a regular file of at most KV_TRACE_MAX_BYTES, never
+ * a FIFO or a device) and parse a file. -1 with the reason (file or line)
+ * in err. */
 int kv_trace_load(const char *path, kv_trace *out, char *err, size_t errlen);
 
 /* Generate from a spec "gen:k=v,k=v..." (the "gen:" prefix optional). Keys

@@ -73,4 +73,40 @@ grep -q "is longer than the maximum model length of 1024" "$tmp/out" || fail "no
   >"$tmp/out" 2>"$tmp/err" || fail "gemma-2: $(cat "$tmp/err")"
 grep -q "sliding-window layers as full attention" "$tmp/err" || fail "no sliding-window note: $(cat "$tmp/err")"
 grep -q "requests finished     20 of 20" "$tmp/out" || fail "gemma-2 summary: $(cat "$tmp/out")"
+# engine limits: refused with the limit (exit 2), never cut to fit an int32
+"$K" simulate $M --gpu h100-80gb --max-model-len 8192 --activation-gib 1 --max-num-batched-tokens 4294967304 \
+  --trace gen:requests=5 >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "max-num-batched-tokens 4,294,967,304 is more than the engine holds (at most 1,073,741,824" "$tmp/err" \
+  || fail "--max-num-batched-tokens 4294967304: exit $rc $(cat "$tmp/err")"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "limit message is not one line: $(cat "$tmp/err")"
+"$K" simulate $M --gpu h100-80gb --max-model-len 8192 --activation-gib 1 --max-num-seqs 4294967304 --max-num-batched-tokens 8589934592 \
+  --trace gen:requests=5 >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "max-num-seqs 4,294,967,304 is more than the engine holds (at most 1,048,576" "$tmp/err" \
+  || fail "--max-num-seqs 4294967304: exit $rc $(cat "$tmp/err")"
+"$K" simulate $M --gpu h100-80gb --max-model-len 8192 --num-gpu-blocks-override 3000000000 \
+  --trace gen:requests=5 >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "num_blocks 3,000,000,000 is more than the engine holds" "$tmp/err" \
+  || fail "3e9 blocks: exit $rc $(cat "$tmp/err")"
+# a trace that is not a regular file: refused at once, one line, exit 2
+timeout 10 "$K" simulate $M --trace /dev/zero >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "/dev/zero: is a device, not a regular file" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -eq 1 ] \
+  || fail "--trace /dev/zero: exit $rc $(cat "$tmp/err")"
+mkfifo "$tmp/fifo"
+timeout 10 "$K" simulate $M --trace "$tmp/fifo" >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "is a pipe (FIFO), not a regular file" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -eq 1 ] \
+  || fail "--trace FIFO: exit $rc $(cat "$tmp/err")"
+# --scheduling-policy: priority runs the high-priority request first (it arrives
+# second; one sequence at a time), FCFS the other way round
+cat >"$tmp/prio.jsonl" <<'J'
+{"arrival_s": 0.0, "prompt_tokens": 64, "output_tokens": 200, "priority": 5}
+{"arrival_s": 0.0, "prompt_tokens": 64, "output_tokens": 4, "priority": 0}
+J
+for pol in fcfs priority; do
+  "$K" simulate $M --gpu h100-80gb --max-model-len 4096 --max-num-seqs 1 --scheduling-policy $pol \
+    --trace "$tmp/prio.jsonl" --json >"$tmp/$pol.json" 2>"$tmp/err" || fail "--scheduling-policy $pol: $(cat "$tmp/err")"
+done
+tf=$(num ttft_mean_s "$tmp/fcfs.json"); tp=$(num ttft_mean_s "$tmp/priority.json")
+awk -v f="$tf" -v p="$tp" 'BEGIN { exit !(p * 5 < f) }' || fail "priority did not run first: ttft fcfs $tf, priority $tp"
+"$K" simulate $M --scheduling-policy lottery --trace gen:requests=2 >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "fcfs or priority" "$tmp/err" || fail "bad policy: exit $rc $(cat "$tmp/err")"
 echo "ok"

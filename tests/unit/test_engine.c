@@ -443,6 +443,68 @@ static void test_bad_input(void **state)
     kv_engine_destroy(e);
 }
 
+/* Limits are refused with the limit in the message, never cut to fit an
+ * int32 (4294967304 used to become 8); a pool whose host memory exceeds
+ * what the engine may take is refused before anything is allocated. */
+static void test_limits_refused(void **state)
+{
+    (void)state;
+    char err[512];
+    kv_engine_config c;
+    kv_engine_config_default(&c);
+    c.max_num_seqs = KV_ENGINE_MAX_NUM_SEQS + 1;
+    c.max_num_batched_tokens = KV_ENGINE_MAX_NUM_SEQS + 1;
+    assert_int_equal(kv_engine_config_check(&c, err, sizeof err), KV_ENGINE_ERANGE);
+    assert_non_null(strstr(err, "1,048,576"));
+    assert_null(kv_engine_create(&c, err, sizeof err));
+    kv_engine_config_default(&c);
+    c.max_num_batched_tokens = KV_ENGINE_MAX_TOKENS + 1;
+    assert_int_equal(kv_engine_config_check(&c, err, sizeof err), KV_ENGINE_ERANGE);
+    assert_non_null(strstr(err, "1,073,741,824"));
+    /* host memory: the estimate grows with the pool, and a cap below it refuses */
+    kv_engine_config_default(&c);
+    c.num_blocks = 1000000;
+    c.verify = 0;
+    c.write_kv = 0;
+    c.gpu_total_bytes = 0; /* the simulated card holds any pool: only host memory counts here */
+    uint64_t need = kv_engine_host_bytes(&c);
+    c.num_blocks = 2000000;
+    assert_true(kv_engine_host_bytes(&c) > need + 1000000ull * 40);
+    c.host_memory_bytes = need;
+    assert_int_equal(kv_engine_config_check(&c, err, sizeof err), KV_ENGINE_ERANGE);
+    assert_non_null(strstr(err, "host memory"));
+    assert_non_null(strstr(err, "2,000,000 blocks"));
+    assert_null(kv_engine_create(&c, err, sizeof err));
+    c.num_blocks = 1000000;
+    assert_int_equal(kv_engine_config_check(&c, err, sizeof err), 0);
+    kv_engine *e = kv_engine_create(&c, err, sizeof err);
+    if (!e)
+        fail_msg("create: %s", err);
+    kv_engine_destroy(e);
+    /* writing K/V on the host backend adds 8 bytes per slot and rank */
+    c.write_kv = 1;
+    c.tensor_parallel_size = 2;
+    assert_true(kv_engine_host_bytes(&c) >= need + 1000000ull * 16 * 8 * 2);
+    /* a plan past a limit: ERANGE from the plan glue, not a truncated engine */
+    kv_plan *p = calloc(1, sizeof *p);
+    p->starts = 1;
+    p->num_blocks = 1000;
+    p->block_size = 16;
+    p->max_model_len = 8192;
+    p->max_num_seqs = 256;
+    p->max_num_batched_tokens = 4294967304LL;
+    kv_model m;
+    memset(&m, 0, sizeof m);
+    m.num_key_value_heads = 8;
+    assert_int_equal(kv_engine_config_from_plan(p, &m, NULL, NULL, &c, NULL, 0, err, sizeof err), KV_ENGINE_ERANGE);
+    assert_non_null(strstr(err, "--max-num-batched-tokens 4,294,967,304"));
+    p->max_num_batched_tokens = 8192;
+    p->max_num_seqs = 4294967304LL;
+    assert_int_equal(kv_engine_config_from_plan(p, &m, NULL, NULL, &c, NULL, 0, err, sizeof err), KV_ENGINE_ERANGE);
+    assert_non_null(strstr(err, "--max-num-seqs"));
+    free(p);
+}
+
 /* Item 11 of section 11: capacity arithmetic, with the foundation's plan
  * helpers and the engine's pool sizing. */
 static void test_capacity_math(void **state)
@@ -570,6 +632,7 @@ int main(void)
         cmocka_unit_test(test_time_model),
         cmocka_unit_test(test_metrics_and_prometheus),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_limits_refused),
         cmocka_unit_test(test_capacity_math),
         cmocka_unit_test(test_from_plan),
     };

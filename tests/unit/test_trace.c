@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "kv_trace.h"
 
@@ -97,6 +99,66 @@ static void test_load_missing_file(void **state)
     assert_non_null(strstr(err, "/nonexistent/trace.jsonl"));
 }
 
+/* Interning: equal strings share one copy, distinct ones do not; a trace
+ * with many distinct salts (each its own string) interns them all. */
+static void test_intern_many(void **state)
+{
+    (void)state;
+    enum { N = 20000 };
+    size_t cap = (size_t)N * 2 * 96 + 64;
+    char *t = malloc(cap);
+    size_t len = 0;
+    for (int i = 0; i < N; i++)
+        len += (size_t)snprintf(t + len, cap - len,
+                                "{\"arrival_s\": 0, \"prompt_tokens\": 4, \"output_tokens\": 1, \"cache_salt\": \"u%d\"}\n"
+                                "{\"arrival_s\": 0, \"prompt_tokens\": 4, \"output_tokens\": 1, \"cache_salt\": \"u%d\"}\n",
+                                i, i);
+    kv_trace tr;
+    char err[256];
+    assert_int_equal(kv_trace_parse(t, len, &tr, err, sizeof err), 0);
+    assert_int_equal(tr.count, 2 * N);
+    assert_int_equal(tr.num_strings, N);
+    for (int i = 0; i < N; i++) {
+        assert_ptr_equal(tr.reqs[2 * i].cache_salt, tr.reqs[2 * i + 1].cache_salt);
+        char want[16];
+        snprintf(want, sizeof want, "u%d", i);
+        assert_string_equal(tr.reqs[2 * i].cache_salt, want);
+        if (i)
+            assert_ptr_not_equal(tr.reqs[2 * i].cache_salt, tr.reqs[2 * i - 2].cache_salt);
+    }
+    kv_trace_free(&tr);
+    free(t);
+    /* the generator's prefixes are interned the same way */
+    assert_int_equal(kv_trace_generate("gen:requests=10,shared=1,prefixes=50000", &tr, err, sizeof err), 0);
+    assert_int_equal(tr.num_strings, 50000);
+    kv_trace_free(&tr);
+}
+
+/* Only regular files are read: a device or a FIFO is refused at once (no
+ * reading until memory runs out, no blocking on a writer). */
+static void test_load_refuses_special_files(void **state)
+{
+    (void)state;
+    kv_trace tr;
+    char err[256];
+    assert_int_equal(kv_trace_load("/dev/zero", &tr, err, sizeof err), -1);
+    assert_non_null(strstr(err, "/dev/zero"));
+    assert_non_null(strstr(err, "not a regular file"));
+    char dir[] = "/tmp/kvlab-trace-XXXXXX";
+    if (!mkdtemp(dir))
+        skip();
+    char fifo[64];
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    if (mkfifo(fifo, 0600) != 0) {
+        rmdir(dir);
+        skip();
+    }
+    assert_int_equal(kv_trace_load(fifo, &tr, err, sizeof err), -1);
+    assert_non_null(strstr(err, "FIFO"));
+    unlink(fifo);
+    rmdir(dir);
+}
+
 static void test_generator(void **state)
 {
     (void)state;
@@ -149,6 +211,8 @@ int main(void)
         cmocka_unit_test(test_parse_fields),
         cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_load_missing_file),
+        cmocka_unit_test(test_intern_many),
+        cmocka_unit_test(test_load_refuses_special_files),
         cmocka_unit_test(test_generator),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -289,9 +289,10 @@ int cmd_simulate(int argc, char **argv)
     }
     kv_engine_config cfg;
     char note[512];
-    if (kv_engine_config_from_plan(plan, &m, gpu, &a, &cfg, note, sizeof note, err, sizeof err) != 0) {
+    rc = kv_engine_config_from_plan(plan, &m, gpu, &a, &cfg, note, sizeof note, err, sizeof err);
+    if (rc != 0) {
         fprintf(stderr, "kvlab simulate: %s\n", err);
-        code = 1;
+        code = rc == KV_ENGINE_ERANGE ? 2 : 1; /* past an engine limit: bad input */
         goto done;
     }
     if (note[0] && !json)
@@ -302,6 +303,11 @@ int cmd_simulate(int argc, char **argv)
     cfg.write_kv = verify || use_device;
     cfg.block_events = 0; /* nobody watches: keep request events and logs only */
     cfg.device = dev;
+    if (kv_engine_config_check(&cfg, err, sizeof err) != 0) {
+        fprintf(stderr, "kvlab simulate: %s\n", err);
+        code = 2;
+        goto done;
+    }
     e = kv_engine_create(&cfg, err, sizeof err);
     if (!e) {
         fprintf(stderr, "kvlab simulate: %s\n", err);
