@@ -1,0 +1,584 @@
+/* kv_release: the release table (see kv_release.h). Every rule below was read
+ * in the named file of that release's wheel (vllm-X.Y.Z/vllm/...); where a
+ * figure is measured rather than read, the comment says which logs. */
+#include "kv_release.h"
+#include "kv_util.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ------------------------------------------------------------- wording */
+
+/* "Model loading took ..." (the "and N seconds" tail is left out: kvlab
+ * does not time a load). */
+#define W_V0 "Loading model weights took {weights:.4f} GB"     /* vllm/worker/model_runner.py */
+#define W_080 "Model loading took {weights:.4f} GB"            /* v1/worker/gpu_model_runner.py 0.8.0 */
+#define W_083 "Model loading took {weights:.4f} GiB"           /* 0.8.3 */
+#define W_0111 "Model loading took {weights:.4f} GiB memory"   /* 0.11.1 */
+#define W_014 "Model loading took {weights:gib} GiB memory"    /* 0.14.0: format_gib */
+
+#define PROF_V0_064                                                                                                \
+    "Memory profiling results: total_gpu_memory={total:.2f}GiB initial_memory_usage={initial:.2f}GiB "               \
+    "peak_torch_memory={peak:.2f}GiB memory_usage_post_profile={post:.2f}Gib non_torch_memory={non_torch:.2f}GiB " \
+    "kv_cache_size={kv:.2f}GiB gpu_memory_utilization={util:.2f}"
+#define PROF_V0_065                                                                                                \
+    "Memory profiling takes ... seconds the current vLLM instance can use total_gpu_memory ({total:.2f}GiB) x "    \
+    "gpu_memory_utilization ({util:.2f}) = {budget:.2f}GiB model weights take {weights:.2f}GiB; non_torch_memory " \
+    "takes {non_torch:.2f}GiB; PyTorch activation peak memory takes {activation:.2f}GiB; the rest of the memory "  \
+    "reserved for KV Cache is {kv:.2f}GiB."
+
+#define GRAPHS "Graph capturing finished, took {cudagraph:.2f} GiB"
+#define CG_EST "Estimated CUDA graph memory: {cudagraph:.2f} GiB total"
+#define AVAIL_2F "Available KV cache memory: {kv:.2f} GiB"
+#define AVAIL_GIB "Available KV cache memory: {kv:gib} GiB"
+#define KV_SIZE "GPU KV cache size: {tokens:,} tokens"
+#define CONC "Maximum concurrency for {max_model_len:,} tokens per request: {concurrency:.2f}x"
+#define KV_SIZE_CONC KV_SIZE ", " CONC /* one line from 0.28 */
+
+#define NOKV "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine."
+#define SEE " See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+#define NOKV_022                                                                                                   \
+    "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the "     \
+    "engine (this flag also controls CPU memory reservation on the CPU backend, despite its name)." SEE
+
+#define FREE_2F                                                                                                    \
+    "Free memory on device ({free:gib}/{total:gib} GiB) on startup is less than desired GPU memory utilization "    \
+    "({util:g}, {requested:gib} GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."
+#define FREE_014                                                                                                   \
+    "Free memory on device cuda:0 ({free:gib}/{total:gib} GiB) on startup is less than desired GPU memory "        \
+    "utilization ({util:g}, {requested:gib} GiB). Decrease GPU memory utilization or reduce GPU memory used by "    \
+    "other processes."
+
+#define SAMPLER_OOM                                                                                                \
+    "CUDA out of memory occurred when warming up sampler with {num_reqs:d} dummy requests. Please try lowering "    \
+    "`max_num_seqs` or `gpu_memory_utilization` when initializing the engine."
+
+/* V0 worker.py raise_if_cache_size_invalid. */
+#define MAXLEN_V0                                                                                                  \
+    "The model's max seq len ({max_model_len:d}) is larger than the maximum number of tokens that can be stored in " \
+    "KV cache ({tokens:d}). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "           \
+    "initializing the engine."
+/* v1/core/kv_cache_utils.py check_enough_kv_cache_memory, by release. The
+ * typo "models's" is vLLM's own until 0.21. */
+#define MAXLEN_080                                                                                                 \
+    "To serve at least one request with the models's max seq len ({max_model_len:d}), ({needed:.2f} GB KV cache is " \
+    "needed, which is larger than the available KV cache memory ({kv:.2f} GB). Try increasing "                    \
+    "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."
+/* 0.8.4: the estimate's f-string is a separate statement there, so the
+ * message ends its clause at "memory," and never shows the number. */
+#define MAXLEN_084                                                                                                 \
+    "To serve at least one request with the models's max seq len ({max_model_len:d}), ({needed:.2f} GiB KV cache "  \
+    "is needed, which is larger than the available KV cache memory ({kv:.2f} GiB).{estimated_clause}  Try increasing "     \
+    "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."
+#define EST_084 " Based on the available memory,"
+#define MAXLEN_091                                                                                                 \
+    "To serve at least one request with the models's max seq len ({max_model_len:d}), ({needed:.2f} GiB KV cache "  \
+    "is needed, which is larger than the available KV cache memory ({kv:.2f} GiB). {estimated_clause} Try increasing "     \
+    "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."
+#define EST_091 "Based on the available memory, the estimated maximum model length is {estimated:d}."
+#define MAXLEN_014                                                                                                 \
+    "To serve at least one request with the models's max seq len ({max_model_len:d}), ({needed:gib} GiB KV cache "  \
+    "is needed, which is larger than the available KV cache memory ({kv:gib} GiB). {estimated_clause}Try increasing "      \
+    "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine." SEE
+#define EST_014 "Based on the available memory, the estimated maximum model length is {estimated:d}. "
+#define MAXLEN_022                                                                                                 \
+    "To serve at least one request with the model's max seq len ({max_model_len:d}), ({needed:gib} GiB KV cache "   \
+    "is needed, which is larger than the available KV cache memory ({kv:gib} GiB). {estimated_clause}Try increasing "      \
+    "`gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or decreasing `max_model_len` "  \
+    "when initializing the engine." SEE
+
+/* V0: 0.6.x names the device GPU, 0.7 the platform ("cuda"). */
+static const kv_release_text T_V0_064 = {
+    .weights = W_V0, .profile = PROF_V0_064, .gpu_blocks = "# GPU blocks: {blocks:d}, # CPU blocks: {cpu_blocks:d}",
+    .concurrency = "Maximum concurrency for {max_model_len:d} tokens per request: {concurrency:.2f}x",
+    .graphs = GRAPHS, .err_no_kv_memory = NOKV, .err_max_model_len = MAXLEN_V0,
+};
+static const kv_release_text T_V0_065 = {
+    .weights = W_V0, .profile = PROF_V0_065, .gpu_blocks = "# GPU blocks: {blocks:d}, # CPU blocks: {cpu_blocks:d}",
+    .concurrency = "Maximum concurrency for {max_model_len:d} tokens per request: {concurrency:.2f}x",
+    .graphs = GRAPHS, .err_no_kv_memory = NOKV, .err_max_model_len = MAXLEN_V0,
+};
+static const kv_release_text T_V0_070 = {
+    .weights = W_V0, .profile = PROF_V0_065, .gpu_blocks = "# cuda blocks: {blocks:d}, # CPU blocks: {cpu_blocks:d}",
+    .concurrency = "Maximum concurrency for {max_model_len:d} tokens per request: {concurrency:.2f}x",
+    .graphs = GRAPHS, .err_no_kv_memory = NOKV, .err_max_model_len = MAXLEN_V0,
+};
+static const kv_release_text T_V1_080 = {
+    .weights = W_080, .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS, .err_no_kv_memory = NOKV,
+    .err_max_model_len = MAXLEN_080, .err_sampler_oom = SAMPLER_OOM,
+};
+static const kv_release_text T_V1_083 = {
+    .weights = W_083, .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS, .err_no_kv_memory = NOKV,
+    .err_max_model_len = MAXLEN_080, .err_sampler_oom = SAMPLER_OOM,
+};
+static const kv_release_text T_V1_084 = {
+    .weights = W_083, .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS, .err_no_kv_memory = NOKV,
+    .err_max_model_len = MAXLEN_084, .estimated_clause = EST_084, .err_sampler_oom = SAMPLER_OOM,
+};
+static const kv_release_text T_V1_091 = {
+    .weights = W_083, .available_kv = AVAIL_2F, .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS,
+    .err_free_memory = FREE_2F, .err_no_kv_memory = NOKV, .err_max_model_len = MAXLEN_091,
+    .estimated_clause = EST_091, .err_sampler_oom = SAMPLER_OOM,
+};
+static const kv_release_text T_V1_0111 = {
+    .weights = W_0111, .available_kv = AVAIL_2F, .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS,
+    .err_free_memory = FREE_2F, .err_no_kv_memory = NOKV, .err_max_model_len = MAXLEN_091,
+    .estimated_clause = EST_091, .err_sampler_oom = SAMPLER_OOM,
+};
+static const kv_release_text T_V1_013 = {
+    .weights = W_0111, .available_kv = AVAIL_2F, .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS,
+    .err_free_memory = FREE_2F, .err_no_kv_memory = NOKV SEE, .err_max_model_len = MAXLEN_091 SEE,
+    .estimated_clause = EST_091, .err_sampler_oom = SAMPLER_OOM,
+};
+static const kv_release_text T_V1_014 = {
+    .weights = W_014, .available_kv = AVAIL_GIB, .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS,
+    .err_free_memory = FREE_014, .err_no_kv_memory = NOKV SEE, .err_max_model_len = MAXLEN_014,
+    .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM,
+};
+static const kv_release_text T_V1_018 = { /* the graph estimate is logged (and, from 0.20, subtracted) */
+    .weights = W_014, .cudagraph_estimate = CG_EST, .available_kv = AVAIL_GIB, .kv_cache_size = KV_SIZE,
+    .concurrency = CONC, .graphs = GRAPHS, .err_free_memory = FREE_014, .err_no_kv_memory = NOKV SEE,
+    .err_max_model_len = MAXLEN_014, .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM,
+};
+static const kv_release_text T_V1_022 = {
+    .weights = W_014, .cudagraph_estimate = CG_EST, .available_kv = AVAIL_GIB, .kv_cache_size = KV_SIZE,
+    .concurrency = CONC, .graphs = GRAPHS, .err_free_memory = FREE_014, .err_no_kv_memory = NOKV_022,
+    .err_max_model_len = MAXLEN_022, .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM,
+};
+static const kv_release_text T_V1_028 = {
+    .weights = W_014, .cudagraph_estimate = CG_EST, .available_kv = AVAIL_GIB, .kv_cache_size = KV_SIZE_CONC,
+    .graphs = GRAPHS, .err_free_memory = FREE_014, .err_no_kv_memory = NOKV_022, .err_max_model_len = MAXLEN_022,
+    .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM,
+};
+/* The course's wording: the source document's vLLM, as kvlab has always
+ * printed it (the golden files under tests/golden/ pin it). */
+static const kv_release_text T_TEXTBOOK = {
+    .weights = "Model loading took {weights:.2f} GiB memory",
+    .cudagraph_estimate = CG_EST,
+    .available_kv = AVAIL_2F,
+    .kv_cache_size = KV_SIZE_CONC,
+    .graphs = GRAPHS,
+    .err_free_memory = FREE_014,
+    .err_no_kv_memory = NOKV SEE,
+    .err_max_model_len =
+        "To serve at least one request with the model's max seq len ({max_model_len:d}), ({needed:gib} GiB KV cache "
+        "is needed, which is larger than the available KV cache memory ({kv:gib} GiB).{estimated_clause} Try increasing "
+        "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine." SEE,
+    .estimated_clause = " Based on the available memory, the estimated maximum model length is {estimated:d}.",
+    .err_sampler_oom = SAMPLER_OOM,
+};
+
+/* ----------------------------------------------------------- scheduler */
+
+/* Left for kv_sched.c to fill (admission and preemption rules by release). */
+static const kv_release_sched S_DEFAULT = {0};
+
+/* ------------------------------------------------------------- memory */
+
+/* Card classes, `vllm serve` defaults (engine/arg_utils.py). V0: 256 seqs
+ * and SchedulerConfig's token rule (0 here). */
+#define CARDS_V0 {{0, NULL, NULL, 256, 0}}
+/* 0.8.0-0.8.3 _set_default_args_v1: H100/H200 by name get 8192 tokens; every card 1024 seqs. */
+#define CARDS_080 {{0, "h100", NULL, 1024, 8192}, {0, "h200", NULL, 1024, 8192}, {0, NULL, NULL, 1024, 2048}}
+/* 0.8.4: the others get 256 seqs. */
+#define CARDS_084 {{0, "h100", NULL, 1024, 8192}, {0, "h200", NULL, 1024, 8192}, {0, NULL, NULL, 256, 2048}}
+/* 0.8.5: by memory, >= 70 GiB. */
+#define CARDS_085 {{70, NULL, NULL, 1024, 8192}, {0, NULL, NULL, 256, 2048}}
+/* 0.9.0: ... except A100s (PR #17885). */
+#define CARDS_090 {{70, NULL, "a100", 1024, 8192}, {0, NULL, NULL, 256, 2048}}
+/* 0.28.0: >= 160 GiB (B200/B300) get 16384 tokens. */
+#define CARDS_028 {{160, NULL, NULL, 1024, 16384}, {70, NULL, "a100", 1024, 8192}, {0, NULL, NULL, 256, 2048}}
+
+/* Measured terms (GiB). Context: non_torch_memory=0.35GiB in the 0.6.4 log
+ * of an RTX 3090 (vllm issue #10517); 0.61 GiB in use before start-up on
+ * an H100 in the 0.11 llm-d logs (79.18 total, 78.57 free). Non-torch
+ * growth during the profile run: 0.13-0.14 GiB at tp 1 and 0.54-0.55 GiB at
+ * tp 2 on NVLink H100s in those logs; PCIe boxes keep smaller NCCL buffers. */
+#define CTX_SMALL 0.35
+#define CTX_LARGE 0.61
+#define NON_TORCH 0.13
+#define NON_TORCH_NVLINK 0.41
+#define NON_TORCH_PCIE 0.12
+/* The CUDA-graph estimate where vLLM takes one before sizing the pool:
+ * kvlab has no capture to measure, so it uses the source document's
+ * "Estimated CUDA graph memory: 0.60 GiB total". */
+#define CG_GIB 0.60
+/* The dummy sampler pass at the peak, per element of the [S, vocab] logits:
+ * the 16-bit logits (2) and their fp32 copy (4) stay alive while
+ * apply_top_k_top_p sorts them: sorted values and int64 indices (12), and
+ * the sort's own scratch, an int64 iota plus cub's double buffers (8 + 12).
+ * 38 bytes; the 0.11 logs of Llama-3.1-8B, Qwen3-0.6B, Qwen3-32B, gpt-oss
+ * and Llama-3.3-70B imply 38.2-38.4. Model runner V2's dummy pass skips
+ * top-k/top-p (v1/worker/gpu/model_runner.py _dummy_sampler_run): the
+ * 16-bit logits and the fp32 copy apply_sampling_params makes, 6 bytes. */
+#define SAMPLER_TOPK 38.0
+#define SAMPLER_V2 6.0
+
+#define V0_MEM(budget_, chunked_)                                                                                  \
+    .engine_v1 = 0, .budget = budget_, .runner = KV_RUNNER_V0, .default_gpu_memory_utilization = 0.90,             \
+    .cuda_context_gib = {CTX_SMALL, CTX_LARGE}, .non_torch_gib = NON_TORCH, .non_torch_tp_nvlink_gib = NON_TORCH_NVLINK, \
+    .non_torch_tp_pcie_gib = NON_TORCH_PCIE, .v0_chunked_tokens = chunked_, .v0_long_context = 32768,              \
+    .card_classes = CARDS_V0
+
+#define V1_MEM(budget_, util_, cg_, autofit_)                                                                      \
+    .engine_v1 = 1, .budget = budget_, .runner = KV_RUNNER_V1, .default_gpu_memory_utilization = util_,            \
+    .cudagraph_estimate = cg_, .supports_auto_fit = autofit_,                                                      \
+    .cuda_context_gib = {CTX_SMALL, CTX_LARGE}, .non_torch_gib = NON_TORCH, .non_torch_tp_nvlink_gib = NON_TORCH_NVLINK, \
+    .non_torch_tp_pcie_gib = NON_TORCH_PCIE, .cudagraph_gib = CG_GIB, .sampler_bytes_per_elem = SAMPLER_TOPK,       \
+    .sampler_v2_bytes_per_elem = SAMPLER_V2
+
+/* V0 0.6.4 (vllm/worker/worker.py determine_num_available_blocks): peak
+ * torch allocation plus every non-torch byte in use, context included.
+ * The profile run's sampler adds nothing visible: at 512 batched tokens the
+ * 0.6.4 log of issue #10517 shows peak_torch_memory 15.05 GiB over 14.99 of
+ * weights, so no sampler term. Chunked prefill (max_model_len > 32K) uses
+ * 512 tokens (config.py SchedulerConfig). */
+static const kv_release_memory M_V0_064 = {V0_MEM(KV_BUDGET_PEAK, 512)};
+/* V0 0.6.5-0.7.x: memory_profiling against the snapshot taken at worker
+ * init (PR #10511): context outside; chunked prefill 2048 tokens. */
+static const kv_release_memory M_V0_065 = {V0_MEM(KV_BUDGET_PROFILED, 2048)};
+/* V1 0.8.0-0.9.0 (v1/worker/gpu_worker.py determine_available_memory):
+ * total x util - (peak + non-torch allocations), context inside. */
+static const kv_release_memory M_V1_080 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_080};
+static const kv_release_memory M_V1_084 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_084};
+static const kv_release_memory M_V1_085 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_085};
+static const kv_release_memory M_V1_090 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_090};
+/* V1 0.9.1: memory_profiling with the snapshot taken after NCCL init:
+ * requested memory - non-KV memory. */
+static const kv_release_memory M_V1_091 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0), .card_classes = CARDS_090};
+/* 0.14.0: --max-model-len auto (kv_cache_utils.py "Cannot auto-fit"). */
+static const kv_release_memory M_V1_014 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 1), .card_classes = CARDS_090};
+/* 0.20.0: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1 (envs.py),
+ * so the CUDA-graph estimate is subtracted before sizing; the default
+ * gpu_memory_utilization becomes 0.92 (config/cache.py). */
+#define V1_020 V1_MEM(KV_BUDGET_PROFILED, 0.92, 1, 1)
+static const kv_release_memory M_V1_020 = {V1_020, .card_classes = CARDS_090};
+/* 0.22.0-0.28: model runner V2 by default for some models
+ * (config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES); its
+ * profile_cudagraph_memory returns 0 ("TBD whether we keep this API"). */
+static const kv_release_memory M_V1_022 = {V1_020, .card_classes = CARDS_090, .v2_runner = KV_V2_LISTED_PLAIN,
+                                           .v2_arches = {"Qwen3ForCausalLM"}};
+static const kv_release_memory M_V1_023 = {
+    V1_020, .card_classes = CARDS_090, .v2_runner = KV_V2_LISTED_PLAIN,
+    .v2_arches = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM"}};
+static const kv_release_memory M_V1_024 = {
+    V1_020, .card_classes = CARDS_090, .v2_runner = KV_V2_LISTED,
+    .v2_arches = {"Qwen3ForCausalLM", "DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM",
+                  "LlamaForCausalLM", "MistralForCausalLM"}};
+static const kv_release_memory M_V1_025 = {
+    V1_020, .card_classes = CARDS_090, .v2_runner = KV_V2_LISTED_OR_DENSE,
+    .v2_arches = {"DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM"}};
+static const kv_release_memory M_V1_028 = {
+    V1_020, .card_classes = CARDS_028, .v2_runner = KV_V2_LISTED_OR_DENSE,
+    .v2_arches = {"DeepseekV2ForCausalLM", "DeepseekV4ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM",
+                  "KimiK3ForConditionalGeneration"}};
+/* 0.29.0: V2 for every generative model, with a real graph estimate; the
+ * length check and auto-fit first take off the null block
+ * (kv_cache_utils.py "Reserve the null block BlockPool permanently holds
+ * back"). */
+static const kv_release_memory M_V1_029 = {V1_020, .card_classes = CARDS_028, .v2_runner = KV_V2_ALL,
+                                           .cudagraph_estimate_v2 = 1, .check_reserves_null_block = 1};
+
+/* The course: the source document's arithmetic (kv_plan.c holds its terms);
+ * the estimate of the length check follows vLLM's newest rule. */
+static const kv_release_memory M_TEXTBOOK = {
+    .engine_v1 = 1, .budget = KV_BUDGET_TEXTBOOK, .runner = KV_RUNNER_TEXTBOOK,
+    .default_gpu_memory_utilization = 0.92, .cuda_context_gib = {0.60, 0.60}, .cudagraph_estimate = 1,
+    .cudagraph_gib = CG_GIB, .check_reserves_null_block = 1, .supports_auto_fit = 1, .card_classes = CARDS_090,
+};
+
+/* --------------------------------------------------------------- rows */
+
+static const kv_release ROWS[] = {
+    {"0.6.4", "0.6.4.post1", "vllm/worker/worker.py determine_num_available_blocks; config.py SchedulerConfig",
+     &M_V0_064, &T_V0_064, &S_DEFAULT},
+    {"0.6.5", "0.6.6.post1", "PR #10511: vllm/worker/worker.py with utils.py memory_profiling", &M_V0_065,
+     &T_V0_065, &S_DEFAULT},
+    {"0.7.0", "0.7.3", "vllm/worker/worker.py; executor_base.py names the device (\"# cuda blocks\")", &M_V0_065,
+     &T_V0_070, &S_DEFAULT},
+    {"0.8.0", "0.8.2", "V1 by default: v1/worker/gpu_worker.py determine_available_memory; arg_utils.py "
+                       "_set_default_args_v1 (H100/H200 by name)",
+     &M_V1_080, &T_V1_080, &S_DEFAULT},
+    {"0.8.3", "0.8.3", "v1/worker/gpu_model_runner.py logs GiB", &M_V1_080, &T_V1_083, &S_DEFAULT},
+    {"0.8.4", "0.8.4", "v1/core/kv_cache_utils.py estimate_max_model_len; arg_utils.py 256 seqs off H100/H200",
+     &M_V1_084, &T_V1_084, &S_DEFAULT},
+    {"0.8.5", "0.8.5.post1", "arg_utils.py: defaults by card memory (>= 70 GiB)", &M_V1_085, &T_V1_084, &S_DEFAULT},
+    {"0.9.0", "0.9.0.1", "arg_utils.py: A100s keep the small defaults (PR #17885)", &M_V1_090, &T_V1_084,
+     &S_DEFAULT},
+    {"0.9.1", "0.11.0", "v1/worker/gpu_worker.py: memory_profiling after NCCL init; \"Available KV cache memory\"",
+     &M_V1_091, &T_V1_091, &S_DEFAULT},
+    {"0.11.1", "0.12.99", "v1/worker/gpu_model_runner.py: \"Model loading took ... GiB memory\"", &M_V1_091,
+     &T_V1_0111, &S_DEFAULT},
+    {"0.13.0", "0.13.99", "v1/core/kv_cache_utils.py: errors link the conserving-memory docs", &M_V1_091,
+     &T_V1_013, &S_DEFAULT},
+    {"0.14.0", "0.17.99", "utils/mem_utils.py format_gib; --max-model-len auto", &M_V1_014, &T_V1_014, &S_DEFAULT},
+    {"0.18.0", "0.19.99", "v1/worker/gpu_model_runner.py profile_cudagraph_memory (logged, opt-in)", &M_V1_014,
+     &T_V1_018, &S_DEFAULT},
+    {"0.20.0", "0.21.99", "envs.py VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1; config/cache.py utilization 0.92",
+     &M_V1_020, &T_V1_018, &S_DEFAULT},
+    {"0.22.0", "0.22.99", "config/vllm.py: model runner V2 for Qwen3; kv_cache_utils.py wording", &M_V1_022,
+     &T_V1_022, &S_DEFAULT},
+    {"0.23.0", "0.23.99", "config/vllm.py: V2 for Llama, Mistral, Qwen3", &M_V1_023, &T_V1_022, &S_DEFAULT},
+    {"0.24.0", "0.24.99", "config/vllm.py: V2 for six architectures, quantized too", &M_V1_024, &T_V1_022,
+     &S_DEFAULT},
+    {"0.25.0", "0.27.99", "config/vllm.py: V2 for every dense model", &M_V1_025, &T_V1_022, &S_DEFAULT},
+    {"0.28.0", "0.28.99", "arg_utils.py: >= 160 GiB card class; kv_cache_utils.py one KV size line", &M_V1_028,
+     &T_V1_028, &S_DEFAULT},
+    {"0.29.0", "0.33.99", "config/vllm.py: V2 everywhere; gpu/model_runner.py graph estimate; kv_cache_utils.py "
+                          "null block held back in the length check",
+     &M_V1_029, &T_V1_028, &S_DEFAULT},
+};
+#define NUM_ROWS ((int)(sizeof ROWS / sizeof ROWS[0]))
+
+static const kv_release TEXTBOOK = {"textbook", "textbook",
+                                    "the source document's arithmetic (kv_plan.c); vLLM's length-check estimate",
+                                    &M_TEXTBOOK, &T_TEXTBOOK, &S_DEFAULT};
+
+#define NEWEST_RELEASE "0.33.0"
+
+int kv_release_count(void) { return NUM_ROWS; }
+
+const kv_release *kv_release_at(int i) { return i >= 0 && i < NUM_ROWS ? &ROWS[i] : NULL; }
+
+const kv_release *kv_release_newest(void) { return &ROWS[NUM_ROWS - 1]; }
+
+const kv_release *kv_release_textbook(void) { return &TEXTBOOK; }
+
+/* ------------------------------------------------------------ versions */
+
+/* Parse "v0.6.4.post1" / "0.10.1.1" / "0.6.4.dev26+g92d86da2" into four
+ * numbers: dotted parts, then .postN or a 4th number; a .devN / rcN part or
+ * a +local suffix ends it (a dev build counts as its release). Returns the
+ * count of numbers read (2-4), or 0 if malformed. */
+static int parse_version(const char *s, long v[4])
+{
+    v[0] = v[1] = v[2] = v[3] = 0;
+    if (!s)
+        return 0;
+    if (*s == 'v' || *s == 'V')
+        s++;
+    int n = 0;
+    for (;;) {
+        if (n >= 2 && (!strncmp(s, "dev", 3) || !strncmp(s, "rc", 2)))
+            return n; /* the rest of a pre-release tag is not checked */
+        if (n == 3 && !strncmp(s, "post", 4))
+            s += 4;
+        if (n >= 4 || !isdigit((unsigned char)*s))
+            return 0;
+        char *end;
+        long x = strtol(s, &end, 10);
+        if (end - s > 6)
+            return 0;
+        v[n++] = x;
+        s = end;
+        if (*s == '\0' || *s == '+')
+            return n >= 2 ? n : 0;
+        if (n == 3 && (!strncmp(s, "post", 4) || !strncmp(s, "rc", 2) || !strncmp(s, "dev", 3)))
+            continue; /* 0.6.4post1 */
+        if (*s != '.')
+            return 0;
+        s++;
+    }
+}
+
+int kv_release_compare(const char *a, const char *b)
+{
+    long x[4], y[4];
+    int na = parse_version(a, x), nb = parse_version(b, y);
+    if (!na || !nb)
+        return na == nb ? 0 : na ? 1 : -1;
+    for (int i = 0; i < 4; i++)
+        if (x[i] != y[i])
+            return x[i] < y[i] ? -1 : 1;
+    return 0;
+}
+
+const kv_release *kv_release_find(const char *version, char *err, size_t errlen)
+{
+    if (!version || !*version)
+        return kv_release_newest();
+    long v[4];
+    if (!parse_version(version, v)) {
+        kv_errf(err, errlen, -1, "--vllm-version '%.40s' is not a vLLM version (X.Y or X.Y.Z, e.g. 0.11.0)", version);
+        return NULL;
+    }
+    if (kv_release_compare(version, ROWS[0].first) < 0) {
+        kv_errf(err, errlen, -1, "--vllm-version %.40s: kvlab models vLLM %s to %s; older releases are not modelled",
+                version, ROWS[0].first, NEWEST_RELEASE);
+        return NULL;
+    }
+    if (kv_release_compare(version, ROWS[NUM_ROWS - 1].last) > 0) {
+        kv_errf(err, errlen, -1, "--vllm-version %.40s: unknown release; kvlab models vLLM %s to %s (the newest)",
+                version, ROWS[0].first, NEWEST_RELEASE);
+        return NULL;
+    }
+    for (int i = NUM_ROWS - 1; i >= 0; i--)
+        if (kv_release_compare(version, ROWS[i].first) >= 0)
+            return &ROWS[i];
+    return NULL; /* not reached */
+}
+
+const char *kv_release_label(const kv_release *r, char *buf, size_t n)
+{
+    if (!r || r == &TEXTBOOK) {
+        snprintf(buf, n, "textbook");
+        return buf;
+    }
+    char last[24];
+    snprintf(last, sizeof last, "%s", r->last);
+    size_t l = strlen(last);
+    if (l > 3 && !strcmp(last + l - 3, ".99"))
+        snprintf(last + l - 2, sizeof last - (l - 2), "x");
+    if (!strcmp(r->first, r->last))
+        snprintf(buf, n, "vLLM %s (%s)", r->first, r->mem->engine_v1 ? "V1" : "V0");
+    else
+        snprintf(buf, n, "vLLM %s-%s (%s)", r->first, last, r->mem->engine_v1 ? "V1" : "V0");
+    return buf;
+}
+
+static int has_ci(const char *hay, const char *needle)
+{
+    if (!hay)
+        return 0;
+    size_t n = strlen(needle);
+    for (; *hay; hay++)
+        if (!strncasecmp(hay, needle, n))
+            return 1;
+    return 0;
+}
+
+void kv_release_card_defaults(const kv_release *r, double total_gib, const char *name, int64_t *mns, int64_t *mnbt)
+{
+    *mns = 256;
+    *mnbt = 2048;
+    for (int i = 0; i < KV_RELEASE_MAX_CARD_CLASSES; i++) {
+        const kv_release_card_class *c = &r->mem->card_classes[i];
+        if (!c->max_num_seqs)
+            break;
+        if (total_gib + 1e-9 < c->min_total_gib)
+            continue;
+        if (c->name_has && !has_ci(name, c->name_has))
+            continue;
+        if (c->name_lacks && has_ci(name, c->name_lacks))
+            continue;
+        *mns = c->max_num_seqs;
+        *mnbt = c->max_num_batched_tokens;
+        return;
+    }
+}
+
+int kv_release_uses_v2_runner(const kv_release *r, const char *arch, int is_moe, int is_quantized)
+{
+    const kv_release_memory *m = r->mem;
+    int listed = 0;
+    for (int i = 0; i < KV_RELEASE_MAX_V2_ARCHES && m->v2_arches[i]; i++)
+        if (arch && !strcmp(arch, m->v2_arches[i]))
+            listed = 1;
+    switch (m->v2_runner) {
+    case KV_V2_LISTED_PLAIN: return listed && !is_moe && !is_quantized;
+    case KV_V2_LISTED: return listed;
+    case KV_V2_LISTED_OR_DENSE: return listed || !is_moe;
+    case KV_V2_ALL: return 1;
+    default: return 0;
+    }
+}
+
+/* ------------------------------------------------------------ templates */
+
+/* Python's str(round(x, 2)): at least one decimal, trailing zeros dropped. */
+static void py_round2(char *b, size_t n, double x)
+{
+    double r = round(x * 100.0) / 100.0;
+    snprintf(b, n, "%.2f", r);
+    size_t l = strlen(b);
+    if (l > 3 && b[l - 1] == '0')
+        b[l - 1] = '\0';
+}
+
+/* Python's str() of a float such as a utilization: 0.9, 0.92, 1.0. */
+static void py_float(char *b, size_t n, double x)
+{
+    snprintf(b, n, "%.15g", x);
+    if (!strchr(b, '.') && !strchr(b, 'e') && strlen(b) + 2 < n)
+        strcat(b, ".0");
+}
+
+static int64_t to_i64(double v)
+{
+    if (!(v == v))
+        return 0;
+    if (v > 9.0e18)
+        return (int64_t)9.0e18;
+    if (v < -9.0e18)
+        return (int64_t)-9.0e18;
+    return (int64_t)floor(v + (v < 0 ? -0.0 : 0.0));
+}
+
+static void emit(char *out, size_t outlen, size_t *pos, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n && *pos + 1 < outlen; i++)
+        out[(*pos)++] = s[i];
+}
+
+size_t kv_release_format(char *out, size_t outlen, const char *tpl, const kv_release_arg *args, int nargs)
+{
+    size_t pos = 0;
+    if (!outlen)
+        return 0;
+    for (const char *p = tpl ? tpl : ""; *p;) {
+        if (*p != '{') {
+            emit(out, outlen, &pos, p, 1);
+            p++;
+            continue;
+        }
+        const char *close = strchr(p, '}');
+        if (!close) {
+            emit(out, outlen, &pos, p, strlen(p));
+            break;
+        }
+        char field[48] = "", fmt[8] = "";
+        const char *colon = memchr(p, ':', (size_t)(close - p));
+        size_t fl = (size_t)((colon ? colon : close) - p - 1);
+        if (fl >= sizeof field)
+            fl = sizeof field - 1;
+        memcpy(field, p + 1, fl);
+        if (colon) {
+            size_t ml = (size_t)(close - colon - 1);
+            if (ml >= sizeof fmt)
+                ml = sizeof fmt - 1;
+            memcpy(fmt, colon + 1, ml);
+        }
+        const kv_release_arg *a = NULL;
+        for (int i = 0; i < nargs; i++)
+            if (args[i].name && !strcmp(args[i].name, field))
+                a = &args[i];
+        char buf[512];
+        buf[0] = '\0';
+        if (!a)
+            snprintf(buf, sizeof buf, "{%s?}", field);
+        else if (a->s)
+            snprintf(buf, sizeof buf, "%s", a->s);
+        else if (!strcmp(fmt, ".2f"))
+            snprintf(buf, sizeof buf, "%.2f", a->v);
+        else if (!strcmp(fmt, ".4f"))
+            snprintf(buf, sizeof buf, "%.4f", a->v);
+        else if (!strcmp(fmt, "gib"))
+            py_round2(buf, sizeof buf, a->v);
+        else if (!strcmp(fmt, ","))
+            kv_fmt_thousands(buf, sizeof buf, (long long)to_i64(a->v));
+        else if (!strcmp(fmt, "d") || !fmt[0])
+            snprintf(buf, sizeof buf, "%lld", (long long)to_i64(a->v));
+        else if (!strcmp(fmt, "g"))
+            py_float(buf, sizeof buf, a->v);
+        else
+            snprintf(buf, sizeof buf, "{%s:%s?}", field, fmt);
+        emit(out, outlen, &pos, buf, strlen(buf));
+        p = close + 1;
+    }
+    out[pos] = '\0';
+    return pos;
+}

@@ -1,0 +1,216 @@
+/* kv_release: what changes from one vLLM release to the next, as data.
+ *
+ * One table, one row per range of releases in which nothing kvlab models
+ * changed (0.6.4 up to 0.33.0, the newest). Each row names where its rules
+ * come from (the vLLM file of that release, or the PR that changed it) and
+ * holds three sections:
+ *
+ *   mem    the start-up memory accounting: which terms vLLM subtracts from
+ *          total x gpu_memory_utilization, whether the CUDA context is inside
+ *          that budget, whether a CUDA-graph estimate is taken before the KV
+ *          pool is sized, how the profile run's activation peak arises (V0
+ *          forward, V1 forward plus the dummy sampler, model runner V2), the
+ *          default gpu_memory_utilization and the scheduler defaults per card
+ *          class (vllm/engine/arg_utils.py _set_default_args);
+ *   text   the wording of each start-up line and error in that release, as
+ *          templates for kv_release_format;
+ *   sched  the scheduler's admission and preemption rules for that release
+ *          (filled and read by the scheduler, kv_sched.c).
+ *
+ * Besides the releases there is one more row, the course's "textbook"
+ * accounting (the source document's arithmetic: a fixed CUDA context, CUDA
+ * graphs and NCCL all subtracted from the budget), returned by
+ * kv_release_textbook(). It is not a vLLM release and kv_release_find never
+ * returns it.
+ *
+ * The rows and what each term means in which release are documented in
+ * README.md ("Which vLLM release"). */
+#ifndef KV_RELEASE_H
+#define KV_RELEASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* How vLLM turns the profile into "available KV cache memory". */
+typedef enum kv_release_budget {
+    /* The course: budget - weights - activation - CUDA graphs - CUDA context
+     * - NCCL, each a fixed or fitted figure (kv_plan.c). */
+    KV_BUDGET_TEXTBOOK = 0,
+    /* total x util - (torch peak allocation + every non-torch allocation):
+     * the CUDA context and NCCL are inside the budget (vllm/worker/worker.py
+     * determine_num_available_blocks <= 0.6.4; vllm/v1/worker/gpu_worker.py
+     * determine_available_memory 0.8.0 - 0.9.0). */
+    KV_BUDGET_PEAK,
+    /* total x util - (weights + torch peak increase + non-torch increase),
+     * each measured against a snapshot taken after the CUDA context (and, on
+     * V1, NCCL) exist, so those are outside the budget (memory_profiling in
+     * vllm/utils.py or vllm/utils/mem_utils.py; V0 0.6.5 - 0.7.x, V1 0.9.1 on). */
+    KV_BUDGET_PROFILED,
+} kv_release_budget;
+
+/* Which model runner's profile_run makes the activation peak. */
+typedef enum kv_release_runner {
+    KV_RUNNER_TEXTBOOK = 0, /* the course's fitted formula (kv_plan_activation_bytes) */
+    KV_RUNNER_V0,           /* vllm/worker/model_runner.py: max_num_seqs sequences, top-k/top-p sampler */
+    KV_RUNNER_V1,           /* vllm/v1/worker/gpu_model_runner.py: forward + _dummy_sampler_run (top-k/top-p) */
+} kv_release_runner;
+
+/* Which models the release runs on model runner V2 by default
+ * (vllm/config/vllm.py use_v2_model_runner, _is_default_v2_model_runner_model). */
+typedef enum kv_release_v2 {
+    KV_V2_NEVER = 0,
+    KV_V2_LISTED_PLAIN,     /* an architecture of v2_arches, not MoE, not quantized */
+    KV_V2_LISTED,           /* an architecture of v2_arches */
+    KV_V2_LISTED_OR_DENSE,  /* an architecture of v2_arches, or any dense (non-MoE) model */
+    KV_V2_ALL,              /* every generative model */
+} kv_release_v2;
+
+/* Scheduler defaults for one class of card (first match wins; the last entry
+ * of a row matches every card). */
+typedef struct kv_release_card_class {
+    double min_total_gib;          /* the card's reported total is at least this (0: any) */
+    const char *name_has;          /* NULL, or the card's name contains this (case ignored) */
+    const char *name_lacks;        /* NULL, or the card's name does not contain this */
+    int64_t max_num_seqs;          /* `vllm serve` defaults (UsageContext.OPENAI_API_SERVER) */
+    int64_t max_num_batched_tokens;/* 0: V0's rule, see kv_release_memory.v0_* */
+} kv_release_card_class;
+
+#define KV_RELEASE_MAX_CARD_CLASSES 4
+#define KV_RELEASE_MAX_V2_ARCHES 8
+
+/* (a) The memory accounting. All GiB figures are per GPU. */
+typedef struct kv_release_memory {
+    int engine_v1;                 /* 0: V0 engine, 1: V1 engine */
+    kv_release_budget budget;
+    kv_release_runner runner;
+    double default_gpu_memory_utilization; /* CacheConfig.gpu_memory_utilization */
+    /* The CUDA context (and cuBLAS/NCCL state made at init). Under
+     * KV_BUDGET_PEAK it is part of the non-torch allocations and so inside the
+     * budget; under KV_BUDGET_PROFILED it only lowers the free memory the
+     * start-up check sees. Measured, not in vLLM's source: the 0.6.4 log of
+     * an RTX 3090 shows non_torch_memory=0.35GiB, the 0.11 logs of an H100
+     * 0.61 GiB in use before the engine starts. */
+    double cuda_context_gib[2];   /* [0] cards under 40 GiB, [1] 40 GiB and more */
+    /* Non-torch memory vLLM sees grow during the profile run (the "non-torch
+     * increase" of memory_profiling): workspaces at tp 1; NCCL and custom
+     * all-reduce buffers on top when tp > 1 (NVLink / PCIe cards). Measured
+     * across the logs of tests/vectors/real-logs.json. */
+    double non_torch_gib;
+    double non_torch_tp_nvlink_gib;
+    double non_torch_tp_pcie_gib;
+    /* CUDA graphs: 1 if vLLM subtracts an estimate before it sizes the pool
+     * (profile_cudagraph_memory with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS
+     * on by default). Model runner V2 returns 0 before 0.29. */
+    int cudagraph_estimate;
+    int cudagraph_estimate_v2;     /* 1: the V2 runner's estimate is real too */
+    double cudagraph_gib;          /* the estimate kvlab uses when it is taken */
+    /* The profile run's sampler pass: bytes per element of the [S, vocab]
+     * logits at its peak (0: no sampler term). S = min(max_num_seqs,
+     * max_num_batched_tokens) on V1; max_num_seqs on V0. */
+    double sampler_bytes_per_elem;
+    double sampler_v2_bytes_per_elem; /* model runner V2 (no top-k/top-p in the dummy pass) */
+    kv_release_v2 v2_runner;
+    const char *v2_arches[KV_RELEASE_MAX_V2_ARCHES]; /* NULL-terminated */
+    /* V0's max_num_batched_tokens when not given: with chunked prefill
+     * (turned on for max_model_len > v0_long_context) v0_chunked_tokens,
+     * else max(max_model_len, 2048) (SchedulerConfig). */
+    int64_t v0_chunked_tokens;
+    int64_t v0_long_context;
+    /* The length check plans against usable blocks: one block per layer
+     * (the null block the block pool holds back) is taken off the available
+     * memory first (kv_cache_utils.py check_enough_kv_cache_memory, 0.29 on). */
+    int check_reserves_null_block;
+    int supports_auto_fit;         /* --max-model-len auto / -1 exists */
+    kv_release_card_class card_classes[KV_RELEASE_MAX_CARD_CLASSES];
+} kv_release_memory;
+
+/* (b) The wording of each line, as templates. A template holds literal text
+ * and {name:fmt} fields filled by kv_release_format. fmt is one of
+ *   .2f .4f   printf with that precision
+ *   gib       Python's str(round(x, 2)) (vLLM's format_gib): 16.0, 2.83
+ *   ,         a whole number with thousands separators: 23,184
+ *   d         a whole number
+ *   g         Python's str() of a float (0.9, 0.92)
+ * Field names used: weights, total, util, budget, initial, peak, post,
+ * non_torch, activation, kv, tokens, blocks, cpu_blocks, max_model_len,
+ * concurrency, needed, estimated, estimated_clause (text), free, requested,
+ * num_reqs, cudagraph.
+ * NULL: the release has no such line. */
+typedef struct kv_release_text {
+    const char *weights;          /* after load_model */
+    const char *profile;          /* V0's memory profiling summary */
+    const char *cudagraph_estimate; /* before the pool is sized */
+    const char *available_kv;     /* "Available KV cache memory: ..." */
+    const char *gpu_blocks;       /* V0: "# GPU blocks: ..., # CPU blocks: ..." */
+    const char *kv_cache_size;    /* V1: "GPU KV cache size: N tokens" (with concurrency when one line) */
+    const char *concurrency;      /* V1: a line of its own before 0.28, else NULL */
+    const char *graphs;           /* after capture */
+    const char *err_free_memory;  /* start-up free-memory check */
+    const char *err_no_kv_memory; /* available <= 0 */
+    const char *err_max_model_len;/* one request of max_model_len does not fit */
+    const char *estimated_clause; /* appended inside err_max_model_len when an estimate exists */
+    const char *err_sampler_oom;  /* V1 sampler warm-up after the pool */
+} kv_release_text;
+
+/* (c) The scheduler. Filled and used by kv_sched.c; left zero here. */
+typedef struct kv_release_sched {
+    int has_reserve_full_isl;      /* the release has scheduler_reserve_full_isl (full-prompt admission) */
+    int reserve_full_isl_default;  /* its default */
+    double admission_watermark;    /* free-block fraction kept back at admission (0: none) */
+    int priority_self_preempt;     /* priority policy: a request may preempt itself (1) or not (0) */
+} kv_release_sched;
+
+typedef struct kv_release {
+    const char *first;             /* first release of the range, "0.6.5" */
+    const char *last;              /* last release of the range, "0.7.3" */
+    const char *source;            /* where the row's rules come from (vLLM files / PRs) */
+    const kv_release_memory *mem;
+    const kv_release_text *text;
+    const kv_release_sched *sched;
+} kv_release;
+
+/* Number of release rows and row i (0 = oldest). */
+int kv_release_count(void);
+const kv_release *kv_release_at(int i);
+
+/* The newest release (the default of --vllm-version). */
+const kv_release *kv_release_newest(void);
+
+/* The course's textbook accounting (not a release). */
+const kv_release *kv_release_textbook(void);
+
+/* The row for a version string: "0.11", "0.11.2", "v0.6.4.post1",
+ * "0.10.1.1", "0.6.4.dev26+g92d86da2" (a dev build counts as its release);
+ * NULL or "" gives the newest. X.Y means X.Y.0. Returns NULL with one line
+ * in err for a malformed version or one outside 0.6.4 ... 0.33.x. */
+const kv_release *kv_release_find(const char *version, char *err, size_t errlen);
+
+/* Compare two version strings as vLLM numbers them (-1, 0, 1); a malformed
+ * string sorts first. */
+int kv_release_compare(const char *a, const char *b);
+
+/* A short label for a row: "vLLM 0.9.1-0.19.x (V1)", "textbook". */
+const char *kv_release_label(const kv_release *r, char *buf, size_t buflen);
+
+/* Scheduler defaults for a card: the first card class of r matching a card
+ * of total_gib GiB named name (NULL: no name). *max_num_batched_tokens is 0
+ * where V0's rule applies (kv_release_memory.v0_*). */
+void kv_release_card_defaults(const kv_release *r, double total_gib, const char *name, int64_t *max_num_seqs,
+                              int64_t *max_num_batched_tokens);
+
+/* Whether r runs a model of this architecture on model runner V2 by default. */
+int kv_release_uses_v2_runner(const kv_release *r, const char *architecture, int is_moe, int is_quantized);
+
+/* One field for kv_release_format: a number (v) or, if s is non-NULL, text. */
+typedef struct kv_release_arg {
+    const char *name;
+    double v;
+    const char *s;
+} kv_release_arg;
+
+/* Fill template tpl with args into out (at most outlen bytes, NUL
+ * included). An unknown field name or format is written as "{name?}" so a
+ * wrong template shows in tests. Returns the length written. */
+size_t kv_release_format(char *out, size_t outlen, const char *tpl, const kv_release_arg *args, int nargs);
+
+#endif
