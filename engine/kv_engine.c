@@ -58,6 +58,10 @@ struct kv_engine {
     int32_t *tokbuf;
     int32_t *counts;
     int64_t *owner_buf;        /* max_num_seqs ids, for kv_engine_block_owners */
+    /* the last step's decisions (kv_engine_last_step), max_num_seqs + 1 each */
+    int64_t ls_step, *ls_ids, *ls_pre, *ls_fin;
+    int32_t *ls_tok, *ls_hit, ls_n, ls_first_new, ls_npre, ls_nfin;
+    uint8_t *ls_resumed;
 };
 
 static const char *term_names[KV_TERM_COUNT] = {"weights", "activation", "cudagraph", "cuda_context", "nccl",
@@ -87,6 +91,7 @@ void kv_engine_config_default(kv_engine_config *c)
     c->enable_prefix_caching = 1;
     c->enable_chunked_prefill = 1;
     c->scheduling_policy = KV_POLICY_FCFS;
+    kv_sched_rules_default(&c->sched_rules);
     c->num_layers = 32;
     c->num_kv_heads = 8;
     c->head_size = 128;
@@ -226,7 +231,7 @@ uint64_t kv_engine_host_bytes(const kv_engine_config *c)
     uint64_t ev = c->event_capacity ? c->event_capacity : 65536, tl = c->timeline_capacity ? c->timeline_capacity : 4096;
     uint64_t b = sizeof(kv_engine) + kv_pool_host_bytes(c->num_blocks);
     b += nb * 2 * sizeof(int32_t);                    /* check counts, prefix-hit scratch */
-    b += seqs * (3 * sizeof(kv_req *) + sizeof(int64_t)); /* running, scheduled, finished, owners */
+    b += seqs * (4 * sizeof(kv_req *) + 4 * sizeof(int64_t) + 2 * sizeof(int32_t) + 1); /* scheduler lists, step detail */
     b += ((uint64_t)(c->max_model_len > 0 ? c->max_model_len : 0) + 1) * sizeof(int32_t);
     b += ev * (sizeof(kv_event) + 8) + tl * sizeof(kv_timeline_sample) + WRITE_BATCH * sizeof(kv_slot_write);
     int tp = c->tensor_parallel_size > 0 ? c->tensor_parallel_size : 1;
@@ -298,8 +303,10 @@ static int build_core(kv_engine *e, char *err, size_t errlen)
     if (c->block_events)
         kv_pool_set_event_sink(e->pool, on_event, e); /* else no call per block at all */
     kv_kvcm_init(&e->kvcm, e->pool, c->block_size, c->max_model_len, c->mode, caching, c->seed);
+    kv_pool_set_free_to_tail(e->pool, !c->sched_rules.free_uncached_first);
     kv_sched_config sc = {c->max_num_seqs, c->max_num_batched_tokens, c->max_model_len,
-                          c->long_prefill_token_threshold, c->enable_chunked_prefill, c->scheduling_policy, c->mode};
+                          c->long_prefill_token_threshold, c->enable_chunked_prefill, c->scheduling_policy, c->mode,
+                          c->num_blocks, c->sched_rules};
     e->sched = kv_sched_create(&sc, &e->kvcm, c->num_blocks, on_event, e, err, errlen);
     return e->sched ? 0 : KV_ENGINE_ENOMEM;
 }
@@ -366,7 +373,15 @@ kv_engine *kv_engine_create(const kv_engine_config *cfg, char *err, size_t errle
     e->tokbuf = calloc((size_t)c->max_model_len + 1, sizeof *e->tokbuf);
     e->counts = calloc((size_t)c->num_blocks, sizeof *e->counts);
     e->owner_buf = calloc((size_t)c->max_num_seqs + 1, sizeof *e->owner_buf);
-    if (!e->ev || !e->tl || !e->writes || !e->tokbuf || !e->counts || !e->owner_buf) {
+    size_t ns = (size_t)c->max_num_seqs + 1;
+    e->ls_ids = calloc(ns, sizeof *e->ls_ids);
+    e->ls_pre = calloc(ns, sizeof *e->ls_pre);
+    e->ls_fin = calloc(ns, sizeof *e->ls_fin);
+    e->ls_tok = calloc(ns, sizeof *e->ls_tok);
+    e->ls_hit = calloc(ns, sizeof *e->ls_hit);
+    e->ls_resumed = calloc(ns, sizeof *e->ls_resumed);
+    if (!e->ev || !e->tl || !e->writes || !e->tokbuf || !e->counts || !e->owner_buf || !e->ls_ids || !e->ls_pre ||
+        !e->ls_fin || !e->ls_tok || !e->ls_hit || !e->ls_resumed) {
         kv_errf(err, errlen, KV_ENGINE_ENOMEM, "out of memory creating the engine");
         kv_engine_destroy(e);
         return NULL;
@@ -418,6 +433,12 @@ void kv_engine_destroy(kv_engine *e)
     free(e->tokbuf);
     free(e->counts);
     free(e->owner_buf);
+    free(e->ls_ids);
+    free(e->ls_pre);
+    free(e->ls_fin);
+    free(e->ls_tok);
+    free(e->ls_hit);
+    free(e->ls_resumed);
     free(e);
 }
 
@@ -612,6 +633,8 @@ static int write_step_kv(kv_engine *e, const kv_sched_output *o, char *err, size
     int32_t bs = e->cfg.block_size, n = 0;
     for (int32_t k = 0; k < o->num_scheduled; k++) {
         const kv_req *r = o->scheduled[k];
+        if (r->status != KV_REQ_RUNNING)
+            continue; /* a priority victim that kept its place (vLLM 0.11.0): no blocks to write */
         for (int32_t pos = r->num_computed - r->scheduled; pos < r->num_computed; pos++) {
             kv_slot_write *w = &e->writes[n++];
             w->slot = (int64_t)r->table[pos / bs] * bs + pos % bs;
@@ -646,6 +669,51 @@ static void sample_timeline(kv_engine *e, const kv_sched_output *o, double dur, 
     e->tl_n++;
 }
 
+static void record_step(kv_engine *e, const kv_sched_output *o)
+{
+    e->ls_step = e->step;
+    e->ls_n = o->num_scheduled;
+    e->ls_first_new = o->num_scheduled - o->num_new;
+    for (int32_t k = 0; k < o->num_scheduled; k++) {
+        const kv_req *r = o->scheduled[k];
+        int admitted = k >= e->ls_first_new;
+        e->ls_ids[k] = r->id;
+        e->ls_tok[k] = r->scheduled;
+        e->ls_hit[k] = admitted ? r->admit_hit : 0;
+        e->ls_resumed[k] = (uint8_t)(admitted && r->num_preemptions > 0);
+    }
+    e->ls_npre = o->num_preempted;
+    for (int32_t k = 0; k < o->num_preempted; k++)
+        e->ls_pre[k] = o->preempted[k]->id;
+    e->ls_nfin = 0;
+}
+
+void kv_engine_last_step(const kv_engine *e, kv_step_detail *d)
+{
+    d->step = e->ls_step;
+    d->num_scheduled = e->ls_n;
+    d->ids = e->ls_ids;
+    d->num_tokens = e->ls_tok;
+    d->first_admitted = e->ls_first_new;
+    d->hit_tokens = e->ls_hit;
+    d->resumed = e->ls_resumed;
+    d->num_preempted = e->ls_npre;
+    d->preempted = e->ls_pre;
+    d->num_finished = e->ls_nfin;
+    d->finished = e->ls_fin;
+}
+
+int32_t kv_engine_future_token(const kv_engine *e, int64_t id, int32_t pos)
+{
+    const kv_req *r = live_req(e, id);
+    if (!r || pos < 0)
+        return -1;
+    int64_t end = (int64_t)r->prompt_len + r->max_output;
+    if (end > e->cfg.max_model_len)
+        end = e->cfg.max_model_len;
+    return pos < end ? kv_req_token(r, pos) : -1;
+}
+
 int kv_engine_step(kv_engine *e, kv_step_result *out, char *err, size_t errlen)
 {
     kv_step_result res;
@@ -659,6 +727,7 @@ int kv_engine_step(kv_engine *e, kv_step_result *out, char *err, size_t errlen)
     kv_sched_output o;
     double start = e->clock;
     kv_sched_schedule(e->sched, &o);
+    record_step(e, &o);
     res.num_preempted = o.num_preempted;
     res.num_new_reqs = o.num_new;
     e->m.num_preemptions_total += o.num_preempted;
@@ -712,7 +781,7 @@ int kv_engine_step(kv_engine *e, kv_step_result *out, char *err, size_t errlen)
     int64_t same_itl = 0; /* requests whose previous token came at the end of the previous step */
     for (int32_t k = 0; k < o.num_scheduled; k++) {
         kv_req *r = o.scheduled[k];
-        if (r->num_computed < kv_req_num_tokens(r))
+        if (r->status != KV_REQ_RUNNING || r->num_computed < kv_req_num_tokens(r))
             continue;
         int32_t seq = kv_req_num_tokens(r);
         if (r->first_token_s < 0) {
@@ -731,8 +800,10 @@ int kv_engine_step(kv_engine *e, kv_step_result *out, char *err, size_t errlen)
     }
     kv_hist_observe_n(&e->hist[KV_HIST_ITL], e->clock - start, same_itl);
     kv_sched_update(e->sched, &o, e->clock);
+    e->ls_nfin = o.num_finished;
     for (int32_t k = 0; k < o.num_finished; k++) {
         kv_req *r = o.finished[k];
+        e->ls_fin[k] = r->id;
         kv_hist_observe(&e->hist[KV_HIST_E2E], r->finish_s - r->arrival_s);
         e->m.request_success_total++;
         retire(e, r);

@@ -24,6 +24,7 @@
 #include "kv_gpu.h"
 #include "kv_model.h"
 #include "kv_plan.h"
+#include "kv_sched_rules.h"
 
 enum {
     KV_ENGINE_OK = 0,
@@ -93,6 +94,7 @@ typedef struct kv_engine_config {
     int enable_prefix_caching;      /* 1 = on (vLLM default for generative models) */
     int enable_chunked_prefill;     /* 1 = on (default) */
     kv_sched_policy scheduling_policy;
+    kv_sched_rules sched_rules;     /* release-dependent rules (kv_sched_rules.h); default: newest */
     /* Model geometry (whole model; per-rank figures are derived). */
     int32_t num_layers;             /* attention layers holding KV */
     int32_t num_kv_heads;           /* total KV heads (1 for MLA) */
@@ -248,6 +250,33 @@ typedef struct kv_step_result {
  * (a state the submit checks are meant to rule out; reported rather than
  * spinning). out may be NULL. */
 int kv_engine_step(kv_engine *e, kv_step_result *out, char *err, size_t errlen);
+
+/* What the last kv_engine_step decided, request by request (for
+ * `kvlab simulate --steps-out` and the differential test against vLLM's own
+ * scheduler, tests/vllm/). Arrays point into the engine and stay valid
+ * until the next step; all counts are 0 before the first step. */
+typedef struct kv_step_detail {
+    int64_t step;                 /* index of that step */
+    int32_t num_scheduled;        /* requests given tokens, in schedule order: running ones, then admitted */
+    const int64_t *ids;           /* [num_scheduled] request ids */
+    const int32_t *num_tokens;    /* [num_scheduled] tokens scheduled for each */
+    int32_t first_admitted;       /* ids[first_admitted..] came from the waiting queue this step */
+    const int32_t *hit_tokens;    /* [num_scheduled] prefix-cache hit at admission (admitted ones; else 0) */
+    const uint8_t *resumed;       /* [num_scheduled] 1: admitted after a preemption */
+    int32_t num_preempted;
+    const int64_t *preempted;     /* [num_preempted] in preemption order */
+    int32_t num_finished;
+    const int64_t *finished;      /* [num_finished] in finish order */
+} kv_step_detail;
+
+/* Fill *out with the last step's decisions. */
+void kv_engine_last_step(const kv_engine *e, kv_step_detail *out);
+
+/* Token id at position pos of request req_id, also for output positions
+ * not generated yet (0 <= pos < prompt + output_tokens, capped at
+ * max_model_len): the ids the engine will sample, so a replay elsewhere can
+ * feed the same ones. -1 when unknown or out of range. */
+int32_t kv_engine_future_token(const kv_engine *e, int64_t req_id, int32_t pos);
 
 /* Move the virtual clock forward to t (seconds; no-op if t <= now), e.g. to
  * the next arrival when the engine is idle. */

@@ -46,9 +46,14 @@ int32_t kv_kvcm_get_computed_blocks(kv_kvcm *m, const kv_req *r, int32_t *out)
 
 void kv_kvcm_record_stats(kv_kvcm *m, const kv_req *r, int32_t hit_tokens)
 {
+    kv_kvcm_record_stats_split(m, r, hit_tokens, 1);
+}
+
+void kv_kvcm_record_stats_split(kv_kvcm *m, const kv_req *r, int32_t hit_tokens, int split)
+{
     if (!m->caching)
         return;
-    if (r->num_preemptions > 0) {
+    if (split && r->num_preemptions > 0) {
         m->preempted_queries += kv_req_num_tokens(r);
         m->preempted_hits += hit_tokens;
     } else {
@@ -70,7 +75,38 @@ static void cache_blocks(kv_kvcm *m, kv_req *r, int32_t num_tokens)
         r->num_cached_blocks = full;
 }
 
+static int32_t evictable(const kv_kvcm *m, const int32_t *hit, int32_t n_hit)
+{
+    int32_t k = 0;
+    for (int32_t i = 0; i < n_hit; i++) {
+        const kv_block *b = kv_pool_block(m->pool, hit[i]);
+        if (b->ref_cnt == 0 && !b->is_null)
+            k++;
+    }
+    return k;
+}
+
+int kv_kvcm_full_sequence_fits(const kv_kvcm *m, const kv_req *r, const int32_t *hit, int32_t n_hit,
+                               int32_t keep_free)
+{
+    if (m->mode != KV_MODE_PAGED)
+        return 1;
+    int32_t nt = kv_req_num_tokens(r);
+    if (nt > m->max_model_len)
+        nt = m->max_model_len;
+    int32_t fresh = (int32_t)kv_cdiv(nt, m->block_size) - r->num_blocks - n_hit;
+    if (fresh < 0)
+        fresh = 0;
+    return (int64_t)fresh + evictable(m, hit, n_hit) + keep_free <= kv_pool_num_free(m->pool);
+}
+
 int32_t kv_kvcm_allocate_slots(kv_kvcm *m, kv_req *r, int32_t num_new_tokens, const int32_t *hit, int32_t n_hit)
+{
+    return kv_kvcm_allocate_slots_keep(m, r, num_new_tokens, hit, n_hit, 0);
+}
+
+int32_t kv_kvcm_allocate_slots_keep(kv_kvcm *m, kv_req *r, int32_t num_new_tokens, const int32_t *hit,
+                                    int32_t n_hit, int32_t keep_free)
 {
     if (num_new_tokens < 1)
         return -1;
@@ -80,14 +116,15 @@ int32_t kv_kvcm_allocate_slots(kv_kvcm *m, kv_req *r, int32_t num_new_tokens, co
         if (r->num_blocks > 0)
             return 0; /* the slab holds max_model_len tokens */
         int32_t need = (int32_t)kv_cdiv(m->max_model_len, m->block_size);
-        if (kv_pool_get_contiguous(m->pool, need, r->table, r->id) != 0)
+        if (need + keep_free > kv_pool_num_free(m->pool) ||
+            kv_pool_get_contiguous(m->pool, need, r->table, r->id) != 0)
             return -1;
         r->num_blocks = need;
         r->reserved_blocks = need;
         return need;
     }
     int32_t bs = m->block_size;
-    if (n_hit == 0 && (int64_t)r->num_computed + num_new_tokens <= (int64_t)r->num_blocks * bs &&
+    if (n_hit == 0 && keep_free == 0 && (int64_t)r->num_computed + num_new_tokens <= (int64_t)r->num_blocks * bs &&
         (int64_t)r->num_computed + num_new_tokens <= m->max_model_len) {
         /* the common decode step: the tokens fit the blocks already held */
         if (m->caching)
@@ -104,13 +141,7 @@ int32_t kv_kvcm_allocate_slots(kv_kvcm *m, kv_req *r, int32_t num_new_tokens, co
     int32_t fresh = required - r->num_blocks - n_hit;
     if (fresh < 0)
         fresh = 0;
-    int32_t evictable_hits = 0;
-    for (int32_t i = 0; i < n_hit; i++) {
-        const kv_block *b = kv_pool_block(m->pool, hit[i]);
-        if (b->ref_cnt == 0 && !b->is_null)
-            evictable_hits++;
-    }
-    if (fresh + evictable_hits > kv_pool_num_free(m->pool))
+    if ((int64_t)fresh + evictable(m, hit, n_hit) + keep_free > kv_pool_num_free(m->pool))
         return -1;
     if (r->num_blocks + n_hit + fresh > r->table_cap)
         return -1; /* cannot happen: tables are reserved for the request's maximum */

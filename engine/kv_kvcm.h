@@ -46,6 +46,10 @@ int32_t kv_kvcm_get_computed_blocks(kv_kvcm *m, const kv_req *r, int32_t *out);
  * waits several steps is not counted several times). */
 void kv_kvcm_record_stats(kv_kvcm *m, const kv_req *r, int32_t hit_tokens);
 
+/* The same with the preempted split chosen by the caller: split 0 counts a
+ * resumed request with the others (vLLM 0.11.0 and earlier had no split). */
+void kv_kvcm_record_stats_split(kv_kvcm *m, const kv_req *r, int32_t hit_tokens, int split);
+
 /* allocate_slots: make room for num_new_tokens more tokens of r after its
  * computed tokens and the n_hit prefix-hit blocks hit[0..n_hit) (only for a
  * request being admitted). Counts the hit blocks that are free (ref_cnt 0)
@@ -54,6 +58,19 @@ void kv_kvcm_record_stats(kv_kvcm *m, const kv_req *r, int32_t hit_tokens);
  * blocks to r's table, registers newly full blocks in the prefix cache, and
  * returns the number of fresh blocks. num_new_tokens must be >= 1. */
 int32_t kv_kvcm_allocate_slots(kv_kvcm *m, kv_req *r, int32_t num_new_tokens, const int32_t *hit, int32_t n_hit);
+
+/* The same, leaving at least keep_free blocks in the free queue (the
+ * admission watermark of vllm/v1/core/kv_cache_manager.py, 0.24 and later):
+ * -1 with nothing changed when the allocation would dip below it. */
+int32_t kv_kvcm_allocate_slots_keep(kv_kvcm *m, kv_req *r, int32_t num_new_tokens, const int32_t *hit,
+                                    int32_t n_hit, int32_t keep_free);
+
+/* Would r's whole sequence (min(num_tokens, max_model_len) tokens), after
+ * the n_hit prefix-hit blocks, fit the free blocks with keep_free left over?
+ * (allocate_slots' full_sequence_must_fit, scheduler_reserve_full_isl in
+ * vllm/config/scheduler.py, 0.19 and later.) Paged mode only; 1 otherwise. */
+int kv_kvcm_full_sequence_fits(const kv_kvcm *m, const kv_req *r, const int32_t *hit, int32_t n_hit,
+                               int32_t keep_free);
 
 /* Free all of r's blocks last-first (so its tail is evicted before its
  * prefix) and clear its table. */

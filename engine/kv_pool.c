@@ -20,6 +20,7 @@ static inline uint32_t tag_of(kv_hash h) { return (uint32_t)h.lo; }
 struct kv_pool {
     int32_t num_blocks;
     int enable_caching;
+    int free_to_tail;          /* release rule: every freed block to the tail */
     kv_block *blocks;          /* num_blocks + 2 (two sentinels) */
     kv_pool_fq fq;
     map_slot *map;             /* open addressing: the first block per hash (id -1 = empty) */
@@ -267,6 +268,8 @@ void kv_pool_destroy(kv_pool *p)
     free(p);
 }
 
+void kv_pool_set_free_to_tail(kv_pool *p, int on) { p->free_to_tail = on != 0; }
+
 void kv_pool_set_event_sink(kv_pool *p, kv_pool_event_fn fn, void *ctx)
 {
     p->ev = fn;
@@ -363,7 +366,7 @@ void kv_pool_free_blocks(kv_pool *p, const int32_t *ordered, int32_t n, int64_t 
         if (b->ref_cnt > 0)
             continue;
         p->stats.frees++;
-        if (b->has_hash) {
+        if (b->has_hash || p->free_to_tail) {
             kv_pool_fq_append(&p->fq, b->block_id);
         } else {
             kv_pool_fq_insert_after(&p->fq, after, b->block_id);

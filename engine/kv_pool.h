@@ -77,6 +77,10 @@ typedef struct kv_pool kv_pool;
  * out of memory (message in err). */
 kv_pool *kv_pool_create(int32_t num_blocks, int enable_caching, char *err, size_t errlen);
 void kv_pool_destroy(kv_pool *p);
+/* 1: every freed block goes to the tail of the free queue in the given
+ * order (block_pool.py free_blocks before 0.24); 0 (default): blocks
+ * without a hash go to the head. */
+void kv_pool_set_free_to_tail(kv_pool *p, int on);
 /* Route block events to fn(ctx, ...) (NULL = none). */
 void kv_pool_set_event_sink(kv_pool *p, kv_pool_event_fn fn, void *ctx);
 
@@ -110,7 +114,9 @@ void kv_pool_touch(kv_pool *p, const int32_t *ids, int32_t n, int64_t req_id);
 /* Drop one reference of each block, in the order given (callers pass a
  * request's blocks last-first). Blocks reaching 0: without a hash ->
  * inserted at the head in the given order; with a hash -> appended to the
- * tail. The null block is skipped. */
+ * tail (vllm/v1/core/block_pool.py free_blocks, 0.24 and later; with
+ * kv_pool_set_free_to_tail every block goes to the tail, as before). The
+ * null block is skipped. */
 void kv_pool_free_blocks(kv_pool *p, const int32_t *ordered, int32_t n, int64_t req_id);
 
 /* Register a full block under hash (cache_full_blocks). A block that already

@@ -23,6 +23,7 @@ typedef struct kv_req {
     int32_t num_computed;        /* num_computed_tokens */
     int32_t high_water;          /* most tokens ever computed (tells recompute apart) */
     int32_t num_cached_tokens;   /* prefix hit at first schedule, -1 before */
+    int32_t admit_hit;           /* prefix-hit tokens at its latest admission */
     int32_t num_preemptions;
     int32_t priority;
     double arrival_s, first_sched_s, first_token_s, last_token_s, finish_s;

@@ -24,6 +24,9 @@ struct kv_sched {
     kv_req **scheduled;
     int32_t num_scheduled;
     kv_req **finished;
+    kv_req **preempted;           /* this step's victims (max_num_seqs) */
+    int32_t num_preempted_step;
+    kv_req **skipped;             /* skip_unchunkable: requests skipped this step (waiting capacity) */
     int32_t *hit;                 /* prefix-hit scratch, num_blocks */
     int64_t num_preemptions;
     kv_pool_event_fn ev;
@@ -39,7 +42,7 @@ static int prio_less(const kv_req *a, const kv_req *b)
     return a->id < b->id;
 }
 
-static int wq_grow(wqueue *q)
+static int wq_grow(wqueue *q, kv_req ***side)
 {
     int32_t ncap = q->cap ? q->cap * 2 : 64;
     kv_req **na = malloc((size_t)ncap * sizeof *na);
@@ -47,6 +50,14 @@ static int wq_grow(wqueue *q)
         return -1;
     for (int32_t i = 0; i < q->n; i++)
         na[i] = q->a[(q->head + i) % (q->cap ? q->cap : 1)];
+    if (side) {
+        kv_req **ns = realloc(*side, (size_t)ncap * sizeof *ns);
+        if (!ns) {
+            free(na);
+            return -1;
+        }
+        *side = ns;
+    }
     free(q->a);
     q->a = na;
     q->cap = ncap;
@@ -78,9 +89,9 @@ static void heap_down(wqueue *q, int32_t i)
     }
 }
 
-static int wq_push(wqueue *q, kv_req *r, int front)
+static int wq_push(wqueue *q, kv_req *r, int front, kv_req ***side)
 {
-    if (q->n == q->cap && wq_grow(q) != 0)
+    if (q->n == q->cap && wq_grow(q, side) != 0)
         return -1;
     if (q->heap) {
         q->a[q->n++] = r;
@@ -146,6 +157,20 @@ static int cmp_prio(const void *a, const void *b)
 
 /* ---- scheduler ------------------------------------------------------ */
 
+void kv_sched_rules_default(kv_sched_rules *r)
+{
+    memset(r, 0, sizeof *r);
+    r->reserve_full_prompt = 1;
+    r->watermark = 0.0;
+    r->priority_self_continue = 1;
+    r->priority_unschedule_victim = 1;
+    r->free_uncached_first = 1;
+    r->stats_at_admission = 1;
+    r->stats_split_preempted = 1;
+    r->skip_unchunkable = 0;
+    r->long_prefill_needs_two = 1;
+}
+
 kv_sched *kv_sched_create(const kv_sched_config *cfg, kv_kvcm *kvcm, int32_t num_blocks,
                           kv_pool_event_fn ev, void *ev_ctx, char *err, size_t errlen)
 {
@@ -165,8 +190,9 @@ kv_sched *kv_sched_create(const kv_sched_config *cfg, kv_kvcm *kvcm, int32_t num
     s->running = calloc(n + 1, sizeof *s->running);
     s->scheduled = calloc(n + 1, sizeof *s->scheduled);
     s->finished = calloc(n + 1, sizeof *s->finished);
+    s->preempted = calloc(n + 1, sizeof *s->preempted);
     s->hit = calloc((size_t)(num_blocks > 0 ? num_blocks : 1), sizeof *s->hit);
-    if (!s->running || !s->scheduled || !s->finished || !s->hit || wq_grow(&s->waiting) != 0) {
+    if (!s->running || !s->scheduled || !s->finished || !s->preempted || !s->hit || wq_grow(&s->waiting, &s->skipped) != 0) {
         kv_sched_destroy(s);
         goto oom;
     }
@@ -183,7 +209,9 @@ void kv_sched_destroy(kv_sched *s)
     free(s->running);
     free(s->scheduled);
     free(s->finished);
+    free(s->preempted);
     free(s->hit);
+    free(s->skipped);
     free(s->waiting.a);
     free(s);
 }
@@ -192,7 +220,7 @@ int kv_sched_add(kv_sched *s, kv_req *r)
 {
     r->status = KV_REQ_WAITING;
     r->sched_index = -1;
-    return wq_push(&s->waiting, r, 0);
+    return wq_push(&s->waiting, r, 0, &s->skipped);
 }
 
 static void emit(kv_sched *s, int type, kv_req *r, int64_t value)
@@ -230,15 +258,8 @@ static void preempt(kv_sched *s, kv_req *r)
     r->num_computed = 0;
     r->num_preemptions++;
     s->num_preemptions++;
-    wq_push(&s->waiting, r, 1);
+    wq_push(&s->waiting, r, 1, &s->skipped);
     emit(s, KV_EV_PREEMPT, r, r->num_preemptions);
-}
-
-static int32_t clip_new_tokens(const kv_sched *s, int32_t n, int32_t budget)
-{
-    if (s->cfg.long_prefill_token_threshold > 0 && n > s->cfg.long_prefill_token_threshold)
-        n = s->cfg.long_prefill_token_threshold;
-    return n < budget ? n : budget;
 }
 
 static void add_scheduled(kv_sched *s, kv_req *r, int32_t n)
@@ -248,18 +269,34 @@ static void add_scheduled(kv_sched *s, kv_req *r, int32_t n)
     s->scheduled[s->num_scheduled++] = r;
 }
 
-void kv_sched_schedule(kv_sched *s, kv_sched_output *out)
+/* The running request to preempt: FCFS the last; priority the largest
+ * (priority, arrival), the first such in running order (Python's max()). */
+static int32_t pick_victim(const kv_sched *s)
 {
-    memset(out, 0, sizeof *out);
-    int32_t budget = s->cfg.max_num_batched_tokens;
-    int32_t preempted = 0;
-    s->num_scheduled = 0;
+    if (s->cfg.policy != KV_POLICY_PRIORITY)
+        return s->num_running - 1;
+    int32_t vi = 0;
+    for (int32_t k = 1; k < s->num_running; k++) {
+        const kv_req *c = s->running[k], *v = s->running[vi];
+        if (c->priority > v->priority || (c->priority == v->priority && c->arrival_s > v->arrival_s))
+            vi = k;
+    }
+    return vi;
+}
 
-    /* Phase 1: running requests, in order. */
-    int32_t i = 0;
-    while (i < s->num_running && budget > 0) {
+/* Phase 1: running requests, in order. Returns the number preempted. */
+static int32_t schedule_running(kv_sched *s, int32_t *budget, int32_t lpt)
+{
+    const kv_sched_rules *ru = &s->cfg.rules;
+    int prio = s->cfg.policy == KV_POLICY_PRIORITY;
+    int32_t preempted = 0, i = 0;
+    while (i < s->num_running && *budget > 0) {
         kv_req *r = s->running[i];
-        int32_t n = clip_new_tokens(s, kv_req_num_tokens(r) - r->num_computed, budget);
+        int32_t n = kv_req_num_tokens(r) - r->num_computed;
+        if (lpt > 0 && n > lpt)
+            n = lpt;
+        if (n > *budget)
+            n = *budget;
         int32_t cap = s->cfg.max_model_len - 1 - r->num_computed;
         if (s->cfg.mode != KV_MODE_NO_CACHE && n > cap)
             n = cap;
@@ -267,76 +304,117 @@ void kv_sched_schedule(kv_sched *s, kv_sched_output *out)
             i++;
             continue;
         }
-        int ok = 1;
+        int self = 0;
         while (kv_kvcm_allocate_slots(s->kvcm, r, n, NULL, 0) < 0) {
-            kv_req *victim;
-            if (s->cfg.policy == KV_POLICY_PRIORITY) {
-                int32_t vi = 0;
-                for (int32_t k = 1; k < s->num_running; k++) {
-                    kv_req *c = s->running[k], *v = s->running[vi];
-                    if (c->priority > v->priority ||
-                        (c->priority == v->priority && c->arrival_s > v->arrival_s))
-                        vi = k;
-                }
-                victim = s->running[vi];
-                remove_running_at(s, vi);
+            int32_t vi = pick_victim(s);
+            kv_req *victim = s->running[vi];
+            remove_running_at(s, vi);
+            if (prio && ru->priority_unschedule_victim) {
                 if (victim->sched_index >= 0) {
-                    budget += victim->scheduled;
+                    *budget += victim->scheduled;
                     unschedule(s, victim);
                 }
                 if (vi < i)
                     i--;
-            } else {
-                victim = s->running[--s->num_running];
             }
+            /* (before 0.11.2 a scheduled victim keeps its place in the step) */
             preempt(s, victim);
+            s->preempted[s->num_preempted_step++] = victim; /* one per running request at most */
             preempted++;
             if (victim == r) {
-                ok = 0;
+                self = 1;
                 break;
             }
         }
-        if (!ok)
+        if (self) {
+            if (prio && ru->priority_self_continue)
+                continue; /* r left running: i already points at the next one */
             break;
+        }
         add_scheduled(s, r, n);
-        budget -= n;
+        *budget -= n;
         i++;
     }
+    return preempted;
+}
 
-    /* Phase 2: waiting requests, only if nothing was preempted. */
-    if (!preempted) {
-        while (s->waiting.n > 0 && budget > 0) {
-            if (s->num_running >= s->cfg.max_num_seqs)
-                break;
-            kv_req *r = wq_peek(&s->waiting);
-            int32_t n_hit = 0;
-            if (r->num_computed == 0)
-                n_hit = kv_kvcm_get_computed_blocks(s->kvcm, r, s->hit);
-            int32_t hit_tokens = n_hit * s->kvcm->block_size;
-            int32_t n = kv_req_num_tokens(r) - r->num_computed - hit_tokens;
-            if (s->cfg.long_prefill_token_threshold > 0 && n > s->cfg.long_prefill_token_threshold)
-                n = s->cfg.long_prefill_token_threshold;
-            if (!s->cfg.enable_chunked_prefill && n > budget)
-                break;
-            if (n > budget)
-                n = budget;
-            if (kv_kvcm_allocate_slots(s->kvcm, r, n, s->hit, n_hit) < 0)
-                break;
-            if (r->num_computed == 0)
-                kv_kvcm_record_stats(s->kvcm, r, hit_tokens);
-            wq_pop(&s->waiting);
-            s->running[s->num_running++] = r;
-            int resumed = r->status == KV_REQ_PREEMPTED;
-            r->status = KV_REQ_RUNNING;
-            r->num_computed += hit_tokens;
-            if (r->num_cached_tokens < 0)
-                r->num_cached_tokens = hit_tokens;
-            emit(s, resumed ? KV_EV_RESUME : KV_EV_ADMIT, r, hit_tokens);
-            add_scheduled(s, r, n);
-            budget -= n;
-            out->num_new++;
+/* Put the requests skipped this step back at the head of the waiting
+ * queue, in vLLM's order (a stack of skips prepended as a block). */
+static void unskip(kv_sched *s, int32_t nskip)
+{
+    /* skipped[] is in skip order; vLLM's temporary queue holds them newest
+     * first and prepend_requests keeps that order at the head */
+    for (int32_t k = 0; k < nskip; k++)
+        wq_push(&s->waiting, s->skipped[k], 1, NULL); /* room: they came out of this queue */
+}
+
+/* Phase 2: waiting requests (only in a step that preempted nobody). */
+static void schedule_waiting(kv_sched *s, int32_t *budget, int32_t lpt, kv_sched_output *out)
+{
+    const kv_sched_rules *ru = &s->cfg.rules;
+    int32_t bs = s->kvcm->block_size, nskip = 0;
+    int32_t wm = (int32_t)(ru->watermark * (double)s->cfg.num_blocks);
+    while (s->waiting.n > 0 && *budget > 0) {
+        if (s->num_running >= s->cfg.max_num_seqs)
+            break;
+        kv_req *r = wq_peek(&s->waiting);
+        int32_t n_hit = 0;
+        int looked = r->num_computed == 0;
+        if (looked) {
+            n_hit = kv_kvcm_get_computed_blocks(s->kvcm, r, s->hit);
+            if (!ru->stats_at_admission)
+                kv_kvcm_record_stats_split(s->kvcm, r, n_hit * bs, ru->stats_split_preempted);
         }
+        int32_t hit_tokens = n_hit * bs;
+        int32_t n = kv_req_num_tokens(r) - r->num_computed - hit_tokens;
+        if (lpt > 0 && n > lpt)
+            n = lpt;
+        if (!s->cfg.enable_chunked_prefill && n > *budget) {
+            if (!ru->skip_unchunkable)
+                break;
+            wq_pop(&s->waiting);
+            s->skipped[nskip++] = r;
+            continue;
+        }
+        if (n > *budget)
+            n = *budget;
+        /* the watermark holds only while something else runs */
+        int32_t keep = s->num_running > 0 ? wm : 0;
+        if (ru->reserve_full_prompt && !kv_kvcm_full_sequence_fits(s->kvcm, r, s->hit, n_hit, keep))
+            break;
+        if (kv_kvcm_allocate_slots_keep(s->kvcm, r, n, s->hit, n_hit, keep) < 0)
+            break;
+        if (looked && ru->stats_at_admission)
+            kv_kvcm_record_stats_split(s->kvcm, r, hit_tokens, ru->stats_split_preempted);
+        wq_pop(&s->waiting);
+        s->running[s->num_running++] = r;
+        int resumed = r->status == KV_REQ_PREEMPTED;
+        r->status = KV_REQ_RUNNING;
+        r->num_computed += hit_tokens;
+        if (r->num_cached_tokens < 0)
+            r->num_cached_tokens = hit_tokens;
+        r->admit_hit = hit_tokens;
+        emit(s, resumed ? KV_EV_RESUME : KV_EV_ADMIT, r, hit_tokens);
+        add_scheduled(s, r, n);
+        *budget -= n;
+        out->num_new++;
     }
+    unskip(s, nskip);
+}
+
+void kv_sched_schedule(kv_sched *s, kv_sched_output *out)
+{
+    memset(out, 0, sizeof *out);
+    int32_t budget = s->cfg.max_num_batched_tokens;
+    s->num_scheduled = 0;
+    s->num_preempted_step = 0;
+    /* long_prefill_token_threshold, off for a lone request (0.31 and later) */
+    int32_t lpt = s->cfg.long_prefill_token_threshold;
+    if (s->cfg.rules.long_prefill_needs_two && s->num_running + s->waiting.n <= 1)
+        lpt = 0;
+    int32_t preempted = schedule_running(s, &budget, lpt);
+    if (!preempted)
+        schedule_waiting(s, &budget, lpt, out);
 
     /* _update_after_schedule: scheduled tokens count as computed now. */
     for (int32_t k = 0; k < s->num_scheduled; k++) {
@@ -351,6 +429,7 @@ void kv_sched_schedule(kv_sched *s, kv_sched_output *out)
     out->scheduled = s->scheduled;
     out->num_scheduled = s->num_scheduled;
     out->num_preempted = preempted;
+    out->preempted = s->preempted;
     out->finished = s->finished;
 }
 
@@ -372,8 +451,8 @@ void kv_sched_update(kv_sched *s, kv_sched_output *out, double now_s)
     for (int32_t k = 0; k < s->num_scheduled; k++) {
         kv_req *r = s->scheduled[k];
         r->sched_index = -1;
-        if (r->num_computed < kv_req_num_tokens(r))
-            continue; /* a chunk of a prefill: no token yet */
+        if (r->status != KV_REQ_RUNNING || r->num_computed < kv_req_num_tokens(r))
+            continue; /* a chunk of a prefill (or a victim that kept its place): no token */
         if (kv_sched_append_token(s, r, now_s)) {
             kv_kvcm_free(s->kvcm, r);
             r->status = KV_REQ_FINISHED;

@@ -23,6 +23,7 @@
 #include "kv_kvcm.h"
 #include "kv_pool.h"
 #include "kv_req.h"
+#include "kv_sched_rules.h"
 
 typedef struct kv_sched_config {
     int32_t max_num_seqs;
@@ -32,6 +33,8 @@ typedef struct kv_sched_config {
     int enable_chunked_prefill;
     int policy;                           /* kv_sched_policy */
     int mode;                             /* kv_engine_mode */
+    int32_t num_blocks;                   /* pool size incl. the null block (the watermark's base) */
+    kv_sched_rules rules;
 } kv_sched_config;
 
 typedef struct kv_sched kv_sched;
@@ -44,15 +47,18 @@ typedef struct kv_sched_output {
     int32_t num_tokens;        /* total scheduled tokens */
     int32_t num_prefill_tokens;
     int32_t num_decode_tokens;
-    int32_t num_new;           /* admitted from waiting */
+    int32_t num_new;           /* admitted from waiting: the last num_new of scheduled[] */
     int32_t num_preempted;
+    kv_req **preempted;        /* the requests preempted, in order */
     kv_req **finished;         /* finished in update(); their blocks are freed */
     int32_t num_finished;
 } kv_sched_output;
 
 /* Create a scheduler over kvcm (borrowed). ev receives KV_EV_ADMIT,
- * KV_EV_RESUME, KV_EV_PREEMPT and KV_EV_FINISH (block_id -1). NULL on bad
- * config or out of memory (message in err). */
+ * KV_EV_RESUME, KV_EV_PREEMPT and KV_EV_FINISH (block_id -1). cfg->rules
+ * all zero means the oldest behaviour of every rule: fill it with
+ * kv_sched_rules_default first. NULL on bad config or out of memory
+ * (message in err). */
 kv_sched *kv_sched_create(const kv_sched_config *cfg, kv_kvcm *kvcm, int32_t num_blocks,
                           kv_pool_event_fn ev, void *ev_ctx, char *err, size_t errlen);
 void kv_sched_destroy(kv_sched *s);

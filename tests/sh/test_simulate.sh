@@ -109,4 +109,24 @@ tf=$(num ttft_mean_s "$tmp/fcfs.json"); tp=$(num ttft_mean_s "$tmp/priority.json
 awk -v f="$tf" -v p="$tp" 'BEGIN { exit !(p * 5 < f) }' || fail "priority did not run first: ttft fcfs $tf, priority $tp"
 "$K" simulate $M --scheduling-policy lottery --trace gen:requests=2 >/dev/null 2>"$tmp/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "fcfs or priority" "$tmp/err" || fail "bad policy: exit $rc $(cat "$tmp/err")"
+# --steps-out: one config line, one line per request (with its token ids) and
+# one per step; the steps add up to the summary
+"$K" simulate $M --gpu h100-80gb --max-model-len 2048 --num-gpu-blocks-override 90 --json \
+  --trace gen:requests=30,rate=50,prompt=300,output=40,shared=0.5,prefix=64,max_prompt=900,seed=4 --steps-out "$tmp/steps.jsonl" \
+  >"$tmp/s.json" 2>"$tmp/err" || fail "--steps-out: $(cat "$tmp/err")"
+[ "$(grep -c '"type":"config"' "$tmp/steps.jsonl")" -eq 1 ] || fail "--steps-out: no config line"
+[ "$(grep -c '"type":"request"' "$tmp/steps.jsonl")" -eq 30 ] || fail "--steps-out: not 30 request lines"
+[ "$(grep -c '"type":"step"' "$tmp/steps.jsonl")" -eq "$(num steps "$tmp/s.json")" ] || fail "--steps-out: step count"
+python3 - "$tmp/steps.jsonl" "$(num preemptions "$tmp/s.json")" <<'PY' || fail "--steps-out content"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+reqs = {r["id"]: r for r in rows if r["type"] == "request"}
+steps = [r for r in rows if r["type"] == "step"]
+assert sum(len(s["preempted"]) for s in steps) == int(sys.argv[2]), "preemptions do not add up"
+fin = [i for s in steps for i in s["finished"]]
+assert sorted(fin) == sorted(reqs), "every request finishes once"
+for r in reqs.values():
+    assert len(r["output_token_ids"]) == r["max_tokens"], "output ids cover max_tokens"
+    assert all(0 <= t < 128256 for t in r["prompt_token_ids"]), "token ids in the vocabulary"
+PY
 echo "ok"

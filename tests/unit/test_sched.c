@@ -79,7 +79,8 @@ static void test_preempt_during_execution(void **state)
     kv_pool *pool = kv_pool_create(11, 0, NULL, 0);
     kv_kvcm m;
     kv_kvcm_init(&m, pool, 16, 4096, KV_MODE_PAGED, 0, 0);
-    kv_sched_config sc = {128, 100, 4096, 0, 1, KV_POLICY_FCFS, KV_MODE_PAGED};
+    kv_sched_config sc = {128, 100, 4096, 0, 1, KV_POLICY_FCFS, KV_MODE_PAGED, 11, {0}};
+    kv_sched_rules_default(&sc.rules);
     kv_sched *s = kv_sched_create(&sc, &m, 11, NULL, NULL, NULL, 0);
     kv_req r[2];
     memset(r, 0, sizeof r);

@@ -36,9 +36,108 @@ static void sim_usage(FILE *f)
             "  --seed N          seed for generated token ids (default 0)\n"
             "  --verify          write K/V to the device and read every running request back each step\n"
             "  --device          use the CUDA backend when one answers (default: host backend)\n"
+            "  --steps-out FILE  write every step's decisions (JSONL: requests with their token ids, then per\n"
+            "                    step the arrivals, scheduled tokens, admissions with prefix hits, preemptions,\n"
+            "                    finishes and counters), for tests/vllm/ to replay on vLLM's own scheduler\n"
+            "  --scheduling-policy fcfs|priority   (vLLM's flag; priority: smaller runs sooner)\n"
             "vLLM flags as in `kvlab serve` (--max-model-len, --kv-cache-dtype, --max-num-seqs, ...);\n"
             "--gpu defaults to %s; --gpu this plans for this machine's CUDA device.\n",
             DEFAULT_GPU);
+}
+
+/* ---- --steps-out ---------------------------------------------------- */
+
+static void ids_json(FILE *f, const int64_t *ids, int32_t n)
+{
+    fputc('[', f);
+    for (int32_t i = 0; i < n; i++)
+        fprintf(f, i ? ",%lld" : "%lld", (long long)ids[i]);
+    fputc(']', f);
+}
+
+static void steps_config(FILE *f, const kv_engine *e)
+{
+    const kv_engine_config *c = kv_engine_get_config(e);
+    const kv_sched_rules *r = &c->sched_rules;
+    static const char *modes[] = {"paged", "contiguous", "no-cache"};
+    fprintf(f,
+            "{\"type\":\"config\",\"num_blocks\":%d,\"block_size\":%d,\"max_model_len\":%d,\"max_num_seqs\":%d,"
+            "\"max_num_batched_tokens\":%d,\"long_prefill_token_threshold\":%d,\"enable_prefix_caching\":%d,"
+            "\"enable_chunked_prefill\":%d,\"policy\":\"%s\",\"mode\":\"%s\",\"rules\":{\"reserve_full_prompt\":%d,"
+            "\"watermark\":%.17g,\"priority_self_continue\":%d,\"priority_unschedule_victim\":%d,"
+            "\"free_uncached_first\":%d,\"stats_at_admission\":%d,\"stats_split_preempted\":%d,"
+            "\"skip_unchunkable\":%d,\"long_prefill_needs_two\":%d}}\n",
+            (int)c->num_blocks, (int)c->block_size, (int)c->max_model_len, (int)c->max_num_seqs,
+            (int)c->max_num_batched_tokens, (int)c->long_prefill_token_threshold, c->enable_prefix_caching,
+            c->enable_chunked_prefill, c->scheduling_policy == KV_POLICY_PRIORITY ? "priority" : "fcfs",
+            modes[c->mode], r->reserve_full_prompt, r->watermark, r->priority_self_continue,
+            r->priority_unschedule_victim, r->free_uncached_first, r->stats_at_admission, r->stats_split_preempted,
+            r->skip_unchunkable, r->long_prefill_needs_two);
+}
+
+static void steps_request(FILE *f, const kv_engine *e, int64_t id, const kv_request_spec *sp)
+{
+    kv_request_view v;
+    if (kv_engine_request(e, id, &v) != 0)
+        return;
+    fprintf(f, "{\"type\":\"request\",\"id\":%lld,\"arrival_s\":%.17g,\"priority\":%d,\"cache_salt\":", (long long)id,
+            v.arrival_s, (int)v.priority);
+    if (sp->cache_salt && sp->cache_salt[0]) {
+        fputc('"', f);
+        for (const char *c = sp->cache_salt; *c; c++) {
+            if (*c == '"' || *c == '\\')
+                fputc('\\', f);
+            if ((unsigned char)*c < 0x20)
+                fprintf(f, "\\u%04x", (unsigned char)*c);
+            else
+                fputc(*c, f);
+        }
+        fputc('"', f);
+    } else {
+        fputs("null", f);
+    }
+    fprintf(f, ",\"max_tokens\":%d,\"prompt_token_ids\":[", (int)v.output_tokens);
+    for (int32_t p = 0; p < v.prompt_tokens; p++)
+        fprintf(f, p ? ",%d" : "%d", (int)kv_engine_future_token(e, id, p));
+    fputs("],\"output_token_ids\":[", f);
+    for (int32_t p = v.prompt_tokens, k = 0;; p++, k++) {
+        int32_t t = kv_engine_future_token(e, id, p);
+        if (t < 0)
+            break;
+        fprintf(f, k ? ",%d" : "%d", (int)t);
+    }
+    fputs("]}\n", f);
+}
+
+static void steps_step(FILE *f, const kv_engine *e, const int64_t *arrived, int32_t narrived)
+{
+    kv_step_detail d;
+    kv_engine_last_step(e, &d);
+    kv_engine_metrics m;
+    kv_engine_get_metrics(e, &m);
+    kv_engine_info info;
+    kv_engine_get_info(e, &info);
+    fprintf(f, "{\"type\":\"step\",\"step\":%lld,\"arrived\":", (long long)d.step);
+    ids_json(f, arrived, narrived);
+    fputs(",\"scheduled\":[", f);
+    for (int32_t k = 0; k < d.num_scheduled; k++)
+        fprintf(f, k ? ",[%lld,%d]" : "[%lld,%d]", (long long)d.ids[k], (int)d.num_tokens[k]);
+    fputs("],\"admitted\":[", f);
+    for (int32_t k = d.first_admitted; k < d.num_scheduled; k++)
+        fprintf(f, k > d.first_admitted ? ",[%lld,%d,%d]" : "[%lld,%d,%d]", (long long)d.ids[k], (int)d.hit_tokens[k],
+                (int)d.resumed[k]);
+    fputs("],\"preempted\":", f);
+    ids_json(f, d.preempted, d.num_preempted);
+    fputs(",\"finished\":", f);
+    ids_json(f, d.finished, d.num_finished);
+    fprintf(f,
+            ",\"num_running\":%d,\"num_waiting\":%d,\"num_free_blocks\":%d,\"prefix_cache_queries\":%lld,"
+            "\"prefix_cache_hits\":%lld,\"preempted_prefix_cache_queries\":%lld,\"preempted_prefix_cache_hits\":%lld,"
+            "\"block_allocations\":%lld,\"block_frees\":%lld,\"block_evictions\":%lld,\"num_preemptions_total\":%lld}\n",
+            (int)info.num_running, (int)info.num_waiting, (int)info.num_free_blocks, (long long)m.prefix_cache_queries,
+            (long long)m.prefix_cache_hits, (long long)m.preempted_prefix_cache_queries,
+            (long long)m.preempted_prefix_cache_hits, (long long)m.block_allocations, (long long)m.block_frees,
+            (long long)m.block_evictions, (long long)m.num_preemptions_total);
 }
 
 static void summary_json(const kv_engine *e, const kv_plan *p, const kv_model *m, const char *trace_name,
@@ -148,7 +247,7 @@ static void summary_text(const kv_engine *e, const kv_plan *p, const kv_model *m
 int cmd_simulate(int argc, char **argv)
 {
     int json = 0, metrics = 0, verify = 0, use_device = 0;
-    const char *trace_arg = NULL, *mode_arg = NULL;
+    const char *trace_arg = NULL, *mode_arg = NULL, *steps_arg = NULL;
     unsigned long long seed = 0;
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     if (!rest)
@@ -168,7 +267,7 @@ int cmd_simulate(int argc, char **argv)
             sim_usage(stdout);
             free(rest);
             return 0;
-        } else if (!strcmp(s, "--trace") || !strcmp(s, "--mode") || !strcmp(s, "--seed")) {
+        } else if (!strcmp(s, "--trace") || !strcmp(s, "--mode") || !strcmp(s, "--seed") || !strcmp(s, "--steps-out")) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "kvlab simulate: %s needs a value\n", s);
                 free(rest);
@@ -177,6 +276,8 @@ int cmd_simulate(int argc, char **argv)
             const char *v = argv[++i];
             if (!strcmp(s, "--trace"))
                 trace_arg = v;
+            else if (!strcmp(s, "--steps-out"))
+                steps_arg = v;
             else if (!strcmp(s, "--mode"))
                 mode_arg = v;
             else {
@@ -192,6 +293,8 @@ int cmd_simulate(int argc, char **argv)
             trace_arg = s + 8;
         else if (!strncmp(s, "--mode=", 7))
             mode_arg = s + 7;
+        else if (!strncmp(s, "--steps-out=", 12))
+            steps_arg = s + 12;
         else
             rest[n++] = argv[i];
     }
@@ -274,6 +377,9 @@ int cmd_simulate(int argc, char **argv)
     memset(plan, 0, sizeof *plan);
     int code = 0;
     kv_engine *e = NULL;
+    FILE *steps = NULL;
+    int64_t *arrived = NULL;
+    int32_t narrived = 0;
     kv_device *dev = NULL;
     if (use_device)
         dev = kvlab_backend_open(a.tensor_parallel_size > 0 ? a.tensor_parallel_size : 1, 0, NULL, NULL, 0);
@@ -314,6 +420,16 @@ int cmd_simulate(int argc, char **argv)
         code = 1;
         goto done;
     }
+    if (steps_arg) {
+        steps = fopen(steps_arg, "w");
+        arrived = malloc((size_t)(tr.count > 0 ? tr.count : 1) * sizeof *arrived);
+        if (!steps || !arrived) {
+            fprintf(stderr, "kvlab simulate: --steps-out %s: cannot write it\n", steps_arg);
+            code = 2;
+            goto done;
+        }
+        steps_config(steps, e);
+    }
     int64_t next = 0, rejected = 0;
     char first_reject[700] = "";
     kv_engine_info info;
@@ -323,10 +439,14 @@ int cmd_simulate(int argc, char **argv)
             kv_request_spec sp;
             kv_trace_spec(&tr, next, &sp);
             char rerr[512];
-            if (kv_engine_submit(e, &sp, rerr, sizeof rerr) < 0) {
+            int64_t id = kv_engine_submit(e, &sp, rerr, sizeof rerr);
+            if (id < 0) {
                 if (!rejected)
                     snprintf(first_reject, sizeof first_reject, "request %lld: %s", (long long)next, rerr);
                 rejected++;
+            } else if (steps) {
+                steps_request(steps, e, id, &sp);
+                arrived[narrived++] = id;
             }
             next++;
         }
@@ -339,6 +459,10 @@ int cmd_simulate(int argc, char **argv)
         }
         kv_step_result res;
         rc = kv_engine_step(e, &res, err, sizeof err);
+        if (steps && rc >= 0) {
+            steps_step(steps, e, arrived, narrived);
+            narrived = 0;
+        }
         if (rc < 0) {
             fprintf(stderr, "kvlab simulate: step %lld: %s\n", (long long)res.step, err);
             code = 1;
@@ -371,6 +495,11 @@ int cmd_simulate(int argc, char **argv)
         }
     }
 done:
+    if (steps && fclose(steps) != 0 && code == 0) {
+        fprintf(stderr, "kvlab simulate: --steps-out %s: write failed\n", steps_arg);
+        code = 1;
+    }
+    free(arrived);
     kv_engine_destroy(e);
     if (dev) {
         dev->ops->release(dev);
