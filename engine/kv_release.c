@@ -174,8 +174,37 @@ static const kv_release_text T_TEXTBOOK = {
 
 /* ----------------------------------------------------------- scheduler */
 
-/* Left for kv_sched.c to fill (admission and preemption rules by release). */
-static const kv_release_sched S_DEFAULT = {0};
+/* One set per range in which none of kv_sched_rules changed (fields in the
+ * order of kv_sched_rules.h: reserve_full_prompt, watermark,
+ * priority_self_continue, priority_unschedule_victim, free_uncached_first,
+ * stats_at_admission, stats_split_preempted, skip_unchunkable,
+ * long_prefill_needs_two). Read from vllm/v1/core/sched/scheduler.py,
+ * kv_cache_manager.py, block_pool.py and config/scheduler.py of each release;
+ * tests/vllm/ replays kvlab's steps on vLLM's own scheduler to check them.
+ * The V0 releases (before 0.8) had another scheduler altogether; the engine
+ * runs them with the first V1 rules. */
+/* 0.8.0 - 0.9.1: FCFS only in V1 (no priority policy yet), freed blocks to the
+ * tail, prefix-cache stats at every lookup, nothing split. */
+static const kv_release_sched S_V1_080 = {0, 0.0, 0, 0, 0, 0, 0, 0, 0};
+/* 0.9.2 - 0.11.0: priority policy (a victim already scheduled keeps its place
+ * in the step); a prompt over the budget with chunked prefill off is skipped. */
+static const kv_release_sched S_V1_092 = {0, 0.0, 0, 0, 0, 0, 0, 1, 0};
+/* 0.11.1 - 0.11.x: the victim gives its tokens back (PR "fix budget on
+ * priority preemption"); resumed requests counted apart (PrefixCacheStats.preempted_*). */
+static const kv_release_sched S_V1_0111 = {0, 0.0, 0, 1, 0, 0, 1, 1, 0};
+/* 0.12.0 - 0.18.x: admission stops at an unchunkable prompt over the budget. */
+static const kv_release_sched S_V1_012 = {0, 0.0, 0, 1, 0, 0, 1, 0, 0};
+/* 0.19.0 - 0.23.x: scheduler_reserve_full_isl (default True): the whole prompt must fit. */
+static const kv_release_sched S_V1_019 = {1, 0.0, 0, 1, 0, 0, 1, 0, 0};
+/* 0.24.0 - 0.26.x: SchedulerConfig.watermark (default 0.0); block_pool.py frees
+ * blocks without a hash to the head of the free queue. */
+static const kv_release_sched S_V1_024 = {1, 0.0, 0, 1, 1, 0, 1, 0, 0};
+/* 0.27.0 - 0.30.x: prefix-cache stats recorded once, at admission. */
+static const kv_release_sched S_V1_027 = {1, 0.0, 0, 1, 1, 1, 1, 0, 0};
+/* 0.31.0 - 0.32.x: long_prefill_token_threshold off for a lone request. */
+static const kv_release_sched S_V1_031 = {1, 0.0, 0, 1, 1, 1, 1, 0, 1};
+/* 0.33.0: a priority request that preempted itself lets the others go on. */
+static const kv_release_sched S_V1_033 = {1, 0.0, 1, 1, 1, 1, 1, 0, 1};
 
 /* ------------------------------------------------------------- memory */
 
@@ -295,48 +324,61 @@ static const kv_release_memory M_TEXTBOOK = {
 
 static const kv_release ROWS[] = {
     {"0.6.4", "0.6.4.post1", "vllm/worker/worker.py determine_num_available_blocks; config.py SchedulerConfig",
-     &M_V0_064, &T_V0_064, &S_DEFAULT},
+     &M_V0_064, &T_V0_064, &S_V1_080},
     {"0.6.5", "0.6.6.post1", "PR #10511: vllm/worker/worker.py with utils.py memory_profiling", &M_V0_065,
-     &T_V0_065, &S_DEFAULT},
+     &T_V0_065, &S_V1_080},
     {"0.7.0", "0.7.3", "vllm/worker/worker.py; executor_base.py names the device (\"# cuda blocks\")", &M_V0_065,
-     &T_V0_070, &S_DEFAULT},
+     &T_V0_070, &S_V1_080},
     {"0.8.0", "0.8.2", "V1 by default: v1/worker/gpu_worker.py determine_available_memory; arg_utils.py "
                        "_set_default_args_v1 (H100/H200 by name)",
-     &M_V1_080, &T_V1_080, &S_DEFAULT},
-    {"0.8.3", "0.8.3", "v1/worker/gpu_model_runner.py logs GiB", &M_V1_080, &T_V1_083, &S_DEFAULT},
+     &M_V1_080, &T_V1_080, &S_V1_080},
+    {"0.8.3", "0.8.3", "v1/worker/gpu_model_runner.py logs GiB", &M_V1_080, &T_V1_083, &S_V1_080},
     {"0.8.4", "0.8.4", "v1/core/kv_cache_utils.py estimate_max_model_len; arg_utils.py 256 seqs off H100/H200",
-     &M_V1_084, &T_V1_084, &S_DEFAULT},
-    {"0.8.5", "0.8.5.post1", "arg_utils.py: defaults by card memory (>= 70 GiB)", &M_V1_085, &T_V1_084, &S_DEFAULT},
+     &M_V1_084, &T_V1_084, &S_V1_080},
+    {"0.8.5", "0.8.5.post1", "arg_utils.py: defaults by card memory (>= 70 GiB)", &M_V1_085, &T_V1_084, &S_V1_080},
     {"0.9.0", "0.9.0.1", "arg_utils.py: A100s keep the small defaults (PR #17885)", &M_V1_090, &T_V1_084,
-     &S_DEFAULT},
-    {"0.9.1", "0.11.0", "v1/worker/gpu_worker.py: memory_profiling after NCCL init; \"Available KV cache memory\"",
-     &M_V1_091, &T_V1_091, &S_DEFAULT},
-    {"0.11.1", "0.12.99", "v1/worker/gpu_model_runner.py: \"Model loading took ... GiB memory\"", &M_V1_091,
-     &T_V1_0111, &S_DEFAULT},
+     &S_V1_080},
+    {"0.9.1", "0.9.1", "v1/worker/gpu_worker.py: memory_profiling after NCCL init; \"Available KV cache memory\"",
+     &M_V1_091, &T_V1_091, &S_V1_080},
+    {"0.9.2", "0.11.0", "v1/core/sched/scheduler.py: the priority policy; unchunkable prompts skipped", &M_V1_091,
+     &T_V1_091, &S_V1_092},
+    {"0.11.1", "0.11.99", "v1/worker/gpu_model_runner.py: \"Model loading took ... GiB memory\"; scheduler.py "
+                          "refunds a priority victim's tokens",
+     &M_V1_091, &T_V1_0111, &S_V1_0111},
+    {"0.12.0", "0.12.99", "v1/core/sched/scheduler.py: admission stops at an unchunkable prompt", &M_V1_091,
+     &T_V1_0111, &S_V1_012},
     {"0.13.0", "0.13.99", "v1/core/kv_cache_utils.py: errors link the conserving-memory docs", &M_V1_091,
-     &T_V1_013, &S_DEFAULT},
-    {"0.14.0", "0.17.99", "utils/mem_utils.py format_gib; --max-model-len auto", &M_V1_014, &T_V1_014, &S_DEFAULT},
-    {"0.18.0", "0.19.99", "v1/worker/gpu_model_runner.py profile_cudagraph_memory (logged, opt-in)", &M_V1_014,
-     &T_V1_018, &S_DEFAULT},
+     &T_V1_013, &S_V1_012},
+    {"0.14.0", "0.17.99", "utils/mem_utils.py format_gib; --max-model-len auto", &M_V1_014, &T_V1_014, &S_V1_012},
+    {"0.18.0", "0.18.99", "v1/worker/gpu_model_runner.py profile_cudagraph_memory (logged, opt-in)", &M_V1_014,
+     &T_V1_018, &S_V1_012},
+    {"0.19.0", "0.19.99", "config/scheduler.py scheduler_reserve_full_isl=True", &M_V1_014, &T_V1_018, &S_V1_019},
     {"0.20.0", "0.21.99", "envs.py VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1; config/cache.py utilization 0.92",
-     &M_V1_020, &T_V1_018, &S_DEFAULT},
+     &M_V1_020, &T_V1_018, &S_V1_019},
     {"0.22.0", "0.22.99", "config/vllm.py: model runner V2 for Qwen3; kv_cache_utils.py wording", &M_V1_022,
-     &T_V1_022, &S_DEFAULT},
-    {"0.23.0", "0.23.99", "config/vllm.py: V2 for Llama, Mistral, Qwen3", &M_V1_023, &T_V1_022, &S_DEFAULT},
-    {"0.24.0", "0.24.99", "config/vllm.py: V2 for six architectures, quantized too", &M_V1_024, &T_V1_022,
-     &S_DEFAULT},
-    {"0.25.0", "0.27.99", "config/vllm.py: V2 for every dense model", &M_V1_025, &T_V1_022, &S_DEFAULT},
+     &T_V1_022, &S_V1_019},
+    {"0.23.0", "0.23.99", "config/vllm.py: V2 for Llama, Mistral, Qwen3", &M_V1_023, &T_V1_022, &S_V1_019},
+    {"0.24.0", "0.24.99", "config/vllm.py: V2 for six architectures, quantized too; block_pool.py frees uncached "
+                          "blocks first; config/scheduler.py watermark",
+     &M_V1_024, &T_V1_022, &S_V1_024},
+    {"0.25.0", "0.26.99", "config/vllm.py: V2 for every dense model", &M_V1_025, &T_V1_022, &S_V1_024},
+    {"0.27.0", "0.27.99", "v1/core/kv_cache_manager.py: prefix-cache stats at admission", &M_V1_025, &T_V1_022,
+     &S_V1_027},
     {"0.28.0", "0.28.99", "arg_utils.py: >= 160 GiB card class; kv_cache_utils.py one KV size line", &M_V1_028,
-     &T_V1_028, &S_DEFAULT},
-    {"0.29.0", "0.33.99", "config/vllm.py: V2 everywhere; gpu/model_runner.py graph estimate; kv_cache_utils.py "
+     &T_V1_028, &S_V1_027},
+    {"0.29.0", "0.30.99", "config/vllm.py: V2 everywhere; gpu/model_runner.py graph estimate; kv_cache_utils.py "
                           "null block held back in the length check",
-     &M_V1_029, &T_V1_028, &S_DEFAULT},
+     &M_V1_029, &T_V1_028, &S_V1_027},
+    {"0.31.0", "0.32.99", "v1/core/sched/scheduler.py: long_prefill_token_threshold needs two requests", &M_V1_029,
+     &T_V1_028, &S_V1_031},
+    {"0.33.0", "0.33.99", "v1/core/sched/scheduler.py: priority self-preemption goes on", &M_V1_029, &T_V1_028,
+     &S_V1_033},
 };
 #define NUM_ROWS ((int)(sizeof ROWS / sizeof ROWS[0]))
 
 static const kv_release TEXTBOOK = {"textbook", "textbook",
                                     "the source document's arithmetic (kv_plan.c); vLLM's length-check estimate",
-                                    &M_TEXTBOOK, &T_TEXTBOOK, &S_DEFAULT};
+                                    &M_TEXTBOOK, &T_TEXTBOOK, &S_V1_033};
 
 #define NEWEST_RELEASE "0.33.0"
 

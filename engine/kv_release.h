@@ -31,6 +31,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kv_sched_rules.h"
+
 /* How vLLM turns the profile into "available KV cache memory". */
 typedef enum kv_release_budget {
     /* The course: budget - weights - activation - CUDA graphs - CUDA context
@@ -152,13 +154,11 @@ typedef struct kv_release_text {
     const char *err_sampler_oom;  /* V1 sampler warm-up after the pool */
 } kv_release_text;
 
-/* (c) The scheduler. Filled and used by kv_sched.c; left zero here. */
-typedef struct kv_release_sched {
-    int has_reserve_full_isl;      /* the release has scheduler_reserve_full_isl (full-prompt admission) */
-    int reserve_full_isl_default;  /* its default */
-    double admission_watermark;    /* free-block fraction kept back at admission (0: none) */
-    int priority_self_preempt;     /* priority policy: a request may preempt itself (1) or not (0) */
-} kv_release_sched;
+/* (c) The scheduler: the rules that changed between releases, as
+ * kv_sched_rules (engine/kv_sched_rules.h), filled from each release's
+ * vllm/v1/core/sched/scheduler.py, kv_cache_manager.py, block_pool.py and
+ * config/scheduler.py, and read by the engine (kv_engine_config_from_plan). */
+typedef kv_sched_rules kv_release_sched;
 
 typedef struct kv_release {
     const char *first;             /* first release of the range, "0.6.5" */
