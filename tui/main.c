@@ -37,12 +37,12 @@ int main(int argc, char **argv)
         if (!strcmp(c, "gpus"))     return cmd_gpus(argc - 1, argv + 1);
         if (!strcmp(c, "simulate")) return cmd_simulate(argc - 1, argv + 1);
         if (!strcmp(c, "probe"))    return cmd_probe(argc - 1, argv + 1);
-#ifdef KVLAB_HAVE_TUI
+#ifdef KVLAB_HAVE_LESSONS
         if (!strcmp(c, "lessons"))  return cmd_lessons(argc - 1, argv + 1);
         if (!strcmp(c, "check"))    return cmd_check(argc - 1, argv + 1);
 #else
         if (!strcmp(c, "lessons") || !strcmp(c, "check")) {
-            fprintf(stderr, "kvlab: this build has no lesson app (configured with -DKVLAB_TUI=OFF)\n");
+            fprintf(stderr, "kvlab: this build has no lesson runtime (Lua 5.4 was not found at configure time)\n");
             return 2;
         }
 #endif

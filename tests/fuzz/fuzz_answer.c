@@ -1,4 +1,4 @@
-/* libFuzzer target for the lesson answer checker (tui/app/lsn_answer.c):
+/* libFuzzer target for the lesson answer checker (lessons/host/lsn_answer.c):
  * whatever a learner types, the checker returns one of its verdicts with a
  * non-empty message, never reads past the text, and a parsed number is finite. */
 #include <math.h>

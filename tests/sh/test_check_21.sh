@@ -3,7 +3,7 @@
 # challenges is out of reach before its scripted flag changes and reached
 # after them; progress is never written.
 set -euo pipefail
-[ "${KVLAB_TUI:-1}" = "0" ] && exit 77
+[ "${KVLAB_LESSONS:-1}" = "0" ] && exit 77
 state=$(mktemp -d)
 trap 'rm -rf "$state"' EXIT
 out=$(XDG_STATE_HOME="$state" KVLAB_LESSONS_DIR="$KVLAB_SOURCE_DIR/lessons" "$KVLAB" check 21)

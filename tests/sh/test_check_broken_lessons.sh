@@ -6,7 +6,7 @@
 # lab.say format that does not match its arguments. Also
 # --lessons DIR and KVLAB_LESSONS_DIR both select the folder.
 set -uo pipefail
-[ "${KVLAB_TUI:-1}" = "0" ] && exit 77
+[ "${KVLAB_LESSONS:-1}" = "0" ] && exit 77
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 mkdir -p "$dir/lessons/lib"

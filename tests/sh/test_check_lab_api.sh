@@ -3,7 +3,7 @@
 # arguments left out too), from one scratch lesson run by kvlab check: the
 # figures have the documented fields and types, and misuse gives a clear error.
 set -uo pipefail
-[ "${KVLAB_TUI:-1}" = "0" ] && exit 77
+[ "${KVLAB_LESSONS:-1}" = "0" ] && exit 77
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 L="$dir/lessons"

@@ -7,7 +7,7 @@
 # collapsing, paged waste of a block or more, prefix caching not paying, no
 # preemption, scenarios not separating), so a PASS is also that claim holding.
 set -euo pipefail
-[ "${KVLAB_TUI:-1}" = "0" ] && exit 77
+[ "${KVLAB_LESSONS:-1}" = "0" ] && exit 77
 state=$(mktemp -d)
 trap 'rm -rf "$state"' EXIT
 out=$(XDG_STATE_HOME="$state" KVLAB_LESSONS_DIR="$KVLAB_SOURCE_DIR/lessons" \

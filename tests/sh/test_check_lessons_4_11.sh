@@ -8,7 +8,7 @@
 # the course's figures beside the engine's (lib/expect.lua) and stops on a
 # mismatch; this test asserts that every one of those comparisons ran.
 set -euo pipefail
-[ "${KVLAB_TUI:-1}" = "0" ] && exit 77
+[ "${KVLAB_LESSONS:-1}" = "0" ] && exit 77
 LESSONS=(4 5 6 7 8 9 10 11)
 state=$(mktemp -d)
 trap 'rm -rf "$state"' EXIT

@@ -4,7 +4,7 @@
 # a count that does not divide the attention heads with a clear message;
 # request-rate is stored and read back; lab.config() is the real file.
 set -uo pipefail
-[ "${KVLAB_TUI:-1}" = "0" ] && exit 77
+[ "${KVLAB_LESSONS:-1}" = "0" ] && exit 77
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 mkdir -p "$dir/lessons/lib"

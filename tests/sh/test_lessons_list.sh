@@ -3,7 +3,7 @@
 # $XDG_STATE_HOME/kvlab/progress.json; a corrupt progress file is moved aside
 # with a message and the list starts fresh.
 set -euo pipefail
-[ "${KVLAB_TUI:-1}" = "0" ] && exit 77
+[ "${KVLAB_LESSONS:-1}" = "0" ] && exit 77
 state=$(mktemp -d)
 trap 'rm -rf "$state"' EXIT
 export XDG_STATE_HOME="$state" KVLAB_LESSONS_DIR="$KVLAB_SOURCE_DIR/lessons"

@@ -1,4 +1,4 @@
-/* The lesson answer checker (tui/app/lsn_answer.c): reading numbers and
+/* The lesson answer checker (lessons/host/lsn_answer.c): reading numbers and
  * units, tolerance, and the near-miss messages for the classic mistakes. */
 #include <math.h>
 #include <setjmp.h>

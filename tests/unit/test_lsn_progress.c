@@ -1,4 +1,4 @@
-/* The learner's progress file (tui/app/lsn_progress.c): round trip, the XDG
+/* The learner's progress file (lessons/host/lsn_progress.c): round trip, the XDG
  * path rules, atomic writes, and a corrupt file moved aside. */
 #include <dirent.h>
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-/* The lesson runner (tui/app/lsn_*.c) as the app drives it: steps, a
+/* The lesson runner (lessons/host/) as the app drives it: steps, a
  * question, a goal reached by a flag change, progress saved after each step
  * and resumed (lesson, step, flag values), back and reset, a lesson error
  * that leaves the runner usable, and a corrupt progress file. */
@@ -175,6 +175,52 @@ static void test_course(void **st)
     assert_non_null(strstr(lsn_error(r), "not written yet"));
     assert_int_equal(lsn_load(r, 9, 1), -1);
     assert_non_null(strstr(lsn_error(r), "no lesson 9"));
+    lsn_free(r);
+}
+
+/* The scene holds what the accessors give, as one struct: page, views,
+ * plot, question, goal and flags; it follows the lesson as it moves. */
+static void test_scene(void **st)
+{
+    (void)st;
+    lsn_runner *r = open_runner();
+    assert_int_equal(lsn_load(r, 1, 0), 0);
+    const lsn_scene *s = lsn_scene_get(r);
+    assert_int_equal(s->lesson, 1);
+    assert_string_equal(s->title, "Steps");
+    assert_int_equal(s->state, LSN_WAIT_NEXT);
+    assert_string_equal(s->text, "first page");
+    assert_string_equal(s->page_title, "one");
+    assert_int_equal(s->page_no, 1);
+    assert_null(s->error);
+    for (int i = 0; i < LSN_NVIEWS; i++)
+        assert_string_equal(s->views[i].name, lsn_view_names[i]);
+    assert_true(s->views[0].shown);  /* text */
+    assert_true(s->views[2].shown);  /* memory */
+    assert_false(s->views[1].shown); /* pool */
+    assert_int_equal(s->views[2].nhighlights, 1);
+    assert_string_equal(s->views[2].highlights[0].target, "weights");
+    assert_non_null(s->plot);
+    assert_int_equal(s->plot->nseries, 2);
+    assert_null(s->question);
+    assert_null(s->goal);
+    assert_int_equal(s->nflags, 1);
+    assert_string_equal(s->flags[0].name, "max-model-len");
+    lsn_next(r);
+    lsn_next(r);
+    s = lsn_scene_get(r);
+    assert_int_equal(s->state, LSN_WAIT_ANSWER);
+    assert_int_equal(s->step, 2);
+    assert_non_null(s->question);
+    assert_string_equal(s->question->prompt, "2+2?");
+    lsn_verdict v;
+    lsn_answer(r, "4", &v);
+    s = lsn_scene_get(r);
+    assert_null(s->question);
+    assert_non_null(s->goal);
+    assert_string_equal(s->goal->text, "set max-model-len to 8192");
+    assert_string_equal(s->flags[0].value, "4096");
+    assert_null(s->server_error);
     lsn_free(r);
 }
 
@@ -485,6 +531,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_course, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scene, setup, teardown),
         cmocka_unit_test_setup_teardown(test_walk_save_resume, setup, teardown),
         cmocka_unit_test_setup_teardown(test_back_then_forward, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lesson_error, setup, teardown),

@@ -18,10 +18,9 @@
 #include <string.h>
 #include <time.h>
 
-#include <lua.h>
-
 #include "backend.h"
 #include "commands.h"
+#include "paths.h"
 #include "ui_chrome.h"
 #include "ui_flags.h"
 #include "ui_log.h"
@@ -391,7 +390,7 @@ static int parse_args(app *a, int argc, char **argv, int *lesson)
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (!strcmp(s, "--version") || !strcmp(s, "-V")) {
-            printf("kvlab %s (%s, %s)\n", KVLAB_VERSION, curses_version(), LUA_RELEASE);
+            printf("kvlab %s (%s, %s)\n", KVLAB_VERSION, curses_version(), lsn_lua_version());
             return 0;
         } else if (!strcmp(s, "--lessons")) {
             if (i + 1 >= argc) {
@@ -467,7 +466,8 @@ int app_main(int argc, char **argv)
      * pools); without one this says so once and the host backend runs. */
     kv_device *dev = kvlab_backend_open_app(8);
     cfg.device = dev;
-    cfg.lessons_dir = g_lessons_dir;
+    cfg.lessons_dir = kvlab_lessons_dir_for(g_lessons_dir);
+    cfg.assets_dir = kvlab_assets_dir();
     a->lsn = lsn_new(&cfg, err, sizeof err);
     if (!a->lsn) {
         fprintf(stderr, "kvlab: %s\n", err);

@@ -31,7 +31,7 @@ kv_device *kvlab_backend_open(int num_ranks, int placeholders, int *failed, char
  * ranks (engines with tp <= max_ranks; ranks side by side when there are
  * fewer GPUs), or NULL for the host backend, said once like
  * kvlab_backend_open. Lesson engines that do not fit the real card fall
- * back to the host backend themselves (tui/app/lsn_server.c). */
+ * back to the host backend themselves (lessons/host/lsn_server.c). */
 kv_device *kvlab_backend_open_app(int max_ranks);
 
 /* The real card, for `--gpu this`: opens CUDA quietly (1 rank) and fills *out

@@ -12,9 +12,12 @@ int cmd_gpus(int argc, char **argv);      /* tui/cli/cmd_catalog.c */
 int cmd_simulate(int argc, char **argv);  /* tui/cli/cmd_simulate.c */
 int cmd_probe(int argc, char **argv);     /* tui/cli/cmd_probe.c */
 
+#ifdef KVLAB_HAVE_LESSONS
+int cmd_lessons(int argc, char **argv);   /* tui/cli/cmd_lessons.c */
+int cmd_check(int argc, char **argv);     /* tui/cli/cmd_lessons.c */
+#endif
+
 #ifdef KVLAB_HAVE_TUI
-int cmd_lessons(int argc, char **argv);   /* tui/app/ */
-int cmd_check(int argc, char **argv);     /* tui/app/ */
 /* The lesson app. argv is the full argv (app flags like --lesson N, --ascii). */
 int app_main(int argc, char **argv);      /* tui/app/ */
 #endif

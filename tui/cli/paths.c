@@ -70,3 +70,11 @@ const char *kvlab_lessons_dir(void)
         snprintf(lessons_dir, sizeof lessons_dir, "%s/lessons", kvlab_data_dir());
     return lessons_dir;
 }
+
+const char *kvlab_lessons_dir_for(const char *given)
+{
+    if (given)
+        return given;
+    const char *env = getenv("KVLAB_LESSONS_DIR");
+    return env && env[0] ? env : kvlab_lessons_dir();
+}

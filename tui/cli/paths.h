@@ -11,4 +11,8 @@ const char *kvlab_data_dir(void);
 const char *kvlab_assets_dir(void);
 const char *kvlab_lessons_dir(void);
 
+/* The lessons folder to use: given (--lessons DIR) if not NULL, else
+ * $KVLAB_LESSONS_DIR if set, else kvlab_lessons_dir(). */
+const char *kvlab_lessons_dir_for(const char *given);
+
 #endif

@@ -1,18 +1,630 @@
-/* lsn_lab: the whole `lab` API lessons see (lessons/API.md), one
+/* lsn_lua: the one file that knows the Lua C API (lsn_vm.h is its plain-C
+ * face). A lesson is untrusted code: each gets a fresh Lua state with a
+ * capped heap, a count hook, strict globals and no way to reach files or
+ * the process; run(lab) is a coroutine; everything the runner hands over
+ * (conditions, callbacks) is a registry reference. Every entry from C runs
+ * inside one protected call, so an error or a limit always comes back as a
+ * message with file:line and a traceback, never as an abort.
+ *
+ * The second half is the `lab` table (lessons/API.md): one
  * `static int f_<name>(lua_State *L)` per entry. Bindings check their
- * arguments, make one call into the runner or the engine, and push plain
- * tables; waits set the runner's wait and yield to the host. */
+ * arguments, make one call into the runner's pieces or the engine, and push
+ * plain tables; waits record what they wait for and yield. */
 #include <cjson/cJSON.h>
 #include <lauxlib.h>
+#include <lualib.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kv_timemodel.h"
 #include "kv_util.h"
-#include "lsn_int.h"
+#include "lsn_vm.h"
 
-#define R(L) lsn_from_L(L)
+#define DEFAULT_HEAP ((size_t)256 << 20)   /* bytes of Lua heap per lesson */
+#define DEFAULT_INSTRUCTIONS 200000000L    /* per call into the lesson */
+#define HOOK_EVERY 100000                  /* instructions per hook call */
+#define LESSON_MAX_BYTES (8u << 20)        /* a lesson or helper file */
+
+struct lsn_vm {
+    lsn_lab_env env;
+    lua_State *L;            /* main thread: conditions, callbacks, loading */
+    lua_State *co;           /* run(lab) */
+    int co_ref, lab_ref;
+    int started;             /* run(lab) was entered */
+    int fn_ref[LSN_FN_COUNT];
+    lsn_wait_req req;        /* set by the waits, read after a yield */
+    size_t mem_used, mem_cap;
+    long hook_ticks, hook_limit;
+    lsn_strbuf error;
+};
+
+static lsn_vm *V(lua_State *L)
+{
+    return *(lsn_vm **)lua_getextraspace(L);
+}
+
+static void set_errf(lsn_vm *vm, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_errf(lsn_vm *vm, const char *fmt, ...)
+{
+    char tmp[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    lsn_sb_clear(&vm->error);
+    lsn_sb_add(&vm->error, tmp, strlen(tmp));
+}
+
+static void set_err_text(lsn_vm *vm, const char *s, size_t n)
+{
+    lsn_sb_clear(&vm->error);
+    if (s)
+        lsn_sb_add(&vm->error, s, n);
+    else
+        lsn_sb_add(&vm->error, "error", 5);
+}
+
+const char *lsn_vm_error(const lsn_vm *vm)
+{
+    return vm && vm->error.s ? vm->error.s : "";
+}
+
+const char *lsn_lua_version(void)
+{
+    return LUA_RELEASE;
+}
+
+/* ---- the state: memory, instructions, errors -------------------------------- */
+
+static void *l_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    lsn_vm *vm = ud;
+    if (!ptr)
+        osize = 0;
+    if (nsize == 0) {
+        free(ptr);
+        vm->mem_used -= osize;
+        return NULL;
+    }
+    if (nsize > osize && vm->mem_used + (nsize - osize) > vm->mem_cap)
+        return NULL;
+    void *p = realloc(ptr, nsize);
+    if (p)
+        vm->mem_used = vm->mem_used - osize + nsize;
+    return p;
+}
+
+static void hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    lsn_vm *vm = V(L);
+    if (++vm->hook_ticks > vm->hook_limit) {
+        vm->hook_ticks = 0;
+        luaL_where(L, 0); /* the running Lua function: where the loop is */
+        lua_pushstring(L, "the lesson ran too long without waiting (an endless loop?)");
+        lua_concat(L, 2);
+        lua_error(L);
+    }
+}
+
+/* Message handler of every protected call: the error with a traceback. */
+static int msgh(lua_State *L)
+{
+    const char *m = lua_tostring(L, 1);
+    if (!m) {
+        if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
+            m = lua_tostring(L, -1);
+        else
+            m = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    }
+    luaL_traceback(L, L, m, 1);
+    return 1;
+}
+
+/* One entry from C into Lua: fn runs inside lua_pcall on the main thread
+ * with the fields below as its arguments and results. */
+typedef struct entry {
+    int (*fn)(lua_State *L, struct entry *e);
+    lsn_vm *vm;
+    const char *s1, *s2;
+    int64_t i1;
+    double d1;
+    int nvals;
+    const lsn_val *vals;
+    lsn_offer *offer;
+    char *title;
+    size_t titlelen;
+    kv_engine *engine;
+    int result;              /* fn's answer (-1: fn set vm->error itself) */
+    lsn_wait wait;
+} entry;
+
+static int trampoline(lua_State *L)
+{
+    entry *e = lua_touserdata(L, 1);
+    lua_settop(L, 0);
+    return e->fn(L, e);
+}
+
+/* Run e->fn protected. Returns 0, or -1 with vm->error set. */
+static int protect(lsn_vm *vm, entry *e)
+{
+    lua_State *L = vm->L;
+    if (!lua_checkstack(L, 8)) {
+        set_errf(vm, "%s: the lesson ran out of Lua stack", vm->env.shown_path);
+        return -1;
+    }
+    int base = lua_gettop(L);
+    lua_pushcfunction(L, msgh);
+    lua_pushcfunction(L, trampoline);
+    lua_pushlightuserdata(L, e);
+    vm->hook_ticks = 0;
+    e->vm = vm;
+    int st = lua_pcall(L, 1, 0, base + 1);
+    if (st != LUA_OK) {
+        size_t n = 0;
+        const char *m = lua_tolstring(L, -1, &n);
+        set_err_text(vm, m, n);
+    }
+    lua_settop(L, base);
+    return st == LUA_OK && e->result >= 0 ? 0 : -1;
+}
+
+/* ---- files and the sandbox ------------------------------------------------------ */
+
+/* "<lessons folder name>/<rel>": how lessons are named in messages. */
+static void shown_name(const lsn_vm *vm, const char *rel, char *out, size_t outl)
+{
+    snprintf(out, outl, "%.255s/%.1024s", vm->env.lessons_name, rel);
+}
+
+/* Load a Lua file as text only (no bytecode) with a short chunk name.
+ * Pushes the chunk, or an error message. */
+static int load_file(lua_State *L, const char *path, const char *shown)
+{
+    char *buf = NULL, err[512];
+    size_t len = 0;
+    if (kv_read_file(path, LESSON_MAX_BYTES, &buf, &len, err, sizeof err) < 0) {
+        lua_pushfstring(L, "cannot read %s: %s", shown, err);
+        return LUA_ERRFILE;
+    }
+    char chunk[PATH_MAX + 2];
+    snprintf(chunk, sizeof chunk, "@%s", shown);
+    int st = luaL_loadbufferx(L, buf, len, chunk, "t");
+    free(buf);
+    return st;
+}
+
+static int l_require(lua_State *L)
+{
+    lsn_vm *vm = V(L);
+    const char *name = luaL_checkstring(L, 1);
+    int ok = !strncmp(name, "lib.", 4) && name[4] && strlen(name) < 64;
+    for (const char *p = name + 4; ok && *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+            ok = 0;
+    if (!ok)
+        return luaL_error(L, "require(\"%s\"): lessons can only load their helpers, as require(\"lib.NAME\") "
+                             "for lessons/lib/NAME.lua",
+                          name);
+    lua_getfield(L, LUA_REGISTRYINDEX, "lsn.loaded");
+    lua_getfield(L, -1, name);
+    if (lua_toboolean(L, -1))
+        return 1;
+    if (lua_type(L, -1) == LUA_TBOOLEAN)
+        return luaL_error(L, "require(\"%s\"): the helper requires itself (a loop)", name);
+    lua_pop(L, 1);
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, name);
+    char rel[128], path[PATH_MAX + 160], shown[PATH_MAX + 160];
+    snprintf(rel, sizeof rel, "lib/%s.lua", name + 4);
+    snprintf(path, sizeof path, "%s/%s", vm->env.lessons_dir, rel);
+    shown_name(vm, rel, shown, sizeof shown);
+    if (load_file(L, path, shown) != LUA_OK)
+        return lua_error(L);
+    lua_call(L, 0, 1);
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        lua_pushboolean(L, 1);
+    }
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, name);
+    return 1;
+}
+
+static int l_print(lua_State *L)
+{
+    lsn_vm *vm = V(L);
+    FILE *log = vm->env.log ? *vm->env.log : NULL;
+    if (!vm->env.verbose || !log)
+        return 0;
+    int n = lua_gettop(L);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (int i = 1; i <= n; i++) {
+        if (i > 1)
+            luaL_addchar(&b, '\t');
+        luaL_tolstring(L, i, NULL);
+        luaL_addvalue(&b);
+    }
+    luaL_pushresult(&b);
+    fprintf(log, "    [%s] %s\n", vm->env.shown_path, lua_tostring(L, -1));
+    return 0;
+}
+
+static const char prelude[] =
+    "local error, tostring = error, tostring\n"
+    "setmetatable(_G, {\n"
+    "  __newindex = function(_, k)\n"
+    "    error(\"assignment to undeclared global '\" .. tostring(k) .. \"' (declare it with local)\", 2)\n"
+    "  end,\n"
+    "  __index = function(_, k)\n"
+    "    error(\"undeclared global '\" .. tostring(k) .. \"'\", 2)\n"
+    "  end,\n"
+    "})\n";
+
+/* The sandbox: base, string, table, math, utf8, coroutine; os.clock and
+ * os.time only; require of lessons/lib; strict globals. */
+static int open_sandbox(lua_State *L, entry *e)
+{
+    (void)e;
+    static const luaL_Reg libs[] = {
+        {LUA_GNAME, luaopen_base},        {LUA_COLIBNAME, luaopen_coroutine}, {LUA_TABLIBNAME, luaopen_table},
+        {LUA_STRLIBNAME, luaopen_string}, {LUA_MATHLIBNAME, luaopen_math},    {LUA_UTF8LIBNAME, luaopen_utf8},
+    };
+    for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
+        luaL_requiref(L, libs[i].name, libs[i].func, 1);
+        lua_pop(L, 1);
+    }
+    /* os: only the clocks */
+    luaL_requiref(L, LUA_OSLIBNAME, luaopen_os, 0);
+    lua_newtable(L);
+    lua_getfield(L, -2, "clock");
+    lua_setfield(L, -2, "clock");
+    lua_getfield(L, -2, "time");
+    lua_setfield(L, -2, "time");
+    lua_setglobal(L, "os");
+    lua_pop(L, 1);
+    lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    lua_pushnil(L);
+    lua_setfield(L, -2, LUA_OSLIBNAME);
+    lua_pop(L, 1);
+    /* no loading of code from files or strings, no bytecode */
+    static const char *const gone[] = {"dofile", "loadfile", "load"};
+    for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++) {
+        lua_pushnil(L);
+        lua_setglobal(L, gone[i]);
+    }
+    lua_getglobal(L, "string");
+    lua_pushnil(L);
+    lua_setfield(L, -2, "dump");
+    lua_pop(L, 1);
+    /* deterministic math.random for replays */
+    lua_getglobal(L, "math");
+    lua_getfield(L, -1, "randomseed");
+    lua_pushinteger(L, 42);
+    lua_call(L, 1, 0);
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, "lsn.loaded");
+    lua_pushcfunction(L, l_require);
+    lua_setglobal(L, "require");
+    lua_pushcfunction(L, l_print);
+    lua_setglobal(L, "print");
+    if (luaL_loadbufferx(L, prelude, sizeof prelude - 1, "=prelude", "t") != LUA_OK)
+        return lua_error(L);
+    lua_call(L, 0, 0);
+    return 0;
+}
+
+lsn_vm *lsn_vm_new(const lsn_lab_env *env, char *err, size_t errlen)
+{
+    lsn_vm *vm = calloc(1, sizeof *vm);
+    if (!vm) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    vm->env = *env;
+    vm->mem_cap = env->limits.heap_bytes ? env->limits.heap_bytes : DEFAULT_HEAP;
+    long instr = env->limits.instructions > 0 ? env->limits.instructions : DEFAULT_INSTRUCTIONS;
+    vm->hook_limit = instr / HOOK_EVERY > 0 ? instr / HOOK_EVERY : 1;
+    for (int i = 0; i < LSN_FN_COUNT; i++)
+        vm->fn_ref[i] = LUA_NOREF;
+    vm->co_ref = vm->lab_ref = LUA_NOREF;
+    vm->L = lua_newstate(l_alloc, vm);
+    if (!vm->L) {
+        snprintf(err, errlen, "could not create a Lua state for lesson %d", env->number);
+        free(vm);
+        return NULL;
+    }
+    *(lsn_vm **)lua_getextraspace(vm->L) = vm;
+    entry e = {.fn = open_sandbox};
+    if (protect(vm, &e) < 0) {
+        snprintf(err, errlen, "could not set up the Lua sandbox: %s", lsn_vm_error(vm));
+        lsn_vm_free(vm);
+        return NULL;
+    }
+    lua_sethook(vm->L, hook, LUA_MASKCOUNT, HOOK_EVERY);
+    return vm;
+}
+
+void lsn_vm_free(lsn_vm *vm)
+{
+    if (!vm)
+        return;
+    if (vm->L)
+        lua_close(vm->L);
+    lsn_sb_free(&vm->error);
+    free(vm);
+}
+
+/* ---- the lesson file and its coroutine -------------------------------------------- */
+
+static void lab_push(lua_State *L, lsn_vm *vm);
+
+static int load_fail(lsn_vm *vm, entry *e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int load_fail(lsn_vm *vm, entry *e, const char *fmt, ...)
+{
+    char tmp[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    set_errf(vm, "%s", tmp);
+    e->result = -1;
+    return 0;
+}
+
+static int do_load(lua_State *L, entry *e)
+{
+    lsn_vm *vm = e->vm;
+    const char *shown = vm->env.shown_path;
+    lab_push(L, vm);
+    vm->lab_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    if (load_file(L, e->s1, shown) != LUA_OK) {
+        size_t n = 0;
+        const char *m = lua_tolstring(L, -1, &n);
+        set_err_text(vm, m, n);
+        e->result = -1;
+        return 0;
+    }
+    lua_call(L, 0, 1);
+    if (!lua_istable(L, -1))
+        return load_fail(vm, e, "%s: a lesson must return a table {id = %d, title = ..., run = function(lab) ... end}",
+                         shown, vm->env.number);
+    int t = lua_gettop(L);
+    lua_getfield(L, t, "id");
+    int isnum = 0;
+    lua_Integer id = lua_tointegerx(L, -1, &isnum);
+    lua_pop(L, 1);
+    if (!isnum || id != vm->env.number)
+        return load_fail(vm, e, "%s: the lesson's id must be %d (its number in manifest.json)", shown,
+                         vm->env.number);
+    lua_getfield(L, t, "title");
+    if (lua_type(L, -1) == LUA_TSTRING || lua_type(L, -1) == LUA_TNUMBER)
+        snprintf(e->title, e->titlelen, "%s", lua_tostring(L, -1));
+    lua_pop(L, 1);
+    lua_getfield(L, t, "flags");
+    if (lua_type(L, -1) == LUA_TSTRING && !strcmp(lua_tostring(L, -1), "*")) {
+        lsn_offer_allow(e->offer, "*");
+    } else if (lua_istable(L, -1)) {
+        lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
+        for (lua_Integer i = 1; i <= n; i++) {
+            lua_rawgeti(L, -1, i);
+            const char *f = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+            if (!f || lsn_offer_allow(e->offer, f) < 0)
+                return load_fail(vm, e, "%s: flags[%lld] = '%s' is not a flag kvlab knows", shown, (long long)i,
+                                 f ? f : "?");
+            lua_pop(L, 1);
+        }
+    } else if (!lua_isnil(L, -1)) {
+        return load_fail(vm, e, "%s: flags must be a list of flag names or \"*\"", shown);
+    }
+    lua_pop(L, 1);
+    lua_getfield(L, t, "run");
+    if (!lua_isfunction(L, -1))
+        return load_fail(vm, e, "%s: the lesson table needs run = function(lab) ... end", shown);
+    vm->co = lua_newthread(L);
+    vm->co_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_xmove(L, vm->co, 1); /* run */
+    e->result = 0;
+    return 0;
+}
+
+int lsn_vm_load(lsn_vm *vm, const char *path, lsn_offer *offer, char *title, size_t titlelen)
+{
+    entry e = {.fn = do_load, .s1 = path, .offer = offer, .title = title, .titlelen = titlelen};
+    return protect(vm, &e);
+}
+
+static int do_resume(lua_State *L, entry *e)
+{
+    lsn_vm *vm = e->vm;
+    lua_State *co = vm->co;
+    if (!lua_checkstack(co, e->nvals + 2))
+        return luaL_error(L, "%s: the lesson ran out of Lua stack", vm->env.shown_path);
+    int nargs = e->nvals;
+    if (!vm->started) {
+        lua_rawgeti(co, LUA_REGISTRYINDEX, vm->lab_ref);
+        nargs = 1;
+        vm->started = 1;
+    } else {
+        for (int i = 0; i < e->nvals; i++) {
+            const lsn_val *v = &e->vals[i];
+            if (v->kind == LSN_VAL_NUM)
+                lua_pushnumber(co, v->num);
+            else if (v->kind == LSN_VAL_INT)
+                lua_pushinteger(co, (lua_Integer)v->i);
+            else
+                lua_pushboolean(co, v->i != 0);
+        }
+    }
+    memset(&vm->req, 0, sizeof vm->req);
+    int nres = 0;
+    int st = lua_resume(co, L, nargs, &nres);
+    if (st == LUA_YIELD) {
+        lua_pop(co, nres);
+        if (vm->req.wait == W_NONE) {
+            set_errf(vm, "%s: the lesson yielded without saying what it waits for "
+                         "(use lab.pause, lab.step, lab.ask ... rather than coroutine.yield)",
+                     vm->env.shown_path);
+            e->wait = W_ERROR;
+        } else {
+            e->wait = vm->req.wait;
+        }
+    } else if (st == LUA_OK) {
+        lua_pop(co, nres);
+        e->wait = W_DONE;
+    } else {
+        const char *m = lua_tostring(co, -1);
+        luaL_traceback(L, co, m ? m : "(error object is not a string)", 0);
+        size_t n = 0;
+        const char *t = lua_tolstring(L, -1, &n);
+        set_err_text(vm, t, n);
+        e->wait = W_ERROR;
+    }
+    return 0;
+}
+
+lsn_wait lsn_vm_resume(lsn_vm *vm, int nvals, const lsn_val *vals, lsn_wait_req *req)
+{
+    memset(req, 0, sizeof *req);
+    if (!vm->co)
+        return W_ERROR;
+    entry e = {.fn = do_resume, .nvals = nvals, .vals = vals};
+    if (protect(vm, &e) < 0)
+        return W_ERROR;
+    *req = vm->req;
+    req->wait = e.wait;
+    return e.wait;
+}
+
+int lsn_vm_has(const lsn_vm *vm, lsn_fn which)
+{
+    return vm && vm->fn_ref[which] != LUA_NOREF;
+}
+
+static void drop_ref(lua_State *L, lsn_vm *vm, lsn_fn which)
+{
+    if (vm->fn_ref[which] != LUA_NOREF)
+        luaL_unref(L, LUA_REGISTRYINDEX, vm->fn_ref[which]);
+    vm->fn_ref[which] = LUA_NOREF;
+}
+
+/* Take the function at idx as the one of this kind (nil drops it). */
+static void keep_fn(lua_State *L, lsn_vm *vm, lsn_fn which, int idx)
+{
+    drop_ref(L, vm, which);
+    if (lua_isfunction(L, idx)) {
+        lua_pushvalue(L, idx);
+        vm->fn_ref[which] = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
+}
+
+void lsn_vm_drop(lsn_vm *vm, lsn_fn which)
+{
+    if (vm && vm->L)
+        drop_ref(vm->L, vm, which); /* luaL_unref frees a slot: no allocation */
+}
+
+static int do_test(lua_State *L, entry *e)
+{
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e->vm->fn_ref[e->i1]);
+    lua_call(L, 0, 1);
+    e->result = lua_toboolean(L, -1);
+    return 0;
+}
+
+int lsn_vm_test(lsn_vm *vm, lsn_fn which)
+{
+    if (!vm)
+        return 1;
+    if (vm->fn_ref[which] == LUA_NOREF)
+        return 1;
+    entry e = {.fn = do_test, .i1 = which};
+    if (protect(vm, &e) < 0)
+        return -1;
+    return e.result;
+}
+
+static int do_on_flag(lua_State *L, entry *e)
+{
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e->vm->fn_ref[LSN_FN_ON_FLAG]);
+    lua_pushstring(L, e->s1);
+    lua_pushstring(L, e->s2);
+    lua_call(L, 2, 0);
+    return 0;
+}
+
+int lsn_vm_on_flag(lsn_vm *vm, const char *name, const char *value)
+{
+    if (!vm)
+        return 0;
+    if (vm->fn_ref[LSN_FN_ON_FLAG] == LUA_NOREF)
+        return 0;
+    entry e = {.fn = do_on_flag, .s1 = name, .s2 = value ? value : ""};
+    return protect(vm, &e);
+}
+
+static int do_on_step(lua_State *L, entry *e)
+{
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e->vm->fn_ref[LSN_FN_ON_STEP]);
+    lua_pushinteger(L, (lua_Integer)e->i1);
+    lua_call(L, 1, 0);
+    return 0;
+}
+
+int lsn_vm_on_step(lsn_vm *vm, int64_t tokens)
+{
+    if (!vm)
+        return 0;
+    if (vm->fn_ref[LSN_FN_ON_STEP] == LUA_NOREF)
+        return 0;
+    entry e = {.fn = do_on_step, .i1 = tokens};
+    return protect(vm, &e);
+}
+
+static int64_t submit_table(lsn_vm *vm, lua_State *L, int idx, kv_engine *e, char *err, size_t errlen);
+
+#define TRAFFIC_MAX_PER_STEP 10000 /* requests one call of a traffic function may add */
+
+static int do_traffic(lua_State *L, entry *e)
+{
+    lsn_vm *vm = e->vm;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, vm->fn_ref[LSN_FN_TRAFFIC]);
+    lua_pushinteger(L, (lua_Integer)e->i1);
+    lua_pushnumber(L, e->d1);
+    lua_call(L, 2, 1);
+    if (lua_istable(L, -1)) {
+        int t = lua_gettop(L);
+        lua_Integer n = luaL_len(L, t);
+        if (n > TRAFFIC_MAX_PER_STEP)
+            return luaL_error(L, "lab.traffic: the generator returned %I requests for one step (at most %d)",
+                              (LUAI_UACINT)n, TRAFFIC_MAX_PER_STEP);
+        for (lua_Integer i = 1; i <= n; i++) {
+            lua_rawgeti(L, t, i);
+            char err[256];
+            if (lua_istable(L, -1))
+                submit_table(vm, L, lua_gettop(L), e->engine, err, sizeof err);
+            lua_pop(L, 1);
+        }
+    }
+    return 0;
+}
+
+int lsn_vm_traffic(lsn_vm *vm, kv_engine *eng, int64_t step, double clock_s)
+{
+    if (!vm)
+        return 0;
+    if (vm->fn_ref[LSN_FN_TRAFFIC] == LUA_NOREF)
+        return 0;
+    entry e = {.fn = do_traffic, .i1 = step, .d1 = clock_s, .engine = eng};
+    return protect(vm, &e);
+}
+
+/* ==== the lab table ================================================================ */
 
 /* ---- helpers ---------------------------------------------------------------- */
 
@@ -41,9 +653,9 @@ static void setbool(lua_State *L, const char *k, int v)
 }
 
 /* Waits may only come from the lesson's own coroutine. */
-static void need_coroutine(lua_State *L, lsn_runner *r, const char *what)
+static void need_coroutine(lua_State *L, lsn_vm *vm, const char *what)
 {
-    if (L != r->co)
+    if (L != vm->co)
         luaL_error(L, "%s can only be called from the lesson's run function "
                       "(not from a condition, a callback or another coroutine)",
                    what);
@@ -75,7 +687,7 @@ static int cmp_str(const void *a, const void *b)
 
 /* Apply a table of flags ({model=..., ["max-model-len"]=8192}) in sorted key
  * order, so errors are reported the same way every run. */
-static void apply_flag_table(lua_State *L, lsn_runner *r, int idx)
+static void apply_flag_table(lua_State *L, lsn_vm *vm, int idx)
 {
     int n = 0;
     const char *keys[256];
@@ -94,13 +706,13 @@ static void apply_flag_table(lua_State *L, lsn_runner *r, int idx)
         if (!flag_text(L, -1, val, sizeof val))
             luaL_error(L, "flag '%s' must be a string, number or boolean", keys[i]);
         lua_pop(L, 1);
-        if (lsn_server_set(r->server, keys[i], val, err, sizeof err) < 0)
+        if (lsn_server_set(vm->env.server, keys[i], val, err, sizeof err) < 0)
             luaL_error(L, "%s", err);
     }
 }
 
 /* Apply a command line: "MODEL --flag value --flag=value --bool --no-bool". */
-static void apply_flag_line(lua_State *L, lsn_runner *r, const char *line)
+static void apply_flag_line(lua_State *L, lsn_vm *vm, const char *line)
 {
     char buf[4096];
     snprintf(buf, sizeof buf, "%s", line);
@@ -117,7 +729,7 @@ static void apply_flag_line(lua_State *L, lsn_runner *r, const char *line)
     for (; i < n; i++) {
         const char *t = tok[i];
         if (t[0] != '-') {
-            if (lsn_server_set(r->server, "model", t, err, sizeof err) < 0)
+            if (lsn_server_set(vm->env.server, "model", t, err, sizeof err) < 0)
                 luaL_error(L, "%s", err);
             continue;
         }
@@ -139,44 +751,43 @@ static void apply_flag_line(lua_State *L, lsn_runner *r, const char *line)
             snprintf(name, sizeof name, "%s", t);
             value = "true";
         }
-        if (lsn_server_set(r->server, name, value, err, sizeof err) < 0)
+        if (lsn_server_set(vm->env.server, name, value, err, sizeof err) < 0)
             luaL_error(L, "%s", err);
     }
 }
 
-static int push_start_result(lua_State *L, lsn_runner *r)
+static int push_start_result(lua_State *L, lsn_vm *vm)
 {
-    int rc = lsn_start_server(r);
+    char err[1024] = "";
+    int rc = vm->env.start_server(vm->env.host, err, sizeof err);
     if (rc == 1) {
         lua_pushboolean(L, 1);
         return 1;
     }
     lua_pushboolean(L, 0);
-    lua_pushstring(L, r->server_err);
+    lua_pushstring(L, err);
     lua_pushstring(L, rc == 0 ? "refused" : "invalid");
     return 3;
 }
 
 static kv_engine *engine_or_nil(lua_State *L)
 {
-    return lsn_server_engine(R(L)->server);
+    return lsn_server_engine(V(L)->env.server);
 }
 
 /* ---- narration -------------------------------------------------------------- */
 
 static int f_page(lua_State *L)
 {
-    lsn_runner *r = R(L);
-    lsn_sb_clear(&r->text);
-    snprintf(r->page_title, sizeof r->page_title, "%s", luaL_optstring(L, 1, ""));
-    r->page_no++;
-    r->changes |= LSN_CH_TEXT;
+    lsn_vm *vm = V(L);
+    lsn_stage_page(vm->env.stage, luaL_optstring(L, 1, ""));
+    *vm->env.changes |= LSN_CH_TEXT;
     return 0;
 }
 
 static int f_say(lua_State *L)
 {
-    lsn_runner *r = R(L);
+    lsn_vm *vm = V(L);
     int n = lua_gettop(L);
     luaL_checkstring(L, 1);
     if (n > 1) {
@@ -195,18 +806,18 @@ static int f_say(lua_State *L)
     }
     size_t len;
     const char *s = lua_tolstring(L, -1, &len);
-    if (r->text.len)
-        lsn_sb_add(&r->text, "\n\n", 2);
-    lsn_sb_add(&r->text, s, len);
-    r->changes |= LSN_CH_TEXT;
+    if (lsn_stage_say(vm->env.stage, s, len) < 0)
+        return luaL_error(L, "lab.say: a page holds at most %d bytes of text (start a new one with lab.page)",
+                          (int)LSN_PAGE_MAX_BYTES);
+    *vm->env.changes |= LSN_CH_TEXT;
     return 0;
 }
 
 static int f_pause(lua_State *L)
 {
-    lsn_runner *r = R(L);
-    need_coroutine(L, r, "lab.pause");
-    r->wait = W_NEXT;
+    lsn_vm *vm = V(L);
+    need_coroutine(L, vm, "lab.pause");
+    vm->req.wait = W_NEXT;
     return lua_yield(L, 0);
 }
 
@@ -214,39 +825,37 @@ static int f_pause(lua_State *L)
 
 static int f_start(lua_State *L)
 {
-    lsn_runner *r = R(L);
-    lsn_server_reset_args(r->server);
+    lsn_vm *vm = V(L);
+    lsn_server_reset_args(vm->env.server);
     if (lua_istable(L, 1))
-        apply_flag_table(L, r, 1);
+        apply_flag_table(L, vm, 1);
     else
-        apply_flag_line(L, r, luaL_checkstring(L, 1));
-    return push_start_result(L, r);
+        apply_flag_line(L, vm, luaL_checkstring(L, 1));
+    return push_start_result(L, vm);
 }
 
 static int f_restart(lua_State *L)
 {
-    lsn_runner *r = R(L);
+    lsn_vm *vm = V(L);
     if (lua_istable(L, 1))
-        apply_flag_table(L, r, 1);
+        apply_flag_table(L, vm, 1);
     else if (lua_isstring(L, 1))
-        apply_flag_line(L, r, lua_tostring(L, 1));
-    return push_start_result(L, r);
+        apply_flag_line(L, vm, lua_tostring(L, 1));
+    return push_start_result(L, vm);
 }
 
 static int f_stop(lua_State *L)
 {
-    lsn_runner *r = R(L);
-    lsn_server_stop(r->server);
-    r->server_started = 0;
-    r->changes |= LSN_CH_SERVER;
+    lsn_vm *vm = V(L);
+    vm->env.stop_server(vm->env.host);
     return 0;
 }
 
 static int f_flag(lua_State *L)
 {
-    lsn_runner *r = R(L);
+    lsn_vm *vm = V(L);
     char buf[512];
-    if (lsn_server_get(r->server, luaL_checkstring(L, 1), buf, sizeof buf) < 0)
+    if (lsn_server_get(vm->env.server, luaL_checkstring(L, 1), buf, sizeof buf) < 0)
         return luaL_error(L, "lab.flag: unknown flag '%s'", lua_tostring(L, 1));
     lua_pushstring(L, buf);
     return 1;
@@ -353,12 +962,12 @@ static int push_plan(lua_State *L, const kv_plan *p)
 
 static int f_plan(lua_State *L)
 {
-    return push_plan(L, lsn_server_plan(R(L)->server));
+    return push_plan(L, lsn_server_plan(V(L)->env.server));
 }
 
 static int f_what_if(lua_State *L)
 {
-    lsn_runner *r = R(L);
+    lsn_vm *vm = V(L);
     luaL_checktype(L, 1, LUA_TTABLE);
     const char *keys[64];
     char vals[64][256];
@@ -377,7 +986,7 @@ static int f_what_if(lua_State *L)
     char err[1024];
     if (!p)
         return luaL_error(L, "out of memory");
-    if (lsn_server_plan_with(r->server, n, keys, vp, p, err, sizeof err) < 0) {
+    if (lsn_server_plan_with(vm->env.server, n, keys, vp, p, err, sizeof err) < 0) {
         free(p);
         lua_pushnil(L);
         lua_pushstring(L, err);
@@ -424,18 +1033,18 @@ static int push_model(lua_State *L, const kv_model *m)
 
 static int f_model(lua_State *L)
 {
-    lsn_runner *r = R(L);
+    lsn_vm *vm = V(L);
     if (lua_isstring(L, 1)) { /* any catalogue model or config.json, without starting */
         kv_model m;
         char err[512];
-        if (kv_model_load(lua_tostring(L, 1), lsn_server_assets(r->server), &m, err, sizeof err) != KV_MODEL_OK) {
+        if (kv_model_load(lua_tostring(L, 1), lsn_server_assets(vm->env.server), &m, err, sizeof err) != KV_MODEL_OK) {
             lua_pushnil(L);
             lua_pushstring(L, err);
             return 2;
         }
         return push_model(L, &m);
     }
-    return push_model(L, lsn_server_model(r->server));
+    return push_model(L, lsn_server_model(vm->env.server));
 }
 
 /* A JSON value as a Lua value (objects -> tables, arrays -> lists, null -> nil). */
@@ -474,7 +1083,7 @@ static void push_json(lua_State *L, const cJSON *j, int depth)
  * (the file as written: absent fields stay absent), and its path. */
 static int f_config(lua_State *L)
 {
-    const kv_model *m = lsn_server_model(R(L)->server);
+    const kv_model *m = lsn_server_model(V(L)->env.server);
     if (!m || !m->path[0]) {
         lua_pushnil(L);
         return 1;
@@ -514,7 +1123,7 @@ static int f_config(lua_State *L)
 
 static int f_gpu(lua_State *L)
 {
-    const kv_gpu *g = lsn_server_gpu(R(L)->server);
+    const kv_gpu *g = lsn_server_gpu(V(L)->env.server);
     if (!g) {
         lua_pushnil(L);
         return 1;
@@ -539,7 +1148,7 @@ static int f_gpu(lua_State *L)
 static int f_step_time(lua_State *L)
 {
     kv_engine *e = engine_or_nil(L);
-    const kv_plan *p = lsn_server_plan(R(L)->server);
+    const kv_plan *p = lsn_server_plan(V(L)->env.server);
     luaL_checktype(L, 1, LUA_TTABLE);
     if (!e || !p)
         return luaL_error(L, "lab.step_time: no server is running");
@@ -578,7 +1187,7 @@ static int f_step_time(lua_State *L)
 
 static int f_log(lua_State *L)
 {
-    const kv_plan *p = lsn_server_plan(R(L)->server);
+    const kv_plan *p = lsn_server_plan(V(L)->env.server);
     lua_newtable(L);
     for (int i = 0; p && i < p->num_log; i++) {
         const char *line = p->log[i];
@@ -593,7 +1202,7 @@ static int f_log(lua_State *L)
 
 static int f_metrics(lua_State *L)
 {
-    lsn_runner *r = R(L);
+    lsn_vm *vm = V(L);
     kv_engine *e = engine_or_nil(L);
     if (!e) {
         lua_pushnil(L);
@@ -636,12 +1245,12 @@ static int f_metrics(lua_State *L)
     setnum(L, "queue_mean_s", m.queue.mean);
     setint(L, "step", info.step);
     setnum(L, "time_s", info.clock_s);
-    setint(L, "last_step_tokens", r->last_step.num_scheduled_tokens);
-    setint(L, "last_step_prefill_tokens", r->last_step.num_prefill_tokens);
-    setint(L, "last_step_decode_tokens", r->last_step.num_decode_tokens);
-    setint(L, "last_step_requests", r->last_step.num_scheduled_reqs);
-    setint(L, "last_step_preempted", r->last_step.num_preempted);
-    setnum(L, "last_step_duration_s", r->last_step.duration_s);
+    setint(L, "last_step_tokens", vm->env.last_step->num_scheduled_tokens);
+    setint(L, "last_step_prefill_tokens", vm->env.last_step->num_prefill_tokens);
+    setint(L, "last_step_decode_tokens", vm->env.last_step->num_decode_tokens);
+    setint(L, "last_step_requests", vm->env.last_step->num_scheduled_reqs);
+    setint(L, "last_step_preempted", vm->env.last_step->num_preempted);
+    setnum(L, "last_step_duration_s", vm->env.last_step->duration_s);
     return 1;
 }
 
@@ -876,11 +1485,11 @@ static int f_figure(lua_State *L)
 
 static int f_catalog(lua_State *L)
 {
-    lsn_runner *r = R(L);
+    lsn_vm *vm = V(L);
     lua_createtable(L, 0, 2);
     char **ids = NULL;
     char err[256];
-    int n = kv_model_catalog_list(lsn_server_assets(r->server), &ids, err, sizeof err);
+    int n = kv_model_catalog_list(lsn_server_assets(vm->env.server), &ids, err, sizeof err);
     lua_createtable(L, n > 0 ? n : 0, 0);
     for (int i = 0; i < n; i++) {
         lua_pushstring(L, ids[i]);
@@ -889,7 +1498,7 @@ static int f_catalog(lua_State *L)
     if (n > 0)
         kv_model_catalog_free(ids, n);
     lua_setfield(L, -2, "models");
-    const kv_gpu_catalog *c = lsn_server_catalog(r->server);
+    const kv_gpu_catalog *c = lsn_server_catalog(vm->env.server);
     lua_createtable(L, c->count, 0);
     for (int i = 0; i < c->count; i++) {
         lua_pushstring(L, c->gpus[i].id);
@@ -904,14 +1513,15 @@ static int f_catalog(lua_State *L)
 static int32_t opt_int_field(lua_State *L, int idx, const char *k, int32_t dflt)
 {
     lua_getfield(L, idx, k);
-    int32_t v = lua_isnil(L, -1) ? dflt : (int32_t)luaL_checkinteger(L, -1);
+    lua_Integer v = lua_isnil(L, -1) ? dflt : luaL_checkinteger(L, -1);
     lua_pop(L, 1);
-    return v;
+    if (v < INT32_MIN || v > INT32_MAX)
+        return (int32_t)luaL_error(L, "'%s' = %I is out of range", k, (LUAI_UACINT)v);
+    return (int32_t)v;
 }
 
-int64_t lsn_lab_submit_table(lsn_runner *r, lua_State *L, int idx, char *err, size_t errlen)
+static int64_t submit_table(lsn_vm *vm, lua_State *L, int idx, kv_engine *e, char *err, size_t errlen)
 {
-    kv_engine *e = lsn_server_engine(r->server);
     if (!e) {
         snprintf(err, errlen, "no server is running (lab.start first)");
         return -1;
@@ -931,16 +1541,16 @@ int64_t lsn_lab_submit_table(lsn_runner *r, lua_State *L, int idx, char *err, si
     spec.arrival_s = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : -1;
     lua_pop(L, 1);
     int64_t id = kv_engine_submit(e, &spec, err, errlen);
-    r->changes |= LSN_CH_ENGINE;
+    *vm->env.changes |= LSN_CH_ENGINE;
     return id;
 }
 
 static int f_submit(lua_State *L)
 {
-    lsn_runner *r = R(L);
+    lsn_vm *vm = V(L);
     luaL_checktype(L, 1, LUA_TTABLE);
     char err[512];
-    int64_t id = lsn_lab_submit_table(r, L, 1, err, sizeof err);
+    int64_t id = submit_table(vm, L, 1, engine_or_nil(L), err, sizeof err);
     if (id < 0) {
         lua_pushnil(L);
         lua_pushstring(L, err);
@@ -957,7 +1567,8 @@ static void range_field(lua_State *L, int idx, const char *k, int32_t dflt, int3
     if (lua_isnil(L, -1)) {
         *lo = *hi = dflt;
     } else if (lua_isnumber(L, -1)) {
-        *lo = *hi = (int32_t)lua_tointeger(L, -1);
+        lua_Integer v = lua_tointeger(L, -1);
+        *lo = *hi = v < 0 ? 0 : v > INT32_MAX ? INT32_MAX : (int32_t)v;
     } else if (lua_istable(L, -1)) {
         *lo = opt_int_field(L, lua_gettop(L), "min", dflt);
         *hi = opt_int_field(L, lua_gettop(L), "max", *lo);
@@ -969,19 +1580,22 @@ static void range_field(lua_State *L, int idx, const char *k, int32_t dflt, int3
         luaL_error(L, "lab.traffic: %s must be >= 1 (and min <= max)", k);
 }
 
+static void seed_rng(lsn_vm *vm, lua_Integer seed)
+{
+    *vm->env.rng = 0x9E3779B97F4A7C15ull ^ ((uint64_t)seed * 0xBF58476D1CE4E5B9ull);
+}
+
 static int f_traffic(lua_State *L)
 {
-    lsn_runner *r = R(L);
-    lsn_traffic *t = &r->traffic;
-    if (t->fn_ref != LUA_NOREF)
-        luaL_unref(L, LUA_REGISTRYINDEX, t->fn_ref);
-    memset(t, 0, sizeof *t);
-    t->fn_ref = LUA_NOREF;
+    lsn_vm *vm = V(L);
+    lsn_traffic *t = vm->env.traffic;
+    drop_ref(L, vm, LSN_FN_TRAFFIC);
+    lsn_traffic_stop(t);
     if (lua_isnoneornil(L, 1))
         return 0;
     if (lua_isfunction(L, 1)) {
-        lua_pushvalue(L, 1);
-        t->fn_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+        keep_fn(L, vm, LSN_FN_TRAFFIC, 1);
+        t->fn = 1;
         t->active = 1;
         return 0;
     }
@@ -1003,7 +1617,7 @@ static int f_traffic(lua_State *L)
     lua_pop(L, 1);
     lua_getfield(L, 1, "seed");
     if (lua_isinteger(L, -1))
-        r->rng = 0x9E3779B97F4A7C15ull ^ ((uint64_t)lua_tointeger(L, -1) * 0xBF58476D1CE4E5B9ull);
+        seed_rng(vm, lua_tointeger(L, -1));
     lua_pop(L, 1);
     kv_engine *e = engine_or_nil(L);
     kv_engine_info info = {0};
@@ -1016,31 +1630,27 @@ static int f_traffic(lua_State *L)
 
 static int f_step(lua_State *L)
 {
-    lsn_runner *r = R(L);
-    need_coroutine(L, r, "lab.step");
+    lsn_vm *vm = V(L);
+    need_coroutine(L, vm, "lab.step");
     lua_Integer n = luaL_optinteger(L, 1, 1);
     if (n < 1)
         return 0;
-    r->steps_left = n;
-    r->wait = W_STEPS;
+    vm->req.steps = n;
+    vm->req.wait = W_STEPS;
     return lua_yield(L, 0);
 }
 
 static int wait_cond(lua_State *L, lsn_wait kind, const char *what)
 {
-    lsn_runner *r = R(L);
-    need_coroutine(L, r, what);
+    lsn_vm *vm = V(L);
+    need_coroutine(L, vm, what);
     luaL_checktype(L, 1, LUA_TFUNCTION);
     lua_Integer max = luaL_optinteger(L, 2, 10000);
     if (max < 1)
         return luaL_error(L, "%s: max_steps must be >= 1", what);
-    lua_pushvalue(L, 1);
-    if (r->cond_ref != LUA_NOREF)
-        luaL_unref(L, LUA_REGISTRYINDEX, r->cond_ref);
-    r->cond_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-    r->max_steps = max;
-    r->steps_done = 0;
-    r->wait = kind;
+    keep_fn(L, vm, LSN_FN_COND, 1);
+    vm->req.max_steps = max;
+    vm->req.wait = kind;
     return lua_yield(L, 0);
 }
 
@@ -1049,7 +1659,7 @@ static int f_wait_until(lua_State *L) { return wait_cond(L, W_COND, "lab.wait_un
 
 static int f_autorun(lua_State *L)
 {
-    R(L)->autorun = lua_isnone(L, 1) ? 1 : lua_toboolean(L, 1);
+    *V(L)->env.autorun = lua_isnone(L, 1) ? 1 : lua_toboolean(L, 1);
     return 0;
 }
 
@@ -1058,14 +1668,14 @@ static int f_speed(lua_State *L)
     double v = luaL_checknumber(L, 1);
     if (!(v > 0) || v > 100000)
         return luaL_error(L, "lab.speed: steps per second must be in (0, 100000]");
-    R(L)->speed = v;
+    *V(L)->env.speed = v;
     return 0;
 }
 
 static int f_random(lua_State *L)
 {
-    lsn_runner *r = R(L);
-    double u = lsn_random(r);
+    lsn_vm *vm = V(L);
+    double u = lsn_rng_next(vm->env.rng);
     if (lua_isnone(L, 1)) {
         lua_pushnumber(L, u);
         return 1;
@@ -1083,10 +1693,10 @@ static int f_random(lua_State *L)
 
 /* ---- views ---------------------------------------------------------------- */
 
-static lsn_view_int *check_view(lua_State *L, int idx)
+static lsn_stage_view *check_view(lua_State *L, int idx)
 {
     const char *name = luaL_checkstring(L, idx);
-    lsn_view_int *v = lsn_view_get(R(L), name);
+    lsn_stage_view *v = lsn_stage_view_get(V(L)->env.stage, name);
     if (!v)
         luaL_error(L, "unknown view '%s' (views: text, pool, memory, flags, metrics, log, tp, plot, requests)", name);
     return v;
@@ -1094,52 +1704,49 @@ static lsn_view_int *check_view(lua_State *L, int idx)
 
 static int f_show(lua_State *L)
 {
-    lsn_view_int *v = check_view(L, 1);
+    lsn_stage_view *v = check_view(L, 1);
     v->pub.shown = 1;
     if (lua_istable(L, 2)) {
         lua_pushnil(L);
         while (lua_next(L, 2)) {
             char val[256];
-            if (lua_type(L, -2) == LUA_TSTRING && flag_text(L, -1, val, sizeof val))
-                lsn_view_set_option(v, lua_tostring(L, -2), val);
+            if (lua_type(L, -2) == LUA_TSTRING && flag_text(L, -1, val, sizeof val) &&
+                lsn_stage_view_option(v, lua_tostring(L, -2), val) < 0)
+                return luaL_error(L, "lab.show: a view takes at most %d options", LSN_MAX_OPTIONS);
             lua_pop(L, 1);
         }
     }
-    R(L)->changes |= LSN_CH_VIEWS;
+    *V(L)->env.changes |= LSN_CH_VIEWS;
     return 0;
 }
 
 static int f_hide(lua_State *L)
 {
-    lsn_view_int *v = check_view(L, 1);
+    lsn_stage_view *v = check_view(L, 1);
     if (strcmp(v->pub.name, "text"))
         v->pub.shown = 0;
     v->pub.focus = 0;
-    R(L)->changes |= LSN_CH_VIEWS;
+    *V(L)->env.changes |= LSN_CH_VIEWS;
     return 0;
 }
 
 static int f_focus(lua_State *L)
 {
-    lsn_runner *r = R(L);
-    lsn_view_int *v = check_view(L, 1);
-    for (int i = 0; i < LSN_NVIEWS; i++)
-        r->views[i].pub.focus = 0;
-    v->pub.focus = 1;
-    v->pub.shown = 1;
-    r->changes |= LSN_CH_VIEWS;
+    lsn_vm *vm = V(L);
+    lsn_stage_focus(vm->env.stage, check_view(L, 1));
+    *vm->env.changes |= LSN_CH_VIEWS;
     return 0;
 }
 
 static int f_highlight(lua_State *L)
 {
-    lsn_view_int *v = check_view(L, 1);
+    lsn_stage_view *v = check_view(L, 1);
     const char *target = luaL_checkstring(L, 2);
-    int64_t ids[1024];
+    int64_t ids[LSN_MAX_IDS];
     int n = 0;
     if (lua_istable(L, 3)) {
         lua_Integer len = luaL_len(L, 3);
-        for (lua_Integer i = 1; i <= len && n < 1024; i++) {
+        for (lua_Integer i = 1; i <= len && n < LSN_MAX_IDS; i++) {
             lua_rawgeti(L, 3, i);
             ids[n++] = luaL_checkinteger(L, -1);
             lua_pop(L, 1);
@@ -1147,89 +1754,113 @@ static int f_highlight(lua_State *L)
     } else if (lua_isinteger(L, 3)) {
         ids[n++] = lua_tointeger(L, 3);
     }
-    lsn_view_add_highlight(v, target, ids, n, luaL_optstring(L, 4, ""));
-    R(L)->changes |= LSN_CH_VIEWS;
+    if (lsn_stage_view_highlight(v, target, ids, n, luaL_optstring(L, 4, "")) < 0)
+        return luaL_error(L, "lab.highlight: a view holds at most %d highlights (lab.unhighlight clears them)",
+                          LSN_MAX_HIGHLIGHTS);
+    *V(L)->env.changes |= LSN_CH_VIEWS;
     return 0;
 }
 
 static int f_unhighlight(lua_State *L)
 {
-    lsn_runner *r = R(L);
+    lsn_vm *vm = V(L);
     if (lua_isnoneornil(L, 1)) {
         for (int i = 0; i < LSN_NVIEWS; i++)
-            lsn_view_clear_highlights(&r->views[i]);
+            lsn_stage_view_unhighlight(&vm->env.stage->views[i]);
     } else {
-        lsn_view_clear_highlights(check_view(L, 1));
+        lsn_stage_view_unhighlight(check_view(L, 1));
     }
-    r->changes |= LSN_CH_VIEWS;
+    *vm->env.changes |= LSN_CH_VIEWS;
     return 0;
 }
 
-static char *opt_dup(lua_State *L, int idx, const char *k)
+/* t[k] as a string, or NULL (the pointer is valid while t is on the stack). */
+static const char *opt_str(lua_State *L, int idx, const char *k)
 {
     lua_getfield(L, idx, k);
-    char *s = lua_isstring(L, -1) ? strdup(lua_tostring(L, -1)) : NULL;
+    const char *s = lua_isstring(L, -1) ? lua_tostring(L, -1) : NULL;
     lua_pop(L, 1);
     return s;
 }
 
+static char *opt_dup(lua_State *L, int idx, const char *k)
+{
+    const char *s = opt_str(L, idx, k);
+    return s ? strdup(s) : NULL;
+}
+
 static int f_plot(lua_State *L)
 {
-    lsn_runner *r = R(L);
+    lsn_vm *vm = V(L);
+    lsn_stage *st = vm->env.stage;
     luaL_checktype(L, 1, LUA_TTABLE);
-    lsn_plot_reset(r);
-    r->plot_title = opt_dup(L, 1, "title");
-    r->plot_xlabel = opt_dup(L, 1, "xlabel");
-    r->plot_ylabel = opt_dup(L, 1, "ylabel");
+    char *title = opt_dup(L, 1, "title"), *xl = opt_dup(L, 1, "xlabel"), *yl = opt_dup(L, 1, "ylabel");
     lua_getfield(L, 1, "logy");
-    r->plot_logy = lua_toboolean(L, -1);
+    int logy = lua_toboolean(L, -1);
     lua_pop(L, 1);
+    lsn_stage_plot(st, title, xl, yl, logy);
+    free(title);
+    free(xl);
+    free(yl);
     lua_getfield(L, 1, "series");
     if (lua_istable(L, -1)) {
         lua_Integer n = luaL_len(L, -1);
         for (lua_Integer i = 1; i <= n; i++) {
             lua_rawgeti(L, -1, i);
-            lsn_plot_series(r, luaL_checkstring(L, -1));
+            if (lsn_stage_series(st, luaL_checkstring(L, -1)) < 0)
+                return luaL_error(L, "lab.plot: at most %d series", LSN_MAX_SERIES);
             lua_pop(L, 1);
         }
     }
     lua_pop(L, 1);
-    r->plot_on = 1;
-    lsn_view_get(r, "plot")->pub.shown = 1;
-    r->changes |= LSN_CH_PLOT | LSN_CH_VIEWS;
+    lsn_stage_view_get(st, "plot")->pub.shown = 1;
+    *vm->env.changes |= LSN_CH_PLOT | LSN_CH_VIEWS;
     return 0;
 }
 
 static int f_plot_add(lua_State *L)
 {
-    lsn_runner *r = R(L);
+    lsn_vm *vm = V(L);
+    lsn_stage *st = vm->env.stage;
     int si;
     if (lua_isinteger(L, 1)) {
-        si = (int)lua_tointeger(L, 1) - 1;
-        if (si < 0 || si >= r->nseries)
-            return luaL_error(L, "lab.plot_add: there is no series %d", si + 1);
+        lua_Integer k = lua_tointeger(L, 1);
+        if (k < 1 || k > st->nseries)
+            return luaL_error(L, "lab.plot_add: there is no series %I", (LUAI_UACINT)k);
+        si = (int)k - 1;
     } else {
-        si = lsn_plot_series(r, luaL_checkstring(L, 1));
+        si = lsn_stage_series(st, luaL_checkstring(L, 1));
+        if (si < 0)
+            return luaL_error(L, "lab.plot_add: at most %d series", LSN_MAX_SERIES);
     }
-    lsn_plot_add(r, si, luaL_checknumber(L, 2), luaL_checknumber(L, 3));
+    double x = luaL_checknumber(L, 2), y = luaL_checknumber(L, 3);
+    if (lsn_stage_plot_add(st, si, x, y) < 0)
+        return luaL_error(L, "lab.plot_add: a series holds at most %d points", LSN_MAX_POINTS);
+    *vm->env.changes |= LSN_CH_PLOT;
     return 0;
 }
 
 /* ---- questions and goals -------------------------------------------------- */
 
-/* A list of strings (or numbers) at t[k], copied. */
-static char **str_list(lua_State *L, int idx, const char *k, int *n, int numbers_as_answers)
+/* The list at t[k] (strings, or numbers when numbers_as_answers), copied
+ * into *out as it is read, so an error half-way leaves nothing unowned. */
+static void str_list(lua_State *L, int idx, const char *k, char ***out, int *n, int numbers_as_answers)
 {
     *n = 0;
     lua_getfield(L, idx, k);
     if (lua_isnil(L, -1)) {
         lua_pop(L, 1);
-        return NULL;
+        return;
     }
     if (!lua_istable(L, -1))
         luaL_error(L, "'%s' must be a list", k);
     lua_Integer len = luaL_len(L, -1);
+    if (len < 0 || len > LSN_ASK_MAX_LIST)
+        luaL_error(L, "'%s' may list at most %d entries", k, LSN_ASK_MAX_LIST);
     char **v = calloc((size_t)len + 1, sizeof *v);
+    if (!v)
+        luaL_error(L, "out of memory");
+    *out = v;
     for (lua_Integer i = 1; i <= len; i++) {
         lua_rawgeti(L, -1, i);
         char buf[256];
@@ -1237,27 +1868,23 @@ static char **str_list(lua_State *L, int idx, const char *k, int *n, int numbers
             snprintf(buf, sizeof buf, "%.10g", lua_tonumber(L, -1));
         else if (lua_type(L, -1) == LUA_TSTRING)
             snprintf(buf, sizeof buf, "%s", lua_tostring(L, -1));
-        else {
-            for (int j = 0; j < *n; j++)
-                free(v[j]);
-            free(v);
+        else
             luaL_error(L, "'%s'[%d] must be a string", k, (int)i);
-            return NULL;
-        }
-        v[(*n)++] = strdup(buf);
+        if (!(v[*n] = strdup(buf)))
+            luaL_error(L, "out of memory");
+        (*n)++;
         lua_pop(L, 1);
     }
     lua_pop(L, 1);
-    return v;
 }
 
 static int f_ask(lua_State *L)
 {
-    lsn_runner *r = R(L);
-    need_coroutine(L, r, "lab.ask");
+    lsn_vm *vm = V(L);
+    need_coroutine(L, vm, "lab.ask");
     luaL_checktype(L, 1, LUA_TTABLE);
-    lsn_question_int *q = &r->q;
-    lsn_question_clear(q);
+    lsn_ask *q = vm->env.ask;
+    lsn_ask_clear(q);
     lua_getfield(L, 1, "prompt");
     if (!lua_isstring(L, -1))
         return luaL_error(L, "lab.ask: needs a prompt");
@@ -1267,18 +1894,21 @@ static int f_ask(lua_State *L)
     int is_choice = lua_istable(L, -1);
     lua_pop(L, 1);
     if (is_choice) {
-        q->choices = str_list(L, 1, "choices", &q->nchoices, 0);
+        int nchoices = 0;
+        str_list(L, 1, "choices", &q->choices, &nchoices, 0);
+        q->nchoices = nchoices;
         if (q->nchoices < 2 || q->nchoices > 26)
             return luaL_error(L, "lab.ask: choices must list 2 to 26 answers");
         lua_getfield(L, 1, "correct");
-        q->correct = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : 0;
+        lua_Integer correct = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;
         lua_pop(L, 1);
-        if (q->correct < 1 || q->correct > q->nchoices)
+        q->correct = correct >= 1 && correct <= q->nchoices ? (int)correct : 0;
+        if (!q->correct)
             return luaL_error(L, "lab.ask: correct must be the number (1..%d) of the right choice", q->nchoices);
         q->why = calloc((size_t)q->nchoices, sizeof *q->why);
         lua_getfield(L, 1, "why");
         if (lua_istable(L, -1)) {
-            for (int i = 1; i <= q->nchoices; i++) {
+            for (int i = 1; i <= q->nchoices && q->why; i++) {
                 lua_rawgeti(L, -1, i);
                 if (lua_isstring(L, -1))
                     q->why[i - 1] = strdup(lua_tostring(L, -1));
@@ -1309,7 +1939,11 @@ static int f_ask(lua_State *L)
         lua_getfield(L, 1, "near");
         if (lua_istable(L, -1)) {
             lua_Integer n = luaL_len(L, -1);
+            if (n < 0 || n > LSN_ASK_MAX_LIST)
+                return luaL_error(L, "lab.ask: near may list at most %d entries", LSN_ASK_MAX_LIST);
             q->near = calloc((size_t)n + 1, sizeof *q->near);
+            if (!q->near)
+                return luaL_error(L, "out of memory");
             for (lua_Integer i = 1; i <= n; i++) {
                 lua_rawgeti(L, -1, i);
                 if (!lua_istable(L, -1))
@@ -1326,8 +1960,8 @@ static int f_ask(lua_State *L)
         }
         lua_pop(L, 1);
     }
-    q->hints = str_list(L, 1, "hints", &q->nhints, 0);
-    q->wrong = str_list(L, 1, "wrong", &q->nwrong, 1);
+    str_list(L, 1, "hints", &q->hints, &q->nhints, 0);
+    str_list(L, 1, "wrong", &q->wrong, &q->nwrong, 1);
     lua_getfield(L, 1, "script");
     if (lua_type(L, -1) == LUA_TNUMBER) {
         char buf[128];
@@ -1338,31 +1972,37 @@ static int f_ask(lua_State *L)
     lua_pop(L, 1);
     q->explain = opt_dup(L, 1, "explain");
     q->active = 1;
-    r->wait = W_ANSWER;
-    r->changes |= LSN_CH_QUESTION | LSN_CH_STATE;
+    vm->req.wait = W_ANSWER;
+    *vm->env.changes |= LSN_CH_QUESTION | LSN_CH_STATE;
     return lua_yield(L, 0);
 }
 
 static int f_goal(lua_State *L)
 {
-    lsn_runner *r = R(L);
-    need_coroutine(L, r, "lab.goal");
+    lsn_vm *vm = V(L);
+    need_coroutine(L, vm, "lab.goal");
     luaL_checktype(L, 1, LUA_TTABLE);
-    lsn_goal_clear(r);
-    lsn_goal_int *g = &r->g;
+    lsn_goal_spec *g = vm->env.goal;
+    lsn_goal_spec_clear(g);
+    drop_ref(L, vm, LSN_FN_GOAL);
     g->text = opt_dup(L, 1, "text");
     if (!g->text)
         return luaL_error(L, "lab.goal: needs text = \"what the learner must make happen\"");
     lua_getfield(L, 1, "check");
     if (!lua_isfunction(L, -1))
         return luaL_error(L, "lab.goal: needs check = function() return <true when reached> end");
-    g->check_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-    g->hints = str_list(L, 1, "hints", &g->nhints, 0);
+    keep_fn(L, vm, LSN_FN_GOAL, -1);
+    lua_pop(L, 1);
+    str_list(L, 1, "hints", &g->hints, &g->nhints, 0);
     lua_getfield(L, 1, "script");
     if (lua_istable(L, -1)) {
         lua_Integer n = luaL_len(L, -1);
+        if (n < 0 || n > LSN_ASK_MAX_LIST)
+            return luaL_error(L, "lab.goal: script may list at most %d changes", LSN_ASK_MAX_LIST);
         g->script_names = calloc((size_t)n + 1, sizeof *g->script_names);
         g->script_values = calloc((size_t)n + 1, sizeof *g->script_values);
+        if (!g->script_names || !g->script_values)
+            return luaL_error(L, "out of memory");
         for (lua_Integer i = 1; i <= n; i++) {
             lua_rawgeti(L, -1, i);
             if (!lua_istable(L, -1))
@@ -1370,7 +2010,7 @@ static int f_goal(lua_State *L)
             lua_rawgeti(L, -1, 1);
             lua_rawgeti(L, -2, 2);
             char val[512];
-            if (!lua_isstring(L, -2) || !flag_text(L, -1, val, sizeof val))
+            if (lua_type(L, -2) != LUA_TSTRING || !flag_text(L, -1, val, sizeof val))
                 return luaL_error(L, "lab.goal: script[%d] must be {\"flag-name\", value}", (int)i);
             g->script_names[g->nscript] = strdup(lua_tostring(L, -2));
             g->script_values[g->nscript] = strdup(val);
@@ -1383,34 +2023,20 @@ static int f_goal(lua_State *L)
     g->steps = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;
     lua_pop(L, 1);
     g->active = 1;
-    r->wait = W_GOAL;
-    r->changes |= LSN_CH_GOAL | LSN_CH_STATE;
+    vm->req.wait = W_GOAL;
+    *vm->env.changes |= LSN_CH_GOAL | LSN_CH_STATE;
     return lua_yield(L, 0);
 }
 
 static int f_on_flag(lua_State *L)
 {
-    lsn_runner *r = R(L);
-    if (r->on_flag_ref != LUA_NOREF)
-        luaL_unref(L, LUA_REGISTRYINDEX, r->on_flag_ref);
-    r->on_flag_ref = LUA_NOREF;
-    if (lua_isfunction(L, 1)) {
-        lua_pushvalue(L, 1);
-        r->on_flag_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-    }
+    keep_fn(L, V(L), LSN_FN_ON_FLAG, 1);
     return 0;
 }
 
 static int f_on_step(lua_State *L)
 {
-    lsn_runner *r = R(L);
-    if (r->on_step_ref != LUA_NOREF)
-        luaL_unref(L, LUA_REGISTRYINDEX, r->on_step_ref);
-    r->on_step_ref = LUA_NOREF;
-    if (lua_isfunction(L, 1)) {
-        lua_pushvalue(L, 1);
-        r->on_step_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-    }
+    keep_fn(L, V(L), LSN_FN_ON_STEP, 1);
     return 0;
 }
 
@@ -1434,14 +2060,14 @@ static const luaL_Reg lab_funcs[] = {
     {"on_flag", f_on_flag},   {"on_step", f_on_step},   {NULL, NULL},
 };
 
-void lsn_lab_push(lua_State *L, lsn_runner *r)
+static void lab_push(lua_State *L, lsn_vm *vm)
 {
     luaL_newlib(L, lab_funcs);
-    lua_pushboolean(L, r->headless);
+    lua_pushboolean(L, vm->env.headless);
     lua_setfield(L, -2, "headless");
     lua_createtable(L, 0, 3);
-    setint(L, "id", r->number);
-    setstr(L, "title", r->title);
-    setstr(L, "file", r->shown_path);
+    setint(L, "id", vm->env.number);
+    setstr(L, "title", vm->env.title);
+    setstr(L, "file", vm->env.shown_path);
     lua_setfield(L, -2, "lesson");
 }

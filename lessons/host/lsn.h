@@ -1,4 +1,5 @@
-/* lsn: the lesson runner (DESIGN.md "Lessons"; the Lua API is lessons/API.md).
+/* lsn: the lesson runner (docs/DESIGN.md "The lesson runtime"; the Lua API is
+ * lessons/API.md).
  *
  * A runner owns the course (lessons/manifest.json), one Lua state per loaded
  * lesson, the lesson's engine (the "server" the lesson started) and the
@@ -29,9 +30,12 @@
 #ifndef LSN_H
 #define LSN_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "lsn_scene.h"
 
 struct kv_engine;   /* engine/kv_engine.h: the running "server" */
 struct kv_device;   /* engine/kv_device.h: device backend */
@@ -40,16 +44,29 @@ typedef struct lsn_runner lsn_runner;
 
 /* ---- creation ---------------------------------------------------------- */
 
+/* Hard limits on a lesson's Lua code (each ends the lesson with a message
+ * that names the limit and file:line; 0 = the default in brackets). */
+typedef struct lsn_limits {
+    size_t heap_bytes;         /* Lua heap per lesson [256 MiB] */
+    long instructions;         /* Lua instructions per call into the lesson [200 million] */
+    double seconds;            /* wall time per call into the lesson [1 s] */
+    double pattern_work;       /* string pattern matching work per call [1e8 steps] */
+} lsn_limits;
+
 typedef struct lsn_config {
-    const char *lessons_dir;   /* holds manifest.json, NN-slug.lua and lib/;
-                                  NULL = $KVLAB_LESSONS_DIR, else kvlab_lessons_dir() */
-    const char *assets_dir;    /* model and GPU catalogue; NULL = kvlab_assets_dir() */
+    const char *lessons_dir;   /* holds manifest.json, NN-slug.lua and lib/ (required) */
+    const char *assets_dir;    /* model and GPU catalogue (required) */
     const char *state_dir;     /* where progress.json lives; NULL = $XDG_STATE_HOME/kvlab,
                                   else ~/.local/state/kvlab; "" = never save (tests) */
     struct kv_device *device;  /* backend for lesson engines; NULL = host backend.
                                   Not owned: must outlive the runner. */
     int headless;              /* 1 for `kvlab check`: pauses continue at once, engine
                                   steps run without animation, scripted answers used */
+    int verbose;               /* kvlab check -v: log every page and what lessons print() */
+    lsn_limits limits;
+    /* Set (from a signal handler) to stop the running lesson code at once;
+     * may be NULL. */
+    const volatile sig_atomic_t *interrupt;
 } lsn_config;
 
 /* Read the manifest and the progress file. Returns NULL and fills err with one
@@ -96,18 +113,6 @@ int lsn_resume_lesson(const lsn_runner *r);
 int lsn_load(lsn_runner *r, int number, int resume);
 int lsn_current(const lsn_runner *r);        /* loaded lesson number, 0 if none */
 const char *lsn_title(const lsn_runner *r);  /* loaded lesson's title, "" if none */
-
-/* What the lesson is doing now. */
-typedef enum lsn_state {
-    LSN_IDLE = 0,     /* nothing loaded */
-    LSN_RUNNING,      /* engine steps in progress (lab.step/run_until): lsn_tick drives them */
-    LSN_WAIT_COND,    /* lab.wait_until: lsn_tick re-checks the condition */
-    LSN_WAIT_NEXT,    /* lab.pause: waits for lsn_next() */
-    LSN_WAIT_ANSWER,  /* lab.ask: waits for a correct lsn_answer() (or lsn_reveal) */
-    LSN_WAIT_GOAL,    /* lab.goal: waits for the learner to reach it with lsn_set_flag() */
-    LSN_DONE,         /* run(lab) returned: the lesson is complete */
-    LSN_ERROR,        /* a Lua error stopped the lesson: see lsn_error() */
-} lsn_state;
 
 lsn_state lsn_get_state(const lsn_runner *r);
 const char *lsn_state_name(lsn_state s);     /* "running", "wait-next", ... */
@@ -166,31 +171,7 @@ const char *lsn_error(const lsn_runner *r);
 
 /* ---- views ------------------------------------------------------------- */
 
-/* View names a lesson can show (API.md lists what each draws):
- * "text" (always shown), "pool", "memory", "flags", "metrics", "log",
- * "tp", "plot", "requests". */
-typedef struct lsn_highlight {
-    const char *target;        /* what to highlight: a plan term ("kv", "weights"), a
-                                  flag name, a metric name, a log substring, "request",
-                                  "blocks", "layers" ... (per view, see API.md) */
-    const int64_t *ids;        /* request ids / block ids / rank ids, may be NULL */
-    int nids;
-    const char *note;          /* short label to draw beside it, may be "" */
-} lsn_highlight;
-
-typedef struct lsn_view {
-    const char *name;          /* one of the names above */
-    int shown;                 /* lesson asked for it (lab.show / lab.hide) */
-    int focus;                 /* lab.focus(name): give it the most room */
-    int nhighlights;
-    const lsn_highlight *highlights;
-    /* lab.show(name, {k=v,...}) options as "k" -> "v" strings, e.g. for
-     * "memory": upto="profile" (reveal the plan up to this start-up phase). */
-    int noptions;
-    const char *const *option_keys;
-    const char *const *option_values;
-} lsn_view;
-
+/* The views in lsn_view_names order (lsn_scene.h). */
 int lsn_view_count(const lsn_runner *r);
 const lsn_view *lsn_view_at(const lsn_runner *r, int index);
 const lsn_view *lsn_view_find(const lsn_runner *r, const char *name); /* NULL if never mentioned */
@@ -199,40 +180,10 @@ const char *lsn_view_option(const lsn_runner *r, const char *view, const char *k
 
 /* ---- the line plot ------------------------------------------------------ */
 
-typedef struct lsn_series {
-    const char *name;          /* legend label */
-    int npoints;
-    const double *x, *y;
-} lsn_series;
-
-typedef struct lsn_plot {
-    const char *title, *xlabel, *ylabel;   /* "" if unset */
-    int logy;                              /* 1 = log scale on y */
-    int nseries;
-    const lsn_series *series;
-} lsn_plot;
-
 /* The plot the lesson set up with lab.plot{...}/lab.plot_add; NULL if none. */
 const lsn_plot *lsn_get_plot(const lsn_runner *r);
 
 /* ---- questions ---------------------------------------------------------- */
-
-typedef enum lsn_qkind {
-    LSN_Q_NUMBER = 0,          /* a number with optional unit, checked with a tolerance */
-    LSN_Q_CHOICE,              /* pick one of choices[] (by letter, number or text) */
-} lsn_qkind;
-
-typedef struct lsn_question {
-    lsn_qkind kind;
-    const char *prompt;
-    const char *unit;          /* NUMBER: unit assumed when the learner types none
-                                  ("tokens", "GiB", "bytes", ""); shown beside the box */
-    int nchoices;              /* CHOICE */
-    const char *const *choices;
-    int tries;                 /* wrong answers so far */
-    int hints_total;           /* hints the lesson provides */
-    int hints_shown;           /* hints given so far (lsn_hint) */
-} lsn_question;
 
 /* The question waiting for an answer, or NULL. */
 const lsn_question *lsn_get_question(const lsn_runner *r);
@@ -264,19 +215,8 @@ const char *lsn_reveal(lsn_runner *r);
 
 /* ---- flags and goals ---------------------------------------------------- */
 
-/* The flags the loaded lesson lets the learner change (the lesson's `flags`
- * list; the playground allows all), with their current values as the
- * lesson's server was started. Names are vLLM's dashed form
- * ("max-model-len", "gpu-memory-utilization") plus kvlab's own ("gpu",
- * "model", "kv-cache" on/off, "contiguous"). */
-typedef struct lsn_flag {
-    const char *name;
-    const char *value;         /* current value as text ("" = the default) */
-    const char *help;          /* one line: what it changes */
-    int nchoices;              /* enumerated values, 0 = free text */
-    const char *const *choices;
-} lsn_flag;
-
+/* The flags the loaded lesson lets the learner change (lsn_flag in
+ * lsn_scene.h). */
 /* Left/Right on the model or gpu flag: the catalogue id after (dir > 0) or
  * before `cur` (the first/last when cur is not in the catalogue), written to
  * out. Returns 1, or 0 for another flag or an empty catalogue. */
@@ -294,12 +234,6 @@ const lsn_flag *lsn_flag_at(const lsn_runner *r, int index);
  * error here: lsn_server_error() has vLLM's message. */
 unsigned lsn_set_flag(lsn_runner *r, const char *name, const char *value,
                       char *err, size_t errlen);
-
-typedef struct lsn_goal {
-    const char *text;          /* what the learner must make happen */
-    int met;                   /* reached (the lesson resumes on the next tick) */
-    int hints_total, hints_shown;
-} lsn_goal;
 
 /* The goal being worked on (lab.goal), or NULL. */
 const lsn_goal *lsn_get_goal(const lsn_runner *r);
@@ -319,6 +253,16 @@ const struct kv_plan *lsn_plan(const lsn_runner *r);
 /* vLLM's error line from the last failed start ("ValueError: To serve at least
  * one request ..."), or NULL if the last start succeeded. */
 const char *lsn_server_error(const lsn_runner *r);
+
+/* ---- the scene ------------------------------------------------------------ */
+
+/* Everything the lesson asks to show, in one struct (lsn_scene.h); the
+ * accessors above read the same data. Valid until the next call that can
+ * resume the lesson or load another. */
+const lsn_scene *lsn_scene_get(lsn_runner *r);
+
+/* "Lua 5.4.x", for --version (the app includes no Lua header). */
+const char *lsn_lua_version(void);
 
 /* ---- headless checking (kvlab check) ------------------------------------ */
 

@@ -1,5 +1,6 @@
 /* `kvlab check [N ...]` and `kvlab lessons`: the lesson runner from the
- * command line (tui/cli/commands.h). */
+ * command line (tui/cli/commands.h). Built wherever the lesson runtime is
+ * (lessons/host/, Lua), with or without the ncurses app. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,7 @@
 #include "commands.h"
 #include "lsn.h"
 #include "lsn_course.h"
+#include "paths.h"
 
 static void check_usage(FILE *f)
 {
@@ -17,11 +19,10 @@ static void check_usage(FILE *f)
                "  -v also shows each page's text and what lessons print(). KVLAB_LESSONS_DIR also sets the folder.\n");
 }
 
-int lsn_cmd_verbose; /* read by the runner's print() */
-
 int cmd_check(int argc, char **argv)
 {
     const char *dir = NULL;
+    int verbose = 0;
     int nums[128], n = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -33,7 +34,7 @@ int cmd_check(int argc, char **argv)
         } else if (!strncmp(a, "--lessons=", 10)) {
             dir = a + 10;
         } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-            lsn_cmd_verbose = 1;
+            verbose = 1;
         } else {
             char *end;
             long v = strtol(a, &end, 10);
@@ -46,7 +47,9 @@ int cmd_check(int argc, char **argv)
         }
     }
     char err[1024];
-    lsn_config cfg = {.lessons_dir = dir, .state_dir = "", .headless = 1};
+    dir = kvlab_lessons_dir_for(dir);
+    lsn_config cfg = {.lessons_dir = dir, .assets_dir = kvlab_assets_dir(), .state_dir = "", .headless = 1,
+                      .verbose = verbose};
     lsn_runner *r = lsn_new(&cfg, err, sizeof err);
     if (!r) {
         fprintf(stderr, "kvlab check: %s\n", err);
@@ -63,10 +66,7 @@ int cmd_check(int argc, char **argv)
         }
         /* The whole course also means: no stray lesson files. */
         lsn_course c;
-        if (lsn_course_load(&c, dir ? dir : (getenv("KVLAB_LESSONS_DIR") && getenv("KVLAB_LESSONS_DIR")[0]
-                                                 ? getenv("KVLAB_LESSONS_DIR")
-                                                 : NULL),
-                            err, sizeof err) == 0) {
+        if (lsn_course_load(&c, dir, err, sizeof err) == 0) {
             char report[4096];
             if (lsn_course_unlisted(&c, report, sizeof report) > 0) {
                 fputs(report, stdout);
@@ -116,7 +116,7 @@ int cmd_lessons(int argc, char **argv)
         }
     }
     char err[1024];
-    lsn_config cfg = {.lessons_dir = dir, .headless = 1};
+    lsn_config cfg = {.lessons_dir = kvlab_lessons_dir_for(dir), .assets_dir = kvlab_assets_dir(), .headless = 1};
     lsn_runner *r = lsn_new(&cfg, err, sizeof err);
     if (!r) {
         fprintf(stderr, "kvlab lessons: %s\n", err);

@@ -1,0 +1,86 @@
+#include "lsn_ask.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void free_strv(char **v, int n)
+{
+    if (!v)
+        return;
+    for (int i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+void lsn_ask_clear(lsn_ask *q)
+{
+    free(q->prompt);
+    free(q->unit);
+    free_strv(q->choices, q->nchoices);
+    free_strv(q->why, q->nchoices);
+    for (int i = 0; i < q->nnear; i++)
+        free((char *)q->near[i].why);
+    free(q->near);
+    free_strv(q->hints, q->nhints);
+    free(q->script);
+    free_strv(q->wrong, q->nwrong);
+    free(q->explain);
+    free(q->expect);
+    free_strv(q->given_names, q->ngiven);
+    free(q->given_values);
+    memset(q, 0, sizeof *q);
+}
+
+const lsn_question *lsn_ask_public(lsn_ask *q)
+{
+    q->pub.prompt = q->prompt ? q->prompt : "";
+    q->pub.unit = q->unit ? q->unit : "";
+    q->pub.kind = q->nchoices ? LSN_Q_CHOICE : LSN_Q_NUMBER;
+    q->pub.nchoices = q->nchoices;
+    q->pub.choices = (const char *const *)q->choices;
+    q->pub.tries = q->tries;
+    q->pub.hints_total = q->nhints;
+    q->pub.hints_shown = q->hints_shown;
+    return &q->pub;
+}
+
+lsn_check_result lsn_ask_check(const lsn_ask *q, const char *text, double *value, int *picked, char *msg,
+                               size_t msglen)
+{
+    *value = NAN;
+    *picked = 0;
+    if (q->nchoices)
+        return lsn_answer_check_choice(q->nchoices, (const char *const *)q->choices, q->correct,
+                                       (const char *const *)q->why, text, picked, msg, msglen);
+    lsn_numq nq = {q->answer, q->unit, q->rel, q->abs, q->nnear, q->near};
+    return lsn_answer_check_number(&nq, text, value, msg, msglen);
+}
+
+char *lsn_ask_answer_text(const lsn_ask *q, char *buf, size_t buflen)
+{
+    if (q->nchoices && q->correct >= 1 && q->correct <= q->nchoices)
+        snprintf(buf, buflen, "%c) %s", 'a' + q->correct - 1, q->choices[q->correct - 1]);
+    else
+        lsn_answer_format(q->answer, q->unit, buf, buflen);
+    return buf;
+}
+
+void lsn_goal_spec_clear(lsn_goal_spec *g)
+{
+    free(g->text);
+    free_strv(g->hints, g->nhints);
+    free_strv(g->script_names, g->nscript);
+    free_strv(g->script_values, g->nscript);
+    memset(g, 0, sizeof *g);
+}
+
+const lsn_goal *lsn_goal_spec_public(lsn_goal_spec *g)
+{
+    g->pub.text = g->text ? g->text : "";
+    g->pub.met = g->met;
+    g->pub.hints_total = g->nhints;
+    g->pub.hints_shown = g->hints_shown;
+    return &g->pub;
+}

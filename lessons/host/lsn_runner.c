@@ -1,0 +1,1120 @@
+/* lsn_runner: the lesson runner as a plain-C state machine. The lesson's
+ * Lua side (lsn_vm.h) says what it waits for; the runner steps the engine,
+ * checks conditions and goals, takes the learner's answers and flag
+ * changes, saves progress after every step and replays a lesson to its
+ * saved step. What the lesson shows is the scene (lsn_scene.h). */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "kv_args.h"
+#include "lsn_runner_int.h"
+
+#define DEFAULT_SPEED 20.0                 /* engine steps per second while animating */
+#define MAX_STEPS_PER_TICK 1000
+
+/* ---- small helpers ------------------------------------------------------ */
+
+void lsn_run_logf(lsn_runner *r, const char *fmt, ...)
+{
+    if (!r->chk.log)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(r->chk.log, fmt, ap);
+    va_end(ap);
+}
+
+void lsn_run_error(lsn_runner *r, const char *fmt, ...)
+{
+    char tmp[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    lsn_sb_clear(&r->error);
+    lsn_sb_add(&r->error, tmp, strlen(tmp));
+    r->has_error = 1;
+    r->pace.wait = W_ERROR;
+    r->q.active = 0;
+    r->g.active = 0;
+    r->changes |= LSN_CH_STATE | LSN_CH_TEXT | LSN_CH_QUESTION | LSN_CH_GOAL;
+}
+
+static void vm_error(lsn_runner *r)
+{
+    lsn_run_error(r, "%s", lsn_vm_error(r->vm));
+}
+
+static void say_line(lsn_runner *r, const char *s)
+{
+    lsn_stage_say(&r->stage, s, strlen(s));
+    r->changes |= LSN_CH_TEXT;
+}
+
+static void clear_question(lsn_runner *r)
+{
+    lsn_ask_clear(&r->q);
+}
+
+static void clear_goal(lsn_runner *r)
+{
+    lsn_goal_spec_clear(&r->g);
+    lsn_vm_drop(r->vm, LSN_FN_GOAL);
+}
+
+static void ahead_clear(lsn_runner *r);
+
+/* ---- progress -------------------------------------------------------------- */
+
+static void sync_infos(lsn_runner *r)
+{
+    for (int i = 0; i < r->course.nlessons; i++) {
+        lsn_info *l = &r->course.lessons[i];
+        if (l->number <= LSN_MAX_LESSONS) {
+            l->done = r->saving.progress.lessons[l->number].done;
+            l->step = r->saving.progress.lessons[l->number].step;
+        }
+    }
+}
+
+static void save_progress(lsn_runner *r)
+{
+    sync_infos(r);
+    if (!r->saving.save || r->chk.on || r->pace.replaying)
+        return;
+    char err[512];
+    if (lsn_progress_save(&r->saving.progress, r->saving.path, err, sizeof err) < 0) {
+        snprintf(r->saving.notice, sizeof r->saving.notice, "Progress not saved: %s", err);
+        r->saving.save = 0; /* say it once, not at every step */
+    }
+}
+
+static void record(lsn_runner *r, lsn_input_kind kind, const char *name, const char *value)
+{
+    if (r->pace.replaying || r->chk.on || !r->les.number)
+        return;
+    lsn_progress_add_input(&r->saving.progress, r->les.number, r->pace.step, kind, name, value);
+}
+
+static void complete_step(lsn_runner *r)
+{
+    if (r->chk.on && r->verbose) /* kvlab check -v: show the page as the learner would see it */
+        lsn_run_logf(r, "    --- step %d, page %d \"%s\":\n%s\n", r->pace.step + 1, r->stage.page_no,
+                     r->stage.page_title, r->stage.text.s ? r->stage.text.s : "");
+    r->pace.step++;
+    if (r->pace.replaying || r->chk.on)
+        return;
+    lsn_lesson_progress *p = &r->saving.progress.lessons[r->les.number];
+    p->step = r->pace.step;
+    r->saving.progress.current = r->les.number;
+    save_progress(r);
+}
+
+/* ---- the server, for the lab API ------------------------------------------- */
+
+static void sync_flags(lsn_runner *r)
+{
+    if (lsn_offer_sync(&r->offer, r->srv.server))
+        r->changes |= LSN_CH_FLAGS;
+}
+
+static int start_server(lsn_runner *r)
+{
+    r->srv.started = 1;
+    int rc = lsn_server_start(r->srv.server, r->srv.err, sizeof r->srv.err);
+    r->srv.has_err = rc != 1;
+    r->changes |= LSN_CH_SERVER | LSN_CH_ENGINE | LSN_CH_FLAGS;
+    sync_flags(r);
+    return rc;
+}
+
+static int env_start_server(void *host, char *err, size_t errlen)
+{
+    lsn_runner *r = host;
+    int rc = start_server(r);
+    snprintf(err, errlen, "%s", r->srv.err);
+    return rc;
+}
+
+static void env_stop_server(void *host)
+{
+    lsn_runner *r = host;
+    lsn_server_stop(r->srv.server);
+    r->srv.started = 0;
+    r->changes |= LSN_CH_SERVER;
+}
+
+/* ---- creation -------------------------------------------------------------- */
+
+lsn_runner *lsn_new(const lsn_config *cfg, char *err, size_t errlen)
+{
+    if (!cfg || !cfg->lessons_dir || !cfg->assets_dir) {
+        snprintf(err, errlen, "no lessons or assets folder given");
+        return NULL;
+    }
+    lsn_runner *r = calloc(1, sizeof *r);
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    snprintf(r->lessons_dir, sizeof r->lessons_dir, "%s", cfg->lessons_dir);
+    size_t n = strlen(r->lessons_dir);
+    while (n > 1 && r->lessons_dir[n - 1] == '/')
+        r->lessons_dir[--n] = '\0';
+    const char *base = strrchr(r->lessons_dir, '/');
+    snprintf(r->lessons_name, sizeof r->lessons_name, "%.255s", base && base[1] ? base + 1 : r->lessons_dir);
+    snprintf(r->assets_dir, sizeof r->assets_dir, "%s", cfg->assets_dir);
+    r->headless = cfg->headless;
+    r->verbose = cfg->verbose;
+    r->device = cfg->device;
+    r->limits = cfg->limits;
+    r->interrupt = cfg->interrupt;
+    r->pace.speed = DEFAULT_SPEED;
+    r->pace.speed_factor = 1;
+    r->traffic.rng = &r->rng;
+    lsn_stage_reset(&r->stage);
+    if (lsn_course_load(&r->course, r->lessons_dir, err, errlen) < 0) {
+        lsn_stage_free(&r->stage);
+        free(r);
+        return NULL;
+    }
+    r->srv.server = lsn_server_new(r->assets_dir, r->device, r->headless, err, errlen);
+    if (!r->srv.server) {
+        lsn_course_free(&r->course);
+        lsn_stage_free(&r->stage);
+        free(r);
+        return NULL;
+    }
+    lsn_saving *sv = &r->saving;
+    lsn_progress_init(&sv->progress);
+    const char *sd = cfg->state_dir;
+    if (sd && !sd[0]) {
+        sv->save = 0;
+    } else if (lsn_progress_path(sd, sv->path, sizeof sv->path) == 0) {
+        sv->save = 1;
+        int rc = lsn_progress_load(&sv->progress, sv->path, sv->notice, sizeof sv->notice);
+        if (rc < 0)
+            sv->save = 0;
+    } else {
+        snprintf(sv->notice, sizeof sv->notice, "Neither XDG_STATE_HOME nor HOME is set: progress will not be saved.");
+    }
+    sync_infos(r);
+    return r;
+}
+
+void lsn_run_unload(lsn_runner *r)
+{
+    clear_question(r);
+    clear_goal(r);
+    lsn_vm_free(r->vm);
+    r->vm = NULL;
+    lsn_traffic_stop(&r->traffic);
+    lsn_pace *p = &r->pace;
+    p->wait = W_NONE;
+    p->step = 0;
+    p->autorun = 0;
+    p->speed = DEFAULT_SPEED;
+    p->accum = 0;
+    p->steps_left = p->steps_done = p->max_steps = 0;
+    r->les.number = 0;
+    r->les.title[0] = '\0';
+    lsn_sb_clear(&r->error);
+    r->has_error = 0;
+    lsn_stage_reset(&r->stage);
+    lsn_offer_clear(&r->offer);
+    lsn_server_stop(r->srv.server);
+    lsn_server_reset_args(r->srv.server);
+    r->srv.started = 0;
+    r->srv.has_err = 0;
+    r->srv.err[0] = '\0';
+}
+
+void lsn_free(lsn_runner *r)
+{
+    if (!r)
+        return;
+    lsn_run_unload(r);
+    ahead_clear(r);
+    lsn_stage_free(&r->stage);
+    lsn_sb_free(&r->error);
+    lsn_server_free(r->srv.server);
+    lsn_course_free(&r->course);
+    lsn_progress_clear(&r->saving.progress);
+    free(r);
+}
+
+const char *lsn_notice(const lsn_runner *r) { return r->saving.notice[0] ? r->saving.notice : NULL; }
+void lsn_notice_clear(lsn_runner *r) { r->saving.notice[0] = '\0'; }
+
+int lsn_count(const lsn_runner *r) { return r->course.nlessons; }
+
+const lsn_info *lsn_info_at(const lsn_runner *r, int index)
+{
+    return index >= 0 && index < r->course.nlessons ? &r->course.lessons[index] : NULL;
+}
+
+const lsn_info *lsn_info_of(const lsn_runner *r, int number) { return lsn_info_at(r, number - 1); }
+
+int lsn_resume_lesson(const lsn_runner *r)
+{
+    const lsn_info *cur = lsn_info_of(r, r->saving.progress.current);
+    if (cur && cur->available)
+        return cur->number;
+    for (int i = 0; i < r->course.nlessons; i++)
+        if (r->course.lessons[i].available && !r->course.lessons[i].done)
+            return r->course.lessons[i].number;
+    return 1;
+}
+
+/* ---- the coroutine ---------------------------------------------------------- */
+
+static void lesson_done(lsn_runner *r)
+{
+    clear_question(r);
+    clear_goal(r);
+    if (r->pace.replaying || r->chk.on)
+        return;
+    lsn_lesson_progress *p = &r->saving.progress.lessons[r->les.number];
+    p->done = 1;
+    p->step = r->pace.step;
+    r->saving.progress.current = r->les.number;
+    save_progress(r);
+}
+
+static int apply_remembered(lsn_runner *r);
+
+/* Resume the lesson with these values as the results of its wait. */
+static void resume(lsn_runner *r, int nvals, const lsn_val *vals)
+{
+    if (!r->vm || r->pace.wait == W_ERROR || r->pace.wait == W_DONE)
+        return;
+    r->pace.wait = W_NONE;
+    lsn_wait_req req;
+    lsn_wait w = lsn_vm_resume(r->vm, nvals, vals, &req);
+    r->changes |= LSN_CH_STATE;
+    if (w == W_ERROR) {
+        vm_error(r);
+        return;
+    }
+    r->pace.wait = w;
+    if (w == W_DONE) {
+        lesson_done(r);
+        return;
+    }
+    if (w == W_STEPS)
+        r->pace.steps_left = req.steps;
+    if (w == W_RUN_UNTIL || w == W_COND) {
+        r->pace.max_steps = req.max_steps;
+        r->pace.steps_done = 0;
+    }
+    apply_remembered(r); /* forward again onto a step answered before */
+}
+
+static void resume0(lsn_runner *r)
+{
+    resume(r, 0, NULL);
+}
+
+static void resume_bool(lsn_runner *r, int v)
+{
+    lsn_vm_drop(r->vm, LSN_FN_COND);
+    lsn_val val = {.kind = LSN_VAL_BOOL, .i = v};
+    resume(r, 1, &val);
+}
+
+/* The answer's value (a number, or the picked choice) and the tries. */
+static void resume_answer(lsn_runner *r, int picked, double value, int tries)
+{
+    lsn_val v[2] = {{.kind = LSN_VAL_NUM, .num = value}, {.kind = LSN_VAL_INT, .i = tries}};
+    if (picked) {
+        v[0].kind = LSN_VAL_INT;
+        v[0].i = picked;
+    }
+    resume(r, 2, v);
+}
+
+/* A condition or goal check: 1, 0, or -1 after an error (runner in W_ERROR). */
+static int test_fn(lsn_runner *r, lsn_fn which)
+{
+    int v = lsn_vm_test(r->vm, which);
+    if (v < 0)
+        vm_error(r);
+    return v;
+}
+
+void lsn_run_finish_goal(lsn_runner *r)
+{
+    int changes = r->g.changes;
+    clear_goal(r);
+    r->changes |= LSN_CH_GOAL;
+    complete_step(r);
+    lsn_val v = {.kind = LSN_VAL_INT, .i = changes};
+    resume(r, 1, &v);
+}
+
+void lsn_run_check_goal(lsn_runner *r)
+{
+    if (r->pace.wait != W_GOAL || !r->g.active || r->g.met)
+        return;
+    if (test_fn(r, LSN_FN_GOAL) > 0) {
+        r->g.met = 1;
+        r->g.pub.met = 1;
+        r->changes |= LSN_CH_GOAL;
+    }
+}
+
+int lsn_run_engine_step(lsn_runner *r)
+{
+    kv_engine *e = lsn_server_engine(r->srv.server);
+    if (!e)
+        return 0;
+    kv_engine_info info;
+    kv_engine_get_info(e, &info);
+    lsn_traffic *t = &r->traffic;
+    if (t->active && t->fn) {
+        if (lsn_vm_traffic(r->vm, e, info.step, info.clock_s) < 0) {
+            vm_error(r);
+            return -1;
+        }
+        r->changes |= LSN_CH_ENGINE;
+    } else if (t->active) {
+        lsn_traffic_feed(t, e, info.clock_s);
+    }
+    char err[512];
+    kv_step_result res;
+    int n = kv_engine_step(e, &res, err, sizeof err);
+    if (n < 0) {
+        lsn_run_error(r, "the engine stopped: %s", err);
+        return -1;
+    }
+    r->srv.last_step = res;
+    if (n == 0 && lsn_traffic_pending(t)) {
+        /* idle: jump to the next arrival */
+        kv_engine_advance_clock(e, t->next_s > info.clock_s ? t->next_s : info.clock_s + 1e-3);
+    } else if (n == 0 && t->active && t->fn) {
+        /* idle with a function generator: let time pass (10 ms a step) so a
+         * generator that sends by the clock gets to its next arrival */
+        kv_engine_advance_clock(e, info.clock_s + 0.01);
+    }
+    r->changes |= LSN_CH_ENGINE;
+    if (lsn_vm_on_step(r->vm, n) < 0) {
+        vm_error(r);
+        return -1;
+    }
+    return n;
+}
+
+/* Finish a step wait at once (headless, replay, or "next" while animating). */
+static void finish_steps(lsn_runner *r)
+{
+    while (r->pace.wait == W_STEPS && r->pace.steps_left > 0) {
+        if (lsn_run_engine_step(r) < 0)
+            return;
+        r->pace.steps_left--;
+    }
+    if (r->pace.wait == W_STEPS)
+        resume0(r);
+}
+
+/* One step of lab.run_until: 1 when the wait ended (or failed). */
+static int run_until_step(lsn_runner *r)
+{
+    if (lsn_run_engine_step(r) < 0)
+        return 1;
+    r->pace.steps_done++;
+    int c = test_fn(r, LSN_FN_COND);
+    if (c < 0)
+        return 1;
+    if (c || r->pace.steps_done >= r->pace.max_steps) {
+        resume_bool(r, c);
+        return 1;
+    }
+    return 0;
+}
+
+static void finish_run_until(lsn_runner *r)
+{
+    while (r->pace.wait == W_RUN_UNTIL && !run_until_step(r)) {
+    }
+}
+
+static void finish_cond_headless(lsn_runner *r)
+{
+    int c = test_fn(r, LSN_FN_COND);
+    for (int64_t i = 0; c == 0 && i < r->pace.max_steps && lsn_server_engine(r->srv.server); i++) {
+        if (lsn_run_engine_step(r) < 0)
+            return;
+        c = test_fn(r, LSN_FN_COND);
+    }
+    if (c < 0)
+        return;
+    if (c)
+        resume_bool(r, 1);
+    else
+        lsn_run_error(r, "%s: lab.wait_until: the condition never held within %lld engine steps in headless mode "
+                         "(for something the learner must do, use lab.goal with a script)",
+                      r->les.shown_path, (long long)r->pace.max_steps);
+}
+
+/* ---- loading ---------------------------------------------------------------- */
+
+static int start_lesson(lsn_runner *r, int number)
+{
+    const lsn_info *info = lsn_info_of(r, number);
+    if (!info) {
+        r->les.number = 0;
+        lsn_run_error(r, "There is no lesson %d (the course has %d).", number, r->course.nlessons);
+        return -1;
+    }
+    lsn_lesson *les = &r->les;
+    les->number = number;
+    snprintf(les->title, sizeof les->title, "%s", info->title);
+    lsn_course_path(&r->course, number, les->path, sizeof les->path);
+    snprintf(les->shown_path, sizeof les->shown_path, "%.255s/%.1024s", r->lessons_name, info->file);
+    r->rng = 0x9E3779B97F4A7C15ull ^ (uint64_t)number * 0xBF58476D1CE4E5B9ull;
+    if (!info->available) {
+        lsn_run_error(r, "Lesson %d (%s) is not written yet: %s is missing.", number, info->title, les->shown_path);
+        return -1;
+    }
+    lsn_lab_env env = {
+        .stage = &r->stage, .ask = &r->q, .goal = &r->g, .server = r->srv.server, .traffic = &r->traffic,
+        .rng = &r->rng, .speed = &r->pace.speed, .autorun = &r->pace.autorun, .last_step = &r->srv.last_step,
+        .changes = &r->changes, .log = &r->chk.log, .headless = r->headless, .verbose = r->verbose,
+        .lessons_dir = r->lessons_dir, .lessons_name = r->lessons_name, .number = number,
+        .title = les->title, .shown_path = les->shown_path, .limits = r->limits, .interrupt = r->interrupt,
+        .start_server = env_start_server, .stop_server = env_stop_server, .host = r,
+    };
+    char err[512];
+    r->vm = lsn_vm_new(&env, err, sizeof err);
+    if (!r->vm) {
+        lsn_run_error(r, "Could not start lesson %d: %s", number, err);
+        return -1;
+    }
+    if (lsn_vm_load(r->vm, les->path, &r->offer, les->title, sizeof les->title) < 0) {
+        vm_error(r);
+        return -1;
+    }
+    lsn_offer_build(&r->offer, r->srv.server);
+    r->changes |= LSN_CH_TEXT | LSN_CH_VIEWS | LSN_CH_STATE | LSN_CH_FLAGS | LSN_CH_SERVER;
+    resume0(r);
+    return r->pace.wait == W_ERROR ? -1 : 0;
+}
+
+/* Apply the recorded flag changes made at wait w (replay). */
+static void replay_flags(lsn_runner *r, int w)
+{
+    const lsn_lesson_progress *p = &r->saving.progress.lessons[r->les.number];
+    for (int i = 0; i < p->ninputs && r->pace.wait != W_ERROR; i++) {
+        const lsn_input *in = &p->inputs[i];
+        if (in->wait == w && in->kind == LSN_IN_FLAG) {
+            char err[256];
+            lsn_set_flag(r, in->name, in->value, err, sizeof err);
+        }
+    }
+}
+
+static const lsn_input *recorded_answer(lsn_runner *r, int w)
+{
+    const lsn_lesson_progress *p = &r->saving.progress.lessons[r->les.number];
+    const lsn_input *found = NULL;
+    for (int i = 0; i < p->ninputs; i++)
+        if (p->inputs[i].wait == w && p->inputs[i].kind != LSN_IN_FLAG)
+            found = &p->inputs[i];
+    return found;
+}
+
+void lsn_run_drive(lsn_runner *r, int target)
+{
+    lsn_pace *p = &r->pace;
+    for (long guard = 0; guard < 1000000; guard++) {
+        switch (p->wait) {
+        case W_STEPS:
+            finish_steps(r);
+            break;
+        case W_RUN_UNTIL:
+            finish_run_until(r);
+            break;
+        case W_COND:
+            finish_cond_headless(r);
+            break;
+        case W_NEXT:
+            if (p->replaying) {
+                replay_flags(r, p->step);
+                if (p->step >= target)
+                    return;
+            }
+            complete_step(r);
+            resume0(r);
+            break;
+        case W_ANSWER:
+            if (r->chk.on) {
+                lsn_check_question(r);
+                if (r->chk.failed)
+                    return;
+            } else {
+                replay_flags(r, p->step);
+                if (p->step >= target)
+                    return;
+                const lsn_input *in = recorded_answer(r, p->step);
+                lsn_verdict v;
+                if (!in)
+                    return;
+                if (in->kind == LSN_IN_REVEAL)
+                    lsn_reveal(r);
+                else if (lsn_answer(r, in->value, &v), v.kind != LSN_V_CORRECT)
+                    return;
+            }
+            break;
+        case W_GOAL:
+            if (r->chk.on) {
+                lsn_check_goal(r);
+                if (r->chk.failed)
+                    return;
+            } else {
+                replay_flags(r, p->step);
+                if (p->step >= target)
+                    return;
+                lsn_run_check_goal(r);
+                /* a goal reached by running a while (lab.goal{steps=}) */
+                for (int64_t k = 0; k < r->g.steps && !r->g.met && p->wait == W_GOAL; k++) {
+                    if (lsn_run_engine_step(r) < 0)
+                        return;
+                    if (k % 8 == 7 || k == r->g.steps - 1)
+                        lsn_run_check_goal(r);
+                }
+                if (p->wait != W_GOAL || !r->g.met)
+                    return;
+                lsn_run_finish_goal(r);
+            }
+            break;
+        default:
+            return;
+        }
+    }
+}
+
+int lsn_load(lsn_runner *r, int number, int resume_saved)
+{
+    lsn_run_unload(r);
+    ahead_clear(r); /* lsn_back hands its own over after loading */
+    r->changes = 0;
+    if (start_lesson(r, number) < 0)
+        return -1;
+    if (resume_saved && !r->chk.on && number <= LSN_MAX_LESSONS) {
+        int target = r->saving.progress.lessons[number].step;
+        if (target > 0) {
+            r->pace.replaying = 1;
+            lsn_run_drive(r, target);
+            r->pace.replaying = 0;
+        }
+    }
+    if (!r->chk.on) {
+        r->saving.progress.current = number;
+        save_progress(r);
+    }
+    return r->pace.wait == W_ERROR ? -1 : 0;
+}
+
+int lsn_current(const lsn_runner *r) { return r->les.number; }
+const char *lsn_title(const lsn_runner *r) { return r->les.number ? r->les.title : ""; }
+
+lsn_state lsn_get_state(const lsn_runner *r)
+{
+    switch (r->pace.wait) {
+    case W_NONE: return r->vm ? LSN_RUNNING : (r->has_error ? LSN_ERROR : LSN_IDLE);
+    case W_STEPS:
+    case W_RUN_UNTIL: return LSN_RUNNING;
+    case W_COND: return LSN_WAIT_COND;
+    case W_NEXT: return LSN_WAIT_NEXT;
+    case W_ANSWER: return LSN_WAIT_ANSWER;
+    case W_GOAL: return LSN_WAIT_GOAL;
+    case W_DONE: return LSN_DONE;
+    case W_ERROR: return LSN_ERROR;
+    }
+    return LSN_IDLE;
+}
+
+const char *lsn_state_name(lsn_state s)
+{
+    static const char *const names[] = {"idle", "running", "wait-cond", "wait-next",
+                                        "wait-answer", "wait-goal", "done", "error"};
+    return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "?";
+}
+
+unsigned lsn_tick(lsn_runner *r, double dt)
+{
+    r->changes = 0;
+    lsn_pace *p = &r->pace;
+    if (!r->vm || p->wait == W_ERROR)
+        return 0;
+    if (p->wait == W_GOAL && r->g.met) {
+        lsn_run_finish_goal(r);
+        return r->changes;
+    }
+    int animating = p->wait == W_STEPS || p->wait == W_RUN_UNTIL;
+    if ((animating || (p->autorun && lsn_server_engine(r->srv.server))) && dt > 0) {
+        p->accum += dt * p->speed * p->speed_factor;
+        long k = (long)p->accum;
+        p->accum -= (double)k;
+        if (k > MAX_STEPS_PER_TICK)
+            k = MAX_STEPS_PER_TICK;
+        for (long i = 0; i < k && p->wait != W_ERROR; i++) {
+            if (p->wait == W_STEPS) {
+                if (lsn_run_engine_step(r) < 0)
+                    break;
+                if (--p->steps_left <= 0) {
+                    resume0(r);
+                    break;
+                }
+            } else if (p->wait == W_RUN_UNTIL) {
+                if (run_until_step(r))
+                    break;
+            } else if (p->autorun && lsn_server_engine(r->srv.server)) {
+                if (lsn_run_engine_step(r) < 0)
+                    break;
+            } else {
+                break;
+            }
+        }
+    }
+    if (p->wait == W_COND) {
+        int c = test_fn(r, LSN_FN_COND);
+        if (c > 0)
+            resume_bool(r, 1);
+    }
+    if (p->wait == W_GOAL && r->g.active && !r->g.met)
+        lsn_run_check_goal(r);
+    return r->changes;
+}
+
+/* ---- back and forward ----------------------------------------------------------- */
+
+static void inputs_free(lsn_input *v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(v[i].name);
+        free(v[i].value);
+    }
+    free(v);
+}
+
+static void ahead_clear(lsn_runner *r)
+{
+    inputs_free(r->ahead.v, r->ahead.n);
+    r->ahead.v = NULL;
+    r->ahead.n = r->ahead.cap = 0;
+}
+
+/* Append a copy of `in`; an input that cannot be copied (out of memory) is
+ * just not remembered: the learner is asked again. */
+static void ahead_add(lsn_ahead *a, const lsn_input *in)
+{
+    if (a->n == a->cap) {
+        int cap = a->cap ? a->cap * 2 : 8;
+        lsn_input *nv = realloc(a->v, (size_t)cap * sizeof *nv);
+        if (!nv)
+            return;
+        a->v = nv;
+        a->cap = cap;
+    }
+    lsn_input *d = &a->v[a->n];
+    d->wait = in->wait;
+    d->kind = in->kind;
+    d->name = in->name ? strdup(in->name) : NULL;
+    d->value = in->value ? strdup(in->value) : NULL;
+    if ((in->name && !d->name) || (in->value && !d->value)) {
+        free(d->name);
+        free(d->value);
+        return;
+    }
+    a->n++;
+}
+
+/* The learner is (again) at a question or goal they went back over: feed the
+ * answer or the flag changes remembered for this step, as a replay does. A
+ * remembered answer that no longer checks (flags changed since) leaves the
+ * question asked; a reveal is not repeated. Returns 1 when something was
+ * applied. The remembered inputs of the step are used up either way. */
+static int apply_remembered(lsn_runner *r)
+{
+    lsn_ahead *a = &r->ahead;
+    if (r->pace.replaying || r->chk.on || a->n == 0 || !r->vm)
+        return 0;
+    if (!(r->pace.wait == W_ANSWER && r->q.active) && !(r->pace.wait == W_GOAL && r->g.active))
+        return 0;
+    int w = r->pace.step, k = 0, nmine = 0;
+    lsn_input *mine = malloc((size_t)a->n * sizeof *mine);
+    if (!mine)
+        return 0;
+    for (int i = 0; i < a->n; i++) {
+        if (a->v[i].wait == w)
+            mine[nmine++] = a->v[i];
+        else
+            a->v[k++] = a->v[i];
+    }
+    a->n = k;
+    unsigned saved = r->changes; /* lsn_answer / lsn_set_flag start from 0 */
+    int did = 0;
+    if (r->pace.wait == W_ANSWER) {
+        const lsn_input *ans = NULL;
+        for (int i = 0; i < nmine; i++)
+            if (mine[i].kind != LSN_IN_FLAG)
+                ans = &mine[i];
+        if (ans && ans->kind == LSN_IN_ANSWER && ans->value) {
+            lsn_verdict v;
+            int tries = r->q.tries, hints = r->q.hints_shown;
+            a->from_before = 1;
+            lsn_answer(r, ans->value, &v);
+            a->from_before = 0;
+            did = v.kind == LSN_V_CORRECT;
+            if (!did && r->pace.wait == W_ANSWER && r->q.active) {
+                /* not the learner's try: no count, no hint used up */
+                r->q.tries = tries;
+                r->q.hints_shown = hints;
+            }
+            if (did && !r->saving.notice[0]) /* the lesson may turn the page at once */
+                snprintf(r->saving.notice, sizeof r->saving.notice, "Your answer: %.700s (from before).", ans->value);
+        }
+    } else {
+        for (int i = 0; i < nmine && r->pace.wait == W_GOAL; i++) {
+            if (mine[i].kind != LSN_IN_FLAG)
+                continue;
+            char err[256];
+            if (lsn_set_flag(r, mine[i].name, mine[i].value, err, sizeof err))
+                did = 1;
+        }
+        if (did && r->pace.wait == W_GOAL && r->g.met)
+            say_line(r, "You reached this goal before: your flag changes were made again.");
+    }
+    inputs_free(mine, nmine);
+    r->changes |= saved;
+    return did;
+}
+
+unsigned lsn_next(lsn_runner *r)
+{
+    r->changes = 0;
+    switch (r->pace.wait) {
+    case W_ANSWER:
+    case W_GOAL:
+        /* back onto a step answered before: n takes the answer from then */
+        apply_remembered(r);
+        break;
+    case W_NEXT:
+        complete_step(r);
+        resume0(r);
+        break;
+    case W_STEPS:
+        finish_steps(r);
+        break;
+    case W_RUN_UNTIL:
+        finish_run_until(r);
+        break;
+    default:
+        break;
+    }
+    return r->changes;
+}
+
+unsigned lsn_back(lsn_runner *r)
+{
+    if (!r->les.number || r->pace.step == 0)
+        return 0;
+    int n = r->les.number, target = r->pace.step - 1, from = r->pace.step;
+    /* Remember what is about to be forgotten: what was remembered from an
+     * earlier back for the step the learner is at and beyond (the steps
+     * before it were lived again), then the inputs of the steps gone back
+     * over. Within one step the older inputs come first: replay order. */
+    lsn_ahead old = r->ahead;
+    memset(&r->ahead, 0, sizeof r->ahead);
+    for (int i = 0; i < old.n; i++)
+        if (old.v[i].wait >= from)
+            ahead_add(&r->ahead, &old.v[i]);
+    inputs_free(old.v, old.n);
+    const lsn_lesson_progress *p = &r->saving.progress.lessons[n];
+    for (int i = 0; i < p->ninputs; i++)
+        if (p->inputs[i].wait >= target)
+            ahead_add(&r->ahead, &p->inputs[i]);
+    lsn_ahead keep = r->ahead;
+    memset(&r->ahead, 0, sizeof r->ahead);
+    lsn_progress_truncate(&r->saving.progress, n, target);
+    r->saving.progress.lessons[n].step = target;
+    save_progress(r);
+    lsn_load(r, n, 1);
+    ahead_clear(r);
+    r->ahead = keep;
+    return r->changes | LSN_CH_TEXT | LSN_CH_VIEWS | LSN_CH_STATE | LSN_CH_SERVER;
+}
+
+unsigned lsn_reset(lsn_runner *r)
+{
+    int n = r->les.number;
+    if (!n)
+        return 0;
+    lsn_progress_truncate(&r->saving.progress, n, 0);
+    r->saving.progress.lessons[n].step = 0;
+    save_progress(r);
+    lsn_load(r, n, 0);
+    return r->changes | LSN_CH_TEXT | LSN_CH_VIEWS | LSN_CH_STATE | LSN_CH_SERVER | LSN_CH_PLOT;
+}
+
+void lsn_set_speed(lsn_runner *r, double factor)
+{
+    r->pace.speed_factor = factor > 0 ? factor : 1;
+}
+
+int lsn_step(const lsn_runner *r) { return r->pace.step; }
+
+/* ---- what the app shows -------------------------------------------------------- */
+
+const char *lsn_text(const lsn_runner *r) { return r->stage.text.s ? r->stage.text.s : ""; }
+const char *lsn_page_title(const lsn_runner *r) { return r->stage.page_title; }
+int lsn_page_number(const lsn_runner *r) { return r->stage.page_no; }
+const char *lsn_error(const lsn_runner *r)
+{
+    return r->pace.wait == W_ERROR && r->has_error ? r->error.s : NULL;
+}
+
+int lsn_view_count(const lsn_runner *r)
+{
+    (void)r;
+    return LSN_NVIEWS;
+}
+
+const lsn_view *lsn_view_at(const lsn_runner *r, int index)
+{
+    return index >= 0 && index < LSN_NVIEWS ? &r->stage.views[index].pub : NULL;
+}
+
+const lsn_view *lsn_view_find(const lsn_runner *r, const char *name)
+{
+    const lsn_stage_view *v = lsn_stage_view_find(&r->stage, name);
+    return v ? &v->pub : NULL;
+}
+
+const char *lsn_view_option(const lsn_runner *r, const char *view, const char *key)
+{
+    const lsn_view *v = lsn_view_find(r, view);
+    if (!v)
+        return NULL;
+    for (int i = 0; i < v->noptions; i++)
+        if (!strcmp(v->option_keys[i], key))
+            return v->option_values[i];
+    return NULL;
+}
+
+const lsn_plot *lsn_get_plot(const lsn_runner *r)
+{
+    return lsn_stage_get_plot((lsn_stage *)&r->stage); /* refreshes the public copy */
+}
+
+const lsn_question *lsn_get_question(const lsn_runner *r)
+{
+    if (r->pace.wait != W_ANSWER || !r->q.active)
+        return NULL;
+    return lsn_ask_public((lsn_ask *)&r->q);
+}
+
+const lsn_goal *lsn_get_goal(const lsn_runner *r)
+{
+    if (r->pace.wait != W_GOAL || !r->g.active)
+        return NULL;
+    return lsn_goal_spec_public((lsn_goal_spec *)&r->g);
+}
+
+const lsn_scene *lsn_scene_get(lsn_runner *r)
+{
+    lsn_scene *s = &r->scene;
+    s->lesson = r->les.number;
+    s->title = lsn_title(r);
+    s->state = lsn_get_state(r);
+    s->step = r->pace.step;
+    s->text = lsn_text(r);
+    s->page_title = r->stage.page_title;
+    s->page_no = r->stage.page_no;
+    s->error = lsn_error(r);
+    s->views = lsn_stage_views(&r->stage);
+    s->plot = lsn_get_plot(r);
+    s->question = lsn_get_question(r);
+    s->goal = lsn_get_goal(r);
+    s->nflags = r->offer.nflags;
+    s->flags = r->offer.flags;
+    s->server_error = lsn_server_error(r);
+    return s;
+}
+
+/* ---- answers ------------------------------------------------------------------- */
+
+unsigned lsn_answer(lsn_runner *r, const char *text, lsn_verdict *v)
+{
+    r->changes = 0;
+    lsn_verdict dummy;
+    if (!v)
+        v = &dummy;
+    v->message[0] = '\0';
+    if (r->pace.wait != W_ANSWER || !r->q.active) {
+        v->kind = LSN_V_NO_QUESTION;
+        snprintf(v->message, sizeof v->message, "Nothing is being asked right now.");
+        return 0;
+    }
+    lsn_ask *q = &r->q;
+    double value;
+    int picked;
+    lsn_check_result res = lsn_ask_check(q, text, &value, &picked, v->message, sizeof v->message);
+    v->kind = res == LSN_CHECK_CORRECT ? LSN_V_CORRECT
+            : res == LSN_CHECK_NEAR_MISS ? LSN_V_NEAR_MISS
+            : res == LSN_CHECK_WRONG ? LSN_V_WRONG : LSN_V_UNREADABLE;
+    r->changes |= LSN_CH_QUESTION;
+    if (res == LSN_CHECK_CORRECT) {
+        record(r, LSN_IN_ANSWER, NULL, text);
+        char line[1024];
+        snprintf(line, sizeof line, r->ahead.from_before ? "Your answer: %s (from before). That's right."
+                                                         : "Your answer: %s. That's right.", text);
+        say_line(r, line);
+        if (q->explain && q->explain[0]) {
+            say_line(r, q->explain);
+            size_t l = strlen(v->message);
+            snprintf(v->message + l, sizeof v->message - l, " %s", q->explain);
+        }
+        int tries = q->tries;
+        clear_question(r);
+        complete_step(r);
+        resume_answer(r, picked, value, tries);
+        return r->changes;
+    }
+    if (res != LSN_CHECK_UNREADABLE) {
+        q->tries++;
+        if (q->hints_shown < q->nhints) {
+            size_t l = strlen(v->message);
+            snprintf(v->message + l, sizeof v->message - l, " Hint: %s", q->hints[q->hints_shown++]);
+        }
+    }
+    return r->changes;
+}
+
+const char *lsn_hint(lsn_runner *r)
+{
+    if (r->pace.wait == W_ANSWER && r->q.active && r->q.hints_shown < r->q.nhints) {
+        r->changes |= LSN_CH_QUESTION;
+        return r->q.hints[r->q.hints_shown++];
+    }
+    if (r->pace.wait == W_GOAL && r->g.active && r->g.hints_shown < r->g.nhints) {
+        r->g.pub.hints_shown = r->g.hints_shown + 1;
+        r->changes |= LSN_CH_GOAL;
+        return r->g.hints[r->g.hints_shown++];
+    }
+    return NULL;
+}
+
+static char reveal_buf[512];
+
+const char *lsn_reveal(lsn_runner *r)
+{
+    if (r->pace.wait != W_ANSWER || !r->q.active)
+        return NULL;
+    lsn_ask *q = &r->q;
+    double value = q->answer;
+    int picked = q->nchoices ? q->correct : 0;
+    lsn_ask_answer_text(q, reveal_buf, sizeof reveal_buf);
+    record(r, LSN_IN_REVEAL, NULL, NULL);
+    char line[1024];
+    snprintf(line, sizeof line, "The answer: %s.", reveal_buf);
+    say_line(r, line);
+    if (q->explain && q->explain[0])
+        say_line(r, q->explain);
+    int tries = q->tries;
+    clear_question(r);
+    complete_step(r);
+    r->changes |= LSN_CH_QUESTION;
+    resume_answer(r, picked, value, tries);
+    return reveal_buf;
+}
+
+/* ---- flags and goals -------------------------------------------------------- */
+
+int lsn_flag_count(const lsn_runner *r) { return r->offer.nflags; }
+
+const lsn_flag *lsn_flag_at(const lsn_runner *r, int index)
+{
+    return index >= 0 && index < r->offer.nflags ? &r->offer.flags[index] : NULL;
+}
+
+unsigned lsn_set_flag(lsn_runner *r, const char *name, const char *value, char *err, size_t errlen)
+{
+    r->changes = 0;
+    if (!r->vm || r->pace.wait == W_ERROR) {
+        snprintf(err, errlen, "no lesson is running");
+        return 0;
+    }
+    if (!lsn_offer_allows(&r->offer, name)) {
+        const char *canon = NULL;
+        if (!lsn_server_flag_info(name, &canon, NULL, NULL))
+            snprintf(err, errlen, "unknown flag --%s", name);
+        else
+            snprintf(err, errlen, "this lesson does not let you change --%s", canon);
+        return 0;
+    }
+    if (lsn_server_set(r->srv.server, name, value ? value : "", err, errlen) < 0)
+        return 0;
+    const char *canon = name;
+    lsn_server_flag_info(name, &canon, NULL, NULL);
+    record(r, LSN_IN_FLAG, canon, value ? value : "");
+    save_progress(r);
+    r->changes |= LSN_CH_FLAGS;
+    if (r->srv.started)
+        start_server(r);
+    sync_flags(r);
+    if (lsn_vm_on_flag(r->vm, canon, value ? value : "") < 0) {
+        vm_error(r);
+        return r->changes;
+    }
+    if (r->pace.wait == W_GOAL && r->g.active) {
+        r->g.changes++;
+        lsn_run_check_goal(r);
+    }
+    return r->changes ? r->changes : LSN_CH_FLAGS;
+}
+
+struct kv_engine *lsn_engine(const lsn_runner *r) { return lsn_server_engine(r->srv.server); }
+
+const struct kv_plan *lsn_plan(const lsn_runner *r) { return lsn_server_plan(r->srv.server); }
+
+const char *lsn_server_error(const lsn_runner *r) { return r->srv.has_err ? r->srv.err : NULL; }
+
+int lsn_catalog_step(const lsn_runner *r, const char *flag, const char *cur, int dir, char *out, size_t len)
+{
+    if (!r || !r->srv.server || !flag || !out || len == 0)
+        return 0;
+    const char *v = cur ? cur : "";
+    if (!strcmp(flag, "gpu")) {
+        const kv_gpu_catalog *c = lsn_server_catalog(r->srv.server);
+        if (!c || c->count <= 0)
+            return 0;
+        int at = -1;
+        for (int i = 0; i < c->count; i++)
+            if (!strcmp(c->gpus[i].id, v))
+                at = i;
+        int next = at < 0 ? (dir > 0 ? 0 : c->count - 1) : (at + (dir > 0 ? 1 : c->count - 1)) % c->count;
+        snprintf(out, len, "%s", c->gpus[next].id);
+        return 1;
+    }
+    if (!strcmp(flag, "model")) {
+        char **ids = NULL;
+        char err[256];
+        int n = kv_model_catalog_list(lsn_server_assets(r->srv.server), &ids, err, sizeof err);
+        if (n <= 0)
+            return 0;
+        int at = -1;
+        for (int i = 0; i < n; i++)
+            if (!strcmp(ids[i], v))
+                at = i;
+        int next = at < 0 ? (dir > 0 ? 0 : n - 1) : (at + (dir > 0 ? 1 : n - 1)) % n;
+        snprintf(out, len, "%s", ids[next]);
+        kv_model_catalog_free(ids, n);
+        return 1;
+    }
+    return 0;
+}
