@@ -21,6 +21,7 @@ static void usage(FILE *f)
         "       kvlab models | gpus | lessons\n"
         "       kvlab check [N ...]        run lessons headless; non-zero exit on a failed check\n"
         "       kvlab probe                what the CUDA backend measures on this machine\n"
+        "       kvlab rooms                classroom rooms on this machine (who presents, who may join)\n"
         "       kvlab --version | --help\n");
 }
 
@@ -37,6 +38,7 @@ int main(int argc, char **argv)
         if (!strcmp(c, "gpus"))     return cmd_gpus(argc - 1, argv + 1);
         if (!strcmp(c, "simulate")) return cmd_simulate(argc - 1, argv + 1);
         if (!strcmp(c, "probe"))    return cmd_probe(argc - 1, argv + 1);
+        if (!strcmp(c, "rooms"))    return cmd_rooms(argc - 1, argv + 1);
 #ifdef KVLAB_HAVE_LESSONS
         if (!strcmp(c, "lessons"))  return cmd_lessons(argc - 1, argv + 1);
         if (!strcmp(c, "check"))    return cmd_check(argc - 1, argv + 1);

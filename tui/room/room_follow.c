@@ -1,0 +1,442 @@
+/* room_follow: connecting to a room, reconnecting, and keeping the
+ * presenter's state (see room_follow.h). */
+#include "room_follow.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kv_util.h"
+
+#define INBUF_CAP (ROOM_HEADER_LEN + ROOM_MSG_MAX_PAYLOAD)
+#define READ_PER_POLL (1024 * 1024)
+
+struct room_follow {
+    char spec[ROOM_NAME_MAX + ROOM_ROOMNAME_MAX + 2];
+    char fixed_path[ROOM_PATH_MAX]; /* room_follow_new_at */
+    char name[ROOM_ROOMNAME_MAX];
+    int fd;
+    room_follow_status status;
+    char message[ROOM_TEXT_MAX + 128];
+    double next_try;
+    int ever_followed;             /* for "the presenter quit" rather than "waiting" */
+    uint8_t *in;
+    size_t inlen;
+    room_msg *msg;                 /* scratch */
+    room_state *st;
+    int have_state;
+    room_msg welcome;
+    int have_welcome;
+    room_follow_stats stats;
+};
+
+static room_follow *alloc_follow(void)
+{
+    room_follow *f = calloc(1, sizeof *f);
+    if (!f)
+        return NULL;
+    f->fd = -1;
+    f->in = malloc(INBUF_CAP);
+    f->msg = malloc(sizeof *f->msg);
+    f->st = malloc(sizeof *f->st);
+    if (!f->in || !f->msg || !f->st) {
+        room_follow_free(f);
+        return NULL;
+    }
+    return f;
+}
+
+room_follow *room_follow_new(const char *spec, char *err, size_t errlen)
+{
+    room_entry e;
+    if (room_find(spec, &e, err, errlen) < 0)
+        return NULL;
+    room_follow *f = alloc_follow();
+    if (!f) {
+        kv_errf(err, errlen, -1, "out of memory");
+        return NULL;
+    }
+    snprintf(f->spec, sizeof f->spec, "%s", spec ? spec : "");
+    snprintf(f->name, sizeof f->name, "%s", e.name);
+    snprintf(f->message, sizeof f->message, "waiting for the presenter of room '%s'", f->name);
+    return f;
+}
+
+room_follow *room_follow_new_at(const char *sock_path, const char *name)
+{
+    room_follow *f = alloc_follow();
+    if (!f)
+        return NULL;
+    snprintf(f->fixed_path, sizeof f->fixed_path, "%s", sock_path);
+    snprintf(f->name, sizeof f->name, "%s", name ? name : "room");
+    snprintf(f->message, sizeof f->message, "waiting for the presenter of room '%s'", f->name);
+    return f;
+}
+
+void room_follow_free(room_follow *f)
+{
+    if (!f)
+        return;
+    if (f->fd >= 0)
+        close(f->fd);
+    free(f->in);
+    free(f->msg);
+    free(f->st);
+    free(f);
+}
+
+static void set_status(room_follow *f, room_follow_status s, unsigned *ch, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void set_status(room_follow *f, room_follow_status s, unsigned *ch, const char *fmt, ...)
+{
+    char buf[sizeof f->message];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (s != f->status || strcmp(buf, f->message)) {
+        f->status = s;
+        memcpy(f->message, buf, sizeof buf);
+        *ch |= ROOM_FC_STATUS;
+    }
+}
+
+/* Lose the connection; state is kept (the screen stays) until a new one. */
+static void disconnect(room_follow *f, double now, double retry)
+{
+    if (f->fd >= 0)
+        close(f->fd);
+    f->fd = -1;
+    f->inlen = 0;
+    f->have_welcome = 0;
+    f->next_try = now + retry;
+}
+
+/* Connect to path; returns the fd or -1 with errno. */
+static int connect_path(const char *path)
+{
+    struct sockaddr_un sa;
+    size_t n = strlen(path);
+    if (n >= sizeof sa.sun_path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    memcpy(sa.sun_path, path, n + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    /* A Unix socket connect does not wait on the peer: it succeeds, or fails
+     * at once (ECONNREFUSED, ENOENT, EACCES, EAGAIN when its backlog is full). */
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int send_hello(int fd, int mode)
+{
+    room_msg m;
+    room_msg_init(&m, ROOM_T_HELLO);
+    m.mode = (uint8_t)mode;
+    room_user_name(geteuid(), m.user, sizeof m.user);
+    uint8_t buf[256];
+    size_t n = room_msg_encode(&m, buf, sizeof buf);
+    return n && send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)n ? 0 : -1;
+}
+
+static void try_connect(room_follow *f, double now, unsigned *ch)
+{
+    char path[ROOM_PATH_MAX], err[512];
+    if (f->fixed_path[0]) {
+        snprintf(path, sizeof path, "%s", f->fixed_path);
+    } else {
+        room_entry e;
+        int rc = room_find(f->spec, &e, err, sizeof err);
+        if (rc <= 0 || !e.sock[0]) {
+            if (rc < 0)
+                set_status(f, ROOM_FS_WAITING, ch, "%s", err);
+            else if (f->ever_followed)
+                set_status(f, ROOM_FS_WAITING, ch, "the presenter of room '%s' is gone; waiting for it to come back",
+                           f->name);
+            else
+                set_status(f, ROOM_FS_WAITING, ch, "waiting for the presenter of room '%s'", f->name);
+            f->next_try = now + ROOM_RETRY_S;
+            return;
+        }
+        snprintf(path, sizeof path, "%s", e.sock);
+    }
+    int fd = connect_path(path);
+    if (fd < 0) {
+        int e = errno;
+        if (e == EACCES || e == EPERM) {
+            set_status(f, ROOM_FS_REFUSED, ch,
+                       "refused: room '%s' is not open to you (permission denied); ask the presenter to open it "
+                       "to your group with --allow-group",
+                       f->name);
+            f->next_try = now + ROOM_RETRY_REFUSED_S;
+        } else {
+            if (f->ever_followed)
+                set_status(f, ROOM_FS_WAITING, ch, "the presenter of room '%s' is gone; waiting for it to come back",
+                           f->name);
+            else
+                set_status(f, ROOM_FS_WAITING, ch, "waiting for the presenter of room '%s'", f->name);
+            f->next_try = now + ROOM_RETRY_S;
+        }
+        return;
+    }
+    if (send_hello(fd, ROOM_MODE_FOLLOW) < 0) {
+        close(fd);
+        f->next_try = now + ROOM_RETRY_S;
+        return;
+    }
+    f->fd = fd;
+    f->inlen = 0;
+    f->stats.connects++;
+    set_status(f, ROOM_FS_JOINING, ch, "joining room '%s'", f->name);
+}
+
+/* Act on one decoded message. Returns -1 when the connection must end. */
+static int handle(room_follow *f, const room_msg *m, double now, unsigned *ch)
+{
+    switch (m->type) {
+    case ROOM_T_WELCOME:
+        f->welcome = *m;
+        f->have_welcome = 1;
+        return 0;
+    case ROOM_T_REFUSE:
+        set_status(f, ROOM_FS_REFUSED, ch, "refused: %s", m->text);
+        disconnect(f, now, ROOM_RETRY_REFUSED_S);
+        return -1;
+    case ROOM_T_BYE:
+        set_status(f, ROOM_FS_WAITING, ch, "%s; waiting for the presenter to come back", m->text);
+        disconnect(f, now, ROOM_RETRY_S);
+        return -1;
+    case ROOM_T_STATE: {
+        /* Events received but not yet taken stay (a STATE may follow a
+         * DELTA before the app looked). */
+        int nev = f->have_state ? f->st->nevents : 0;
+        room_event keep[ROOM_MAX_EVENTS];
+        if (nev)
+            memcpy(keep, f->st->events, (size_t)nev * sizeof keep[0]);
+        *f->st = m->st;
+        if (nev) {
+            int total = nev + f->st->nevents;
+            int drop = total > ROOM_MAX_EVENTS ? total - ROOM_MAX_EVENTS : 0;
+            room_event merged[ROOM_MAX_EVENTS];
+            int k = 0;
+            for (int i = drop; i < nev; i++)
+                merged[k++] = keep[i];
+            for (int i = drop > nev ? drop - nev : 0; i < f->st->nevents; i++)
+                merged[k++] = f->st->events[i];
+            memcpy(f->st->events, merged, (size_t)k * sizeof merged[0]);
+            f->st->nevents = k;
+        }
+        f->have_state = 1;
+        f->ever_followed = 1;
+        f->stats.states++;
+        *ch |= ROOM_FC_STATE;
+        set_status(f, ROOM_FS_FOLLOWING, ch, "%s", "");
+        return 0;
+    }
+    case ROOM_T_DELTA:
+        if (!f->have_state || room_state_apply_delta(f->st, m) < 0) {
+            f->stats.stale_deltas++; /* the presenter sends a full state next */
+            return 0;
+        }
+        f->stats.deltas++;
+        *ch |= ROOM_FC_STATE;
+        return 0;
+    default:
+        return 0; /* a HELLO from the "presenter": ignore */
+    }
+}
+
+/* Decode and handle the whole frames in f->in. Returns -1 when the
+ * connection ended (malformed stream, refusal, goodbye). */
+static int consume(room_follow *f, double now, unsigned *ch)
+{
+    size_t off = 0;
+    for (;;) {
+        size_t used;
+        char err[256];
+        int rc = room_msg_decode(f->in + off, f->inlen - off, f->msg, &used, err, sizeof err);
+        if (rc == 0)
+            break;
+        if (rc < 0) {
+            f->stats.malformed++;
+            set_status(f, ROOM_FS_WAITING, ch, "the presenter sent a malformed message (%s); reconnecting", err);
+            disconnect(f, now, ROOM_RETRY_S);
+            return -1;
+        }
+        off += used;
+        if (handle(f, f->msg, now, ch) < 0)
+            return -1;
+    }
+    if (off) {
+        memmove(f->in, f->in + off, f->inlen - off);
+        f->inlen -= off;
+    }
+    return 0;
+}
+
+unsigned room_follow_feed(room_follow *f, const uint8_t *bytes, size_t n, double now)
+{
+    unsigned ch = 0;
+    while (n > 0) {
+        size_t room = INBUF_CAP - f->inlen;
+        if (room == 0) {
+            f->stats.malformed++;
+            f->inlen = 0;
+            return ch;
+        }
+        size_t k = n < room ? n : room;
+        memcpy(f->in + f->inlen, bytes, k);
+        f->inlen += k;
+        bytes += k;
+        n -= k;
+        if (consume(f, now, &ch) < 0) {
+            f->inlen = 0;
+            return ch;
+        }
+    }
+    return ch;
+}
+
+unsigned room_follow_poll(room_follow *f, double now)
+{
+    unsigned ch = 0;
+    if (f->fd < 0) {
+        if (now >= f->next_try)
+            try_connect(f, now, &ch);
+        if (f->fd < 0)
+            return ch;
+    }
+    size_t got = 0;
+    while (got < READ_PER_POLL && f->fd >= 0) {
+        if (f->inlen == INBUF_CAP) {
+            /* cannot happen with a valid stream: a frame fits INBUF_CAP */
+            f->stats.malformed++;
+            set_status(f, ROOM_FS_WAITING, &ch, "the presenter sent too much at once; reconnecting");
+            disconnect(f, now, ROOM_RETRY_S);
+            return ch;
+        }
+        ssize_t n = recv(f->fd, f->in + f->inlen, INBUF_CAP - f->inlen, MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        if (n <= 0) {
+            if (f->ever_followed)
+                set_status(f, ROOM_FS_WAITING, &ch,
+                           "the presenter of room '%s' is gone; waiting for it to come back", f->name);
+            else
+                set_status(f, ROOM_FS_WAITING, &ch, "waiting for the presenter of room '%s'", f->name);
+            disconnect(f, now, ROOM_RETRY_S);
+            return ch;
+        }
+        f->inlen += (size_t)n;
+        got += (size_t)n;
+        f->stats.bytes_read += (uint64_t)n;
+        if (consume(f, now, &ch) < 0)
+            return ch;
+    }
+    return ch;
+}
+
+int room_follow_fd(const room_follow *f) { return f->fd; }
+room_follow_status room_follow_get_status(const room_follow *f) { return f->status; }
+const char *room_follow_message(const room_follow *f) { return f->message; }
+const room_state *room_follow_state(const room_follow *f) { return f->have_state ? f->st : NULL; }
+const room_msg *room_follow_welcome(const room_follow *f) { return f->have_welcome ? &f->welcome : NULL; }
+void room_follow_get_stats(const room_follow *f, room_follow_stats *out) { *out = f->stats; }
+
+void room_follow_clear_events(room_follow *f)
+{
+    if (f->have_state)
+        f->st->nevents = 0;
+}
+
+/* ---- probe ----------------------------------------------------------------- */
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int room_probe(const char *sock_path, int timeout_ms, room_msg *welcome, char *err, size_t errlen)
+{
+    int fd = connect_path(sock_path);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ECONNREFUSED || e == ENOENT)
+            return kv_errf(err, errlen, -1, "no presenter (the socket is left over)");
+        if (e == EACCES || e == EPERM)
+            return kv_errf(err, errlen, -1, "not open to you");
+        return kv_errf(err, errlen, -1, "cannot connect: %s", strerror(e));
+    }
+    if (send_hello(fd, ROOM_MODE_PROBE) < 0) {
+        close(fd);
+        return kv_errf(err, errlen, -1, "cannot send: %s", strerror(errno));
+    }
+    uint8_t buf[2048];
+    size_t len = 0;
+    double end = mono() + timeout_ms / 1000.0;
+    int rc = -1;
+    kv_errf(err, errlen, -1, "no answer within %d ms", timeout_ms);
+    for (;;) {
+        double left = end - mono();
+        if (left <= 0)
+            break;
+        struct pollfd pfd = {fd, POLLIN, 0};
+        if (poll(&pfd, 1, (int)(left * 1000) + 1) <= 0)
+            continue;
+        ssize_t n = recv(fd, buf + len, sizeof buf - len, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        if (n <= 0) {
+            kv_errf(err, errlen, -1, "the presenter closed the connection");
+            break;
+        }
+        len += (size_t)n;
+        size_t used;
+        int d = room_msg_decode(buf, len, welcome, &used, err, errlen);
+        if (d < 0)
+            break;
+        if (d == 0) {
+            if (len == sizeof buf) {
+                kv_errf(err, errlen, -1, "the answer is too long");
+                break;
+            }
+            continue;
+        }
+        if (welcome->type == ROOM_T_WELCOME)
+            rc = 0;
+        else if (welcome->type == ROOM_T_REFUSE)
+            rc = 1;
+        else
+            kv_errf(err, errlen, -1, "unexpected %s message", room_msg_type_name(welcome->type));
+        break;
+    }
+    close(fd);
+    return rc;
+}

@@ -1,0 +1,86 @@
+/* room_follow: the follower's side of a room. It finds the room
+ * (room_path.h), connects, says hello, and keeps the presenter's latest
+ * state: each STATE replaces it, each DELTA is merged into it. When the
+ * presenter quits, restarts or is not there yet, it says so and tries again
+ * every ROOM_RETRY_S; a follower the presenter refuses is told why and tries
+ * again every ROOM_RETRY_REFUSED_S (the presenter may open the room to a
+ * group meanwhile). Nothing blocks: the app calls room_follow_poll from its
+ * main loop (or when room_follow_fd is readable). The only thing a follower
+ * ever sends is its hello. */
+#ifndef ROOM_FOLLOW_H
+#define ROOM_FOLLOW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "room_msg.h"
+#include "room_path.h"
+
+#define ROOM_RETRY_S 0.5
+#define ROOM_RETRY_REFUSED_S 3.0
+
+typedef enum room_follow_status {
+    ROOM_FS_WAITING = 0,   /* no presenter (not started, quit, or restarting) */
+    ROOM_FS_JOINING,       /* connected, waiting for the first state */
+    ROOM_FS_FOLLOWING,     /* has the presenter's state */
+    ROOM_FS_REFUSED,       /* the presenter (or the socket's mode) will not let us in */
+} room_follow_status;
+
+/* What room_follow_poll saw. */
+enum {
+    ROOM_FC_STATE = 1u << 0,   /* the state changed: read room_follow_state */
+    ROOM_FC_STATUS = 1u << 1,  /* status or message changed */
+};
+
+typedef struct room_follow room_follow;
+
+/* A follower of the room named spec (NULL or "" = this user's default room;
+ * NAME or USER/NAME, see room_path.h). Connects on the first poll. Returns
+ * NULL with one line in err when spec is not a valid room name. */
+room_follow *room_follow_new(const char *spec, char *err, size_t errlen);
+void room_follow_free(room_follow *f);
+
+/* Connect or reconnect when due, read what arrived and decode it. now is
+ * monotonic seconds. Returns ROOM_FC_* bits. Reading is bounded per call
+ * (a presenter flooding the socket cannot keep the follower here). */
+unsigned room_follow_poll(room_follow *f, double now);
+
+/* The socket to wait on (readable), or -1 while not connected. */
+int room_follow_fd(const room_follow *f);
+
+room_follow_status room_follow_get_status(const room_follow *f);
+
+/* One line for the follower's screen: "waiting for the presenter of room
+ * 'alice'", "the presenter quit: ...", "refused: room 'alice' is open to
+ * alice only; ...", "" while following. */
+const char *room_follow_message(const room_follow *f);
+
+/* The presenter's latest state, or NULL before the first STATE of this
+ * connection. Its events are those received since room_follow_clear_events. */
+const room_state *room_follow_state(const room_follow *f);
+void room_follow_clear_events(room_follow *f);
+
+/* The presenter's welcome (room, presenter, group), or NULL before one. */
+const room_msg *room_follow_welcome(const room_follow *f);
+
+/* Figures: bytes and messages received, malformed streams seen. */
+typedef struct room_follow_stats {
+    uint64_t bytes_read, states, deltas, stale_deltas, malformed, connects;
+} room_follow_stats;
+void room_follow_get_stats(const room_follow *f, room_follow_stats *out);
+
+/* For tests and the fuzzer: handle bytes as if they had come from the
+ * presenter (connected or not). Returns ROOM_FC_* bits. */
+unsigned room_follow_feed(room_follow *f, const uint8_t *bytes, size_t n, double now);
+
+/* For tests: follow the socket at an explicit path. */
+room_follow *room_follow_new_at(const char *sock_path, const char *name);
+
+/* Ask the room at sock who presents what (for `kvlab rooms`): connect, send
+ * a probe hello, wait up to timeout_ms for the answer. Returns 0 with
+ * *welcome filled; 1 when refused (welcome->text says why); -1 when no
+ * presenter answers (err: "no presenter (the socket is left over)", "not
+ * allowed (permission denied)", ...). */
+int room_probe(const char *sock_path, int timeout_ms, room_msg *welcome, char *err, size_t errlen);
+
+#endif
