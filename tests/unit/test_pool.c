@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "kv_engine.h"
+#include "kv_hash.h"
 #include "kv_kvcm.h"
 #include "kv_pool.h"
 #include "kv_req.h"
@@ -122,6 +123,70 @@ static void test_free_queue_ops(void **state)
     assert_string_equal(err, "No free blocks available");
 }
 
+/* vLLM's test_cache_key_salting (tests/v1/core/test_prefix_caching.py): the
+ * salt enters the first block's hash only, requests with the same salt share
+ * the prefix, the same tokens under another salt share nothing. */
+static kv_req *mkreq_salted(fixture *f, int id, const int32_t *tok, int32_t n, const char *salt)
+{
+    kv_req *r = &f->reqs[id];
+    kv_req_release(r);
+    memset(r, 0, sizeof *r);
+    r->id = id;
+    r->prompt_len = n;
+    r->max_output = 64;
+    r->num_cached_tokens = -1;
+    r->prompt_ids = malloc((size_t)n * sizeof(int32_t));
+    memcpy(r->prompt_ids, tok, (size_t)n * sizeof(int32_t));
+    r->prompt_ids_cap = n;
+    r->has_salt = 1;
+    r->salt = kv_hash_str(salt);
+    assert_int_equal(kv_req_reserve(r, 64), 0);
+    kv_req_update_hashes(r, f->m.block_size, f->m.none_hash);
+    return r;
+}
+
+static void test_cache_key_salting(void **state)
+{
+    (void)state;
+    fixture *f = fx_new(11, BS, 1);
+    /* 3 complete blocks and an incomplete block with 11 tokens */
+    int32_t t[128];
+    for (int i = 0; i < 3; i++)
+        fill(t, i * BS, BS, i);
+    fill(t, 3 * BS, 11, 3);
+    kv_req *r0 = mkreq_salted(f, 0, t, 59, "salt1");
+    assert_int_equal(kv_kvcm_get_computed_blocks(&f->m, r0, f->hit), 0);
+    assert_int_equal(r0->num_hashes, 3);
+    kv_hash h0 = kv_hash_block(f->m.none_hash, t, BS, 1, kv_hash_str("salt1"));
+    assert_true(kv_hash_eq(r0->hashes[0], h0));
+    assert_true(kv_hash_eq(r0->hashes[1], kv_hash_block(r0->hashes[0], t + BS, BS, 0, 0)));
+    assert_true(kv_hash_eq(r0->hashes[2], kv_hash_block(r0->hashes[1], t + 2 * BS, BS, 0, 0)));
+    assert_int_equal(kv_kvcm_allocate_slots(&f->m, r0, 59, NULL, 0), 4);
+    assert_table(r0, (int32_t[]){1, 2, 3, 4}, 4);
+    r0->num_computed = 59;
+    /* append slots without allocating a new block */
+    int32_t eight[5] = {8, 8, 8, 8, 8};
+    append_tokens(f, r0, eight, 5);
+    assert_int_equal(kv_kvcm_allocate_slots(&f->m, r0, 5, NULL, 0), 0);
+    assert_int_equal(r0->num_hashes, 4);
+    int32_t last[16];
+    memcpy(last, t + 3 * BS, 11 * sizeof(int32_t));
+    memcpy(last + 11, eight, sizeof eight);
+    assert_true(kv_hash_eq(r0->hashes[3], kv_hash_block(r0->hashes[2], last, BS, 0, 0)));
+    /* cache hit with a new request that has the same salt: only the 3-block prefix */
+    fill(t, 3 * BS, 11, 4);
+    kv_req *r1 = mkreq_salted(f, 1, t, 59, "salt1");
+    assert_int_equal(kv_kvcm_get_computed_blocks(&f->m, r1, f->hit), 3);
+    /* cache miss with the same content but a different salt */
+    kv_req *r2 = mkreq_salted(f, 2, t, 59, "salt2");
+    assert_int_equal(kv_kvcm_get_computed_blocks(&f->m, r2, f->hit), 0);
+    assert_int_equal(r2->num_hashes, 3);
+    assert_true(kv_hash_eq(r2->hashes[0], kv_hash_block(f->m.none_hash, t, BS, 1, kv_hash_str("salt2"))));
+    assert_true(kv_hash_eq(r2->hashes[1], kv_hash_block(r2->hashes[0], t + BS, BS, 0, 0)));
+    assert_true(kv_hash_eq(r2->hashes[2], kv_hash_block(r2->hashes[1], t + 2 * BS, BS, 0, 0)));
+    fx_free(f);
+}
+
 /* 2. prefill, sharing, free order */
 static void test_prefill(void **state)
 {
@@ -176,6 +241,29 @@ static void test_prefill(void **state)
     assert_int_equal(kv_pool_num_free(f->pool), 0);
     /* evicted blocks lost their hashes; the new full blocks got new ones */
     assert_int_equal(kv_pool_num_hashed(f->pool), 10);
+    fx_free(f);
+}
+
+/* The same frees under block_pool.py before 0.24: every block reaching
+ * ref_cnt 0 goes to the tail, in the order given (last block first). */
+static void test_free_to_tail(void **state)
+{
+    (void)state;
+    fixture *f = fx_new(11, BS, 1);
+    kv_pool_set_free_to_tail(f->pool, 1);
+    int32_t t[64];
+    for (int i = 0; i < 3; i++)
+        fill(t, i * 16, 16, i);
+    fill(t, 48, 7, 3);
+    kv_req *a = mkreq(f, 0, t, 55);
+    assert_int_equal(kv_kvcm_allocate_slots(&f->m, a, 55, NULL, 0), 4);
+    fill(t, 48, 5, 4);
+    kv_req *b = mkreq(f, 1, t, 53);
+    int32_t nh = kv_kvcm_get_computed_blocks(&f->m, b, f->hit);
+    assert_int_equal(kv_kvcm_allocate_slots(&f->m, b, 5, f->hit, nh), 1);
+    kv_kvcm_free(&f->m, a);
+    kv_kvcm_free(&f->m, b);
+    assert_queue(f, (int32_t[]){6, 7, 8, 9, 10, 4, 5, 3, 2, 1}, 10);
     fx_free(f);
 }
 
@@ -429,6 +517,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_free_queue_ops),
         cmocka_unit_test(test_prefill),
+        cmocka_unit_test(test_cache_key_salting),
+        cmocka_unit_test(test_free_to_tail),
         cmocka_unit_test(test_evict),
         cmocka_unit_test(test_decode),
         cmocka_unit_test(test_last_token_rule),
