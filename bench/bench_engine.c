@@ -1,4 +1,4 @@
-/* kvlab engine benchmark (issue #3, "Speed and memory"). Not a test: it
+/* kvlab engine benchmark. Not a test: it
  * prints figures for the README.
  *
  *   1. block pool: allocations + frees per second on one core, on the

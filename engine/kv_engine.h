@@ -1,11 +1,11 @@
-/* kv_engine: the live mini serving engine, as one facade (DESIGN.md, "Engine
+/* kv_engine: the live mini serving engine, as one facade (docs/DESIGN.md, "Engine
  * vocabulary"). It owns the block pool, the KV cache manager, the scheduler,
  * the tensor-parallel ranks' device pools, the virtual clock, the metrics and
  * the event stream. Lessons, views and `kvlab simulate` all drive it through
  * these functions only; views read state through the accessors and
  * snapshots below and never change the engine otherwise.
  *
- * Behaviour mirrors vLLM v1 (see shared/research/vllm-internals.md):
+ * Behaviour mirrors vLLM v1 (docs/engine-runtime.md explains how):
  *   vllm/v1/core/block_pool.py, kv_cache_manager.py, sched/scheduler.py.
  *
  * Conventions: sizes in tokens / blocks / bytes as named; times in seconds of
@@ -46,7 +46,7 @@ enum {
 #define KV_ENGINE_MAX_TOKENS (1 << 30)        /* max_model_len, max_num_batched_tokens */
 #define KV_ENGINE_MAX_BLOCKS (INT32_MAX - 2)  /* num_blocks (block ids are int32; two sentinels) */
 
-/* Teaching modes on the same requests (issue #3, item 5). */
+/* Teaching modes on the same requests. */
 typedef enum kv_engine_mode {
     KV_MODE_PAGED = 0,      /* vLLM: blocks on demand through a block table */
     KV_MODE_CONTIGUOUS = 1, /* each request reserves a max_model_len slab of
@@ -67,7 +67,7 @@ typedef enum kv_req_status {
 } kv_req_status;
 
 /* Per-rank plan terms, bytes on that rank's GPU (the memory plan of
- * DESIGN.md). Index with KV_TERM_*. */
+ * docs/DESIGN.md). Index with KV_TERM_*. */
 enum {
     KV_TERM_WEIGHTS = 0, KV_TERM_ACTIVATION, KV_TERM_CUDAGRAPH, KV_TERM_CUDA_CONTEXT,
     KV_TERM_NCCL, KV_TERM_KV_CACHE, KV_TERM_COUNT

@@ -1,4 +1,4 @@
-/* kv_trace: request traces for `kvlab simulate` (DESIGN.md, "Command
+/* kv_trace: request traces for `kvlab simulate` (docs/DESIGN.md, "Command
  * line"; docs/trace-format.md).
  *
  * A trace is JSONL, one request per line:

@@ -1,6 +1,6 @@
 /* The kv_engine facade: events, snapshots, modes, tensor-parallel ranks, the
  * device read-back, the time model, metrics, the plan glue, bad input, and
- * the capacity arithmetic of vllm-internals.md section 11 item 11. */
+ * the capacity arithmetic of vLLM's KV cache sizing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
-/* Block pool + KV cache manager scenarios 1-10 of vllm-internals.md section
- * 11 (mirroring tests/v1/core/test_kv_cache_utils.py and
- * test_prefix_caching.py), with the current (2026) free-queue order. */
+/* Block pool + KV cache manager scenarios (docs/engine-runtime.md), mirroring
+ * vLLM's tests/v1/core/test_kv_cache_utils.py and test_prefix_caching.py,
+ * with the current free-queue order (and the older one, free_to_tail). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,8 +1,8 @@
-/* Scheduler scenarios (vllm-internals.md section 11, item 12, mirroring
+/* Scheduler scenarios (docs/engine-runtime.md; mirroring
  * tests/v1/core/test_scheduler.py): FCFS preemption of the last running
  * request, priority preemption of the lowest priority, priority order, and
  * chunked prefill vs head-of-line blocking. Plus the other scheduler rules
- * of issue #3: no admission in a step that preempted, recompute on resume,
+ * of the engine: no admission in a step that preempted, recompute on resume,
  * max_model_len rejection. */
 #include <setjmp.h>
 #include <stdarg.h>
