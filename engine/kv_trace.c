@@ -342,17 +342,62 @@ static int32_t lognormal_len(rng *g, double median, double sigma, double cap)
     return (int32_t)llround(x);
 }
 
+/* A drawn length: log-normal by median and sigma (the default), the same
+ * from a mean and a 99th percentile, or uniform in [min, max]. */
+typedef struct len_dist {
+    double median, sigma, cap;
+    double mean, p99;            /* both > 0: log-normal fitted to them */
+    double min, max;             /* both > 0: uniform */
+} len_dist;
+
+/* Turn {mean, p99} into the log-normal's median and sigma: with sigma s,
+ * p99 / mean = exp(2.3263 s - s^2 / 2); the smaller root is the one with
+ * the mean above the median. */
+static int len_setup(len_dist *d, const char *what, char *err, size_t errlen)
+{
+    if ((d->mean > 0) != (d->p99 > 0))
+        return kv_errf(err, errlen, -1, "gen: %s_mean and %s_p99 go together", what, what);
+    if ((d->min > 0) != (d->max > 0))
+        return kv_errf(err, errlen, -1, "gen: %s_min and %s_max go together", what, what);
+    if (d->min > 0 && d->min > d->max)
+        return kv_errf(err, errlen, -1, "gen: %s_min is above %s_max", what, what);
+    if (d->mean > 0) {
+        const double z = 2.3263478740408408; /* standard normal 99th percentile */
+        double r = log(d->p99 / d->mean), disc = z * z - 2 * r;
+        if (r < 0 || disc < 0)
+            return kv_errf(err, errlen, -1,
+                           "gen: %s_p99 must lie between %s_mean and %.1fx it (a log-normal cannot have that tail)",
+                           what, what, exp(z * z / 2));
+        d->sigma = z - sqrt(disc);
+        d->median = d->mean * exp(-d->sigma * d->sigma / 2);
+    }
+    return 0;
+}
+
+static int32_t len_draw(rng *g, const len_dist *d)
+{
+    if (d->min > 0) {
+        double x = d->min + floor(rng_u01(g) * (d->max - d->min + 1));
+        return (int32_t)(x > d->max ? d->max : x);
+    }
+    return lognormal_len(g, d->median, d->sigma, d->cap);
+}
+
 int kv_trace_generate(const char *spec, kv_trace *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (!strncmp(spec, "gen:", 4))
         spec += 4;
-    double n = 1000, rate = 10, prompt = 512, psig = 0.8, output = 128, osig = 0.6, maxp = 32768, maxo = 8192;
-    double shared = 0, prefix = 1024, prefixes = 1, prios = 0, seed = 1;
+    double n = 1000, rate = 10, shared = 0, prefix = 1024, prefixes = 1, prios = 0, seed = 1;
+    len_dist pd = {512, 0.8, 32768, 0, 0, 0, 0}, od = {128, 0.6, 8192, 0, 0, 0, 0};
     struct { const char *k; double *v; double lo, hi; } keys[] = {
         {"requests", &n, 1, 1e8}, {"n", &n, 1, 1e8}, {"rate", &rate, 1e-9, 1e9},
-        {"prompt", &prompt, 0, 1e8}, {"prompt_sigma", &psig, 0, 10}, {"output", &output, 1, 1e8},
-        {"output_sigma", &osig, 0, 10}, {"max_prompt", &maxp, 1, 1e8}, {"max_output", &maxo, 1, 1e8},
+        {"prompt", &pd.median, 0, 1e8}, {"prompt_sigma", &pd.sigma, 0, 10}, {"output", &od.median, 1, 1e8},
+        {"output_sigma", &od.sigma, 0, 10}, {"max_prompt", &pd.cap, 1, 1e8}, {"max_output", &od.cap, 1, 1e8},
+        {"prompt_mean", &pd.mean, 1, 1e8}, {"prompt_p99", &pd.p99, 1, 1e8},
+        {"output_mean", &od.mean, 1, 1e8}, {"output_p99", &od.p99, 1, 1e8},
+        {"prompt_min", &pd.min, 1, 1e8}, {"prompt_max", &pd.max, 1, 1e8},
+        {"output_min", &od.min, 1, 1e8}, {"output_max", &od.max, 1, 1e8},
         {"shared", &shared, 0, 1}, {"prefix", &prefix, 1, 1e8}, {"prefixes", &prefixes, 1, 1e6},
         {"priorities", &prios, 0, 1e6}, {"seed", &seed, 0, 1.8e19},
     };
@@ -388,8 +433,11 @@ int kv_trace_generate(const char *spec, kv_trace *out, char *err, size_t errlen)
         if (!found)
             return kv_errf(err, errlen, -1,
                            "gen: unknown key '%s' (keys: requests, rate, prompt, prompt_sigma, output, output_sigma, "
-                           "max_prompt, max_output, shared, prefix, prefixes, priorities, seed)", item);
+                           "max_prompt, max_output, prompt_mean, prompt_p99, output_mean, output_p99, prompt_min, "
+                           "prompt_max, output_min, output_max, shared, prefix, prefixes, priorities, seed)", item);
     }
+    if (len_setup(&pd, "prompt", err, errlen) < 0 || len_setup(&od, "output", err, errlen) < 0)
+        return -1;
     int64_t count = (int64_t)n;
     out->reqs = malloc((size_t)count * sizeof *out->reqs);
     if (!out->reqs)
@@ -410,8 +458,8 @@ int kv_trace_generate(const char *spec, kv_trace *out, char *err, size_t errlen)
         memset(r, 0, sizeof *r);
         t += -log(rng_u01(&g)) / rate;
         r->arrival_s = t;
-        r->prompt_tokens = prompt > 0 ? lognormal_len(&g, prompt, psig, maxp) : 0;
-        r->output_tokens = lognormal_len(&g, output, osig, maxo);
+        r->prompt_tokens = pd.median > 0 || pd.min > 0 ? len_draw(&g, &pd) : 0;
+        r->output_tokens = len_draw(&g, &od);
         if (shared > 0 && rng_u01(&g) < shared) {
             int k = (int)(rng_u01(&g) * prefixes);
             if (k >= (int)prefixes)

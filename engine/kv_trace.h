@@ -64,7 +64,10 @@ int kv_trace_load(const char *path, kv_trace *out, char *err, size_t errlen);
  * (defaults): requests (1000) | n; rate (10, requests/s, Poisson); prompt
  * (512, median prompt tokens); prompt_sigma (0.8, log-normal sigma: the
  * tail); output (128, median output tokens); output_sigma (0.6); max_prompt
- * (32768) and max_output (8192) caps; shared (0, fraction of requests with a
+ * (32768) and max_output (8192) caps; prompt_mean + prompt_p99 (a log-normal
+ * fitted to a mean and a 99th percentile instead of prompt/prompt_sigma;
+ * the same for output_); prompt_min + prompt_max (uniform whole lengths
+ * instead; the same for output_); shared (0, fraction of requests with a
  * shared prefix); prefix (1024, prefix tokens); prefixes (1, distinct
  * prefixes); priorities (0 = all 0, else uniform in [0, priorities)); seed
  * (1). The same spec always gives the same trace. -1 with err naming the key

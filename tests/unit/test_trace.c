@@ -205,6 +205,51 @@ static void test_generator(void **state)
     assert_non_null(strstr(err, "key=value"));
 }
 
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The other length shapes: {mean, p99} fits a log-normal to both figures,
+ * {min, max} draws whole lengths uniformly, sigma 0 is one fixed length;
+ * impossible fits are refused with the key named. */
+static void test_generator_lengths(void **state)
+{
+    (void)state;
+    kv_trace t;
+    char err[256];
+    assert_int_equal(kv_trace_generate("gen:requests=20000,prompt_mean=1000,prompt_p99=6000,max_prompt=1e6,"
+                                       "output_min=10,output_max=20,seed=3", &t, err, sizeof err), 0);
+    double sum = 0;
+    int32_t *p = malloc((size_t)t.count * sizeof *p);
+    int lo = 0, hi = 0;
+    for (int64_t i = 0; i < t.count; i++) {
+        p[i] = t.reqs[i].prompt_tokens;
+        sum += p[i];
+        assert_in_range(t.reqs[i].output_tokens, 10, 20);
+        lo += t.reqs[i].output_tokens == 10;
+        hi += t.reqs[i].output_tokens == 20;
+    }
+    qsort(p, (size_t)t.count, sizeof *p, cmp_i32);
+    double mean = sum / (double)t.count, p99 = p[t.count * 99 / 100];
+    assert_true(mean > 950 && mean < 1050);
+    assert_true(p99 > 5400 && p99 < 6600);
+    assert_true(lo > 1000 && hi > 1000); /* both ends drawn, about 1 in 11 each */
+    free(p);
+    kv_trace_free(&t);
+    assert_int_equal(kv_trace_generate("gen:requests=50,prompt=700,prompt_sigma=0", &t, err, sizeof err), 0);
+    for (int64_t i = 0; i < t.count; i++)
+        assert_int_equal(t.reqs[i].prompt_tokens, 700);
+    kv_trace_free(&t);
+    assert_int_equal(kv_trace_generate("gen:prompt_mean=100", &t, err, sizeof err), -1);
+    assert_non_null(strstr(err, "prompt_mean and prompt_p99 go together"));
+    assert_int_equal(kv_trace_generate("gen:output_mean=100,output_p99=5000", &t, err, sizeof err), -1);
+    assert_non_null(strstr(err, "output_p99 must lie between"));
+    assert_int_equal(kv_trace_generate("gen:prompt_min=9,prompt_max=3", &t, err, sizeof err), -1);
+    assert_non_null(strstr(err, "prompt_min is above prompt_max"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -214,6 +259,7 @@ int main(void)
         cmocka_unit_test(test_intern_many),
         cmocka_unit_test(test_load_refuses_special_files),
         cmocka_unit_test(test_generator),
+        cmocka_unit_test(test_generator_lengths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
