@@ -35,6 +35,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "lsn_progress.h"
 #include "lsn_scene.h"
 
 struct kv_engine;   /* engine/kv_engine.h: the running "server" */
@@ -152,6 +153,39 @@ unsigned lsn_reset(lsn_runner *r);
 /* Engine steps per second while animating (default 20; the lesson may change it
  * with lab.speed). factor multiplies the lesson's rate (1 = as written). */
 void lsn_set_speed(lsn_runner *r, double factor);
+
+/* ---- following someone else's lesson (classroom mode) -------------------- */
+
+/* Load lesson `number` and replay it without animation to `step` with the
+ * inputs `in` (answers, reveals and flag changes by wait, as lsn_progress.h
+ * records them) instead of the saved progress; nothing is written to the
+ * progress file. With stop_early the replay stops at the first wait reached
+ * once `step` steps are done, also when that wait runs the engine (lab.step,
+ * lab.run_until, lab.wait_until), so the caller can run the engine on with
+ * lsn_tick_steps. Returns as lsn_load does. */
+int lsn_replay(lsn_runner *r, int number, int step, const lsn_input *in, int nin, int stop_early);
+
+/* The loaded lesson's inputs so far (what a replay of it needs); *n = 0 and
+ * NULL when nothing is loaded. Valid until the next call that can resume
+ * the lesson or load another. */
+const lsn_input *lsn_inputs(const lsn_runner *r, int *n);
+
+/* Engine steps the lesson has run since its server last started, counting
+ * the idle ones (a step with nothing to schedule moves the clock to the next
+ * arrival but not the engine's own step count): two runners that ran the
+ * same lesson the same number of ticks are in the same state. */
+int64_t lsn_engine_ticks(const lsn_runner *r);
+
+/* Advance exactly k engine steps (ticks, as lsn_engine_ticks counts them) the way lsn_tick does while animating
+ * (lab.step counts down and resumes, lab.run_until tests its condition,
+ * lab.autorun runs on), without a clock, then re-check a wait condition or
+ * a goal. Stops early when nothing waits on the engine. Returns LSN_CH_*. */
+unsigned lsn_tick_steps(lsn_runner *r, int64_t k);
+
+/* Save progress from now on in state_dir (its progress.json: what it held,
+ * with the loaded lesson as it is now), also for a runner made with
+ * state_dir "". Returns 0, or -1 with one line in err. */
+int lsn_save_to(lsn_runner *r, const char *state_dir, char *err, size_t errlen);
 
 /* Step counter: steps are counted at each pause, question and goal passed. */
 int lsn_step(const lsn_runner *r);

@@ -124,6 +124,7 @@ static void sync_flags(lsn_runner *r)
 static int start_server(lsn_runner *r)
 {
     r->srv.started = 1;
+    r->srv.ticks = 0;
     int rc = lsn_server_start(r->srv.server, r->srv.err, sizeof r->srv.err);
     r->srv.has_err = rc != 1;
     r->changes |= LSN_CH_SERVER | LSN_CH_ENGINE | LSN_CH_FLAGS;
@@ -385,6 +386,7 @@ int lsn_run_engine_step(lsn_runner *r)
     }
     char err[512];
     kv_step_result res;
+    r->srv.ticks++;
     int n = kv_engine_step(e, &res, err, sizeof err);
     if (n < 0) {
         lsn_run_error(r, "the engine stopped: %s", err);
@@ -530,6 +532,9 @@ void lsn_run_drive(lsn_runner *r, int target)
 {
     lsn_pace *p = &r->pace;
     for (long guard = 0; guard < 1000000; guard++) {
+        if (p->replaying && p->stop_early && p->step >= target &&
+            (p->wait == W_STEPS || p->wait == W_RUN_UNTIL || p->wait == W_COND))
+            return; /* lsn_replay: the follower runs the engine from here */
         switch (p->wait) {
         case W_STEPS:
             finish_steps(r);
@@ -618,6 +623,75 @@ int lsn_load(lsn_runner *r, int number, int resume_saved)
     return r->pace.wait == W_ERROR ? -1 : 0;
 }
 
+int lsn_replay(lsn_runner *r, int number, int step, const lsn_input *in, int nin, int stop_early)
+{
+    if (number < 1 || number > LSN_MAX_LESSONS || step < 0 || nin < 0)
+        return lsn_load(r, number, 0); /* sets the error for a bad number */
+    lsn_progress *pg = &r->saving.progress;
+    lsn_progress_truncate(pg, number, 0);
+    for (int i = 0; i < nin; i++)
+        if (lsn_progress_add_input(pg, number, in[i].wait, in[i].kind, in[i].name, in[i].value) < 0)
+            break;
+    pg->lessons[number].step = step;
+    int save = r->saving.save;
+    r->saving.save = 0; /* what is replayed is someone else's: never written */
+    r->pace.stop_early = stop_early;
+    int rc = lsn_load(r, number, 1);
+    r->pace.stop_early = 0;
+    r->saving.save = save;
+    return rc;
+}
+
+int64_t lsn_engine_ticks(const lsn_runner *r) { return r->srv.ticks; }
+
+const lsn_input *lsn_inputs(const lsn_runner *r, int *n)
+{
+    int num = r->les.number;
+    if (num < 1 || num > LSN_MAX_LESSONS) {
+        *n = 0;
+        return NULL;
+    }
+    *n = r->saving.progress.lessons[num].ninputs;
+    return r->saving.progress.lessons[num].inputs;
+}
+
+int lsn_save_to(lsn_runner *r, const char *state_dir, char *err, size_t errlen)
+{
+    lsn_saving *sv = &r->saving;
+    char path[PATH_MAX], notice[768] = "";
+    if (lsn_progress_path(state_dir, path, sizeof path) < 0) {
+        snprintf(err, errlen, "no folder to save progress in (set XDG_STATE_HOME or HOME)");
+        return -1;
+    }
+    /* What was saved there before, with the loaded lesson as it is now. */
+    lsn_progress old;
+    lsn_progress_init(&old);
+    if (lsn_progress_load(&old, path, notice, sizeof notice) < 0) {
+        snprintf(err, errlen, "%s", notice);
+        lsn_progress_clear(&old);
+        return -1;
+    }
+    int num = r->les.number;
+    if (num >= 1 && num <= LSN_MAX_LESSONS) {
+        lsn_lesson_progress *cur = &sv->progress.lessons[num];
+        lsn_progress_truncate(&old, num, 0);
+        old.lessons[num].step = r->pace.step;
+        old.lessons[num].done |= cur->done;
+        for (int i = 0; i < cur->ninputs; i++)
+            lsn_progress_add_input(&old, num, cur->inputs[i].wait, cur->inputs[i].kind, cur->inputs[i].name,
+                                   cur->inputs[i].value);
+        old.current = num;
+    }
+    lsn_progress_clear(&sv->progress);
+    sv->progress = old;
+    snprintf(sv->path, sizeof sv->path, "%s", path);
+    sv->save = 1;
+    if (notice[0])
+        snprintf(sv->notice, sizeof sv->notice, "%s", notice);
+    save_progress(r);
+    return sv->save ? 0 : -1;
+}
+
 int lsn_current(const lsn_runner *r) { return r->les.number; }
 const char *lsn_title(const lsn_runner *r) { return r->les.number ? r->les.title : ""; }
 
@@ -644,6 +718,41 @@ const char *lsn_state_name(lsn_state s)
     return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "?";
 }
 
+/* One engine step for the wait that runs the engine (lab.step, lab.run_until,
+ * lab.autorun): 0 when no wait steps it, 1 after a step, 2 after a step that
+ * ended the wait (the lesson resumed), -1 after an error. */
+static int step_wait(lsn_runner *r)
+{
+    lsn_pace *p = &r->pace;
+    if (p->wait == W_STEPS) {
+        if (lsn_run_engine_step(r) < 0)
+            return -1;
+        if (--p->steps_left <= 0) {
+            resume0(r);
+            return 2;
+        }
+        return 1;
+    }
+    if (p->wait == W_RUN_UNTIL)
+        return run_until_step(r) ? 2 : 1;
+    if (p->autorun && lsn_server_engine(r->srv.server))
+        return lsn_run_engine_step(r) < 0 ? -1 : 1;
+    return 0;
+}
+
+/* After the engine moved: a wait condition or a goal may hold now. */
+static void recheck(lsn_runner *r)
+{
+    lsn_pace *p = &r->pace;
+    if (p->wait == W_COND) {
+        int c = test_fn(r, LSN_FN_COND);
+        if (c > 0)
+            resume_bool(r, 1);
+    }
+    if (p->wait == W_GOAL && r->g.active && !r->g.met)
+        lsn_run_check_goal(r);
+}
+
 unsigned lsn_tick(lsn_runner *r, double dt)
 {
     r->changes = 0;
@@ -661,33 +770,36 @@ unsigned lsn_tick(lsn_runner *r, double dt)
         p->accum -= (double)k;
         if (k > MAX_STEPS_PER_TICK)
             k = MAX_STEPS_PER_TICK;
-        for (long i = 0; i < k && p->wait != W_ERROR; i++) {
-            if (p->wait == W_STEPS) {
-                if (lsn_run_engine_step(r) < 0)
-                    break;
-                if (--p->steps_left <= 0) {
-                    resume0(r);
-                    break;
-                }
-            } else if (p->wait == W_RUN_UNTIL) {
-                if (run_until_step(r))
-                    break;
-            } else if (p->autorun && lsn_server_engine(r->srv.server)) {
-                if (lsn_run_engine_step(r) < 0)
-                    break;
-            } else {
+        for (long i = 0; i < k && p->wait != W_ERROR; i++)
+            if (step_wait(r) != 1)
                 break;
-            }
+    }
+    recheck(r);
+    return r->changes;
+}
+
+unsigned lsn_tick_steps(lsn_runner *r, int64_t k)
+{
+    r->changes = 0;
+    lsn_pace *p = &r->pace;
+    if (!r->vm || p->wait == W_ERROR)
+        return 0;
+    if (p->wait == W_GOAL && r->g.met) {
+        lsn_run_finish_goal(r);
+        return r->changes;
+    }
+    unsigned ch = 0;
+    for (int64_t i = 0; i < k && p->wait != W_ERROR; i++) {
+        int s = step_wait(r);
+        if (s <= 0)
+            break;
+        if (s == 2) { /* the lesson moved on: its next wait may check at once */
+            ch |= r->changes;
+            recheck(r);
         }
     }
-    if (p->wait == W_COND) {
-        int c = test_fn(r, LSN_FN_COND);
-        if (c > 0)
-            resume_bool(r, 1);
-    }
-    if (p->wait == W_GOAL && r->g.active && !r->g.met)
-        lsn_run_check_goal(r);
-    return r->changes;
+    recheck(r);
+    return r->changes | ch;
 }
 
 /* ---- back and forward ----------------------------------------------------------- */

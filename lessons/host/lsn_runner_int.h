@@ -39,6 +39,7 @@ typedef struct lsn_pace {
     lsn_wait wait;
     int step;                /* steps completed */
     int replaying;           /* feeding recorded inputs: no animation, no saving, no recording */
+    int stop_early;          /* lsn_replay: stop at the target step's first wait, engine waits too */
     int64_t steps_left;      /* W_STEPS */
     int64_t steps_done, max_steps; /* W_RUN_UNTIL, W_COND */
     double accum;            /* fraction of a step owed to the animation */
@@ -54,6 +55,7 @@ typedef struct lsn_serving {
     char err[1024];          /* vLLM's refusal or kvlab's message of the last start */
     int has_err;
     kv_step_result last_step; /* what the last engine step did */
+    int64_t ticks;           /* engine steps run since the server started, idle ones too */
 } lsn_serving;
 
 /* Inputs of the steps the learner went back over (lsn_back). Moving forward
