@@ -1,5 +1,6 @@
 /* kv_args: vLLM engine args by name, with vLLM's defaults and forms. */
 #include "kv_args.h"
+#include "kv_release.h"
 #include "kv_util.h"
 
 #include <ctype.h>
@@ -14,6 +15,7 @@ enum {
     F_MODEL, F_UTIL, F_MAX_MODEL_LEN, F_MAX_NUM_SEQS, F_MNBT, F_BLOCK_SIZE, F_KV_DTYPE, F_QUANT, F_DTYPE, F_TP, F_PP,
     F_PREFIX, F_CHUNKED, F_EAGER, F_KV_BYTES, F_BLOCKS_OVERRIDE,
     F_GPU, F_GPU_GIB, F_GPU_USED, F_WEIGHTS, F_ACTIVATION, F_CUDAGRAPH, F_CONTEXT, F_NCCL, F_SCHED_POLICY,
+    F_VLLM_VERSION, F_ACCOUNTING, F_FI_SAMPLER,
     F_FIRST_NOTE
 };
 
@@ -61,6 +63,12 @@ static const kv_args_flag flags[] = {
     [F_NCCL] = {"nccl-gib", "kvlab", KV_ARG_GIB, NULL, "1.00 when tp > 1", "override the NCCL buffers (GiB per GPU)", 1},
     [F_SCHED_POLICY] = {"scheduling-policy", "scheduling_policy", KV_ARG_CHOICE, "fcfs|priority", "fcfs",
                         "which waiting request runs first and which running one is preempted", 0},
+    [F_VLLM_VERSION] = {"vllm-version", "kvlab", KV_ARG_STRING, NULL, "0.33.0 (the newest)",
+                        "the vLLM release whose accounting, defaults and wording to follow (0.6.4 ... 0.33)", 1},
+    [F_ACCOUNTING] = {"accounting", "kvlab", KV_ARG_CHOICE, "release|textbook", "release",
+                      "release: what that vLLM release does; textbook: the course's arithmetic", 1},
+    [F_FI_SAMPLER] = {"flashinfer-sampler", "kvlab", KV_ARG_BOOL, NULL, "the release's",
+                      "FlashInfer's top-k/top-p sampler in the profile (vLLM's VLLM_USE_FLASHINFER_SAMPLER)", 1},
     /* Real vLLM flags that do not change the memory plan. */
     {"port", "port", KV_ARG_NOTE, NULL, "8000", "API server port", 0},
     {"host", "host", KV_ARG_NOTE, NULL, "", "API server host", 0},
@@ -370,6 +378,8 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
             b = !b;
         if (i == F_PREFIX)
             a->enable_prefix_caching = b;
+        else if (i == F_FI_SAMPLER)
+            a->flashinfer_sampler = b;
         else if (i == F_CHUNKED)
             a->enable_chunked_prefill = b;
         else
@@ -388,6 +398,16 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
         break;
     case F_GPU:
         snprintf(a->gpu, sizeof a->gpu, "%s", value);
+        break;
+    case F_VLLM_VERSION:
+        if (!kv_release_find(value, e2, sizeof e2))
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "%s", e2);
+        snprintf(a->vllm_version, sizeof a->vllm_version, "%s", value);
+        break;
+    case F_ACCOUNTING:
+        if (!choice_ok(f->choices, value))
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--accounting must be release or textbook; got '%.40s'", value);
+        a->accounting = !strcmp(value, "textbook") ? KV_ACCOUNTING_TEXTBOOK : KV_ACCOUNTING_RELEASE;
         break;
     case F_UTIL:
         if (parse_double(value, &dv))
@@ -574,6 +594,8 @@ int kv_args_get(const kv_args *a, const char *name, char *b, size_t n)
     switch (i) {
     case F_MODEL: snprintf(b, n, "%s", a->model); break;
     case F_GPU: snprintf(b, n, "%s", a->gpu); break;
+    case F_VLLM_VERSION: snprintf(b, n, "%s", a->vllm_version); break;
+    case F_ACCOUNTING: snprintf(b, n, "%s", a->accounting == KV_ACCOUNTING_TEXTBOOK ? "textbook" : "release"); break;
     case F_UTIL: snprintf(b, n, "%g", a->gpu_memory_utilization); break;
     case F_MAX_MODEL_LEN:
         if (a->max_model_len == KV_MAX_MODEL_LEN_AUTO)
@@ -592,6 +614,10 @@ int kv_args_get(const kv_args *a, const char *name, char *b, size_t n)
     case F_PREFIX: snprintf(b, n, "%s", (a->enable_prefix_caching != 0) != neg ? "true" : "false"); break;
     case F_CHUNKED: snprintf(b, n, "%s", (a->enable_chunked_prefill != 0) != neg ? "true" : "false"); break;
     case F_EAGER: snprintf(b, n, "%s", (a->enforce_eager != 0) != neg ? "true" : "false"); break;
+    case F_FI_SAMPLER:
+        if (kv_args_is_set(a, "flashinfer-sampler"))
+            snprintf(b, n, "%s", (a->flashinfer_sampler != 0) != neg ? "true" : "false");
+        break;
     case F_KV_BYTES: if (a->kv_cache_memory_bytes) snprintf(b, n, "%lld", (long long)a->kv_cache_memory_bytes); break;
     case F_BLOCKS_OVERRIDE:
         if (a->num_gpu_blocks_override) snprintf(b, n, "%lld", (long long)a->num_gpu_blocks_override);

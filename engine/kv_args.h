@@ -56,6 +56,10 @@ typedef enum kv_args_kv_dtype {
     KV_ARGS_KV_INT8_PER_TOKEN_HEAD, /* 1 byte per value (+ per token-and-head scales, not counted) */
 } kv_args_kv_dtype;
 
+/* --accounting: the release's own start-up accounting (the default), or the
+ * course's textbook arithmetic (kv_plan.h). */
+enum { KV_ACCOUNTING_RELEASE = 0, KV_ACCOUNTING_TEXTBOOK = 1 };
+
 /* --dtype. */
 typedef enum kv_args_dtype {
     KV_ARGS_DTYPE_AUTO = 0,  /* config torch_dtype; float32 checkpoints run in 16-bit as vLLM does */
@@ -93,6 +97,11 @@ typedef struct kv_args {
     double cudagraph_gib;           /* --cudagraph-gib */
     double cuda_context_gib;        /* --cuda-context-gib */
     double nccl_gib;                /* --nccl-gib */
+
+    /* kvlab: which accounting to follow. */
+    char vllm_version[32];          /* --vllm-version X.Y[.Z] ("" = the newest release, kv_release.h) */
+    int32_t accounting;             /* --accounting: KV_ACCOUNTING_RELEASE (default) or KV_ACCOUNTING_TEXTBOOK */
+    int32_t flashinfer_sampler;     /* --flashinfer-sampler: only read when given (kv_args_is_set) */
 
     /* Which vLLM args the user set explicitly (bit per kv_args flag index), so
      * defaults that depend on the card can be filled in later. */

@@ -1,5 +1,8 @@
-/* kv_plan: vLLM's start-up memory plan, per GPU. */
-#include "kv_plan.h"
+/* kv_plan: vLLM's start-up memory plan, per GPU, in the phases vLLM goes
+ * through: inputs and defaults, KV geometry, the terms (kv_plan_terms.c),
+ * the free-memory check, loading, the profile run, KV sizing, the length
+ * check, the pool and the sampler warm-up. */
+#include "kv_plan_int.h"
 #include "kv_util.h"
 
 #include <cjson/cJSON.h>
@@ -8,166 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Fixed terms (GiB) where vLLM measures and kvlab estimates: the seed's
- * figures for vLLM ~0.30 (2026). */
-#define CUDAGRAPH_GIB 0.60    /* "Estimated CUDA graph memory: 0.60 GiB total" */
-#define CUDA_CONTEXT_GIB 0.60 /* the context exists before load_model */
-#define NCCL_GIB 1.00         /* per GPU when tp > 1 (graphs + context + NCCL = 2.20) */
-
-/* Activation peak of the profile run (determine_available_memory ->
- * profile_run: one dummy forward pass of max_num_batched_tokens tokens):
- *
- *   activation = T x (2 bytes x k x (hidden + I) / tp + c)
- *
- * T = max_num_batched_tokens, I = the widest MLP a token passes through
- * (dense: intermediate_size; MoE: num_experts_per_tok x moe_intermediate_size
- * + shared experts), k = 6.2578 live 16-bit values per unit of width, and
- * c = 52,428.8 bytes per token of workspace that does not shard (0.40 GiB at
- * 8192 tokens). k and c are fit to the seed's three figures (vLLM 0.30-era
- * profile, 000_e8043f3d78857a1c.txt): Llama-3.1-8B at 8192 tokens 2.16 GiB,
- * 70B 3.92 GiB, 70B at tp=2 2.16 GiB (same hidden/tp + I/tp as 8B at tp=1).
- *
- * Other vLLM versions measure differently (shared/vectors/
- * real-logs-calibration.json): v0 engines (0.6.x, Dec 2024) logged
- * 0.2-1.2 GiB for the 8B because chunked prefill kept the profile batch
- * small; v1 0.11 on H100 logged 4.76 GiB for the 8B and 4.84 GiB for a
- * 70B FP8 at tp=2, about twice this formula, because it also warms up the
- * sampler over many dummy requests (the vocabulary-wide logits dominate for
- * small models: 5.56 GiB for Qwen3-0.6B). The formula follows the seed;
- * --activation-gib takes a measured figure. */
-#define ACT_K 6.2578
-#define ACT_C 52428.8
-
-double kv_plan_activation_bytes(const kv_model *m, int32_t tp, int64_t mnbt)
-{
-    if (tp < 1)
-        tp = 1;
-    double width = m->intermediate_size;
-    if (m->num_experts > 0) {
-        double moe = (double)m->num_experts_per_tok * m->moe_intermediate_size +
-                     (double)m->num_shared_experts * m->moe_intermediate_size + m->shared_expert_intermediate_size;
-        width = m->first_k_dense_replace > 0 && m->intermediate_size > moe ? m->intermediate_size : moe;
-    }
-    return (double)mnbt * (2.0 * ACT_K * (m->hidden_size + width) / tp + ACT_C);
-}
-
-static void appendf(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void appendf(char *buf, size_t n, const char *fmt, ...)
-{
-    size_t l = strlen(buf);
-    if (l + 1 >= n)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + l, n - l, fmt, ap);
-    va_end(ap);
-}
-
-/* Weights as vLLM loads them (every expert resident; embeddings and lm_head
- * 16-bit; everything sharded by tp):
- *   16-bit      2 bytes per parameter (4 with --dtype float32)
- *   fp8         1 byte per linear weight (+ fp32 scale per weight block
- *               when the checkpoint gives weight_block_size)
- *   awq         4-bit weight + fp16 scale and 4-bit zero per group of 128
- *               (AWQLinearMethod: qweight, scales, qzeros)
- *   gptq        bits-bit weight + fp16 scale and packed zero per group +
- *               int32 g_idx per input row (GPTQLinearMethod keeps all four);
- *               approximated as 4 bytes per group of input rows
- *   compressed-tensors  num_bits per weight + 16-bit scale per group
- *   mxfp4       4-bit experts + one 8-bit scale per 32 (gpt-oss), the rest 16-bit
- *   bitsandbytes  nf4: 4-bit + fp32 absmax per 64; int8: 1 byte per weight */
-double kv_plan_weights_bytes(const kv_model *m, const kv_args *a, char *how, size_t howlen)
-{
-    char dummy[8];
-    if (!how) {
-        how = dummy;
-        howlen = sizeof dummy;
-    }
-    how[0] = '\0';
-    int tp = a->tensor_parallel_size > 0 ? a->tensor_parallel_size : 1;
-    double wide = a->dtype == KV_ARGS_DTYPE_FP32 ? 4 : 2;
-    double lin = (double)m->params_linear, emb = (double)m->params_embedding, oth = (double)m->params_other;
-    double rest = (emb + oth) * wide; /* embeddings, lm_head, norms, biases */
-    kv_quant q = m->quant;
-    int bits = m->quant_bits, group = m->quant_group_size;
-    switch (a->quantization) {
-    case KV_ARGS_QUANT_FP8: q = KV_QUANT_FP8; bits = 8; break;
-    case KV_ARGS_QUANT_AWQ: q = KV_QUANT_AWQ; if (m->quant != KV_QUANT_AWQ) { bits = 4; group = 128; } break;
-    case KV_ARGS_QUANT_GPTQ: q = KV_QUANT_GPTQ; if (m->quant != KV_QUANT_GPTQ) { bits = 4; group = 128; } break;
-    case KV_ARGS_QUANT_BITSANDBYTES:
-        q = KV_QUANT_BITSANDBYTES;
-        if (m->quant != KV_QUANT_BITSANDBYTES) { bits = 4; group = 64; }
-        break;
-    case KV_ARGS_QUANT_MXFP4: q = KV_QUANT_MXFP4; bits = 4; group = 32; break;
-    case KV_ARGS_QUANT_COMPRESSED_TENSORS:
-        q = m->quant == KV_QUANT_COMPRESSED_TENSORS ? q : KV_QUANT_UNKNOWN;
-        break;
-    default: break;
-    }
-    double bytes = 0;
-    const char *name = "";
-    switch (q) {
-    case KV_QUANT_NONE:
-        bytes = lin * wide + rest;
-        snprintf(how, howlen, "%.2fe9 params x %.0f bytes", (lin + emb + oth) / 1e9, wide);
-        break;
-    case KV_QUANT_FP8: {
-        double scales = 0;
-        if (m->quant_block[0] > 0 && m->quant_block[1] > 0)
-            scales = lin / ((double)m->quant_block[0] * m->quant_block[1]) * 4;
-        bytes = lin + scales + rest;
-        snprintf(how, howlen, "%.2fe9 linear x 1 byte (fp8) + %.2fe9 x %.0f bytes", lin / 1e9, (emb + oth) / 1e9, wide);
-        break;
-    }
-    case KV_QUANT_AWQ:
-    case KV_QUANT_GPTQ:
-    case KV_QUANT_COMPRESSED_TENSORS: {
-        if (bits <= 0)
-            bits = 4;
-        double g = group > 0 ? group : 0;
-        double per_group = 0;
-        if (g > 0) {
-            per_group = 2; /* 16-bit scale */
-            if (q == KV_QUANT_AWQ || q == KV_QUANT_GPTQ)
-                per_group += bits / 8.0; /* packed zero point */
-            if (q == KV_QUANT_GPTQ)
-                per_group += 4.0 * g / (double)m->hidden_size; /* int32 g_idx per input row, spread over outputs */
-        }
-        bytes = lin * bits / 8.0 + (g > 0 ? lin / g * per_group : 0) + rest;
-        name = q == KV_QUANT_AWQ ? "awq" : q == KV_QUANT_GPTQ ? "gptq" : "compressed-tensors";
-        if (g > 0)
-            snprintf(how, howlen, "%.2fe9 linear x %d bits + scales/%s per %d (%s) + %.2fe9 x %.0f bytes", lin / 1e9,
-                     bits, q == KV_QUANT_COMPRESSED_TENSORS ? "" : "zeros", group, name, (emb + oth) / 1e9, wide);
-        else
-            snprintf(how, howlen, "%.2fe9 linear x %d bits (%s) + %.2fe9 x %.0f bytes", lin / 1e9, bits, name,
-                     (emb + oth) / 1e9, wide);
-        break;
-    }
-    case KV_QUANT_MXFP4: {
-        double ex = (double)m->params_expert_linear;
-        bytes = ex * (0.5 + 1.0 / 32) + (lin - ex) * wide + rest;
-        snprintf(how, howlen, "%.2fe9 expert x 4.25 bits (mxfp4) + %.2fe9 x %.0f bytes", ex / 1e9,
-                 (lin - ex + emb + oth) / 1e9, wide);
-        break;
-    }
-    case KV_QUANT_BITSANDBYTES:
-        if (bits == 8)
-            bytes = lin + rest;
-        else
-            bytes = lin * (0.5 + 4.0 / 64) + rest;
-        snprintf(how, howlen, "%.2fe9 linear x %s (bitsandbytes) + %.2fe9 x %.0f bytes", lin / 1e9,
-                 bits == 8 ? "1 byte" : "4.5 bits", (emb + oth) / 1e9, wide);
-        break;
-    default:
-        snprintf(how, howlen, "quant_method '%s' in config.json: kvlab cannot size these weights",
-                 m->quant_method[0] ? m->quant_method : kv_args_quant_name(a->quantization));
-        return -1;
-    }
-    if (tp > 1)
-        appendf(how, howlen, " / tp %d", tp);
-    return bytes / tp;
-}
 
 const char *kv_plan_error_name(kv_plan_error e)
 {
@@ -178,14 +21,14 @@ const char *kv_plan_error_name(kv_plan_error e)
     case KV_PLAN_ERR_AUTO_FIT: return "auto_fit";
     case KV_PLAN_ERR_WEIGHTS_OOM: return "weights_oom";
     case KV_PLAN_ERR_PROFILE_OOM: return "profile_oom";
+    case KV_PLAN_ERR_SAMPLER_OOM: return "sampler_oom";
     default: return "";
     }
 }
 
 /* ------------------------------------------------------------ KV sizing */
 
-/* double -> int64 without overflow (hostile configs and flags). */
-static int64_t clamp_i64(double v)
+int64_t plan_clamp_i64(double v)
 {
     if (!(v > 0))
         return 0;
@@ -205,7 +48,7 @@ int64_t kv_plan_request_bytes(const kv_plan *p, int64_t len)
             toks = len;
         need += (double)p->num_sliding_layers * (double)(kv_cdiv(toks, bs) + 1) * (double)p->page_size_bytes;
     }
-    return clamp_i64(need);
+    return plan_clamp_i64(need);
 }
 
 /* Blocks one request of len tokens takes from the shared pool: the sum over
@@ -226,48 +69,58 @@ static int64_t request_blocks(const kv_plan *p, int64_t len)
     return blocks;
 }
 
+/* vLLM's estimate_max_model_len (v1/core/kv_cache_utils.py, from 0.33
+ * kv_cache_planning.py): binary search over [1, max_len] for the largest
+ * length whose max_memory_usage_bytes, summed over the layers' specs
+ * (cdiv(len, block_size) x page_size per full-attention layer), fits. */
 int64_t kv_plan_estimate_max_model_len(const kv_plan *p, double available, int64_t max_len)
 {
     if (max_len < 1 || (double)kv_plan_request_bytes(p, 1) > available)
         return 0;
-    int64_t lo = 1, hi = max_len;
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo + 1) / 2;
-        if ((double)kv_plan_request_bytes(p, mid) <= available)
-            lo = mid;
-        else
+    int64_t lo = 1, hi = max_len, result = 1;
+    while (lo <= hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if ((double)kv_plan_request_bytes(p, mid) <= available) {
+            result = mid;
+            lo = mid + 1;
+        } else {
             hi = mid - 1;
+        }
     }
-    return lo;
+    return result;
 }
 
-/* Python's str(round(x, 2)) for a GiB figure, as vLLM's format_gib prints:
- * 16.0, 2.83, 0.5. */
-static void fmt_gib_py(char *b, size_t n, double bytes)
+/* The memory the length check and auto-fit plan against: from 0.29 one
+ * block of the pool (the null block the block pool keeps) comes off first
+ * (check_enough_kv_cache_memory, _pool_bytes_per_block). */
+static double check_memory(const kv_plan *p)
 {
-    double g = round(bytes / KV_GIB * 100.0) / 100.0;
-    snprintf(b, n, "%.2f", g);
-    size_t l = strlen(b);
-    if (l > 3 && b[l - 1] == '0')
-        b[l - 1] = '\0';
+    double avail = p->available_kv_bytes;
+    if (p->release->mem->check_reserves_null_block)
+        avail -= (double)p->page_size_bytes * p->group_size;
+    return avail;
 }
 
-/* 123456 -> "123,456" */
-static void log_line(kv_plan *p, const char *level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void log_line(kv_plan *p, const char *level, const char *fmt, ...)
+/* -------------------------------------------------------- log and notes */
+
+void plan_log(kv_plan *p, const char *level, const char *line)
 {
     if (p->num_log >= KV_PLAN_MAX_LOG)
         return;
     char *b = p->log[p->num_log++];
-    int l = snprintf(b, sizeof p->log[0], "%s ", level);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(b + l, sizeof p->log[0] - (size_t)l, fmt, ap);
-    va_end(ap);
+    size_t lv = strlen(level), n = sizeof p->log[0];
+    if (lv + 2 > n)
+        lv = n - 2;
+    memcpy(b, level, lv);
+    b[lv] = ' ';
+    size_t l = strlen(line);
+    if (lv + 1 + l + 1 > n)
+        l = n - lv - 2;
+    memcpy(b + lv + 1, line, l);
+    b[lv + 1 + l] = '\0';
 }
 
-static void note(kv_plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(kv_plan *p, const char *fmt, ...)
+void plan_note(kv_plan *p, const char *fmt, ...)
 {
     if (p->num_notes >= KV_PLAN_MAX_NOTES)
         return;
@@ -277,51 +130,111 @@ static void note(kv_plan *p, const char *fmt, ...)
     va_end(ap);
 }
 
-static void set_term(kv_plan *p, int i, const char *name, double bytes, int over, const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
-static void set_term(kv_plan *p, int i, const char *name, double bytes, int over, const char *fmt, ...)
+void plan_set_term(kv_plan *p, int i, const char *name, double bytes, int over, int counted, const char *fmt, ...)
 {
     kv_plan_term *t = &p->terms[i];
     snprintf(t->name, sizeof t->name, "%s", name);
     t->bytes = bytes;
     t->overridden = over;
+    t->counted = counted;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(t->how, sizeof t->how, fmt, ap);
     va_end(ap);
 }
 
-static void fail(kv_plan *p, kv_plan_error kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void fail(kv_plan *p, kv_plan_error kind, const char *fmt, ...)
+void plan_fail(kv_plan *p, kv_plan_error kind, const char *msg)
 {
     p->starts = 0;
     p->error_kind = kind;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(p->error, sizeof p->error, fmt, ap);
-    va_end(ap);
+    snprintf(p->error, sizeof p->error, "%s", msg);
 }
 
-static int is_a100(const kv_gpu *g)
+void plan_format(const kv_plan *p, const char *tpl, const kv_release_arg *extra, int nextra, char *out, size_t n)
 {
-    return g && (strstr(g->id, "a100") || strstr(g->name, "A100"));
+    enum { NBASE = 20 };
+    kv_release_arg args[NBASE + 8];
+    double G = KV_GIB;
+    double init = p->gpu_used_bytes + p->cuda_context_bytes + p->weights_bytes;
+    kv_release_arg base[NBASE] = {
+        {"weights", p->weights_bytes / G, NULL},
+        {"total", p->gpu_total_bytes / G, NULL},
+        {"util", p->gpu_memory_utilization, NULL},
+        {"budget", p->budget_bytes / G, NULL},
+        {"initial", init / G, NULL},
+        {"peak", (p->weights_bytes + p->activation_bytes) / G, NULL},
+        {"post", (init + p->non_torch_bytes) / G, NULL},
+        {"non_torch", (p->release->mem->budget == KV_BUDGET_PEAK
+                           ? p->cuda_context_bytes + p->nccl_bytes + p->non_torch_bytes
+                           : p->non_torch_bytes + p->nccl_bytes) / G, NULL},
+        {"activation", p->activation_bytes / G, NULL},
+        {"kv", p->available_kv_bytes / G, NULL},
+        {"tokens", (double)p->kv_cache_tokens, NULL},
+        {"blocks", (double)p->num_blocks_computed, NULL},
+        {"cpu_blocks", p->page_size_bytes > 0 ? floor(4.0 * G / ((double)p->page_size_bytes * p->num_layers)) : 0, NULL},
+        {"max_model_len", (double)p->max_model_len, NULL},
+        {"concurrency", p->max_concurrency, NULL},
+        {"needed", (double)p->needed_bytes / G, NULL},
+        {"estimated", (double)p->estimated_max_model_len, NULL},
+        {"free", p->free_at_start_bytes / G, NULL},
+        {"requested", p->gpu_total_bytes * p->gpu_memory_utilization / G, NULL},
+        {"cudagraph", p->cudagraph_bytes / G, NULL},
+    };
+    int na = 0;
+    for (int i = 0; i < nextra && na < 8; i++)
+        args[na++] = extra[i];
+    for (int i = 0; i < NBASE; i++)
+        args[na++] = base[i]; /* extra first: it wins */
+    kv_release_format(out, n, tpl, args, na);
 }
 
-int kv_plan_compute_nofix(const kv_model *m, const kv_gpu *gpu, const kv_args *a, kv_plan *p, char *err, size_t errlen)
+void plan_log_tpl(kv_plan *p, const char *level, const char *tpl, const kv_release_arg *extra, int nextra)
 {
-    memset(p, 0, sizeof *p);
-    char buf[256];
-    const int tp = a->tensor_parallel_size;
-    if (tp < 1)
-        return kv_errf(err, errlen, KV_PLAN_EINVAL, "tensor_parallel_size must be at least 1, got %d", tp);
+    if (!tpl)
+        return;
+    char line[1024];
+    plan_format(p, tpl, extra, nextra, line, sizeof line);
+    plan_log(p, level, line);
+}
+
+/* A failure: vLLM's message (a release template, or kvlab's own text for a
+ * torch OOM) as the error and as an ERROR log line. */
+static int fail_tpl(kv_plan *p, kv_plan_error kind, const char *tpl, const kv_release_arg *extra, int nextra,
+                    const char *prefix)
+{
+    char msg[1024];
+    plan_format(p, tpl, extra, nextra, msg, sizeof msg);
+    plan_fail(p, kind, msg);
+    char line[1100];
+    size_t pl = strlen(prefix), ml = strlen(msg);
+    if (pl + ml + 1 > sizeof line)
+        ml = sizeof line - pl - 1;
+    memcpy(line, prefix, pl);
+    memcpy(line + pl, msg, ml);
+    line[pl + ml] = '\0';
+    plan_log(p, "ERROR", line);
+    return KV_PLAN_OK;
+}
+
+/* ---------------------------------------------------------- the phases */
+
+/* Input checks that vLLM makes before anything runs (config/parallel.py,
+ * config/model.py): impossible input, KV_PLAN_EINVAL. */
+static int phase_validate(const plan_ctx *c)
+{
+    const kv_model *m = c->m;
+    const kv_args *a = c->a;
+    if (c->tp < 1)
+        return kv_errf(c->err, c->errlen, KV_PLAN_EINVAL, "tensor_parallel_size must be at least 1, got %d", c->tp);
     if (m->num_hidden_layers < 1 || m->num_attention_heads < 1 || m->hidden_size < 1)
-        return kv_errf(err, errlen, KV_PLAN_EINVAL, "the model has no shape (was it loaded?)");
-    if (m->num_attention_heads % tp)
-        return kv_errf(err, errlen, KV_PLAN_EINVAL,
+        return kv_errf(c->err, c->errlen, KV_PLAN_EINVAL, "the model has no shape (was it loaded?)");
+    if (m->num_attention_heads % c->tp)
+        return kv_errf(c->err, c->errlen, KV_PLAN_EINVAL,
                        "Total number of attention heads (%d) must be divisible by tensor parallel size (%d).",
-                       m->num_attention_heads, tp);
-    if (a->gpu_memory_gib < 0 && !gpu)
-        return kv_errf(err, errlen, KV_PLAN_EINVAL, "no GPU: give --gpu NAME (see kvlab gpus) or --gpu-memory-gib X");
+                       m->num_attention_heads, c->tp);
+    if (a->gpu_memory_gib < 0 && !c->gpu)
+        return kv_errf(c->err, c->errlen, KV_PLAN_EINVAL,
+                       "no GPU: give --gpu NAME (see kvlab gpus) or --gpu-memory-gib X");
     if (a->quantization != KV_ARGS_QUANT_NONE && m->quant != KV_QUANT_NONE) {
         const char *flag = kv_args_quant_name(a->quantization);
         int same = (a->quantization == KV_ARGS_QUANT_FP8 && m->quant == KV_QUANT_FP8) ||
@@ -331,15 +244,34 @@ int kv_plan_compute_nofix(const kv_model *m, const kv_gpu *gpu, const kv_args *a
                    (a->quantization == KV_ARGS_QUANT_BITSANDBYTES && m->quant == KV_QUANT_BITSANDBYTES) ||
                    (a->quantization == KV_ARGS_QUANT_COMPRESSED_TENSORS && m->quant == KV_QUANT_COMPRESSED_TENSORS);
         if (!same)
-            return kv_errf(err, errlen, KV_PLAN_EINVAL,
+            return kv_errf(c->err, c->errlen, KV_PLAN_EINVAL,
                            "Quantization method specified in the model config (%s) does not match the quantization "
                            "method specified in the `quantization` argument (%s).",
                            m->quant_method, flag);
     }
     if (a->kv_cache_dtype == KV_ARGS_KV_FP8_DS_MLA && !m->is_mla)
-        return kv_errf(err, errlen, KV_PLAN_EINVAL, "--kv-cache-dtype fp8_ds_mla needs an MLA model (DeepSeek V2/V3)");
+        return kv_errf(c->err, c->errlen, KV_PLAN_EINVAL,
+                       "--kv-cache-dtype fp8_ds_mla needs an MLA model (DeepSeek V2/V3)");
+    if (!c->textbook && a->max_model_len == KV_MAX_MODEL_LEN_AUTO && !c->r->mem->supports_auto_fit)
+        return kv_errf(c->err, c->errlen, KV_PLAN_EINVAL,
+                       "--max-model-len auto: vLLM %s has no auto-fit (from 0.14.0); give a length",
+                       a->vllm_version[0] ? a->vllm_version : c->r->first);
+    return KV_PLAN_OK;
+}
 
-    /* The card. */
+/* The card, the accounting and the scheduler's defaults
+ * (engine/arg_utils.py _set_default_args, config.py SchedulerConfig). */
+static int phase_inputs(const plan_ctx *c, kv_plan *p)
+{
+    const kv_model *m = c->m;
+    const kv_args *a = c->a;
+    const kv_gpu *gpu = c->gpu;
+    const kv_release_memory *mem = c->r->mem;
+    p->release = c->r;
+    p->accounting = c->textbook ? KV_ACCOUNTING_TEXTBOOK : KV_ACCOUNTING_RELEASE;
+    if (!c->textbook)
+        snprintf(p->vllm_version, sizeof p->vllm_version, "%s", a->vllm_version[0] ? a->vllm_version : "0.33.0");
+    p->engine_v1 = mem->engine_v1;
     if (gpu) {
         snprintf(p->gpu_id, sizeof p->gpu_id, "%s", gpu->id);
         snprintf(p->gpu_name, sizeof p->gpu_name, "%s", gpu->name);
@@ -347,29 +279,20 @@ int kv_plan_compute_nofix(const kv_model *m, const kv_gpu *gpu, const kv_args *a
         snprintf(p->gpu_id, sizeof p->gpu_id, "custom");
         snprintf(p->gpu_name, sizeof p->gpu_name, "custom card");
     }
-    double total = a->gpu_memory_gib >= 0 ? a->gpu_memory_gib * KV_GIB : gpu->reported_total_bytes;
-    p->gpu_total_bytes = total;
+    p->gpu_total_bytes = c->total;
     p->gpu_used_bytes = a->gpu_used_gib > 0 ? a->gpu_used_gib * KV_GIB : 0;
-    p->gpu_memory_utilization = a->gpu_memory_utilization;
-    p->tensor_parallel_size = tp;
-    p->num_ranks = tp;
+    p->gpu_memory_utilization = kv_args_is_set(a, "gpu-memory-utilization") || c->textbook
+                                    ? a->gpu_memory_utilization
+                                    : mem->default_gpu_memory_utilization;
+    p->tensor_parallel_size = c->tp;
+    p->num_ranks = c->tp;
     p->enforce_eager = a->enforce_eager;
     p->enable_prefix_caching = a->enable_prefix_caching;
+    p->model_runner_v2 =
+        !c->textbook && kv_release_uses_v2_runner(c->r, m->architecture, m->num_experts > 0, m->quant != KV_QUANT_NONE ||
+                                                                                                  a->quantization != KV_ARGS_QUANT_NONE);
 
-    /* Scheduler defaults (arg_utils.py _set_default_args, API server):
-     * big non-A100 cards (>= 70 GiB) get 8192 tokens / 1024 seqs, others 2048 / 256. */
-    int big = total >= 70.0 * KV_GIB && !is_a100(gpu);
-    int64_t mnbt = a->max_num_batched_tokens > 0 ? a->max_num_batched_tokens : (big ? 8192 : 2048);
-    int64_t mns = a->max_num_seqs > 0 ? a->max_num_seqs : (big ? 1024 : 256);
-    if (a->max_num_seqs <= 0 && mns > mnbt)
-        mns = mnbt;
-    if (mnbt < mns)
-        return kv_errf(err, errlen, KV_PLAN_EINVAL,
-                       "max_num_batched_tokens (%lld) must be greater than or equal to max_num_seqs (%lld).",
-                       (long long)mnbt, (long long)mns);
-    p->max_num_batched_tokens = mnbt;
-    p->max_num_seqs = mns;
-
+    /* max_model_len. */
     p->model_max_model_len = m->max_position_embeddings;
     int64_t mml = m->max_position_embeddings;
     if (a->max_model_len == KV_MAX_MODEL_LEN_AUTO)
@@ -378,23 +301,54 @@ int kv_plan_compute_nofix(const kv_model *m, const kv_gpu *gpu, const kv_args *a
         p->max_model_len_default = 1;
     else {
         if (a->max_model_len > m->max_position_embeddings)
-            return kv_errf(err, errlen, KV_PLAN_EINVAL,
+            return kv_errf(c->err, c->errlen, KV_PLAN_EINVAL,
                            "User-specified max_model_len (%lld) is greater than the derived max_model_len "
                            "(max_position_embeddings=%lld in model's config.json). To allow overriding this maximum, "
                            "set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.",
                            (long long)a->max_model_len, (long long)m->max_position_embeddings);
         mml = a->max_model_len;
     }
-    if (!a->enable_chunked_prefill && !p->max_model_len_auto && mnbt < mml)
-        return kv_errf(err, errlen, KV_PLAN_EINVAL,
+    p->max_model_len = mml;
+
+    /* Scheduler defaults by card class; V0 by its SchedulerConfig rule. */
+    int64_t mns, mnbt;
+    kv_release_card_defaults(c->r, c->total / KV_GIB, gpu ? gpu->name : NULL, &mns, &mnbt);
+    int chunked = a->enable_chunked_prefill;
+    if (!mem->engine_v1) {
+        /* arg_utils.py: chunked prefill on by default when max_model_len > 32K
+         * (not for sliding-window models). */
+        if (!kv_args_is_set(a, "enable-chunked-prefill"))
+            chunked = mml > mem->v0_long_context && m->sliding_window == 0;
+        if (mnbt == 0)
+            mnbt = chunked ? mem->v0_chunked_tokens : (mml > 2048 ? mml : 2048);
+    }
+    p->chunked_prefill = chunked;
+    if (a->max_num_batched_tokens > 0)
+        mnbt = a->max_num_batched_tokens;
+    if (a->max_num_seqs > 0)
+        mns = a->max_num_seqs;
+    else if (mns > mnbt)
+        mns = mnbt;
+    if (mnbt < mns)
+        return kv_errf(c->err, c->errlen, KV_PLAN_EINVAL,
+                       "max_num_batched_tokens (%lld) must be greater than or equal to max_num_seqs (%lld).",
+                       (long long)mnbt, (long long)mns);
+    if (!chunked && !p->max_model_len_auto && mnbt < mml)
+        return kv_errf(c->err, c->errlen, KV_PLAN_EINVAL,
                        "max_num_batched_tokens (%lld) is smaller than max_model_len (%lld). This effectively limits "
                        "the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. "
                        "Please increase max_num_batched_tokens or decrease max_model_len.",
                        (long long)mnbt, (long long)mml);
-    p->max_model_len = mml;
+    p->max_num_batched_tokens = mnbt;
+    p->max_num_seqs = mns;
+    return KV_PLAN_OK;
+}
 
-    /* KV geometry (get_num_kv_heads, AttentionSpec page size). */
-    int act_bytes = a->dtype == KV_ARGS_DTYPE_FP32 ? 4 : 2;
+/* KV geometry (get_num_kv_heads, AttentionSpec page size, KV cache groups). */
+static void phase_geometry(const plan_ctx *c, kv_plan *p)
+{
+    const kv_model *m = c->m;
+    const kv_args *a = c->a;
     const char *wdt = a->dtype == KV_ARGS_DTYPE_FP32   ? "float32"
                       : a->dtype == KV_ARGS_DTYPE_FP16 ? "float16"
                       : a->dtype == KV_ARGS_DTYPE_BF16 ? "bfloat16"
@@ -404,13 +358,13 @@ int kv_plan_compute_nofix(const kv_model *m, const kv_gpu *gpu, const kv_args *a
     p->num_layers = m->num_hidden_layers;
     p->num_sliding_layers = m->num_sliding_layers;
     p->sliding_window = m->sliding_window;
-    int kvb = act_bytes;
+    int kvb = c->act_bytes;
     switch (a->kv_cache_dtype) {
     case KV_ARGS_KV_FP8: case KV_ARGS_KV_FP8_DS_MLA: kvb = 1; break;
     case KV_ARGS_KV_FP8_PER_TOKEN_HEAD: case KV_ARGS_KV_INT8_PER_TOKEN_HEAD:
         kvb = 1;
-        note(p, "--kv-cache-dtype %s: 1 byte per value; its scales (per token and head) are not counted",
-             kv_args_kv_dtype_name(a->kv_cache_dtype));
+        plan_note(p, "--kv-cache-dtype %s: 1 byte per value; its scales (per token and head) are not counted",
+                  kv_args_kv_dtype_name(a->kv_cache_dtype));
         break;
     case KV_ARGS_KV_BF16: case KV_ARGS_KV_FP16: kvb = 2; break;
     default: break;
@@ -426,15 +380,13 @@ int kv_plan_compute_nofix(const kv_model *m, const kv_gpu *gpu, const kv_args *a
             p->head_size = 656; /* 512 fp8 latent + 4 fp32 scales + 64 bf16 rope values */
     } else {
         p->kv_factor = 2;
-        p->kv_heads_per_gpu = m->num_key_value_heads / tp;
+        p->kv_heads_per_gpu = m->num_key_value_heads / c->tp;
         if (p->kv_heads_per_gpu < 1)
             p->kv_heads_per_gpu = 1;
         p->head_size = m->head_dim;
     }
     p->page_size_bytes = (int64_t)p->kv_factor * p->block_size * p->kv_heads_per_gpu * p->head_size * kvb;
     p->kv_bytes_per_token = p->page_size_bytes * p->num_layers / p->block_size;
-    /* KV cache groups (_get_kv_cache_groups_uniform_page_size): full and
-     * sliding layers form groups of group_size layers that share block ids. */
     int full = p->num_layers - p->num_sliding_layers, sw = p->num_sliding_layers;
     if (sw == 0 || full == 0) {
         p->num_kv_groups = 1;
@@ -444,206 +396,254 @@ int kv_plan_compute_nofix(const kv_model *m, const kv_gpu *gpu, const kv_args *a
         p->group_size = hi < lo * 1.25 ? hi : lo;
         p->num_kv_groups = (int)(kv_cdiv(full, p->group_size) + kv_cdiv(sw, p->group_size));
     }
+    const kv_quant q = m->quant;
+    if (a->quantization != KV_ARGS_QUANT_NONE)
+        snprintf(p->weights_dtype, sizeof p->weights_dtype, "%s", kv_args_quant_name(a->quantization));
+    else if (q != KV_QUANT_NONE)
+        snprintf(p->weights_dtype, sizeof p->weights_dtype, "%s", m->quant_method);
+    else
+        snprintf(p->weights_dtype, sizeof p->weights_dtype, "%s", wdt);
+}
 
-    /* The terms. */
-    char how[160];
-    double w;
-    int w_over = a->weights_gib >= 0;
-    if (w_over) {
-        w = a->weights_gib * KV_GIB;
-        snprintf(how, sizeof how, "--weights-gib");
-    } else {
-        w = kv_plan_weights_bytes(m, a, how, sizeof how);
-        if (w < 0) {
-            kv_args b = *a;
-            b.quantization = KV_ARGS_QUANT_NONE;
-            kv_model m16 = *m;
-            m16.quant = KV_QUANT_NONE;
-            note(p, "%s; sized as 16-bit here (an upper bound): pass --weights-gib with the real figure", how);
-            w = kv_plan_weights_bytes(&m16, &b, how, sizeof how);
-            appendf(how, sizeof how, " (unsized %s: 16-bit assumed)", m->quant_method);
-        }
-    }
-    p->weights_bytes = w;
-    {
-        kv_quant q = m->quant;
-        if (a->quantization != KV_ARGS_QUANT_NONE)
-            snprintf(p->weights_dtype, sizeof p->weights_dtype, "%s", kv_args_quant_name(a->quantization));
-        else if (q != KV_QUANT_NONE)
-            snprintf(p->weights_dtype, sizeof p->weights_dtype, "%s", m->quant_method);
-        else
-            snprintf(p->weights_dtype, sizeof p->weights_dtype, "%s", wdt);
-    }
-    set_term(p, KV_PLAN_TERM_WEIGHTS, "weights", w, w_over, "%s", how);
+/* init_device: the free-memory check (V1 from 0.9.1). vLLM takes its
+ * snapshot after the CUDA context (and NCCL) exist. Returns 1 if it fails. */
+static int phase_free_memory(const plan_ctx *c, kv_plan *p)
+{
+    const kv_release_text *t = c->r->text;
+    p->free_at_start_bytes = c->total - p->gpu_used_bytes - p->cuda_context_bytes - (c->textbook ? p->nccl_bytes : 0);
+    double requested = c->total * p->gpu_memory_utilization;
+    if (p->kv_cache_memory_bytes_set || !t->err_free_memory || p->free_at_start_bytes >= requested)
+        return 0;
+    fail_tpl(p, KV_PLAN_ERR_FREE_MEMORY, t->err_free_memory, NULL, 0, "ValueError: ");
+    return 1;
+}
 
-    if (a->activation_gib >= 0) {
-        p->activation_bytes = a->activation_gib * KV_GIB;
-        set_term(p, KV_PLAN_TERM_ACTIVATION, "activation", p->activation_bytes, 1, "--activation-gib");
-    } else {
-        p->activation_bytes = kv_plan_activation_bytes(m, tp, mnbt);
-        set_term(p, KV_PLAN_TERM_ACTIVATION, "activation", p->activation_bytes, 0,
-                 "profile run of %lld batched tokens%s", (long long)mnbt, tp > 1 ? " (sharded)" : "");
-    }
-    if (a->cudagraph_gib >= 0) {
-        p->cudagraph_bytes = a->cudagraph_gib * KV_GIB;
-        set_term(p, KV_PLAN_TERM_CUDAGRAPH, "cudagraph", p->cudagraph_bytes, 1, "--cudagraph-gib");
-    } else if (a->enforce_eager) {
-        set_term(p, KV_PLAN_TERM_CUDAGRAPH, "cudagraph", 0, 0, "--enforce-eager: no CUDA graphs");
-    } else {
-        p->cudagraph_bytes = CUDAGRAPH_GIB * KV_GIB;
-        set_term(p, KV_PLAN_TERM_CUDAGRAPH, "cudagraph", p->cudagraph_bytes, 0, "estimate (vLLM profiles a capture)");
-    }
-    if (a->cuda_context_gib >= 0) {
-        p->cuda_context_bytes = a->cuda_context_gib * KV_GIB;
-        set_term(p, KV_PLAN_TERM_CUDA_CONTEXT, "cuda_context", p->cuda_context_bytes, 1, "--cuda-context-gib");
-    } else {
-        p->cuda_context_bytes = CUDA_CONTEXT_GIB * KV_GIB;
-        set_term(p, KV_PLAN_TERM_CUDA_CONTEXT, "cuda_context", p->cuda_context_bytes, 0, "typical CUDA context");
-    }
-    if (a->nccl_gib >= 0) {
-        p->nccl_bytes = a->nccl_gib * KV_GIB;
-        set_term(p, KV_PLAN_TERM_NCCL, "nccl", p->nccl_bytes, 1, "--nccl-gib");
-    } else if (tp > 1) {
-        p->nccl_bytes = NCCL_GIB * KV_GIB;
-        set_term(p, KV_PLAN_TERM_NCCL, "nccl", p->nccl_bytes, 0, "NCCL buffers, tp %d", tp);
-    } else {
-        set_term(p, KV_PLAN_TERM_NCCL, "nccl", 0, 0, "none at tp 1");
-    }
-    double non_kv = p->weights_bytes + p->activation_bytes + p->cudagraph_bytes + p->cuda_context_bytes + p->nccl_bytes;
-    if (a->kv_cache_memory_bytes > 0) {
-        p->kv_cache_memory_bytes_set = 1;
-        p->available_kv_bytes = (double)a->kv_cache_memory_bytes;
-        p->budget_bytes = non_kv + p->available_kv_bytes;
-        set_term(p, KV_PLAN_TERM_BUDGET, "budget", p->budget_bytes, 1,
-                 "--kv-cache-memory-bytes: the terms + the pool (utilization ignored)");
-    } else {
-        p->budget_bytes = total * a->gpu_memory_utilization;
-        p->available_kv_bytes = p->budget_bytes - non_kv;
-        set_term(p, KV_PLAN_TERM_BUDGET, "budget", p->budget_bytes, a->gpu_memory_gib >= 0, "%.2f GiB x %g",
-                 total / KV_GIB, a->gpu_memory_utilization);
-    }
-    set_term(p, KV_PLAN_TERM_KV_CACHE, "kv_cache", p->available_kv_bytes, p->kv_cache_memory_bytes_set,
-             p->kv_cache_memory_bytes_set ? "--kv-cache-memory-bytes" : "budget - the terms above");
-
-    /* 1. init_device: the free-memory check. vLLM initialises NCCL before it
-     * takes the memory snapshot (gpu_worker.py init_device; vllm-internals.md
-     * section 5), so at tp > 1 the buffers are already gone from "free": a
-     * utilization that just fits on one GPU can fail the check on two. */
-    p->free_at_start_bytes = total - p->gpu_used_bytes - p->cuda_context_bytes - p->nccl_bytes;
-    double requested = total * a->gpu_memory_utilization;
-    if (!p->kv_cache_memory_bytes_set && p->free_at_start_bytes < requested) {
-        fail(p, KV_PLAN_ERR_FREE_MEMORY,
-             "Free memory on device cuda:0 (%.2f/%.2f GiB) on startup is less than desired GPU memory utilization "
-             "(%g, %.2f GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
-             p->free_at_start_bytes / KV_GIB, total / KV_GIB, a->gpu_memory_utilization, requested / KV_GIB);
-        log_line(p, "ERROR", "ValueError: %s", p->error);
-        return KV_PLAN_OK;
-    }
-    /* 2. load_model. */
-    double free_now = total - p->gpu_used_bytes - p->cuda_context_bytes - p->nccl_bytes;
+/* load_model and profile_run: torch OOMs (kvlab's words: torch prints the
+ * figures of the failing allocation). Returns 1 if either fails. */
+static int phase_load_and_profile(const plan_ctx *c, kv_plan *p)
+{
+    char msg[512];
+    double free_now = c->total - p->gpu_used_bytes - p->cuda_context_bytes - (c->textbook ? p->nccl_bytes : 0);
     if (p->weights_bytes > free_now) {
-        fail(p, KV_PLAN_ERR_WEIGHTS_OOM,
-             "torch.OutOfMemoryError: CUDA out of memory while loading the weights: %.2f GiB needed, GPU 0 has a "
-             "total capacity of %.2f GiB of which %.2f GiB is free.",
-             p->weights_bytes / KV_GIB, total / KV_GIB, free_now / KV_GIB);
-        log_line(p, "ERROR", "%s", p->error);
-        return KV_PLAN_OK;
+        snprintf(msg, sizeof msg,
+                 "torch.OutOfMemoryError: CUDA out of memory while loading the weights: %.2f GiB needed, GPU 0 has a "
+                 "total capacity of %.2f GiB of which %.2f GiB is free.",
+                 p->weights_bytes / KV_GIB, c->total / KV_GIB, free_now / KV_GIB);
+        plan_fail(p, KV_PLAN_ERR_WEIGHTS_OOM, msg);
+        plan_log(p, "ERROR", msg);
+        return 1;
     }
-    log_line(p, "INFO", "Model loading took %.2f GiB memory", p->weights_bytes / KV_GIB);
-    /* 3. profile_run. */
+    plan_log_tpl(p, "INFO", c->r->text->weights, NULL, 0);
     if (p->weights_bytes + p->activation_bytes > free_now) {
-        fail(p, KV_PLAN_ERR_PROFILE_OOM,
-             "torch.OutOfMemoryError: CUDA out of memory in the profile run (%lld batched tokens): weights %.2f GiB + "
-             "activations %.2f GiB, GPU 0 has a total capacity of %.2f GiB of which %.2f GiB was free after loading.",
-             (long long)mnbt, p->weights_bytes / KV_GIB, p->activation_bytes / KV_GIB, total / KV_GIB,
-             (free_now - p->weights_bytes) / KV_GIB);
-        log_line(p, "ERROR", "%s", p->error);
-        return KV_PLAN_OK;
+        snprintf(msg, sizeof msg,
+                 "torch.OutOfMemoryError: CUDA out of memory in the profile run (%lld batched tokens): weights %.2f "
+                 "GiB + activations %.2f GiB, GPU 0 has a total capacity of %.2f GiB of which %.2f GiB was free after "
+                 "loading.",
+                 (long long)p->max_num_batched_tokens, p->weights_bytes / KV_GIB, p->activation_bytes / KV_GIB,
+                 c->total / KV_GIB, (free_now - p->weights_bytes) / KV_GIB);
+        plan_fail(p, KV_PLAN_ERR_PROFILE_OOM, msg);
+        plan_log(p, "ERROR", msg);
+        return 1;
     }
-    if (p->cudagraph_bytes > 0)
-        log_line(p, "INFO", "Estimated CUDA graph memory: %.2f GiB total", p->cudagraph_bytes / KV_GIB);
-    if (p->kv_cache_memory_bytes_set)
-        log_line(p, "INFO", "Using --kv-cache-memory-bytes=%lld: gpu_memory_utilization is ignored",
-                 (long long)a->kv_cache_memory_bytes);
-    log_line(p, "INFO", "Available KV cache memory: %.2f GiB", p->available_kv_bytes / KV_GIB);
-    if (p->num_sliding_layers && p->num_kv_groups > 1)
-        note(p, "%d of %d layers use a %d-token sliding window: %d KV cache groups of %d layers share the pool",
-             p->num_sliding_layers, p->num_layers, p->sliding_window, p->num_kv_groups, p->group_size);
+    return 0;
+}
 
-    /* 4. get_kv_cache_configs: the memory checks. */
-    int64_t per_block = p->page_size_bytes * p->group_size;
-    p->num_blocks_computed = clamp_i64(floor(p->available_kv_bytes / (double)per_block));
-    p->kv_cache_tokens_unrounded = clamp_i64(floor(p->available_kv_bytes / (double)p->kv_bytes_per_token));
-    if (p->available_kv_bytes <= 0) {
-        fail(p, KV_PLAN_ERR_NO_KV_MEMORY,
-             "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
-             "the engine. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.");
-        log_line(p, "ERROR", "ValueError: %s", p->error);
-        return KV_PLAN_OK;
+/* determine_available_memory's lines, then get_kv_cache_configs' sizing:
+ * num_blocks and "No available memory for the cache blocks". Returns 1 if
+ * nothing is left. */
+static int phase_kv_sizing(const plan_ctx *c, kv_plan *p)
+{
+    const kv_release_text *t = c->r->text;
+    const kv_args *a = c->a;
+    if (t->cudagraph_estimate && p->cudagraph_bytes > 0 && (c->textbook || c->r->mem->cudagraph_estimate ||
+                                                             c->r->mem->supports_auto_fit) &&
+        p->terms[KV_PLAN_TERM_CUDAGRAPH].counted)
+        plan_log_tpl(p, "INFO", t->cudagraph_estimate, NULL, 0);
+    if (p->kv_cache_memory_bytes_set) {
+        char line[160];
+        snprintf(line, sizeof line, "Using --kv-cache-memory-bytes=%lld: gpu_memory_utilization is ignored",
+                 (long long)a->kv_cache_memory_bytes);
+        plan_log(p, "INFO", line);
     }
+    int64_t per_block = p->page_size_bytes * p->group_size;
+    p->num_blocks_computed = plan_clamp_i64(floor(p->available_kv_bytes / (double)per_block));
+    p->kv_cache_tokens_unrounded = plan_clamp_i64(floor(p->available_kv_bytes / (double)p->kv_bytes_per_token));
+    p->kv_cache_tokens = plan_clamp_i64((double)(p->num_blocks_computed / p->num_kv_groups) * p->block_size);
+    plan_log_tpl(p, "INFO", t->profile, NULL, 0);
+    plan_log_tpl(p, "INFO", t->available_kv, NULL, 0);
+    if (p->num_sliding_layers && p->num_kv_groups > 1)
+        plan_note(p, "%d of %d layers use a %d-token sliding window: %d KV cache groups of %d layers share the pool",
+                  p->num_sliding_layers, p->num_layers, p->sliding_window, p->num_kv_groups, p->group_size);
+    if (!p->engine_v1 && t->gpu_blocks) {
+        /* V0 logs the block counts and the concurrency before it checks. */
+        p->max_concurrency = p->max_model_len > 0 ? (double)p->kv_cache_tokens / (double)p->max_model_len : 0;
+        plan_log_tpl(p, "INFO", t->gpu_blocks, NULL, 0);
+        if (p->num_blocks_computed > 0)
+            plan_log_tpl(p, "INFO", t->concurrency, NULL, 0);
+    }
+    if (p->available_kv_bytes <= 0 || (!p->engine_v1 && p->num_blocks_computed <= 0)) {
+        fail_tpl(p, KV_PLAN_ERR_NO_KV_MEMORY, t->err_no_kv_memory, NULL, 0, "ValueError: ");
+        return 1;
+    }
+    return 0;
+}
+
+/* --max-model-len auto (0.14 on), then the length check: V1's
+ * check_enough_kv_cache_memory with its estimate, or V0's
+ * raise_if_cache_size_invalid (blocks x block_size). Returns 1 if it fails. */
+static int phase_length_check(const plan_ctx *c, kv_plan *p)
+{
+    const kv_model *m = c->m;
+    const kv_release_text *t = c->r->text;
+    char buf[32];
     if (p->max_model_len_auto) {
-        int64_t est = kv_plan_estimate_max_model_len(p, p->available_kv_bytes, m->max_position_embeddings);
+        int64_t est = kv_plan_estimate_max_model_len(p, check_memory(p), m->max_position_embeddings);
         if (est == 0) {
-            fail(p, KV_PLAN_ERR_AUTO_FIT,
-                 "Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token. Try "
-                 "increasing `gpu_memory_utilization`.");
-            log_line(p, "ERROR", "ValueError: %s", p->error);
-            return KV_PLAN_OK;
+            plan_fail(p, KV_PLAN_ERR_AUTO_FIT,
+                      "Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token. "
+                      "Try increasing `gpu_memory_utilization`.");
+            fail_tpl(p, KV_PLAN_ERR_AUTO_FIT, p->error, NULL, 0, "ValueError: ");
+            return 1;
         }
-        fmt_gib_py(buf, sizeof buf, p->available_kv_bytes);
+        kv_release_arg x[] = {{"kv", check_memory(p) / KV_GIB, NULL}};
+        char line[300];
+        plan_format(p, "{kv:.2f}", x, 1, buf, sizeof buf);
         if (est < m->max_position_embeddings)
-            log_line(p, "INFO",
+            snprintf(line, sizeof line,
                      "Auto-fit max_model_len: reduced from %lld to %lld to fit in available GPU memory (%s GiB "
                      "available for KV cache)",
                      (long long)m->max_position_embeddings, (long long)est, buf);
         else
-            log_line(p, "INFO", "Auto-fit max_model_len: full model context length %lld fits in available GPU memory",
+            snprintf(line, sizeof line, "Auto-fit max_model_len: full model context length %lld fits in available GPU "
+                                        "memory",
                      (long long)est);
+        plan_log(p, "INFO", line);
         p->max_model_len = est;
     }
     p->needed_bytes = kv_plan_request_bytes(p, p->max_model_len);
     p->blocks_per_request = request_blocks(p, p->max_model_len);
-    if ((double)p->needed_bytes > p->available_kv_bytes) {
-        p->estimated_max_model_len = kv_plan_estimate_max_model_len(p, p->available_kv_bytes, p->max_model_len);
-        char need[32], avail[32], based[160] = "";
-        fmt_gib_py(need, sizeof need, (double)p->needed_bytes);
-        fmt_gib_py(avail, sizeof avail, p->available_kv_bytes);
-        if (p->estimated_max_model_len > 0)
-            snprintf(based, sizeof based,
-                     " Based on the available memory, the estimated maximum model length is %lld.",
-                     (long long)p->estimated_max_model_len);
-        fail(p, KV_PLAN_ERR_MAX_MODEL_LEN,
-             "To serve at least one request with the model's max seq len (%lld), (%s GiB KV cache is needed, which is "
-             "larger than the available KV cache memory (%s GiB).%s Try increasing `gpu_memory_utilization` or "
-             "decreasing `max_model_len` when initializing the engine. See "
-             "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.",
-             (long long)p->max_model_len, need, avail, based);
-        log_line(p, "ERROR", "ValueError: %s", p->error);
-        return KV_PLAN_OK;
+    if (!p->engine_v1) {
+        if (p->max_model_len > p->kv_cache_tokens) {
+            p->estimated_max_model_len = p->kv_cache_tokens;
+            fail_tpl(p, KV_PLAN_ERR_MAX_MODEL_LEN, t->err_max_model_len, NULL, 0, "ValueError: ");
+            return 1;
+        }
+        return 0;
     }
+    double avail = check_memory(p);
+    if ((double)p->needed_bytes <= avail)
+        return 0;
+    p->estimated_max_model_len = kv_plan_estimate_max_model_len(p, avail, p->max_model_len);
+    char clause[200] = "";
+    if (p->estimated_max_model_len > 0 && t->estimated_clause)
+        plan_format(p, t->estimated_clause, NULL, 0, clause, sizeof clause);
+    /* The message shows the memory it checked against. */
+    kv_release_arg x[] = {{"estimated_clause", 0, clause}, {"kv", avail / KV_GIB, NULL}};
+    fail_tpl(p, KV_PLAN_ERR_MAX_MODEL_LEN, t->err_max_model_len, x, 2, "ValueError: ");
+    return 1;
+}
 
-    /* 5. The pool. */
+/* The pool, its log lines, CUDA graphs, and V1's sampler warm-up. */
+static void phase_pool(const plan_ctx *c, kv_plan *p)
+{
+    const kv_args *a = c->a;
+    const kv_release_text *t = c->r->text;
+    char line[300];
     p->starts = 1;
     p->num_blocks = p->num_blocks_computed;
     if (a->num_gpu_blocks_override > 0) {
-        log_line(p, "INFO", "Overriding num_gpu_blocks=%lld with num_gpu_blocks_override=%lld",
+        snprintf(line, sizeof line, "Overriding num_gpu_blocks=%lld with num_gpu_blocks_override=%lld",
                  (long long)p->num_blocks, (long long)a->num_gpu_blocks_override);
+        plan_log(p, "INFO", line);
         if (a->num_gpu_blocks_override > p->num_blocks)
-            note(p, "num_gpu_blocks_override %lld is more than fits (%lld): the real server would run out of memory "
-                 "when it allocates the pool",
-                 (long long)a->num_gpu_blocks_override, (long long)p->num_blocks);
+            plan_note(p, "num_gpu_blocks_override %lld is more than fits (%lld): the real server would run out of "
+                         "memory when it allocates the pool",
+                      (long long)a->num_gpu_blocks_override, (long long)p->num_blocks);
         p->num_blocks = a->num_gpu_blocks_override;
     }
+    int64_t per_block = p->page_size_bytes * p->group_size;
     p->kv_pool_bytes = (double)p->num_blocks * (double)per_block;
-    p->kv_cache_tokens = clamp_i64((double)(p->num_blocks / p->num_kv_groups) * p->block_size);
-    p->max_concurrency = p->blocks_per_request > 0 ? (double)p->num_blocks / (double)p->blocks_per_request : 0;
-    char toks[32], lens[32];
-    kv_fmt_thousands(toks, sizeof toks, clamp_i64(p->max_concurrency * (double)p->max_model_len));
-    kv_fmt_thousands(lens, sizeof lens, p->max_model_len);
-    log_line(p, "INFO", "GPU KV cache size: %s tokens, Maximum concurrency for %s tokens per request: %.2fx", toks, lens,
-             p->max_concurrency);
+    p->kv_cache_tokens = plan_clamp_i64((double)(p->num_blocks / p->num_kv_groups) * p->block_size);
+    if (p->engine_v1) {
+        p->max_concurrency = p->blocks_per_request > 0 ? (double)p->num_blocks / (double)p->blocks_per_request : 0;
+        kv_release_arg x[] = {{"tokens", (double)plan_clamp_i64(p->max_concurrency * (double)p->max_model_len), NULL}};
+        plan_log_tpl(p, "INFO", t->kv_cache_size, x, 1);
+        plan_log_tpl(p, "INFO", t->concurrency, NULL, 0);
+    } else {
+        p->max_concurrency = p->max_model_len > 0 ? (double)p->kv_cache_tokens / (double)p->max_model_len : 0;
+    }
     if (p->cudagraph_bytes > 0)
-        log_line(p, "INFO", "Graph capturing finished, took %.2f GiB", p->cudagraph_bytes / KV_GIB);
+        plan_log_tpl(p, "INFO", t->graphs, NULL, 0);
+    /* V1 warms the sampler up after the pool and the graphs, with
+     * max_num_seqs dummy requests and top-k/top-p on
+     * (gpu_worker.py compile_or_warm_up_model). What is free then: the
+     * activation headroom the budget kept, what lies outside the budget, less
+     * the context and graphs the budget did not count. */
+    if (!c->textbook && p->engine_v1 && t->err_sampler_oom && a->activation_gib < 0) {
+        /* the pool as sized (an override larger than that fails its own way) */
+        double pool = fmin(p->kv_pool_bytes, fmax(p->available_kv_bytes, 0));
+        double outside = c->total - p->gpu_used_bytes - p->cuda_context_bytes - p->weights_bytes - p->nccl_bytes -
+                         p->non_torch_bytes - pool;
+        if (c->r->mem->budget == KV_BUDGET_PEAK)
+            outside += p->cuda_context_bytes; /* already inside */
+        if (!p->terms[KV_PLAN_TERM_CUDAGRAPH].counted)
+            outside -= p->cudagraph_bytes;
+        p->warmup_free_bytes = outside;
+        if (p->warmup_need_bytes > outside) {
+            int64_t nreq = p->max_num_seqs < p->max_num_batched_tokens ? p->max_num_seqs : p->max_num_batched_tokens;
+            kv_release_arg x[] = {{"num_reqs", (double)nreq, NULL}};
+            p->num_blocks = 0;
+            if (!p->model_runner_v2) {
+                fail_tpl(p, KV_PLAN_ERR_SAMPLER_OOM, t->err_sampler_oom, x, 1, "RuntimeError: ");
+                return;
+            }
+            /* V2 has no message of its own: warmup_kernels meets a torch OOM. */
+            char msg[400];
+            snprintf(msg, sizeof msg,
+                     "torch.OutOfMemoryError: CUDA out of memory in the warm-up after the pool (warmup_kernels: %lld "
+                     "requests sampled with top-k/top-p): %.2f GiB needed, %.2f GiB free. The profile run sampled "
+                     "without top-k/top-p, so the pool left too little.",
+                     (long long)nreq, p->warmup_need_bytes / KV_GIB, outside > 0 ? outside / KV_GIB : 0.0);
+            plan_fail(p, KV_PLAN_ERR_SAMPLER_OOM, msg);
+            plan_log(p, "ERROR", msg);
+            return;
+        }
+    }
+    if (p->gpu_memory_utilization >= 0.95 && !p->kv_cache_memory_bytes_set)
+        plan_note(p, "gpu_memory_utilization %g leaves %.2f GiB outside the budget for what vLLM allocates while "
+                     "serving (CUDA graphs, NCCL, sampler and allocator fragmentation): it starts, but a busy server "
+                     "may still run out of memory; 0.90-0.92 leaves room",
+                  p->gpu_memory_utilization, c->total * (1.0 - p->gpu_memory_utilization) / KV_GIB);
+}
+
+int kv_plan_compute_nofix(const kv_model *m, const kv_gpu *gpu, const kv_args *a, kv_plan *p, char *err, size_t errlen)
+{
+    memset(p, 0, sizeof *p);
+    plan_ctx c = {.m = m, .gpu = gpu, .a = a, .tp = a->tensor_parallel_size, .err = err, .errlen = errlen};
+    c.textbook = a->accounting == KV_ACCOUNTING_TEXTBOOK;
+    if (c.textbook) {
+        c.r = kv_release_textbook();
+    } else {
+        c.r = kv_release_find(a->vllm_version, err, errlen);
+        if (!c.r)
+            return KV_PLAN_EINVAL;
+    }
+    c.act_bytes = a->dtype == KV_ARGS_DTYPE_FP32 ? 4 : 2;
+    int rc = phase_validate(&c);
+    if (rc)
+        return rc;
+    c.total = a->gpu_memory_gib >= 0 ? a->gpu_memory_gib * KV_GIB : gpu->reported_total_bytes;
+    if ((rc = phase_inputs(&c, p)))
+        return rc;
+    phase_geometry(&c, p);
+    plan_weights(&c, p);
+    plan_activation(&c, p);
+    plan_cudagraph(&c, p);
+    plan_budget(&c, p);
+    if (phase_free_memory(&c, p) || phase_load_and_profile(&c, p) || phase_kv_sizing(&c, p) ||
+        phase_length_check(&c, p))
+        return KV_PLAN_OK;
+    phase_pool(&c, p);
     return KV_PLAN_OK;
 }
 
@@ -801,6 +801,17 @@ struct cJSON *kv_plan_to_json(const kv_plan *p)
     if (!o)
         return NULL;
     cJSON_AddBoolToObject(o, "starts", p->starts);
+    cJSON_AddStringToObject(o, "accounting", p->accounting == KV_ACCOUNTING_TEXTBOOK ? "textbook" : "release");
+    if (p->accounting == KV_ACCOUNTING_TEXTBOOK)
+        cJSON_AddNullToObject(o, "vllm_version");
+    else
+        cJSON_AddStringToObject(o, "vllm_version", p->vllm_version);
+    {
+        char lab[64];
+        cJSON_AddStringToObject(o, "release_rules", kv_release_label(p->release, lab, sizeof lab));
+    }
+    cJSON_AddStringToObject(o, "engine", p->engine_v1 ? "V1" : "V0");
+    cJSON_AddStringToObject(o, "model_runner", !p->engine_v1 ? "V0" : p->model_runner_v2 ? "V2" : "V1");
     if (p->starts)
         cJSON_AddNullToObject(o, "error");
     else
@@ -815,6 +826,7 @@ struct cJSON *kv_plan_to_json(const kv_plan *p)
     cJSON_AddNumberToObject(o, "cudagraph_gib", gib4(p->cudagraph_bytes));
     cJSON_AddNumberToObject(o, "cuda_context_gib", gib4(p->cuda_context_bytes));
     cJSON_AddNumberToObject(o, "nccl_gib", gib4(p->nccl_bytes));
+    cJSON_AddNumberToObject(o, "non_torch_gib", gib4(p->non_torch_bytes));
     cJSON_AddNumberToObject(o, "kv_cache_gib", gib4(p->available_kv_bytes));
     cJSON_AddNumberToObject(o, "kv_bytes_per_token", (double)p->kv_bytes_per_token);
     cJSON_AddNumberToObject(o, "block_size", p->block_size);
@@ -847,6 +859,7 @@ struct cJSON *kv_plan_to_json(const kv_plan *p)
         cJSON_AddStringToObject(t, "how", p->terms[i].how);
         cJSON_AddNumberToObject(t, "gib", gib4(p->terms[i].bytes));
         cJSON_AddBoolToObject(t, "overridden", p->terms[i].overridden);
+        cJSON_AddBoolToObject(t, "counted", p->terms[i].counted);
         cJSON_AddItemToArray(terms, t);
     }
     cJSON *log = cJSON_AddArrayToObject(o, "log");

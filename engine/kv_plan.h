@@ -1,13 +1,20 @@
 /* kv_plan: the start-up memory plan vLLM works out on each GPU, in vLLM's
- * order and terms (vllm/v1/worker/gpu_worker.py determine_available_memory,
- * vllm/v1/core/kv_cache_utils.py get_kv_cache_configs; vllm-internals.md
- * sections 5-7; the worked examples of shared/seeds/000_*.txt):
+ * order and terms, for one vLLM release (kv_release.h) or for the course's
+ * textbook arithmetic:
  *
  *   budget    = reported total x gpu_memory_utilization
- *   available = budget - weights - activation peak - CUDA graphs
- *               - CUDA context - NCCL (tp > 1)
+ *   available = budget - the terms that release subtracts
  *   num_blocks = available // (page_size x layers)       (block 0 is the null block)
  *   tokens     = num_blocks x block_size
+ *
+ * Textbook (--accounting textbook): weights, the activation peak, CUDA graphs
+ * (0.60 GiB), the CUDA context (0.60 GiB) and NCCL (1 GiB at tp > 1) are all
+ * subtracted. A release (--accounting release, the default) subtracts what
+ * that release measures: V0 and V1 up to 0.9.0 the peak torch allocation
+ * plus every non-torch byte (context included); from V0 0.6.5 / V1 0.9.1 the
+ * weights, activation peak and non-torch growth over a snapshot taken after
+ * the context exists (context outside); from 0.20 also a CUDA-graph estimate
+ * (vllm/worker/worker.py, vllm/v1/worker/gpu_worker.py of each release).
  *
  * then vLLM's checks: free memory at start-up, "No available memory for the
  * cache blocks", and "To serve at least one request with the model's max seq
@@ -25,6 +32,7 @@
 #include "kv_args.h"
 #include "kv_gpu.h"
 #include "kv_model.h"
+#include "kv_release.h"
 
 struct cJSON;
 
@@ -43,23 +51,26 @@ typedef enum kv_plan_error {
     KV_PLAN_ERR_AUTO_FIT,         /* "Cannot auto-fit max_model_len ..." */
     KV_PLAN_ERR_WEIGHTS_OOM,      /* weights alone exceed the free memory: torch OOM while loading */
     KV_PLAN_ERR_PROFILE_OOM,      /* weights + activation peak exceed it: torch OOM in the profile run */
+    KV_PLAN_ERR_SAMPLER_OOM,      /* V1: the sampler warm-up after the pool finds too little left */
 } kv_plan_error;
 
 /* Short machine names for kv_plan_error: "", "free_memory",
  * "no_memory_for_cache_blocks", "max_model_len", "auto_fit", "weights_oom",
- * "profile_oom". */
+ * "profile_oom", "sampler_oom". */
 const char *kv_plan_error_name(kv_plan_error e);
 
 /* One subtracted term of the plan. */
 typedef struct kv_plan_term {
-    char name[24];      /* "budget", "weights", "activation", "cudagraph", "cuda_context", "nccl", "kv_cache" */
+    char name[24];      /* "budget", "weights", "activation", "cudagraph", "cuda_context", "nccl", "non_torch", "kv_cache" */
     char how[160];      /* how it was obtained, e.g. "8.03e9 params x 2 bytes / tp 1" or "--activation-gib" */
     double bytes;       /* per GPU; the kv_cache term may be negative */
     int overridden;     /* 1: typed in by the user */
+    int counted;        /* 1: subtracted from the budget in this accounting (budget and kv_cache: 1) */
 } kv_plan_term;
 
 enum { KV_PLAN_TERM_BUDGET, KV_PLAN_TERM_WEIGHTS, KV_PLAN_TERM_ACTIVATION, KV_PLAN_TERM_CUDAGRAPH,
-       KV_PLAN_TERM_CUDA_CONTEXT, KV_PLAN_TERM_NCCL, KV_PLAN_TERM_KV_CACHE, KV_PLAN_NUM_TERMS };
+       KV_PLAN_TERM_CUDA_CONTEXT, KV_PLAN_TERM_NCCL, KV_PLAN_TERM_NON_TORCH, KV_PLAN_TERM_KV_CACHE,
+       KV_PLAN_NUM_TERMS };
 
 /* A fix for a plan that would not start: a flag change and what it gives.
  * A change that would fail only vLLM's max_model_len check is paired with
@@ -82,6 +93,15 @@ typedef struct kv_plan_fix {
 #define KV_PLAN_MAX_NOTES 8
 
 typedef struct kv_plan {
+    /* Which rules: the release row (kv_release_textbook() under textbook). */
+    const kv_release *release;
+    int32_t accounting;          /* KV_ACCOUNTING_RELEASE or KV_ACCOUNTING_TEXTBOOK (kv_args.h) */
+    char vllm_version[32];       /* the version asked for ("0.11.0"), or the newest; "" under textbook */
+    int32_t engine_v1;           /* 0: V0 engine, 1: V1 */
+    int32_t model_runner_v2;     /* 1: the release runs this model on model runner V2 */
+    int32_t chunked_prefill;     /* chunked prefill in effect (V0: on for max_model_len > 32K) */
+    int32_t flashinfer_sampler;  /* V1: the profile's sampler is FlashInfer's (else PyTorch's sort) */
+
     /* Outcome. */
     int starts;                  /* 1: vLLM would start */
     kv_plan_error error_kind;
@@ -104,6 +124,11 @@ typedef struct kv_plan {
     double cudagraph_bytes;
     double cuda_context_bytes;
     double nccl_bytes;
+    double non_torch_bytes;      /* release accounting: non-torch growth in the profile (workspaces; tp > 1 NCCL) */
+    double forward_bytes;        /* the activation peak's forward pass part */
+    double sampler_bytes;        /* its dummy-sampler part (V1; 0 elsewhere) */
+    double warmup_need_bytes;    /* V1: what the sampler warm-up after the pool allocates */
+    double warmup_free_bytes;    /* V1: what is free for it then */
     double available_kv_bytes;   /* "Available KV cache memory"; may be <= 0 */
     double kv_pool_bytes;        /* what the pool really takes: num_blocks x page_size x layers */
     kv_plan_term terms[KV_PLAN_NUM_TERMS];
@@ -145,7 +170,7 @@ typedef struct kv_plan {
 
     /* What vLLM would log, in order (INFO / WARNING / ERROR lines, prefixed). */
     int num_log;
-    char log[KV_PLAN_MAX_LOG][512];
+    char log[KV_PLAN_MAX_LOG][1024];
 
     /* Fixes, cheapest first, filled when it would not start. */
     int num_fixes;
@@ -177,14 +202,31 @@ int64_t kv_plan_request_bytes(const kv_plan *p, int64_t len);
  * bytes fit in available_bytes (binary search); 0 if even 1 token does not. */
 int64_t kv_plan_estimate_max_model_len(const kv_plan *p, double available_bytes, int64_t max_len);
 
-/* The activation peak of the profile run (bytes per GPU) for a model, tp and
- * max_num_batched_tokens; documented in kv_plan.c. */
+/* The textbook activation peak of the profile run (bytes per GPU) for a
+ * model, tp and max_num_batched_tokens (the source document's fitted
+ * formula, documented in kv_plan.c). */
 double kv_plan_activation_bytes(const kv_model *m, int32_t tp, int64_t max_num_batched_tokens);
+
+/* The forward pass's activation peak as vLLM's profile run allocates it for
+ * T batched tokens: the hidden state, residual and norm output (3 x hidden,
+ * replicated on every rank) and the MLP's gate_up output and activation (3 x
+ * width / tp), 2 bytes each in 16-bit (4 in float32). Bytes per GPU. */
+double kv_plan_forward_bytes(const kv_model *m, int32_t tp, int64_t tokens, int act_bytes);
 
 /* Weight bytes per GPU for a model with engine args (quantization, dtype,
  * tp); sets *how (if non-NULL, howlen bytes) to how it was sized. Returns < 0
- * when the weight format cannot be sized (how says why). */
+ * when the weight format cannot be sized (how says why). This is the
+ * parameter tally the course uses; kv_plan_loaded_weights_bytes adds what
+ * vLLM's loader holds besides. */
 double kv_plan_weights_bytes(const kv_model *m, const kv_args *a, char *how, size_t howlen);
+
+/* Weights as vLLM loads them, per GPU: kv_plan_weights_bytes plus the RoPE
+ * cos_sin_cache buffer ([max_position, rotary_dim] in the model dtype,
+ * vllm/model_executor/layers/rotary_embedding.py), the tensors every rank
+ * keeps whole (MoE router gates, ReplicatedLinear; KV projections when tp
+ * exceeds the KV heads, QKVParallelLinear num_kv_head_replicas). Returns < 0
+ * as kv_plan_weights_bytes does. */
+double kv_plan_loaded_weights_bytes(const kv_model *m, const kv_args *a, char *how, size_t howlen);
 
 /* The `serve --json` object (DESIGN.md lists its fields). Caller frees with
  * cJSON_Delete. */

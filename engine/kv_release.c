@@ -162,7 +162,9 @@ static const kv_release_text T_TEXTBOOK = {
     .available_kv = AVAIL_2F,
     .kv_cache_size = KV_SIZE_CONC,
     .graphs = GRAPHS,
-    .err_free_memory = FREE_014,
+    .err_free_memory = "Free memory on device cuda:0 ({free:.2f}/{total:.2f} GiB) on startup is less than desired GPU "
+                       "memory utilization ({util:g}, {requested:.2f} GiB). Decrease GPU memory utilization or reduce "
+                       "GPU memory used by other processes.",
     .err_no_kv_memory = NOKV SEE,
     .err_max_model_len =
         "To serve at least one request with the model's max seq len ({max_model_len:d}), ({needed:gib} GiB KV cache "
@@ -240,11 +242,17 @@ static const kv_release_sched S_V1_033 = {1, 0.0, 1, 1, 1, 1, 1, 0, 1};
  * the 16-bit logits (2) and their fp32 copy (4) stay alive while
  * apply_top_k_top_p sorts them: sorted values and int64 indices (12), and
  * the sort's own scratch, an int64 iota plus cub's double buffers (8 + 12).
- * 38 bytes; the 0.11 logs of Llama-3.1-8B, Qwen3-0.6B, Qwen3-32B, gpt-oss
- * and Llama-3.3-70B imply 38.2-38.4. Model runner V2's dummy pass skips
- * top-k/top-p (v1/worker/gpu/model_runner.py _dummy_sampler_run): the
- * 16-bit logits and the fp32 copy apply_sampling_params makes, 6 bytes. */
+ * 38 bytes; the llm-d logs of Llama-3.1-8B, Qwen3-0.6B, Qwen3-32B, gpt-oss
+ * and Llama-3.3-70B imply 38.2-38.4. FlashInfer's kernel samples without
+ * sorting: the 16-bit and fp32 logits (6), its masked logits and
+ * probabilities (8) and a little scratch; the Mistral-Small-3.2 log on the
+ * v0.11.0 image implies 16.3, and flashinfer issue #1180 shows the official
+ * image (FlashInfer) keep 1.5 GiB more KV than one without it. Model runner
+ * V2's dummy pass skips top-k/top-p (v1/worker/gpu/model_runner.py
+ * _dummy_sampler_run): the 16-bit logits and the fp32 copy
+ * apply_sampling_params makes, 6 bytes. */
 #define SAMPLER_TOPK 38.0
+#define SAMPLER_FI 16.0
 #define SAMPLER_V2 6.0
 
 #define V0_MEM(budget_, chunked_)                                                                                  \
@@ -258,7 +266,7 @@ static const kv_release_sched S_V1_033 = {1, 0.0, 1, 1, 1, 1, 1, 0, 1};
     .cudagraph_estimate = cg_, .supports_auto_fit = autofit_,                                                      \
     .cuda_context_gib = {CTX_SMALL, CTX_LARGE}, .non_torch_gib = NON_TORCH, .non_torch_tp_nvlink_gib = NON_TORCH_NVLINK, \
     .non_torch_tp_pcie_gib = NON_TORCH_PCIE, .cudagraph_gib = CG_GIB, .sampler_bytes_per_elem = SAMPLER_TOPK,       \
-    .sampler_v2_bytes_per_elem = SAMPLER_V2
+    .sampler_fi_bytes_per_elem = SAMPLER_FI, .sampler_v2_bytes_per_elem = SAMPLER_V2
 
 /* V0 0.6.4 (vllm/worker/worker.py determine_num_available_blocks): peak
  * torch allocation plus every non-torch byte in use, context included.
@@ -275,10 +283,20 @@ static const kv_release_memory M_V0_065 = {V0_MEM(KV_BUDGET_PROFILED, 2048)};
 static const kv_release_memory M_V1_080 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_080};
 static const kv_release_memory M_V1_084 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_084};
 static const kv_release_memory M_V1_085 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_085};
-static const kv_release_memory M_V1_090 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_090};
+/* 0.9.0: FlashInfer's sampler whenever FlashInfer is installed (the
+ * official image; 0.8.x logged it as disabled, "not backward compatible"). */
+static const kv_release_memory M_V1_090 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_090,
+                                           .sampler_flashinfer = 1};
 /* V1 0.9.1: memory_profiling with the snapshot taken after NCCL init:
  * requested memory - non-KV memory. */
-static const kv_release_memory M_V1_091 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0), .card_classes = CARDS_090};
+static const kv_release_memory M_V1_091 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0), .card_classes = CARDS_090,
+                                           .mxfp4_marlin_everywhere = 1, .sampler_flashinfer = 1};
+/* 0.11.0: torch 2.8, so Hopper runs mxfp4 on the Triton kernels. */
+static const kv_release_memory M_V1_011 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0), .card_classes = CARDS_090,
+                                           .sampler_flashinfer = 1};
+/* 0.11.1: FlashInfer becomes a dependency, its sampler opt-in
+ * (VLLM_USE_FLASHINFER_SAMPLER=1). */
+static const kv_release_memory M_V1_0111 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0), .card_classes = CARDS_090};
 /* 0.14.0: --max-model-len auto (kv_cache_utils.py "Cannot auto-fit"). */
 static const kv_release_memory M_V1_014 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 1), .card_classes = CARDS_090};
 /* 0.20.0: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1 (envs.py),
@@ -286,31 +304,39 @@ static const kv_release_memory M_V1_014 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 1
  * gpu_memory_utilization becomes 0.92 (config/cache.py). */
 #define V1_020 V1_MEM(KV_BUDGET_PROFILED, 0.92, 1, 1)
 static const kv_release_memory M_V1_020 = {V1_020, .card_classes = CARDS_090};
+/* 0.21.0: VLLM_USE_FLASHINFER_SAMPLER defaults to on (envs.py, PR #40376). */
+#define V1_021 V1_020, .sampler_flashinfer = 1
+static const kv_release_memory M_V1_021 = {V1_021, .card_classes = CARDS_090};
 /* 0.22.0-0.28: model runner V2 by default for some models
  * (config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES); its
  * profile_cudagraph_memory returns 0 ("TBD whether we keep this API"). */
-static const kv_release_memory M_V1_022 = {V1_020, .card_classes = CARDS_090, .v2_runner = KV_V2_LISTED_PLAIN,
+static const kv_release_memory M_V1_022 = {V1_021, .card_classes = CARDS_090, .v2_runner = KV_V2_LISTED_PLAIN,
                                            .v2_arches = {"Qwen3ForCausalLM"}};
 static const kv_release_memory M_V1_023 = {
-    V1_020, .card_classes = CARDS_090, .v2_runner = KV_V2_LISTED_PLAIN,
+    V1_021, .card_classes = CARDS_090, .v2_runner = KV_V2_LISTED_PLAIN,
     .v2_arches = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM"}};
 static const kv_release_memory M_V1_024 = {
-    V1_020, .card_classes = CARDS_090, .v2_runner = KV_V2_LISTED,
+    V1_021, .card_classes = CARDS_090, .v2_runner = KV_V2_LISTED,
     .v2_arches = {"Qwen3ForCausalLM", "DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM",
                   "LlamaForCausalLM", "MistralForCausalLM"}};
 static const kv_release_memory M_V1_025 = {
-    V1_020, .card_classes = CARDS_090, .v2_runner = KV_V2_LISTED_OR_DENSE,
+    V1_021, .card_classes = CARDS_090, .v2_runner = KV_V2_LISTED_OR_DENSE,
     .v2_arches = {"DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM"}};
 static const kv_release_memory M_V1_028 = {
-    V1_020, .card_classes = CARDS_028, .v2_runner = KV_V2_LISTED_OR_DENSE,
+    V1_021, .card_classes = CARDS_028, .v2_runner = KV_V2_LISTED_OR_DENSE,
     .v2_arches = {"DeepseekV2ForCausalLM", "DeepseekV4ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM",
                   "KimiK3ForConditionalGeneration"}};
 /* 0.29.0: V2 for every generative model, with a real graph estimate; the
  * length check and auto-fit first take off the null block
  * (kv_cache_utils.py "Reserve the null block BlockPool permanently holds
  * back"). */
-static const kv_release_memory M_V1_029 = {V1_020, .card_classes = CARDS_028, .v2_runner = KV_V2_ALL,
+static const kv_release_memory M_V1_029 = {V1_021, .card_classes = CARDS_028, .v2_runner = KV_V2_ALL,
                                            .cudagraph_estimate_v2 = 1, .check_reserves_null_block = 1};
+/* 0.33.0: V2's profile also samples with the warm-up's parameters
+ * (gpu/model_runner.py _dummy_sampler_run "Warmup-param pass"). */
+static const kv_release_memory M_V1_033 = {V1_021, .card_classes = CARDS_028, .v2_runner = KV_V2_ALL,
+                                           .cudagraph_estimate_v2 = 1, .check_reserves_null_block = 1,
+                                           .v2_profiles_warmup = 1};
 
 /* The course: the source document's arithmetic (kv_plan.c holds its terms);
  * the estimate of the length check follows vLLM's newest rule. */
@@ -340,21 +366,25 @@ static const kv_release ROWS[] = {
      &S_V1_080},
     {"0.9.1", "0.9.1", "v1/worker/gpu_worker.py: memory_profiling after NCCL init; \"Available KV cache memory\"",
      &M_V1_091, &T_V1_091, &S_V1_080},
-    {"0.9.2", "0.11.0", "v1/core/sched/scheduler.py: the priority policy; unchunkable prompts skipped", &M_V1_091,
+    {"0.9.2", "0.10.99", "v1/core/sched/scheduler.py: the priority policy; unchunkable prompts skipped", &M_V1_091,
      &T_V1_091, &S_V1_092},
+    {"0.11.0", "0.11.0", "quantization/mxfp4.py: Triton kernels on Hopper (torch 2.8)", &M_V1_011, &T_V1_091,
+     &S_V1_092},
     {"0.11.1", "0.11.99", "v1/worker/gpu_model_runner.py: \"Model loading took ... GiB memory\"; scheduler.py "
-                          "refunds a priority victim's tokens",
-     &M_V1_091, &T_V1_0111, &S_V1_0111},
-    {"0.12.0", "0.12.99", "v1/core/sched/scheduler.py: admission stops at an unchunkable prompt", &M_V1_091,
+                          "refunds a priority victim's tokens; FlashInfer's sampler opt-in",
+     &M_V1_0111, &T_V1_0111, &S_V1_0111},
+    {"0.12.0", "0.12.99", "v1/core/sched/scheduler.py: admission stops at an unchunkable prompt", &M_V1_0111,
      &T_V1_0111, &S_V1_012},
-    {"0.13.0", "0.13.99", "v1/core/kv_cache_utils.py: errors link the conserving-memory docs", &M_V1_091,
+    {"0.13.0", "0.13.99", "v1/core/kv_cache_utils.py: errors link the conserving-memory docs", &M_V1_0111,
      &T_V1_013, &S_V1_012},
     {"0.14.0", "0.17.99", "utils/mem_utils.py format_gib; --max-model-len auto", &M_V1_014, &T_V1_014, &S_V1_012},
     {"0.18.0", "0.18.99", "v1/worker/gpu_model_runner.py profile_cudagraph_memory (logged, opt-in)", &M_V1_014,
      &T_V1_018, &S_V1_012},
     {"0.19.0", "0.19.99", "config/scheduler.py scheduler_reserve_full_isl=True", &M_V1_014, &T_V1_018, &S_V1_019},
-    {"0.20.0", "0.21.99", "envs.py VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1; config/cache.py utilization 0.92",
+    {"0.20.0", "0.20.99", "envs.py VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1; config/cache.py utilization 0.92",
      &M_V1_020, &T_V1_018, &S_V1_019},
+    {"0.21.0", "0.21.99", "envs.py: FlashInfer's top-k/top-p sampler on by default", &M_V1_021, &T_V1_018,
+     &S_V1_019},
     {"0.22.0", "0.22.99", "config/vllm.py: model runner V2 for Qwen3; kv_cache_utils.py wording", &M_V1_022,
      &T_V1_022, &S_V1_019},
     {"0.23.0", "0.23.99", "config/vllm.py: V2 for Llama, Mistral, Qwen3", &M_V1_023, &T_V1_022, &S_V1_019},
@@ -371,8 +401,9 @@ static const kv_release ROWS[] = {
      &M_V1_029, &T_V1_028, &S_V1_027},
     {"0.31.0", "0.32.99", "v1/core/sched/scheduler.py: long_prefill_token_threshold needs two requests", &M_V1_029,
      &T_V1_028, &S_V1_031},
-    {"0.33.0", "0.33.99", "v1/core/sched/scheduler.py: priority self-preemption goes on", &M_V1_029, &T_V1_028,
-     &S_V1_033},
+    {"0.33.0", "0.33.99", "v1/core/sched/scheduler.py: priority self-preemption goes on; v1/worker/gpu/"
+                          "model_runner.py: the profile runs the warm-up's sampling parameters too",
+     &M_V1_033, &T_V1_028, &S_V1_033},
 };
 #define NUM_ROWS ((int)(sizeof ROWS / sizeof ROWS[0]))
 
@@ -595,7 +626,7 @@ size_t kv_release_format(char *out, size_t outlen, const char *tpl, const kv_rel
             memcpy(fmt, colon + 1, ml);
         }
         const kv_release_arg *a = NULL;
-        for (int i = 0; i < nargs; i++)
+        for (int i = 0; i < nargs && !a; i++) /* the first of a name wins */
             if (args[i].name && !strcmp(args[i].name, field))
                 a = &args[i];
         char buf[512];

@@ -109,8 +109,11 @@ typedef struct kv_release_memory {
     /* The profile run's sampler pass: bytes per element of the [S, vocab]
      * logits at its peak (0: no sampler term). S = min(max_num_seqs,
      * max_num_batched_tokens) on V1; max_num_seqs on V0. */
-    double sampler_bytes_per_elem;
-    double sampler_v2_bytes_per_elem; /* model runner V2 (no top-k/top-p in the dummy pass) */
+    double sampler_bytes_per_elem;    /* PyTorch's top-k/top-p (it sorts the logits) */
+    double sampler_fi_bytes_per_elem; /* FlashInfer's top-k/top-p kernel */
+    int sampler_flashinfer;           /* FlashInfer's sampler by default (VLLM_USE_FLASHINFER_SAMPLER, v1/sample/ops/topk_topp_sampler.py) */
+    double sampler_v2_bytes_per_elem; /* model runner V2's dummy pass (no top-k/top-p) */
+    int v2_profiles_warmup;           /* V2's profile also runs the warm-up's sampling parameters (0.33) */
     kv_release_v2 v2_runner;
     const char *v2_arches[KV_RELEASE_MAX_V2_ARCHES]; /* NULL-terminated */
     /* V0's max_num_batched_tokens when not given: with chunked prefill
@@ -123,6 +126,10 @@ typedef struct kv_release_memory {
      * memory first (kv_cache_utils.py check_enough_kv_cache_memory, 0.29 on). */
     int check_reserves_null_block;
     int supports_auto_fit;         /* --max-model-len auto / -1 exists */
+    /* mxfp4 MoE (gpt-oss): the Marlin kernel, which pads the experts, on
+     * every card (its Triton kernels needed torch >= 2.8: up to 0.10.x) or
+     * only before Hopper (quantization/mxfp4.py get_mxfp4_backend). */
+    int mxfp4_marlin_everywhere;
     kv_release_card_class card_classes[KV_RELEASE_MAX_CARD_CLASSES];
 } kv_release_memory;
 
@@ -209,7 +216,7 @@ typedef struct kv_release_arg {
 } kv_release_arg;
 
 /* Fill template tpl with args into out (at most outlen bytes, NUL
- * included). An unknown field name or format is written as "{name?}" so a
+ * included); when a name appears twice in args the first wins. An unknown field name or format is written as "{name?}" so a
  * wrong template shows in tests. Returns the length written. */
 size_t kv_release_format(char *out, size_t outlen, const char *tpl, const kv_release_arg *args, int nargs);
 

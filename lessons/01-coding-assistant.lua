@@ -3,6 +3,7 @@
 -- utilization budget before a single request arrives.
 local fmt = require("lib.fmt")
 local ask = require("lib.ask")
+local course = require("lib.course")
 
 local MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 local PROMPT, OUTPUT = 2000, 64 -- the one request at the end: a file and a question
@@ -45,7 +46,7 @@ return {
     lab.page("A coding assistant on one H100")
     lab.show("memory", { upto = "init" })
     lab.show("log", { upto = "init" })
-    local ok, err = lab.start({ model = MODEL, gpu = "h100-80gb", ["gpu-memory-utilization"] = 0.9 })
+    local ok, err = lab.start(course.server({ model = MODEL, gpu = "h100-80gb", ["gpu-memory-utilization"] = 0.9 }))
     if not ok then error("example A should start: " .. tostring(err)) end
     local plan, model, gpu = lab.plan(), lab.model(), lab.gpu()
 

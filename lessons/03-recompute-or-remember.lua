@@ -2,6 +2,7 @@
 -- every new token runs the whole sequence through the model again.
 local fmt = require("lib.fmt")
 local ask = require("lib.ask")
+local course = require("lib.course")
 
 local MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 local PROMPT, OUTPUT = 200, 48
@@ -31,7 +32,7 @@ return {
   title = "Recompute instead of remember",
   flags = { "kv-cache" },
   run = function(lab)
-    local ok, err = lab.start({ model = MODEL, gpu = "h100-80gb", ["gpu-memory-utilization"] = 0.9 })
+    local ok, err = lab.start(course.server({ model = MODEL, gpu = "h100-80gb", ["gpu-memory-utilization"] = 0.9 }))
     if not ok then error("example A should start: " .. tostring(err)) end
 
     lab.page("With the cache")

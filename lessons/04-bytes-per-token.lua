@@ -3,6 +3,7 @@
 local fmt = require("lib.fmt")
 local expect = require("lib.expect")
 local ask = require("lib.ask")
+local course = require("lib.course")
 
 local MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 
@@ -42,7 +43,7 @@ return {
   title = "The formula on the whiteboard",
   flags = { "model", "kv-cache-dtype" },
   run = function(lab)
-    local ok, err = lab.start{ model = MODEL, gpu = "h100-80gb", ["gpu-memory-utilization"] = 0.9 }
+    local ok, err = lab.start(course.server{ model = MODEL, gpu = "h100-80gb", ["gpu-memory-utilization"] = 0.9 })
     assert(ok, err)
     local m, p = lab.model(), lab.plan()
     local cfg, path = lab.config()

@@ -5,6 +5,7 @@ local fmt = require("lib.fmt")
 local expect = require("lib.expect")
 local heads = require("lib.heads")
 local pick = require("lib.pick")
+local course = require("lib.course")
 
 local MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 local LEN = 8192
@@ -16,7 +17,7 @@ return {
   run = function(lab)
     local base = { model = MODEL, gpu = "h100-80gb", ["gpu-memory-utilization"] = 0.9,
                    ["max-model-len"] = LEN }
-    local ok, err = lab.start(base)
+    local ok, err = lab.start(course.server(base))
     assert(ok, err)
     local m = lab.model()
     local q = m.heads

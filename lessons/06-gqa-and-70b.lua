@@ -5,6 +5,7 @@ local fmt = require("lib.fmt")
 local expect = require("lib.expect")
 local heads = require("lib.heads")
 local ask = require("lib.ask")
+local course = require("lib.course")
 
 local MODEL = "meta-llama/Llama-3.1-70B-Instruct"
 local LEN = 8192
@@ -15,8 +16,8 @@ return {
   title = "Why GQA made 70B practical",
   flags = { "tensor-parallel-size", "kv-heads" },
   run = function(lab)
-    local ok, err = lab.start{ model = MODEL, gpu = "h100-80gb", ["gpu-memory-utilization"] = 0.9,
-                               ["max-model-len"] = LEN, ["tensor-parallel-size"] = TP }
+    local ok, err = lab.start(course.server{ model = MODEL, gpu = "h100-80gb", ["gpu-memory-utilization"] = 0.9,
+                               ["max-model-len"] = LEN, ["tensor-parallel-size"] = TP })
     assert(ok, err)
     local m = lab.model()
     local gqa = lab.plan()

@@ -3,6 +3,7 @@
 -- with the fixes ranked cheapest first.
 local fmt = require("lib.fmt")
 local expect = require("lib.expect")
+local course = require("lib.course")
 
 local MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 
@@ -32,8 +33,8 @@ return {
             "gpu-memory-utilization" },
   run = function(lab)
     -- Running example B: an RTX 4090 that reports 23.5 GiB, no --max-model-len.
-    local ok = lab.start{ model = MODEL, gpu = "rtx-4090", ["gpu-memory-gib"] = 23.5,
-                               ["gpu-memory-utilization"] = 0.9, ["max-num-batched-tokens"] = 8192 }
+    local ok = lab.start(course.server{ model = MODEL, gpu = "rtx-4090", ["gpu-memory-gib"] = 23.5,
+                               ["gpu-memory-utilization"] = 0.9, ["max-num-batched-tokens"] = 8192 })
     local p = lab.plan()
     local m = lab.model()
     local start = {}

@@ -3,6 +3,7 @@
 -- conversation holds, in decimal GB.
 local fmt = require("lib.fmt")
 local expect = require("lib.expect")
+local course = require("lib.course")
 
 local MODEL = "meta-llama/Llama-3.1-70B-Instruct"
 local CONV = 32768   -- a "32K" conversation, in tokens
@@ -30,7 +31,7 @@ return {
     -- (the lesson says why, and that lesson 7's advice still holds).
     local base = { model = MODEL, gpu = "h100-80gb", quantization = "fp8", ["gpu-memory-utilization"] = 0.96,
                    ["max-model-len"] = 8192, ["max-num-batched-tokens"] = 8192 }
-    lab.start(base)
+    lab.start(course.server(base))
     local m, cfg = lab.model(), lab.config()
     local bf = lab.plan()
     lab.restart{ ["kv-cache-dtype"] = "fp8" }

@@ -5,6 +5,7 @@ local fmt = require("lib.fmt")
 local expect = require("lib.expect")
 local pick = require("lib.pick")
 local ask = require("lib.ask")
+local course = require("lib.course")
 
 local MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 local LEN = 8192
@@ -26,9 +27,9 @@ return {
   title = "From bytes to sequences",
   flags = { "max-model-len", "quantization", "kv-cache-dtype", "gpu-memory-utilization" },
   run = function(lab)
-    local ok, err = lab.start{ model = MODEL, gpu = "rtx-4090", ["gpu-memory-gib"] = 23.5,
+    local ok, err = lab.start(course.server{ model = MODEL, gpu = "rtx-4090", ["gpu-memory-gib"] = 23.5,
                                ["gpu-memory-utilization"] = 0.9, ["max-num-batched-tokens"] = 8192,
-                               ["max-model-len"] = LEN }
+                               ["max-model-len"] = LEN })
     assert(ok, err)
     local p = lab.plan()
     local per_seq = p.kv_bytes_per_token * LEN

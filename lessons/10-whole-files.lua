@@ -3,6 +3,7 @@
 -- lifetime; past what the pool holds they queue while the GPU has spare work.
 local fmt = require("lib.fmt")
 local expect = require("lib.expect")
+local course = require("lib.course")
 
 local MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 local FILE = { min = 12000, max = 20000 }   -- prompt: a whole file plus the question
@@ -28,8 +29,8 @@ return {
   title = "Break it: whole files as context",
   flags = { "request-rate" },
   run = function(lab)
-    local ok, err = lab.start{ model = MODEL, gpu = "h100-80gb", ["gpu-memory-utilization"] = 0.9,
-                               ["max-model-len"] = 32768, ["request-rate"] = START_RATE }
+    local ok, err = lab.start(course.server{ model = MODEL, gpu = "h100-80gb", ["gpu-memory-utilization"] = 0.9,
+                               ["max-model-len"] = 32768, ["request-rate"] = START_RATE })
     assert(ok, err)
     local p = lab.plan()
     local per_req = (FILE.min + FILE.max) / 2 + (REPLY.min + REPLY.max) / 2

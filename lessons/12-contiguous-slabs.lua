@@ -2,6 +2,7 @@
 -- limit does to everyone's concurrency.
 local fmt = require("lib.fmt")
 local W = require("lib.workload")
+local course = require("lib.course")
 
 -- Chat traffic: short prompts and answers, far below any context limit. The
 -- seed makes lesson 13 send exactly these chats, so its figures match ours.
@@ -33,7 +34,7 @@ return {
   flags = { "max-model-len" },
   run = function(lab)
     lab.page("One slab per request")
-    local ok, err = lab.start(BASE)
+    local ok, err = lab.start(course.server(BASE))
     if not ok then error("the lesson's server did not start: " .. tostring(err)) end
     local p = lab.plan()
     lab.show("memory"); lab.show("pool"); lab.show("metrics"); lab.show("requests")

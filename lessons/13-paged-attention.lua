@@ -1,6 +1,7 @@
 -- Lesson 13: the same traffic with blocks handed out on demand.
 local fmt = require("lib.fmt")
 local W = require("lib.workload")
+local course = require("lib.course")
 
 -- The same chats as lesson 12 (same seed), so "where lesson 12 ended" is exact.
 local CHAT = { prompt = { 400, 2400 }, output = { 100, 500 }, seed = 1213 }
@@ -25,7 +26,7 @@ return {
   flags = { "contiguous", "max-model-len" },
   run = function(lab)
     lab.page("Where lesson 12 ended")
-    local ok, err = lab.start(BASE)
+    local ok, err = lab.start(course.server(BASE))
     if not ok then error("the lesson's server did not start: " .. tostring(err)) end
     local bs = lab.plan().block_size
     lab.show("pool"); lab.show("metrics"); lab.show("requests")

@@ -1,5 +1,6 @@
 -- Lesson 14: every start-up flag, and which term of the memory subtraction it moves.
 local fmt = require("lib.fmt")
+local course = require("lib.course")
 
 -- Example B: the 4090, where every GiB shows.
 local BASE = {
@@ -107,7 +108,7 @@ return {
   flags = flags,
   run = function(lab)
     lab.page("The subtraction")
-    local ok, err = lab.start(BASE)
+    local ok, err = lab.start(course.server(BASE))
     if not ok then error("the lesson's server did not start: " .. tostring(err)) end
     local base = snapshot(lab)
     lab.show("memory"); lab.show("flags"); lab.show("log")

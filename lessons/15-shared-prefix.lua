@@ -1,6 +1,7 @@
 -- Lesson 15: one repository in every prompt, stored once with prefix caching.
 local fmt = require("lib.fmt")
 local W = require("lib.workload")
+local course = require("lib.course")
 
 -- A repository's digest pasted ahead of each question, then a short question
 -- and answer. Sized so the blocks in use fit the pool view one block per cell
@@ -47,7 +48,7 @@ return {
   flags = { "enable-prefix-caching" },
   run = function(lab)
     lab.page("A repository in every prompt")
-    local ok, err = lab.start(BASE)
+    local ok, err = lab.start(course.server(BASE))
     if not ok then error("the lesson's server did not start: " .. tostring(err)) end
     local bs = lab.plan().block_size
     lab.show("pool"); lab.show("metrics"); lab.show("requests")

@@ -2,6 +2,7 @@
 -- recomputed; a bigger max-num-seqs makes it worse, sizing makes it go away.
 local fmt = require("lib.fmt")
 local W = require("lib.workload")
+local course = require("lib.course")
 
 -- Code reviews: a longish prompt and a long answer, all arriving together.
 local REVIEW = { prompt = 1200, output = 400 }
@@ -32,7 +33,7 @@ return {
   run = function(lab)
     lab.speed(200)
     lab.page("A queue, and an idea")
-    local ok, err = lab.start(BASE)
+    local ok, err = lab.start(course.server(BASE))
     if not ok then error("the lesson's server did not start: " .. tostring(err)) end
     local pool = lab.plan().kv_cache_tokens
     lab.show("pool"); lab.show("metrics"); lab.show("requests"); lab.show("flags")

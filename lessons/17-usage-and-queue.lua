@@ -1,6 +1,7 @@
 -- Lesson 17: two slow servers told apart by KV usage and the waiting queue.
 local fmt = require("lib.fmt")
 local W = require("lib.workload")
+local course = require("lib.course")
 
 local CHOICES = {
   "Memory: the KV cache is full",
@@ -32,7 +33,7 @@ local function diagnosis(m)
 end
 
 local function run_server(lab, s)
-  local ok, err = lab.start(s.args)
+  local ok, err = lab.start(course.server(s.args))
   if not ok then error(s.name .. " did not start: " .. tostring(err)) end
   W.submit(lab, s.n, s.traffic)
   lab.step(60)

@@ -1,6 +1,7 @@
 -- Lesson 18: an fp8 KV cache halves the bytes per token; then the next limit shows.
 local fmt = require("lib.fmt")
 local W = require("lib.workload")
+local course = require("lib.course")
 
 local DOCS = { prompt = { 3000, 3600 }, output = { 300, 500 } }
 local NREQ = 40
@@ -37,7 +38,7 @@ return {
   run = function(lab)
     lab.speed(60)
     lab.page("A cache-bound server")
-    local ok, err = lab.start(BASE)
+    local ok, err = lab.start(course.server(BASE))
     if not ok then error("the lesson's server did not start: " .. tostring(err)) end
     lab.show("memory"); lab.show("metrics"); lab.show("flags")
     local a = load_server(lab)

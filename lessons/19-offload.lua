@@ -2,6 +2,7 @@
 -- recomputing it inside a busy server's decode steps, over prompt length.
 local fmt = require("lib.fmt")
 local W = require("lib.workload")
+local course = require("lib.course")
 
 local BASE = {
   model = "meta-llama/Llama-3.1-8B-Instruct", gpu = "h100-80gb",
@@ -59,7 +60,7 @@ return {
   run = function(lab)
     lab.speed(100)
     lab.page("KV as data")
-    local ok, err = lab.start(BASE)
+    local ok, err = lab.start(course.server(BASE))
     if not ok then error("the lesson's server did not start: " .. tostring(err)) end
     local g, p = lab.gpu(), lab.plan()
     lab.show("metrics"); lab.show("plot")

@@ -1,5 +1,6 @@
 -- Lesson 20: the sizing checklist, run live on the learner's own model and GPU.
 local fmt = require("lib.fmt")
+local course = require("lib.course")
 
 local BASE = { model = "meta-llama/Llama-3.1-8B-Instruct", gpu = "h100-80gb", ["gpu-memory-utilization"] = 0.9 }
 
@@ -30,7 +31,7 @@ return {
             "tensor-parallel-size", "max-num-seqs" },
   run = function(lab)
     lab.page("Your deployment")
-    lab.start(BASE)
+    lab.start(course.server(BASE))
     lab.show("flags"); lab.show("memory"); lab.show("log")
     lab.say("The whole course fits in six steps. Run them on a deployment of your own: pick "
       .. "any model in the catalogue (or type the path of a config.json) and any GPU in the "

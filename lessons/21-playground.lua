@@ -1,6 +1,7 @@
 -- Lesson 21: the playground. Any catalogue model or config.json path, any
 -- GPU, any flag, any traffic; then five ways to break a server on purpose.
 local fmt = require("lib.fmt")
+local course = require("lib.course")
 
 local BASE = {
   model = "meta-llama/Llama-3.1-8B-Instruct",
@@ -67,7 +68,7 @@ end
 
 local function restart(lab, extra)
   reset_headroom()
-  local ok, err = lab.start(with(extra))
+  local ok, err = lab.start(course.server(with(extra)))
   apply_traffic(lab)
   return ok, err
 end

@@ -46,7 +46,7 @@ return {
                          "max_concurrency", "needed_gib", "gpu_total_gib" }) do
       is(p[k], "number", "plan." .. k)
     end
-    assert(p.starts == true and p.error_kind == "" and #p.terms == 7 and #p.log > 0)
+    assert(p.starts == true and p.error_kind == "" and #p.terms == 8 and #p.log > 0)
     assert(p.kv_bytes_per_token == 131072)
     local m = lab.model()
     assert(m.layers == 32 and m.kv_heads == 8 and m.heads == 32 and m.head_dim == 128)

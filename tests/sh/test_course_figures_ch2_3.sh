@@ -9,7 +9,7 @@ M8=meta-llama/Llama-3.1-8B-Instruct
 M70=meta-llama/Llama-3.1-70B-Instruct
 B=(--gpu rtx-4090 --gpu-memory-gib 23.5 --gpu-memory-utilization 0.9 --max-num-batched-tokens 8192)
 fail=0
-json() { "$KVLAB" serve "$@" --json; }
+json() { "$KVLAB" serve "$@" --accounting textbook --json; } # the course's arithmetic
 field() { # field NAME <json: first numeric value of "NAME"
     grep -oE "\"$1\":[[:space:]]*-?[0-9.eE+]+" | head -1 | sed -E 's/.*:[[:space:]]*//'
 }

@@ -52,6 +52,7 @@ static kv_engine *serve(fixture *f, const char *gpu, kv_plan *plan, ...)
     char err[1024];
     kv_args a;
     kv_args_init(&a);
+    a.accounting = KV_ACCOUNTING_TEXTBOOK; /* the lessons' accounting */
     va_list ap;
     va_start(ap, plan);
     for (const char *n; (n = va_arg(ap, const char *));) {
@@ -194,6 +195,7 @@ static void test_flags_move_their_terms(void **state)
     static kv_plan base, p;
     kv_args a;
     kv_args_init(&a);
+    a.accounting = KV_ACCOUNTING_TEXTBOOK; /* the lessons' accounting */
     kv_args_set(&a, "gpu-memory-utilization", "0.9", err, sizeof err);
     kv_args_set(&a, "max-model-len", "8192", err, sizeof err);
     kv_args_set(&a, "max-num-batched-tokens", "8192", err, sizeof err);

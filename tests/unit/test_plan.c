@@ -102,6 +102,7 @@ static const kv_gpu *case_args(const cJSON *c, int pinned, kv_args *a)
 {
     const kv_gpu *card = NULL;
     kv_args_init(a);
+    a->accounting = KV_ACCOUNTING_TEXTBOOK; /* the course's figures */
     const cJSON *flags = cJSON_GetObjectItemCaseSensitive(c, "flags"), *f;
     cJSON_ArrayForEach(f, flags) set_flag(a, f->string, f);
     const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(c, "gpu");
@@ -275,6 +276,7 @@ static void test_kv_per_token_table(void **state)
         const char *model = strstr(key, "-70b") ? "meta-llama/Llama-3.1-70B-Instruct" : "meta-llama/Llama-3.1-8B-Instruct";
         kv_args a;
         kv_args_init(&a);
+    a.accounting = KV_ACCOUNTING_TEXTBOOK; /* the course's figures */
         set_gib(&a, "gpu-memory-gib", 80);
         char err[256];
         if (strstr(key, "-fp8"))
@@ -308,6 +310,7 @@ static void test_kv_per_token_head_dtypes(void **state)
         kv_plan p;
         char err[256];
         kv_args_init(&a);
+    a.accounting = KV_ACCOUNTING_TEXTBOOK; /* the course's figures */
         set_gib(&a, "gpu-memory-gib", 80);
         assert_int_equal(kv_args_set(&a, "kv-cache-dtype", types[i], err, sizeof err), 0);
         assert_int_equal(kv_plan_compute_nofix(load_model("meta-llama/Llama-3.1-8B-Instruct"), NULL, &a, &p, err,
@@ -332,6 +335,7 @@ static void test_whiteboard_case(void **state)
     const cJSON *in = cJSON_GetObjectItemCaseSensitive(c, "inputs"), *e = cJSON_GetObjectItemCaseSensitive(c, "expect");
     kv_args a;
     kv_args_init(&a);
+    a.accounting = KV_ACCOUNTING_TEXTBOOK; /* the course's figures */
     set_gib(&a, "gpu-memory-gib", num(in, "gpu_total_bytes", 0) / KV_GIB);
     a.gpu_memory_utilization = num(in, "gpu_memory_utilization", 0);
     set_gib(&a, "weights-gib", num(in, "weights_bytes", 0) / KV_GIB);
@@ -376,6 +380,7 @@ static void pool_args(kv_args *a, double bytes, const char *max_len)
 {
     char err[256], v[64];
     kv_args_init(a);
+    a->accounting = KV_ACCOUNTING_TEXTBOOK; /* the course's figures */
     set_gib(a, "gpu-memory-gib", 1000);
     set_gib(a, "weights-gib", 0);
     set_gib(a, "activation-gib", 0);
@@ -401,11 +406,22 @@ static void test_vllm_estimate_max_model_len(void **state)
     assert_int_equal(kv_plan_estimate_max_model_len(&p, 8 * KV_GIB, 16385), 16384);
     assert_int_equal(kv_plan_estimate_max_model_len(&p, 8 * KV_GIB, 16383), 16383);
     assert_int_equal(kv_plan_estimate_max_model_len(&p, 1.0, 16383), 0);
-    /* The length check uses it: 16385 tokens do not fit in 8 GiB. */
+    /* The length check uses it: 16385 tokens do not fit in 8 GiB. From 0.29
+     * (and in the textbook, which follows vLLM's newest rule) it plans against
+     * usable blocks: one block of the pool (the null block) comes off first,
+     * 16 tokens x 512 KiB. */
     assert_false(p.starts);
     assert_int_equal(p.error_kind, KV_PLAN_ERR_MAX_MODEL_LEN);
+    assert_int_equal(p.estimated_max_model_len, 16368);
+    assert_non_null(strstr(p.error, "the estimated maximum model length is 16368."));
+    /* Before 0.29 the whole 8 GiB counts (vllm/v1/core/kv_cache_utils.py of 0.11). */
+    pool_args(&a, 8 * KV_GIB, "16385");
+    assert_int_equal(kv_args_set(&a, "accounting", "release", err, sizeof err), 0);
+    assert_int_equal(kv_args_set(&a, "vllm-version", "0.11.0", err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute_nofix(&m, NULL, &a, &p, err, sizeof err), 0);
     assert_int_equal(p.estimated_max_model_len, 16384);
     assert_non_null(strstr(p.error, "the estimated maximum model length is 16384."));
+    assert_non_null(strstr(p.error, "models's max seq len (16385)")); /* 0.11's own wording */
 }
 
 static void test_vllm_max_concurrency(void **state)
@@ -466,6 +482,7 @@ static void base_args(kv_args *a, const char *util)
 {
     char err[256];
     kv_args_init(a);
+    a->accounting = KV_ACCOUNTING_TEXTBOOK; /* the course's figures */
     set_gib(a, "gpu-memory-gib", 79.2);
     assert_int_equal(kv_args_set(a, "max-num-batched-tokens", "8192", err, sizeof err), 0);
     if (util)
@@ -494,6 +511,7 @@ static void test_input_errors(void **state)
     char err[512];
     /* no card */
     kv_args_init(&a);
+    a.accounting = KV_ACCOUNTING_TEXTBOOK; /* the course's figures */
     assert_int_equal(kv_plan_compute(m, NULL, &a, &p, err, sizeof err), KV_PLAN_EINVAL);
     assert_non_null(strstr(err, "--gpu"));
     /* max_model_len above the model's */
@@ -577,6 +595,7 @@ static void test_length_check_fix_order(void **state)
     kv_plan p;
     char err[512];
     kv_args_init(&a);
+    a.accounting = KV_ACCOUNTING_TEXTBOOK; /* the course's figures */
     set_gib(&a, "gpu-memory-gib", 23.5);
     assert_int_equal(kv_args_set(&a, "gpu-memory-utilization", "0.9", err, sizeof err), 0);
     assert_int_equal(kv_args_set(&a, "max-num-batched-tokens", "8192", err, sizeof err), 0);
@@ -652,6 +671,7 @@ static void test_auto_fit(void **state)
     kv_plan p;
     char err[512];
     kv_args_init(&a);
+    a.accounting = KV_ACCOUNTING_TEXTBOOK; /* the course's figures */
     set_gib(&a, "gpu-memory-gib", 23.5);
     assert_int_equal(kv_args_set(&a, "gpu-memory-utilization", "0.9", err, sizeof err), 0);
     assert_int_equal(kv_args_set(&a, "max-num-batched-tokens", "8192", err, sizeof err), 0);
@@ -684,6 +704,7 @@ static void test_oom_paths(void **state)
     char err[512];
     kv_model *m = load_model("meta-llama/Llama-3.1-70B-Instruct");
     kv_args_init(&a);
+    a.accounting = KV_ACCOUNTING_TEXTBOOK; /* the course's figures */
     set_gib(&a, "gpu-memory-gib", 79.2);
     assert_int_equal(kv_args_set(&a, "max-model-len", "8192", err, sizeof err), 0);
     assert_int_equal(kv_plan_compute(m, NULL, &a, &p, err, sizeof err), 0);
@@ -713,6 +734,7 @@ static void test_terms_and_overrides(void **state)
     check_near("eager", "kv", (q.available_kv_bytes - p.available_kv_bytes) / KV_GIB, 0.60, 1e-9);
     /* fp8 KV: half the bytes per token, twice the tokens */
     kv_args_init(&a);
+    a.accounting = KV_ACCOUNTING_TEXTBOOK; /* the course's figures */
     base_args(&a, "0.9");
     assert_int_equal(kv_args_set(&a, "max-model-len", "8192", err, sizeof err), 0);
     assert_int_equal(kv_args_set(&a, "kv-cache-dtype", "fp8", err, sizeof err), 0);

@@ -41,6 +41,8 @@ int ui_flags_effective(const app *a, const lsn_flag *f, char *out, size_t len)
     else if (!strcmp(n, "enforce-eager")) snprintf(out, len, "%s", p->enforce_eager ? "true" : "false");
     else if (!strcmp(n, "enable-prefix-caching")) snprintf(out, len, "%s", p->enable_prefix_caching ? "true" : "false");
     else if (!strcmp(n, "gpu")) snprintf(out, len, "%s", p->gpu_id);
+    else if (!strcmp(n, "vllm-version")) snprintf(out, len, "%s", p->vllm_version[0] ? p->vllm_version : "textbook");
+    else if (!strcmp(n, "accounting")) snprintf(out, len, "%s", p->accounting ? "textbook" : "release");
     else if (!strcmp(n, "kv-heads") && a->eng) snprintf(out, len, "%d", (int)kv_engine_get_config(a->eng)->num_kv_heads);
     return *out != 0;
 }

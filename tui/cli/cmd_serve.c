@@ -45,14 +45,19 @@ static void serve_usage(FILE *f)
 static const char *term_label(int i)
 {
     static const char *const labels[] = {"budget", "weights", "activation", "CUDA graphs", "CUDA context", "NCCL",
-                                         "KV cache"};
+                                         "non-torch", "KV cache"};
     return i >= 0 && i < KV_PLAN_NUM_TERMS ? labels[i] : "?";
 }
 
 static void print_report(const kv_model *m, const kv_plan *p, const char *notes)
 {
-    char a[32], b[32], c[32];
-    printf("kvlab serve: %s on %s (%.2f GiB reported)", m->id, p->gpu_id, p->gpu_total_bytes / KV_GIB);
+    char a[32], b[32], c[32], rules[64];
+    if (p->accounting == KV_ACCOUNTING_TEXTBOOK)
+        snprintf(rules, sizeof rules, "textbook accounting");
+    else
+        snprintf(rules, sizeof rules, "vLLM %s accounting, %s%s", p->vllm_version, p->engine_v1 ? "V1" : "V0",
+                 p->model_runner_v2 ? " runner V2" : "");
+    printf("kvlab serve (%s): %s on %s (%.2f GiB reported)", rules, m->id, p->gpu_id, p->gpu_total_bytes / KV_GIB);
     if (p->tensor_parallel_size > 1)
         printf(" x %d, tensor_parallel_size %d", p->tensor_parallel_size, p->tensor_parallel_size);
     printf(", gpu_memory_utilization %g\n", p->gpu_memory_utilization);
@@ -75,8 +80,16 @@ static void print_report(const kv_model *m, const kv_plan *p, const char *notes)
     printf("\nMemory per GPU (GiB):\n");
     for (int i = 0; i < KV_PLAN_NUM_TERMS; i++) {
         const kv_plan_term *t = &p->terms[i];
-        const char *sign = i == KV_PLAN_TERM_BUDGET ? " " : i == KV_PLAN_TERM_KV_CACHE ? "=" : "-";
-        printf("  %s %-13s %-62s %8.2f\n", sign, term_label(i), t->how, t->bytes / KV_GIB);
+        if (!t->counted && t->bytes == 0)
+            continue; /* not a term of this accounting */
+        const char *sign = i == KV_PLAN_TERM_BUDGET ? " " : i == KV_PLAN_TERM_KV_CACHE ? "=" : t->counted ? "-" : " ";
+        if (t->counted) {
+            printf("  %s %-13s %-62s %8.2f\n", sign, term_label(i), t->how, t->bytes / KV_GIB);
+        } else {
+            char v[24];
+            snprintf(v, sizeof v, "(%.2f)", t->bytes / KV_GIB);
+            printf("  %s %-13s %-62s %9s\n", sign, term_label(i), t->how, v);
+        }
     }
 
     kv_fmt_thousands(a, sizeof a, p->kv_bytes_per_token);

@@ -1,0 +1,46 @@
+/* kv_plan internals shared by the plan's phases (kv_plan.c: inputs, KV
+ * sizing, checks, fixes; kv_plan_terms.c: weights, activation, CUDA graphs,
+ * the budget). Not a public header. */
+#ifndef KV_PLAN_INT_H
+#define KV_PLAN_INT_H
+
+#include "kv_plan.h"
+
+/* What every phase reads. */
+typedef struct plan_ctx {
+    const kv_model *m;
+    const kv_gpu *gpu;           /* NULL: a custom card */
+    const kv_args *a;
+    const kv_release *r;         /* the row in use (kv_release_textbook() under textbook) */
+    int textbook;
+    int tp;
+    double total;                /* the card's reported total, bytes */
+    int act_bytes;               /* 2, or 4 with --dtype float32 */
+    char *err;
+    size_t errlen;
+} plan_ctx;
+
+/* Append one vLLM log line ("INFO ...", "ERROR ...") / one kvlab note. */
+void plan_log(kv_plan *p, const char *level, const char *line);
+void plan_note(kv_plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void plan_set_term(kv_plan *p, int i, const char *name, double bytes, int overridden, int counted, const char *fmt,
+                   ...) __attribute__((format(printf, 7, 8)));
+/* Mark the plan failed with kind and message (vLLM's text). */
+void plan_fail(kv_plan *p, kv_plan_error kind, const char *msg);
+/* Fill the release's template tpl (kv_release_format) with the plan's
+ * figures plus extra fields; the result goes to out. */
+void plan_format(const kv_plan *p, const char *tpl, const kv_release_arg *extra, int nextra, char *out,
+                 size_t outlen);
+/* Log the release's template as INFO (nothing when the release has no such line). */
+void plan_log_tpl(kv_plan *p, const char *level, const char *tpl, const kv_release_arg *extra, int nextra);
+
+/* The terms (kv_plan_terms.c), in the order vLLM meets them. */
+void plan_weights(const plan_ctx *c, kv_plan *p);
+void plan_activation(const plan_ctx *c, kv_plan *p);
+void plan_cudagraph(const plan_ctx *c, kv_plan *p);
+void plan_budget(const plan_ctx *c, kv_plan *p);
+
+/* double -> int64 without overflow (hostile configs and flags). */
+int64_t plan_clamp_i64(double v);
+
+#endif

@@ -1,0 +1,456 @@
+/* kv_plan_terms: the terms vLLM subtracts from the budget, per accounting:
+ * weights, the profile run's activation peak, CUDA graphs, the CUDA
+ * context, NCCL and non-torch memory (kv_plan.h; the release rules are rows
+ * of kv_release.c). */
+#include "kv_plan_int.h"
+#include "kv_util.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Fixed terms (GiB) where vLLM measures and kvlab estimates: the seed's
+ * figures for vLLM ~0.30 (2026). */
+#define CUDAGRAPH_GIB 0.60    /* "Estimated CUDA graph memory: 0.60 GiB total" */
+#define CUDA_CONTEXT_GIB 0.60 /* the context exists before load_model */
+#define NCCL_GIB 1.00         /* per GPU when tp > 1 (graphs + context + NCCL = 2.20) */
+
+/* Activation peak of the profile run (determine_available_memory ->
+ * profile_run: one dummy forward pass of max_num_batched_tokens tokens):
+ *
+ *   activation = T x (2 bytes x k x (hidden + I) / tp + c)
+ *
+ * T = max_num_batched_tokens, I = the widest MLP a token passes through
+ * (dense: intermediate_size; MoE: num_experts_per_tok x moe_intermediate_size
+ * + shared experts), k = 6.2578 live 16-bit values per unit of width, and
+ * c = 52,428.8 bytes per token of workspace that does not shard (0.40 GiB at
+ * 8192 tokens). k and c are fit to the seed's three figures (vLLM 0.30-era
+ * profile, 000_e8043f3d78857a1c.txt): Llama-3.1-8B at 8192 tokens 2.16 GiB,
+ * 70B 3.92 GiB, 70B at tp=2 2.16 GiB (same hidden/tp + I/tp as 8B at tp=1).
+ *
+ * Other vLLM versions measure differently (shared/vectors/
+ * real-logs-calibration.json): v0 engines (0.6.x, Dec 2024) logged
+ * 0.2-1.2 GiB for the 8B because chunked prefill kept the profile batch
+ * small; v1 0.11 on H100 logged 4.76 GiB for the 8B and 4.84 GiB for a
+ * 70B FP8 at tp=2, about twice this formula, because it also warms up the
+ * sampler over many dummy requests (the vocabulary-wide logits dominate for
+ * small models: 5.56 GiB for Qwen3-0.6B). The formula follows the seed;
+ * --activation-gib takes a measured figure. */
+#define ACT_K 6.2578
+#define ACT_C 52428.8
+
+double kv_plan_activation_bytes(const kv_model *m, int32_t tp, int64_t mnbt)
+{
+    if (tp < 1)
+        tp = 1;
+    double width = m->intermediate_size;
+    if (m->num_experts > 0) {
+        double moe = (double)m->num_experts_per_tok * m->moe_intermediate_size +
+                     (double)m->num_shared_experts * m->moe_intermediate_size + m->shared_expert_intermediate_size;
+        width = m->first_k_dense_replace > 0 && m->intermediate_size > moe ? m->intermediate_size : moe;
+    }
+    return (double)mnbt * (2.0 * ACT_K * (m->hidden_size + width) / tp + ACT_C);
+}
+
+static void appendf(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void appendf(char *buf, size_t n, const char *fmt, ...)
+{
+    size_t l = strlen(buf);
+    if (l + 1 >= n)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + l, n - l, fmt, ap);
+    va_end(ap);
+}
+
+/* Weights as vLLM loads them (every expert resident; embeddings and lm_head
+ * 16-bit; everything sharded by tp):
+ *   16-bit      2 bytes per parameter (4 with --dtype float32)
+ *   fp8         1 byte per linear weight (+ fp32 scale per weight block
+ *               when the checkpoint gives weight_block_size)
+ *   awq         4-bit weight + fp16 scale and 4-bit zero per group of 128
+ *               (AWQLinearMethod: qweight, scales, qzeros)
+ *   gptq        bits-bit weight + fp16 scale and packed zero per group +
+ *               int32 g_idx per input row (GPTQLinearMethod keeps all four);
+ *               approximated as 4 bytes per group of input rows
+ *   compressed-tensors  num_bits per weight + 16-bit scale per group
+ *   mxfp4       4-bit experts + one 8-bit scale per 32 (gpt-oss), the rest 16-bit
+ *   bitsandbytes  nf4: 4-bit + fp32 absmax per 64; int8: 1 byte per weight */
+double kv_plan_weights_bytes(const kv_model *m, const kv_args *a, char *how, size_t howlen)
+{
+    char dummy[8];
+    if (!how) {
+        how = dummy;
+        howlen = sizeof dummy;
+    }
+    how[0] = '\0';
+    int tp = a->tensor_parallel_size > 0 ? a->tensor_parallel_size : 1;
+    double wide = a->dtype == KV_ARGS_DTYPE_FP32 ? 4 : 2;
+    double lin = (double)m->params_linear, emb = (double)m->params_embedding, oth = (double)m->params_other;
+    double rest = (emb + oth) * wide; /* embeddings, lm_head, norms, biases */
+    kv_quant q = m->quant;
+    int bits = m->quant_bits, group = m->quant_group_size;
+    switch (a->quantization) {
+    case KV_ARGS_QUANT_FP8: q = KV_QUANT_FP8; bits = 8; break;
+    case KV_ARGS_QUANT_AWQ: q = KV_QUANT_AWQ; if (m->quant != KV_QUANT_AWQ) { bits = 4; group = 128; } break;
+    case KV_ARGS_QUANT_GPTQ: q = KV_QUANT_GPTQ; if (m->quant != KV_QUANT_GPTQ) { bits = 4; group = 128; } break;
+    case KV_ARGS_QUANT_BITSANDBYTES:
+        q = KV_QUANT_BITSANDBYTES;
+        if (m->quant != KV_QUANT_BITSANDBYTES) { bits = 4; group = 64; }
+        break;
+    case KV_ARGS_QUANT_MXFP4: q = KV_QUANT_MXFP4; bits = 4; group = 32; break;
+    case KV_ARGS_QUANT_COMPRESSED_TENSORS:
+        q = m->quant == KV_QUANT_COMPRESSED_TENSORS ? q : KV_QUANT_UNKNOWN;
+        break;
+    default: break;
+    }
+    double bytes = 0;
+    const char *name = "";
+    switch (q) {
+    case KV_QUANT_NONE:
+        bytes = lin * wide + rest;
+        snprintf(how, howlen, "%.2fe9 params x %.0f bytes", (lin + emb + oth) / 1e9, wide);
+        break;
+    case KV_QUANT_FP8: {
+        double scales = 0;
+        if (m->quant_block[0] > 0 && m->quant_block[1] > 0)
+            scales = lin / ((double)m->quant_block[0] * m->quant_block[1]) * 4;
+        bytes = lin + scales + rest;
+        snprintf(how, howlen, "%.2fe9 linear x 1 byte (fp8) + %.2fe9 x %.0f bytes", lin / 1e9, (emb + oth) / 1e9, wide);
+        break;
+    }
+    case KV_QUANT_AWQ:
+    case KV_QUANT_GPTQ:
+    case KV_QUANT_COMPRESSED_TENSORS: {
+        if (bits <= 0)
+            bits = 4;
+        double g = group > 0 ? group : 0;
+        double per_group = 0;
+        if (g > 0) {
+            per_group = 2; /* 16-bit scale */
+            if (q == KV_QUANT_AWQ || q == KV_QUANT_GPTQ)
+                per_group += bits / 8.0; /* packed zero point */
+            if (q == KV_QUANT_GPTQ)
+                per_group += 4.0 * g / (double)m->hidden_size; /* int32 g_idx per input row, spread over outputs */
+        }
+        bytes = lin * bits / 8.0 + (g > 0 ? lin / g * per_group : 0) + rest;
+        name = q == KV_QUANT_AWQ ? "awq" : q == KV_QUANT_GPTQ ? "gptq" : "compressed-tensors";
+        if (g > 0)
+            snprintf(how, howlen, "%.2fe9 linear x %d bits + scales/%s per %d (%s) + %.2fe9 x %.0f bytes", lin / 1e9,
+                     bits, q == KV_QUANT_COMPRESSED_TENSORS ? "" : "zeros", group, name, (emb + oth) / 1e9, wide);
+        else
+            snprintf(how, howlen, "%.2fe9 linear x %d bits (%s) + %.2fe9 x %.0f bytes", lin / 1e9, bits, name,
+                     (emb + oth) / 1e9, wide);
+        break;
+    }
+    case KV_QUANT_MXFP4: {
+        double ex = (double)m->params_expert_linear;
+        bytes = ex * (0.5 + 1.0 / 32) + (lin - ex) * wide + rest;
+        snprintf(how, howlen, "%.2fe9 expert x 4.25 bits (mxfp4) + %.2fe9 x %.0f bytes", ex / 1e9,
+                 (lin - ex + emb + oth) / 1e9, wide);
+        break;
+    }
+    case KV_QUANT_BITSANDBYTES:
+        if (bits == 8)
+            bytes = lin + rest;
+        else
+            bytes = lin * (0.5 + 4.0 / 64) + rest;
+        snprintf(how, howlen, "%.2fe9 linear x %s (bitsandbytes) + %.2fe9 x %.0f bytes", lin / 1e9,
+                 bits == 8 ? "1 byte" : "4.5 bits", (emb + oth) / 1e9, wide);
+        break;
+    default:
+        snprintf(how, howlen, "quant_method '%s' in config.json: kvlab cannot size these weights",
+                 m->quant_method[0] ? m->quant_method : kv_args_quant_name(a->quantization));
+        return -1;
+    }
+    if (tp > 1)
+        appendf(how, howlen, " / tp %d", tp);
+    return bytes / tp;
+}
+
+/* ------------------------------------------------- weights as vLLM loads */
+
+/* Bytes per GPU of the linear layers alone, as kv_plan_weights_bytes sizes them. */
+static double linear_bytes(const kv_model *m, const kv_args *a)
+{
+    kv_model z = *m;
+    z.params_linear = 0;
+    z.params_expert_linear = 0;
+    double all = kv_plan_weights_bytes(m, a, NULL, 0), none = kv_plan_weights_bytes(&z, a, NULL, 0);
+    return all >= 0 && none >= 0 ? all - none : 0;
+}
+
+/* mxfp4 experts as Mxfp4MoEMethod.create_weights pads them
+ * (model_executor/layers/quantization/mxfp4.py): the Marlin kernel wants the
+ * intermediate size a multiple of 128 and the hidden size of 256. Marlin runs
+ * on cards before Hopper, and on every card while vLLM required a torch
+ * older than 2.8 for its Triton kernels (up to 0.10.x). */
+static double mxfp4_pad_factor(const kv_model *m, const plan_ctx *c)
+{
+    if (m->quant != KV_QUANT_MXFP4 && c->a->quantization != KV_ARGS_QUANT_MXFP4)
+        return 1.0;
+    int hopper = c->gpu && c->gpu->fp8 && !strstr(c->gpu->name, "L4") && !strstr(c->gpu->name, "L40") &&
+                 !strstr(c->gpu->name, "4090") && !strstr(c->gpu->name, "Ada");
+    if (hopper && !c->r->mem->mxfp4_marlin_everywhere)
+        return 1.0;
+    int tp = c->tp;
+    double I = (double)m->moe_intermediate_size / tp, h = m->hidden_size;
+    double Ip = ceil(I / 128.0) * 128.0, hp = ceil(h / 256.0) * 256.0;
+    return (Ip * hp) / (I * h);
+}
+
+double kv_plan_loaded_weights_bytes(const kv_model *m, const kv_args *a, char *how, size_t howlen)
+{
+    char dummy[8];
+    if (!how) {
+        how = dummy;
+        howlen = sizeof dummy;
+    }
+    double w = kv_plan_weights_bytes(m, a, how, howlen);
+    if (w < 0)
+        return w;
+    int tp = a->tensor_parallel_size > 0 ? a->tensor_parallel_size : 1;
+    double wide = a->dtype == KV_ARGS_DTYPE_FP32 ? 4 : 2;
+    /* RoPE: one cos_sin_cache per rotary shape, [max_position, rotary_dim]
+     * in the model dtype, on every rank (get_rope caches the module).
+     * Gemma 3 has two (local and global theta). */
+    int rot = m->is_mla ? m->qk_rope_head_dim : m->head_dim;
+    double rope = (double)m->max_position_embeddings * rot * wide * (strstr(m->model_type, "gemma3") ? 2 : 1);
+    w += rope;
+    /* Router gates stay whole and 16-bit on every rank (ReplicatedLinear). */
+    double gate = m->num_experts > 0 ? (double)m->hidden_size * m->num_experts * m->num_moe_layers : 0;
+    w += gate * wide * (1.0 - 1.0 / tp);
+    /* KV heads replicated when tp exceeds them: every rank holds one. */
+    double lin = (double)m->params_linear;
+    if (!m->is_mla && tp > m->num_key_value_heads && lin > 0) {
+        double kvp = 2.0 * m->hidden_size * m->head_dim * m->num_hidden_layers; /* one KV head, K and V */
+        double per_param = linear_bytes(m, a) * tp / lin;
+        w += kvp * per_param * (1.0 - (double)m->num_key_value_heads / tp);
+    }
+    appendf(how, howlen, " + RoPE cache %.2f GiB", rope / KV_GIB);
+    if (gate > 0 && tp > 1)
+        appendf(how, howlen, " + gates replicated");
+    return w;
+}
+
+void plan_weights(const plan_ctx *c, kv_plan *p)
+{
+    const kv_model *m = c->m;
+    const kv_args *a = c->a;
+    char how[160];
+    double w;
+    int over = a->weights_gib >= 0;
+    if (over) {
+        w = a->weights_gib * KV_GIB;
+        snprintf(how, sizeof how, "--weights-gib");
+    } else {
+        w = c->textbook ? kv_plan_weights_bytes(m, a, how, sizeof how) : kv_plan_loaded_weights_bytes(m, a, how, sizeof how);
+        if (w < 0) {
+            kv_args b = *a;
+            b.quantization = KV_ARGS_QUANT_NONE;
+            kv_model m16 = *m;
+            m16.quant = KV_QUANT_NONE;
+            plan_note(p, "%s; sized as 16-bit here (an upper bound): pass --weights-gib with the real figure", how);
+            w = c->textbook ? kv_plan_weights_bytes(&m16, &b, how, sizeof how)
+                            : kv_plan_loaded_weights_bytes(&m16, &b, how, sizeof how);
+            appendf(how, sizeof how, " (unsized %s: 16-bit assumed)", m->quant_method);
+        } else if (!c->textbook) {
+            double f = mxfp4_pad_factor(m, c);
+            if (f > 1.0) {
+                double ex = (double)m->params_expert_linear * (0.5 + 1.0 / 32) / c->tp;
+                w += ex * (f - 1.0);
+                appendf(how, sizeof how, " (experts padded x%.3f for Marlin)", f);
+            }
+        }
+    }
+    p->weights_bytes = w;
+    plan_set_term(p, KV_PLAN_TERM_WEIGHTS, "weights", w, over, 1, "%s", how);
+}
+
+/* --------------------------------------------------- the activation peak */
+
+double kv_plan_forward_bytes(const kv_model *m, int32_t tp, int64_t tokens, int act_bytes)
+{
+    if (tp < 1)
+        tp = 1;
+    double width = m->intermediate_size;
+    if (m->num_experts > 0) {
+        double moe = (double)m->num_experts_per_tok * m->moe_intermediate_size +
+                     (double)m->num_shared_experts * m->moe_intermediate_size + m->shared_expert_intermediate_size;
+        width = m->first_k_dense_replace > 0 && m->intermediate_size > moe ? m->intermediate_size : moe;
+    }
+    return (double)tokens * act_bytes * (3.0 * m->hidden_size + 3.0 * width / tp);
+}
+
+/* The dummy sampler pass: S requests' logits over the vocabulary, plus the
+ * hidden states of the T batched tokens and the S sampled rows that stay
+ * alive around it (gpu_model_runner.py profile_run, _dummy_sampler_run). */
+static double sampler_bytes(const kv_model *m, int64_t S, int64_t T, double bytes_per_elem, int act_bytes)
+{
+    if (bytes_per_elem <= 0 || S <= 0)
+        return 0;
+    return (double)S * m->vocab_size * bytes_per_elem + (double)(S + T) * m->hidden_size * act_bytes;
+}
+
+void plan_activation(const plan_ctx *c, kv_plan *p)
+{
+    const kv_args *a = c->a;
+    const kv_model *m = c->m;
+    int64_t T = p->max_num_batched_tokens;
+    if (a->activation_gib >= 0) {
+        p->activation_bytes = a->activation_gib * KV_GIB;
+        plan_set_term(p, KV_PLAN_TERM_ACTIVATION, "activation", p->activation_bytes, 1, 1, "--activation-gib");
+        return;
+    }
+    if (c->textbook) {
+        p->activation_bytes = kv_plan_activation_bytes(m, c->tp, T);
+        plan_set_term(p, KV_PLAN_TERM_ACTIVATION, "activation", p->activation_bytes, 0, 1,
+                      "profile run of %lld batched tokens%s", (long long)T, c->tp > 1 ? " (sharded)" : "");
+        return;
+    }
+    const kv_release_memory *mem = c->r->mem;
+    p->forward_bytes = kv_plan_forward_bytes(m, c->tp, T, c->act_bytes);
+    if (mem->runner == KV_RUNNER_V1) {
+        int64_t S = p->max_num_seqs < T ? p->max_num_seqs : T;
+        int fi = kv_args_is_set(a, "flashinfer-sampler") ? a->flashinfer_sampler != 0 : mem->sampler_flashinfer;
+        p->flashinfer_sampler = fi;
+        double topk = fi ? mem->sampler_fi_bytes_per_elem : mem->sampler_bytes_per_elem;
+        double bpe = topk;
+        if (p->model_runner_v2)
+            bpe = mem->v2_profiles_warmup ? fmax(topk, mem->sampler_v2_bytes_per_elem) : mem->sampler_v2_bytes_per_elem;
+        p->sampler_bytes = sampler_bytes(m, S, T, bpe, c->act_bytes);
+        /* The warm-up after the pool samples max_num_seqs requests with
+         * top-k/top-p on (V1: compile_or_warm_up_model; V2: warmup_kernels
+         * with SamplingParams.for_sampler_warmup). */
+        p->warmup_need_bytes = fmax(sampler_bytes(m, S, S, topk, c->act_bytes),
+                                    kv_plan_forward_bytes(m, c->tp, S, c->act_bytes));
+    }
+    char fwd[40];
+    snprintf(fwd, sizeof fwd, "forward of %lld tokens", (long long)T);
+    if (p->sampler_bytes > p->forward_bytes) {
+        p->activation_bytes = p->sampler_bytes;
+        int64_t S = p->max_num_seqs < T ? p->max_num_seqs : T;
+        plan_set_term(p, KV_PLAN_TERM_ACTIVATION, "activation", p->activation_bytes, 0, 1,
+                      "sampler: %lld seqs x %d vocab (%s)", (long long)S, m->vocab_size,
+                      p->model_runner_v2 && !c->r->mem->v2_profiles_warmup ? "V2, no top-k"
+                      : p->flashinfer_sampler                             ? "FlashInfer"
+                                                                          : "PyTorch sort");
+    } else {
+        p->activation_bytes = p->forward_bytes;
+        plan_set_term(p, KV_PLAN_TERM_ACTIVATION, "activation", p->activation_bytes, 0, 1, "%s%s", fwd,
+                      c->tp > 1 ? " (MLP sharded)" : "");
+    }
+}
+
+/* ------------------------------------------------------------ CUDA graphs */
+
+void plan_cudagraph(const plan_ctx *c, kv_plan *p)
+{
+    const kv_args *a = c->a;
+    const kv_release_memory *mem = c->r->mem;
+    if (a->cudagraph_gib >= 0) {
+        p->cudagraph_bytes = a->cudagraph_gib * KV_GIB;
+        int counted = c->textbook || (mem->cudagraph_estimate && (!p->model_runner_v2 || mem->cudagraph_estimate_v2));
+        plan_set_term(p, KV_PLAN_TERM_CUDAGRAPH, "cudagraph", p->cudagraph_bytes, 1, counted, "--cudagraph-gib%s",
+                      counted ? "" : " (captured after the pool: not in the budget)");
+        return;
+    }
+    if (a->enforce_eager) {
+        plan_set_term(p, KV_PLAN_TERM_CUDAGRAPH, "cudagraph", 0, 0, 1, "--enforce-eager: no CUDA graphs");
+        return;
+    }
+    p->cudagraph_bytes = mem->cudagraph_gib * KV_GIB;
+    if (c->textbook) {
+        plan_set_term(p, KV_PLAN_TERM_CUDAGRAPH, "cudagraph", p->cudagraph_bytes, 0, 1,
+                      "estimate (vLLM profiles a capture)");
+        return;
+    }
+    if (mem->cudagraph_estimate && (!p->model_runner_v2 || mem->cudagraph_estimate_v2))
+        plan_set_term(p, KV_PLAN_TERM_CUDAGRAPH, "cudagraph", p->cudagraph_bytes, 0, 1,
+                      "estimate taken before the pool (kvlab's 0.60)");
+    else
+        plan_set_term(p, KV_PLAN_TERM_CUDAGRAPH, "cudagraph", p->cudagraph_bytes, 0, 0,
+                      "%s: not in the budget", p->model_runner_v2 && mem->cudagraph_estimate
+                                                   ? "runner V2's estimate is 0; captured after the pool"
+                                                   : "captured after the pool");
+}
+
+/* ------------------------------------------------------------- the budget */
+
+void plan_budget(const plan_ctx *c, kv_plan *p)
+{
+    const kv_args *a = c->a;
+    const kv_release_memory *mem = c->r->mem;
+    int tp = c->tp;
+    double used = p->gpu_used_bytes;
+    int peak = mem->budget == KV_BUDGET_PEAK;
+    /* CUDA context. */
+    double ctx = mem->cuda_context_gib[c->total >= 40.0 * KV_GIB] * KV_GIB;
+    int ctx_over = a->cuda_context_gib >= 0;
+    if (ctx_over)
+        ctx = a->cuda_context_gib * KV_GIB;
+    p->cuda_context_bytes = ctx;
+    if (c->textbook)
+        plan_set_term(p, KV_PLAN_TERM_CUDA_CONTEXT, "cuda_context", ctx, ctx_over, 1, "%s",
+                      ctx_over ? "--cuda-context-gib" : "typical CUDA context");
+    else if (peak)
+        plan_set_term(p, KV_PLAN_TERM_CUDA_CONTEXT, "cuda_context", ctx, ctx_over, 1, "%s",
+                      ctx_over ? "--cuda-context-gib (non-torch: in the budget)"
+                               : "context and workspaces: non-torch memory, in the budget");
+    else
+        plan_set_term(p, KV_PLAN_TERM_CUDA_CONTEXT, "cuda_context", ctx, ctx_over, 0, "%s",
+                      ctx_over ? "--cuda-context-gib (before the snapshot: outside the budget)"
+                               : "made before vLLM's snapshot: outside the budget");
+    /* NCCL and custom all-reduce buffers at tp > 1. */
+    int nvlink = c->gpu && c->gpu->nvlink_gbps > 0;
+    double nccl = 0;
+    if (a->nccl_gib >= 0)
+        nccl = a->nccl_gib * KV_GIB;
+    else if (tp > 1)
+        nccl = (c->textbook ? 1.0 : nvlink ? mem->non_torch_tp_nvlink_gib : mem->non_torch_tp_pcie_gib) * KV_GIB;
+    p->nccl_bytes = nccl;
+    if (a->nccl_gib >= 0)
+        plan_set_term(p, KV_PLAN_TERM_NCCL, "nccl", nccl, 1, 1, "--nccl-gib");
+    else if (tp > 1)
+        plan_set_term(p, KV_PLAN_TERM_NCCL, "nccl", nccl, 0, 1, c->textbook ? "NCCL buffers, tp %d"
+                                                                           : "NCCL + custom all-reduce, tp %d (%s)",
+                      tp, nvlink ? "NVLink" : "PCIe");
+    else
+        plan_set_term(p, KV_PLAN_TERM_NCCL, "nccl", 0, 0, 1, "none at tp 1");
+    /* Non-torch growth in the profile (release accounting only). */
+    if (!c->textbook) {
+        if (peak) {
+            /* Everything in use that torch did not allocate: other processes too. */
+            p->non_torch_bytes = used;
+            plan_set_term(p, KV_PLAN_TERM_NON_TORCH, "non_torch", used, a->gpu_used_gib > 0, 1,
+                          "other processes on the card (vLLM counts all non-torch memory)");
+        } else {
+            p->non_torch_bytes = mem->non_torch_gib * KV_GIB;
+            plan_set_term(p, KV_PLAN_TERM_NON_TORCH, "non_torch", p->non_torch_bytes, 0, 1,
+                          "workspaces the profile run adds (measured)");
+        }
+    } else {
+        plan_set_term(p, KV_PLAN_TERM_NON_TORCH, "non_torch", 0, 0, 0, "not a textbook term");
+    }
+    double non_kv = 0;
+    for (int i = KV_PLAN_TERM_WEIGHTS; i < KV_PLAN_TERM_KV_CACHE; i++)
+        if (p->terms[i].counted)
+            non_kv += p->terms[i].bytes;
+    if (a->kv_cache_memory_bytes > 0) {
+        p->kv_cache_memory_bytes_set = 1;
+        p->available_kv_bytes = (double)a->kv_cache_memory_bytes;
+        p->budget_bytes = non_kv + p->available_kv_bytes;
+        plan_set_term(p, KV_PLAN_TERM_BUDGET, "budget", p->budget_bytes, 1, 1,
+                      "--kv-cache-memory-bytes: the terms + the pool (utilization ignored)");
+    } else {
+        p->budget_bytes = c->total * p->gpu_memory_utilization;
+        p->available_kv_bytes = p->budget_bytes - non_kv;
+        plan_set_term(p, KV_PLAN_TERM_BUDGET, "budget", p->budget_bytes, a->gpu_memory_gib >= 0, 1, "%.2f GiB x %g",
+                      c->total / KV_GIB, p->gpu_memory_utilization);
+    }
+    plan_set_term(p, KV_PLAN_TERM_KV_CACHE, "kv_cache", p->available_kv_bytes, p->kv_cache_memory_bytes_set, 1, "%s",
+                  p->kv_cache_memory_bytes_set ? "--kv-cache-memory-bytes" : "budget - the terms above");
+}
