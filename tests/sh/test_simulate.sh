@@ -10,7 +10,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 num() { sed -n "s/^[[:space:]]*\"$1\":[[:space:]]*\([-0-9.eE+]*\),\{0,1\}$/\1/p" "$2" | head -1; }
 
 GEN='gen:requests=300,rate=5,prompt=2000,output=800,shared=0.3,prefix=1024,seed=3'
-"$K" simulate $M --gpu rtx-4090 --max-model-len 8192 --trace "$GEN" --json >"$tmp/bf16.json" 2>"$tmp/err" \
+"$K" simulate $M --gpu rtx-4090 --max-model-len 8192 --accounting textbook --trace "$GEN" --json >"$tmp/bf16.json" 2>"$tmp/err" \
   || fail "simulate bf16: $(cat "$tmp/err")"
 for f in requests_finished prompt_tokens generation_tokens preemptions peak_kv_usage mean_kv_usage \
          prefix_cache_queries prefix_cache_hits prefix_cache_hit_rate mean_num_requests_waiting duration_s \
@@ -20,7 +20,7 @@ for f in requests_finished prompt_tokens generation_tokens preemptions peak_kv_u
 done
 p16=$(num preemptions "$tmp/bf16.json")
 [ "$p16" -gt 0 ] || fail "expected preemptions on a 4090 at max-model-len 8192, got $p16"
-"$K" simulate $M --gpu rtx-4090 --max-model-len 8192 --kv-cache-dtype fp8 --trace "$GEN" --json >"$tmp/fp8.json" \
+"$K" simulate $M --gpu rtx-4090 --max-model-len 8192 --kv-cache-dtype fp8 --accounting textbook --trace "$GEN" --json >"$tmp/fp8.json" \
   || fail "simulate fp8"
 p8=$(num preemptions "$tmp/fp8.json")
 [ "$p8" -lt "$p16" ] || fail "fp8 KV should preempt less: bf16 $p16, fp8 $p8"
