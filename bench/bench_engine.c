@@ -6,9 +6,13 @@
  *   2. the whole simulation of a generated 100k-request trace with 30% shared
  *      prefixes on Llama-3.1-8B / H100 (the plan sizes the pool): wall time,
  *      peak RSS, steps, and heap allocations made inside kv_engine_step after
- *      warm-up (should be 0: free lists and arrays sized at start).
+ *      warm-up (should be 0: free lists and arrays sized at start);
+ *   3. interning 1,000,000 distinct cache salts (a trace where every request
+ *      has its own).
  *
- * usage: bench_engine [ASSETS_DIR] [TRACE_SPEC] */
+ * usage: bench_engine [ASSETS_DIR] [TRACE_SPEC] [vLLM flags...]
+ * (default flags: --max-model-len 8192; BENCH_SIM_ONLY=1 runs part 2 alone,
+ * as bench/nano_vllm_bench.py does to time the engine loop on its trace) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +96,33 @@ static void bench_pool(int32_t num_blocks)
     kv_pool_destroy(p);
 }
 
+static void bench_intern(int n)
+{
+    size_t cap = (size_t)n * 100 + 1, len = 0; /* a line is under 100 bytes */
+    char *t = malloc(cap);
+    for (int i = 0; i < n; i++)
+        len += (size_t)snprintf(t + len, cap - len,
+                                "{\"arrival_s\": 0, \"prompt_tokens\": 4, \"output_tokens\": 1, \"cache_salt\": \"u%d\"}\n", i);
+    kv_trace tr;
+    char err[256];
+    double c0 = cpu();
+    int rc = kv_trace_parse(t, len, &tr, err, sizeof err);
+    double dc = cpu() - c0;
+    printf("trace of %d requests with distinct cache salts: parsed and interned in %.3f s CPU (%d strings)%s%s\n", n,
+           dc, rc ? 0 : (int)tr.num_strings, rc ? ": " : "", rc ? err : "");
+    if (!rc)
+        kv_trace_free(&tr);
+    free(t);
+    char spec[96];
+    snprintf(spec, sizeof spec, "gen:requests=1,prefixes=%d", n);
+    c0 = cpu();
+    rc = kv_trace_generate(spec, &tr, err, sizeof err);
+    dc = cpu() - c0;
+    printf("%s: %d distinct prefix ids interned in %.3f s CPU\n", spec, rc ? 0 : (int)tr.num_strings, dc);
+    if (!rc)
+        kv_trace_free(&tr);
+}
+
 int main(int argc, char **argv)
 {
     const char *assets = argc > 1 ? argv[1] : KVLAB_SOURCE_DIR "/assets";
@@ -113,6 +144,16 @@ int main(int argc, char **argv)
     kv_args a;
     kv_args_init(&a);
     kv_args_set(&a, "max-model-len", "8192", NULL, 0);
+    for (int i = 3; i < argc; i++) {
+        const char *v = i + 1 < argc && strncmp(argv[i + 1], "--", 2) ? argv[i + 1] : NULL;
+        int rc = kv_args_set(&a, argv[i], v, err, sizeof err);
+        if (rc < 0) {
+            fprintf(stderr, "bench: %s\n", err);
+            return 2;
+        }
+        if (v && rc != KV_ARGS_IGNORED && !strchr(argv[i], '='))
+            i++;
+    }
     double t0 = now();
     kv_trace tr;
     if (kv_trace_open(spec, &tr, err, sizeof err)) {
@@ -178,8 +219,10 @@ int main(int argc, char **argv)
            t2 - t1, c2 - c1, t1 - t0, ru.ru_maxrss / 1024.0);
     printf("  heap calls inside kv_engine_step after the first 1000 steps: %ld\n", step_heap);
     kv_engine_destroy(e);
-    if (!getenv("BENCH_SIM_ONLY"))
+    if (!getenv("BENCH_SIM_ONLY")) {
         bench_pool(c.num_blocks);
+        bench_intern(1000000);
+    }
     kv_trace_free(&tr);
     kv_gpu_catalog_free(&cat);
     free(plan);

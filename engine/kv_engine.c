@@ -369,6 +369,11 @@ void kv_engine_destroy(kv_engine *e)
         e->free_reqs = n;
     }
     free(e->by_id);
+    kv_prefix_hashes *ph, *tmp;
+    HASH_ITER(hh, e->prefix_hashes, ph, tmp) {
+        HASH_DELETE(hh, e->prefix_hashes, ph);
+        free(ph);
+    }
     destroy_core(e);
     if (e->dev) {
         e->dev->ops->release(e->dev);
@@ -414,6 +419,34 @@ static int64_t reject(kv_engine *e, int rc, char *err, size_t errlen, const char
     kv_events_push(e->ev, KV_EV_REJECT, -1, -1, rc, e->step, e->clock);
     kv_events_log(e->ev, 2, line, e->step, e->clock);
     return kv_errf(err, errlen, rc, "%s", line);
+}
+
+/* Start r's block hashes from its prefix's cached chain (the prefix's full
+ * blocks hold only prefix tokens, identical for every request naming it). */
+static void prefix_hashes(kv_engine *e, kv_req *r)
+{
+    int32_t full = r->prefix_len / e->cfg.block_size;
+    if (full <= 0 || full > r->hashes_cap)
+        return;
+    uint64_t key[3] = {r->prefix_seed, (uint64_t)(r->has_salt != 0), r->has_salt ? r->salt : 0};
+    kv_prefix_hashes *ph = NULL;
+    HASH_FIND(hh, e->prefix_hashes, key, sizeof key, ph);
+    if (ph && ph->n == full) {
+        memcpy(r->hashes, ph->hashes, (size_t)full * sizeof(kv_hash));
+        r->num_hashes = full;
+        return;
+    }
+    if (ph || e->num_prefix_hashes >= KV_PREFIX_HASHES_MAX)
+        return;
+    kv_req_hash_blocks(r, full, e->cfg.block_size, e->kvcm.none_hash);
+    ph = malloc(sizeof *ph + (size_t)full * sizeof(kv_hash));
+    if (!ph)
+        return; /* only a cache: the request hashes its own prefix */
+    memcpy(ph->key, key, sizeof key);
+    ph->n = full;
+    memcpy(ph->hashes, r->hashes, (size_t)full * sizeof(kv_hash));
+    HASH_ADD(hh, e->prefix_hashes, key, sizeof ph->key, ph);
+    e->num_prefix_hashes++;
 }
 
 int64_t kv_engine_submit(kv_engine *e, const kv_request_spec *sp, char *err, size_t errlen)
@@ -522,6 +555,7 @@ int64_t kv_engine_submit(kv_engine *e, const kv_request_spec *sp, char *err, siz
     r->salt = r->has_salt ? kv_hash_str(sp->cache_salt) : 0;
     r->vocab = c->vocab_size;
     r->sched_index = -1;
+    prefix_hashes(e, r);
     kv_req_update_hashes(r, c->block_size, e->kvcm.none_hash);
     if (kv_sched_add(e->sched, r) != 0) {
         free_req(r);

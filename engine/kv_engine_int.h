@@ -5,6 +5,8 @@
 #ifndef KV_ENGINE_INT_H
 #define KV_ENGINE_INT_H
 
+#include <uthash.h>
+
 #include "kv_engine.h"
 #include "kv_events.h"
 #include "kv_kvcm.h"
@@ -60,7 +62,21 @@ struct kv_engine {
     int64_t ls_step, *ls_ids, *ls_pre, *ls_fin;
     int32_t *ls_tok, *ls_hit, ls_n, ls_first_new, ls_npre, ls_nfin;
     uint8_t *ls_resumed;
+    /* hashes of shared-prefix blocks, computed once per (prefix, salt) */
+    struct kv_prefix_hashes *prefix_hashes;
+    int32_t num_prefix_hashes;
 };
+
+/* The block hashes of a shared prefix's full blocks: every request naming
+ * the same prefix (and salt) starts with the same chain, so it is hashed
+ * once, at the first submit (KV_PREFIX_HASHES_MAX entries at most). */
+#define KV_PREFIX_HASHES_MAX 4096
+typedef struct kv_prefix_hashes {
+    uint64_t key[3];              /* prefix seed, has salt, salt */
+    UT_hash_handle hh;
+    int32_t n;
+    kv_hash hashes[];
+} kv_prefix_hashes;
 
 /* The live (or recently finished) request with this id, or NULL. */
 kv_req *kv_eng_live_req(const kv_engine *e, int64_t id);

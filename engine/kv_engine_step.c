@@ -160,11 +160,16 @@ int kv_engine_step(kv_engine *e, kv_step_result *out, char *err, size_t errlen)
         if (rc)
             return rc;
     }
-    kv_step_work w = {0, 0, 0};
+    /* the step's work (kv_timemodel_add_chunk), summed in integers: exact,
+     * and no chain of dependent floating-point adds through memory */
+    int64_t w_tokens = 0, w_pairs = 0, w_read = 0;
     for (int32_t k = 0; k < o.num_scheduled; k++) {
         kv_req *r = o.scheduled[k];
         int32_t s0 = r->num_computed - r->scheduled;
-        kv_timemodel_add_chunk(&w, s0, r->scheduled);
+        int64_t n = r->scheduled;
+        w_tokens += n;
+        w_pairs += n * s0 + n * (n + 1) / 2; /* token at position p attends to p + 1 positions */
+        w_read += s0 + n;
         if (r->first_sched_s < 0) {
             r->first_sched_s = start;
             kv_hist_observe(&e->hist[KV_HIST_QUEUE], start - r->arrival_s);
@@ -177,6 +182,7 @@ int kv_engine_step(kv_engine *e, kv_step_result *out, char *err, size_t errlen)
         if (r->num_computed > r->high_water && e->cfg.mode != KV_MODE_NO_CACHE)
             r->high_water = r->num_computed;
     }
+    kv_step_work w = {(double)w_tokens, (double)w_pairs, (double)w_read};
     if (e->cfg.mode == KV_MODE_NO_CACHE)
         w.kv_tokens_read = 0; /* nothing cached to read: the work is all in the recompute */
     double usage = kv_pool_usage(e->pool);

@@ -1,7 +1,9 @@
 #include "kv_hash.h"
 
 #include <string.h>
-#define XXH_STATIC_LINKING_ONLY
+/* inlined: a block hash is ~80 bytes, where a call into the library costs
+ * as much as the hashing */
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 kv_hash kv_hash_none(uint64_t seed)
@@ -37,6 +39,26 @@ kv_hash kv_hash_block(kv_hash parent, const int32_t *tokens, int32_t n, int has_
             XXH3_128bits_update(&st, &extra, 8);
         h = XXH3_128bits_digest(&st);
     }
+    return (kv_hash){h.low64, h.high64};
+}
+
+kv_hash kv_hash_seeded(kv_hash parent, uint64_t seed, uint32_t vocab, int32_t start, int has_extra,
+                       uint64_t extra)
+{
+    struct {
+        kv_hash parent;
+        uint64_t tag, seed, extra;
+        uint32_t vocab;
+        int32_t start;
+    } k;
+    memset(&k, 0, sizeof k);
+    k.parent = parent;
+    k.tag = 0x5345454445444b56ull; /* a seeded block, never a token list */
+    k.seed = seed;
+    k.extra = has_extra ? extra : 0;
+    k.vocab = vocab | (has_extra ? 0x80000000u : 0);
+    k.start = start;
+    XXH128_hash_t h = XXH3_128bits(&k, sizeof k);
     return (kv_hash){h.low64, h.high64};
 }
 

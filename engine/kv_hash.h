@@ -24,6 +24,13 @@ kv_hash kv_hash_none(uint64_t seed);
  * 64-bit extra key. n may be any size (block_size tokens). */
 kv_hash kv_hash_block(kv_hash parent, const int32_t *tokens, int32_t n, int has_extra, uint64_t extra);
 
+/* Hash of one full block whose tokens are the seeded stream `seed` (token
+ * at position p = vocab-scaled kv_hash_mix(seed, p)) from position start:
+ * keyed by (parent, seed, vocab, start) instead of the generated ids, so
+ * equal keys mean equal tokens. A tag keeps it apart from kv_hash_block. */
+kv_hash kv_hash_seeded(kv_hash parent, uint64_t seed, uint32_t vocab, int32_t start, int has_extra,
+                       uint64_t extra);
+
 /* 64-bit hash of a string (prefix ids, cache salts). */
 uint64_t kv_hash_str(const char *s);
 

@@ -36,6 +36,8 @@ int32_t kv_kvcm_get_computed_blocks(kv_kvcm *m, const kv_req *r, int32_t *out)
         max_blocks = r->num_hashes;
     int32_t n = 0;
     while (n < max_blocks) {
+        if (n + 1 < max_blocks)
+            kv_pool_prefetch_hash(m->pool, r->hashes[n + 1]);
         int32_t id = kv_pool_get_cached(m->pool, r->hashes[n]);
         if (id < 0)
             break;
@@ -69,8 +71,11 @@ static void cache_blocks(kv_kvcm *m, kv_req *r, int32_t num_tokens)
         full = r->num_blocks;
     if (full > r->num_hashes)
         full = r->num_hashes;
-    for (int32_t i = r->num_cached_blocks; i < full; i++)
+    for (int32_t i = r->num_cached_blocks; i < full; i++) {
+        if (i + 1 < full)
+            kv_pool_prefetch_hash(m->pool, r->hashes[i + 1]);
         m->hash_conflicts += kv_pool_cache_block(m->pool, r->table[i], r->hashes[i], r->id);
+    }
     if (full > r->num_cached_blocks)
         r->num_cached_blocks = full;
 }
@@ -126,8 +131,9 @@ int32_t kv_kvcm_allocate_slots_keep(kv_kvcm *m, kv_req *r, int32_t num_new_token
     int32_t bs = m->block_size;
     if (n_hit == 0 && keep_free == 0 && (int64_t)r->num_computed + num_new_tokens <= (int64_t)r->num_blocks * bs &&
         (int64_t)r->num_computed + num_new_tokens <= m->max_model_len) {
-        /* the common decode step: the tokens fit the blocks already held */
-        if (m->caching)
+        /* the common decode step: the tokens fit the blocks already held;
+         * only a block that fills up now has anything to register */
+        if (m->caching && (r->num_computed + num_new_tokens) / bs > r->num_cached_blocks)
             cache_blocks(m, r, r->num_computed + num_new_tokens);
         return 0;
     }

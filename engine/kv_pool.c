@@ -312,8 +312,19 @@ int kv_pool_get_new_blocks(kv_pool *p, int32_t n, int32_t *out, int64_t req_id, 
 {
     if (n < 0 || n > p->fq.num_free)
         return kv_errf(err, errlen, -1, "Cannot get %d free blocks from the pool", (int)n);
+    const int32_t tail = FQ_TAIL(&p->fq);
     for (int32_t i = 0; i < n; i++) {
+        /* the free queue is a linked list: fetch the next blocks, and the map
+         * slot an eviction of the next one will touch, while this one is taken */
+        int32_t nx = p->blocks[p->blocks[FQ_HEAD(&p->fq)].next_free].next_free;
         int32_t id = kv_pool_fq_popleft(&p->fq, NULL, 0);
+        if (nx != tail) {
+            const kv_block *b = &p->blocks[nx];
+            if (b->next_free != tail)
+                __builtin_prefetch(&p->blocks[b->next_free]);
+            if (b->has_hash)
+                __builtin_prefetch(&p->map[b->hash.lo & p->map_mask]);
+        }
         take(p, id, req_id);
         out[i] = id;
     }
@@ -357,6 +368,8 @@ void kv_pool_free_blocks(kv_pool *p, const int32_t *ordered, int32_t n, int64_t 
 {
     int32_t after = -1; /* fresh blocks go to the head, keeping their order */
     for (int32_t i = 0; i < n; i++) {
+        if (i + 4 < n) /* a block table is scattered over the pool */
+            __builtin_prefetch(&p->blocks[ordered[i + 4]]);
         kv_block *b = &p->blocks[ordered[i]];
         if (b->is_null)
             continue;
@@ -391,6 +404,11 @@ int kv_pool_cache_block(kv_pool *p, int32_t id, kv_hash hash, int64_t req_id)
     if (p->ev)
         p->ev(p->ev_ctx, KV_EV_CACHE_STORE, id, req_id, 0);
     return 0;
+}
+
+void kv_pool_prefetch_hash(const kv_pool *p, kv_hash hash)
+{
+    __builtin_prefetch(&p->map[hash.lo & p->map_mask]);
 }
 
 int32_t kv_pool_get_cached(const kv_pool *p, kv_hash hash)

@@ -123,6 +123,10 @@ void kv_pool_free_blocks(kv_pool *p, const int32_t *ordered, int32_t n, int64_t 
  * has a hash keeps it (returns 1 if it differs: a bug). 0 when caching is off. */
 int kv_pool_cache_block(kv_pool *p, int32_t id, kv_hash hash, int64_t req_id);
 
+/* Start fetching the map slot of hash (a lookup or registration of it
+ * follows soon); changes nothing. */
+void kv_pool_prefetch_hash(const kv_pool *p, kv_hash hash);
+
 /* The cached block for hash (the first registered), or -1. */
 int32_t kv_pool_get_cached(const kv_pool *p, kv_hash hash);
 

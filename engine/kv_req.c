@@ -65,7 +65,13 @@ int kv_req_reserve(kv_req *r, int32_t max_blocks)
 
 void kv_req_update_hashes(kv_req *r, int32_t block_size, kv_hash none)
 {
-    int32_t full = kv_req_num_tokens(r) / block_size;
+    kv_req_hash_blocks(r, kv_req_num_tokens(r) / block_size, block_size, none);
+}
+
+void kv_req_hash_blocks(kv_req *r, int32_t full, int32_t block_size, kv_hash none)
+{
+    if (full > kv_req_num_tokens(r) / block_size)
+        full = kv_req_num_tokens(r) / block_size;
     if (full > r->hashes_cap)
         full = r->hashes_cap;
     int32_t tok[256];
@@ -73,7 +79,24 @@ void kv_req_update_hashes(kv_req *r, int32_t block_size, kv_hash none)
         int32_t i = r->num_hashes;
         kv_hash parent = i ? r->hashes[i - 1] : none;
         int has_extra = i == 0 && r->has_salt;
-        if (block_size <= 256) {
+        int32_t start = i * block_size, end = start + block_size;
+        /* A block of one seeded stream (all prefix, all of a length-only
+         * prompt, or all output) is keyed by the stream and position: the
+         * same tokens, without generating them. Two such blocks are equal
+         * exactly when their tokens are (the streams differ by seed). */
+        uint64_t seed = 0;
+        int seeded = 1;
+        if (end <= r->prefix_len)
+            seed = r->prefix_seed;
+        else if (start >= r->prefix_len && end <= r->prompt_len && !r->prompt_ids)
+            seed = r->tok_seed;
+        else if (start >= r->prompt_len)
+            seed = r->tok_seed ^ KV_REQ_OUTPUT_SALT;
+        else
+            seeded = 0;
+        if (seeded) {
+            r->hashes[i] = kv_hash_seeded(parent, seed, (uint32_t)r->vocab, start, has_extra, r->salt);
+        } else if (block_size <= 256) {
             kv_req_tokens(r, i * block_size, block_size, tok);
             r->hashes[i] = kv_hash_block(parent, tok, block_size, has_extra, r->salt);
         } else {

@@ -13,34 +13,40 @@
 
 #include "kv_hash.h"
 
+/* Fields each step reads come first (one cache line for the scheduler's
+ * loops over hundreds of running requests), the rest after. */
 typedef struct kv_req {
-    int64_t id;
-    int status;                  /* kv_req_status (kv_engine.h) */
-    int32_t prefix_len;          /* shared prefix tokens (part of the prompt) */
-    int32_t prompt_len;          /* whole prompt incl. prefix */
-    int32_t max_output;          /* output_tokens asked for */
-    int32_t num_output;          /* generated so far */
     int32_t num_computed;        /* num_computed_tokens */
-    int32_t high_water;          /* most tokens ever computed (tells recompute apart) */
-    int32_t num_cached_tokens;   /* prefix hit at first schedule, -1 before */
-    int32_t admit_hit;           /* prefix-hit tokens at its latest admission */
-    int32_t num_preemptions;
-    int32_t priority;
-    double arrival_s, first_sched_s, first_token_s, last_token_s, finish_s;
-    uint64_t prefix_seed, tok_seed;
-    int has_salt;
-    uint64_t salt;
-    int32_t vocab;
-    int32_t *prompt_ids;         /* explicit ids after the prefix, or NULL */
-    int32_t prompt_ids_cap;
-    int32_t *table;              /* block table */
-    int32_t num_blocks, table_cap;
-    kv_hash *hashes;             /* block_hashes */
-    int32_t num_hashes, hashes_cap;
-    int32_t num_cached_blocks;   /* leading blocks registered in the prefix cache */
-    int32_t reserved_blocks;     /* contiguous mode: slab size */
+    int32_t prompt_len;          /* whole prompt incl. prefix */
+    int32_t num_output;          /* generated so far */
+    int32_t max_output;          /* output_tokens asked for */
     int32_t scheduled;           /* tokens scheduled this step */
     int32_t sched_index;         /* position in the step's scheduled list, -1 = none */
+    int32_t num_blocks;
+    int32_t num_cached_blocks;   /* leading blocks registered in the prefix cache */
+    int32_t *table;              /* block table */
+    int64_t id;
+    int status;                  /* kv_req_status (kv_engine.h) */
+    int32_t num_hashes;
+    kv_hash *hashes;             /* block_hashes */
+    /* second cache line: timing and the rest */
+    int32_t high_water;          /* most tokens ever computed (tells recompute apart) */
+    int32_t table_cap;
+    double first_token_s, last_token_s, first_sched_s, arrival_s;
+    int32_t admit_hit;           /* prefix-hit tokens at its latest admission */
+    int32_t num_preemptions;
+    int32_t prefix_len;          /* shared prefix tokens (part of the prompt) */
+    int32_t priority;
+    int32_t num_cached_tokens;   /* prefix hit at first schedule, -1 before */
+    int32_t hashes_cap;
+    double finish_s;
+    uint64_t prefix_seed, tok_seed;
+    int has_salt;
+    int32_t vocab;
+    uint64_t salt;
+    int32_t *prompt_ids;         /* explicit ids after the prefix, or NULL */
+    int32_t prompt_ids_cap;
+    int32_t reserved_blocks;     /* contiguous mode: slab size */
     struct kv_req *next_free;    /* engine recycling list */
 } kv_req;
 
@@ -60,6 +66,9 @@ int kv_req_reserve(kv_req *r, int32_t max_blocks);
 /* Append the hashes of newly completed full blocks (prompt + output) so
  * hashes covers num_tokens / block_size blocks. none = NONE_HASH. */
 void kv_req_update_hashes(kv_req *r, int32_t block_size, kv_hash none);
+
+/* The same, up to at most nblocks blocks (a shared prefix's full blocks). */
+void kv_req_hash_blocks(kv_req *r, int32_t nblocks, int32_t block_size, kv_hash none);
 
 /* Free the arrays (the struct itself is the caller's). */
 void kv_req_release(kv_req *r);

@@ -2,16 +2,6 @@
 
 #include <string.h>
 
-void kv_timemodel_add_chunk(kv_step_work *w, int64_t start, int64_t n)
-{
-    if (n <= 0)
-        return;
-    w->tokens += (double)n;
-    /* token at position p attends to p + 1 positions */
-    w->attention_pairs += (double)n * (double)start + (double)n * (double)(n + 1) / 2.0;
-    w->kv_tokens_read += (double)(start + n);
-}
-
 double kv_timemodel_step(const kv_time_params *p, const kv_step_work *w, kv_step_time *out)
 {
     kv_step_time t;
