@@ -16,39 +16,6 @@
 
 /* ---------------------------------------------------------------- reading */
 
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 65536, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (n < cap)
-            break;
-        if (cap >= MAX_CONFIG_BYTES) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        cap *= 2;
-        char *nb = realloc(buf, cap + 1);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-        }
-        buf = nb;
-    }
-    fclose(f);
-    if (buf) {
-        buf[n] = '\0';
-        *len = n;
-    }
-    return buf;
-}
-
 static int is_file(const char *p)
 {
     struct stat st;
@@ -64,20 +31,104 @@ static int is_dir(const char *p)
 /* ------------------------------------------------------------ JSON fields */
 
 typedef struct ctx {
-    const cJSON *text;   /* text_config when nested, else root */
+    const cJSON *text;     /* text_config when nested, else root */
     const cJSON *root;
+    const cJSON *defaults; /* the text model class's defaults (NULL: none known) */
+    const char *root_type; /* the root model_type ("llava", "mistral3", ...; "" if none) */
     const char *path;
     char *err;
     size_t errlen;
 } ctx;
 
-/* Find a key in text_config first, then the root. */
+/* A key of an object; when a key appears twice the last one counts, as
+ * Python's json.load keeps it. */
+static const cJSON *get_last(const cJSON *o, const char *key)
+{
+    const cJSON *found = NULL, *e;
+    if (!cJSON_IsObject(o))
+        return NULL;
+    cJSON_ArrayForEach(e, o)
+        if (e->string && !strcmp(e->string, key))
+            found = e;
+    return found;
+}
+
+/* Find a key as transformers sees it: in text_config (or the root of a
+ * plain config), else the class default of the text model type
+ * (CONFIG_MAPPING[model_type](**text_config)), else the root. */
 static const cJSON *field(const ctx *c, const char *key)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(c->text, key);
+    const cJSON *v = get_last(c->text, key);
+    if (!v && c->defaults)
+        v = get_last(c->defaults, key);
     if (!v && c->text != c->root)
-        v = cJSON_GetObjectItemCaseSensitive(c->root, key);
+        v = get_last(c->root, key);
     return v;
+}
+
+/* ------------------------------------------------------- class defaults */
+
+/* The defaults a sparse config leaves to the model class
+ * (transformers/models/<type>/configuration_<type>.py, 4.57): -1 = none
+ * (the field must be given), kv_heads 0 = as many as attention heads. */
+typedef struct class_defaults {
+    const char *type;
+    int32_t vocab, hidden, inter, layers, heads, kv_heads, head_dim;
+    int64_t max_pos;
+    int tie;          /* tie_word_embeddings */
+    int32_t sliding;  /* sliding_window (0: none) */
+} class_defaults;
+
+static const class_defaults CLASS_DEFAULTS[] = {
+    {"llama", 32000, 4096, 11008, 32, 32, 0, -1, 2048, 0, 0},
+    {"mistral", 32000, 4096, 14336, 32, 32, 8, -1, 4096 * 32, 0, 4096},
+    {"mixtral", 32000, 4096, 14336, 32, 32, 8, -1, 4096 * 32, 0, 0},
+    {"qwen2", 151936, 4096, 22016, 32, 32, 32, -1, 32768, 0, 0},
+    {"qwen3", 151936, 4096, 22016, 32, 32, 32, 128, 32768, 0, 0},
+    {"qwen2_moe", 151936, 2048, -1, 24, -1, -1, -1, 32768, 0, 0},
+    {"qwen3_moe", 151936, 2048, -1, 24, -1, -1, -1, 32768, 0, 0},
+    {"gemma", 256000, 3072, 24576, 28, 16, 16, 256, 8192, 1, 0},
+    {"gemma2", 256000, 2304, 9216, 26, 8, 4, 256, 8192, 1, 4096},
+    {"gemma3_text", 262208, 2304, 9216, 26, 8, 4, 256, 131072, 1, 4096},
+    {"phi3", 32064, 3072, 8192, 32, 32, 0, -1, 4096, 0, 0},
+    {"gpt_oss", -1, -1, -1, -1, -1, -1, -1, 131072, 0, 0},
+    {"deepseek_v2", 32000, 4096, -1, 32, -1, -1, -1, 2048, 0, 0},
+    {"deepseek_v3", 129280, 7168, -1, 61, -1, -1, -1, 4096, 0, 0},
+};
+
+/* Multimodal wrappers: the text model type their text_config defaults to
+ * (LlavaConfig, Mistral3Config, Gemma3Config). */
+static const struct {
+    const char *type, *text_type;
+} WRAPPERS[] = {{"llava", "llama"}, {"llava_next", "llama"}, {"mistral3", "mistral"}, {"gemma3", "gemma3_text"}};
+
+static const class_defaults *find_defaults(const char *type)
+{
+    for (size_t i = 0; type && i < sizeof CLASS_DEFAULTS / sizeof CLASS_DEFAULTS[0]; i++)
+        if (!strcmp(CLASS_DEFAULTS[i].type, type))
+            return &CLASS_DEFAULTS[i];
+    return NULL;
+}
+
+static cJSON *defaults_object(const class_defaults *d)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !d)
+        return o;
+    const struct {
+        const char *k;
+        double v;
+    } f[] = {{"vocab_size", d->vocab},         {"hidden_size", d->hidden}, {"intermediate_size", d->inter},
+             {"num_hidden_layers", d->layers}, {"num_attention_heads", d->heads},
+             {"num_key_value_heads", d->kv_heads > 0 ? d->kv_heads : -1}, {"head_dim", d->head_dim},
+             {"max_position_embeddings", (double)d->max_pos}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (f[i].v > 0)
+            cJSON_AddNumberToObject(o, f[i].k, f[i].v);
+    cJSON_AddBoolToObject(o, "tie_word_embeddings", d->tie);
+    if (d->sliding > 0)
+        cJSON_AddNumberToObject(o, "sliding_window", d->sliding);
+    return o;
 }
 
 /* Read an integer field. Returns 1 if present and valid, 0 if absent or
@@ -112,8 +163,16 @@ static int get_int32(const ctx *c, const char *key, int64_t lo, int64_t hi, int3
 static int need_int32(const ctx *c, const char *key, int64_t lo, int64_t hi, int32_t *out)
 {
     int r = get_int32(c, key, lo, hi, out);
-    if (r == 0)
-        kv_errf(c->err, c->errlen, -1, "%s: required field \"%s\" is missing", c->path, key);
+    if (r == 0) {
+        const cJSON *mt = get_last(c->text, "model_type");
+        if (c->text != c->root && !c->defaults)
+            kv_errf(c->err, c->errlen, -1,
+                    "%s: text_config leaves out \"%s\" and its model_type '%s' has no class defaults kvlab knows "
+                    "(give the field in text_config)",
+                    c->path, key, cJSON_IsString(mt) ? mt->valuestring : "");
+        else
+            kv_errf(c->err, c->errlen, -1, "%s: required field \"%s\" is missing", c->path, key);
+    }
     return r == 1 ? 1 : -1;
 }
 
@@ -136,6 +195,70 @@ static const char *get_str(const ctx *c, const char *key)
 {
     const cJSON *v = field(c, key);
     return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* A text field that, when present, must be a string (or null). */
+static int check_str(const ctx *c, const char *key)
+{
+    const cJSON *v = field(c, key);
+    if (v && !cJSON_IsNull(v) && !cJSON_IsString(v))
+        return kv_errf(c->err, c->errlen, -1, "%s: field \"%s\" must be a string", c->path, key);
+    return 0;
+}
+
+/* ---------------------------------------------------------- vision tower */
+
+/* Parameters of a multimodal checkpoint's vision tower, as vLLM builds it
+ * (model_executor/models/llava.py init_vision_tower_for_llava keeps the
+ * layers up to vision_feature_layer; clip.py, siglip.py, pixtral.py), and of
+ * its projector (llava.py LlavaMultiModalProjector, mistral3.py
+ * Mistral3MultiModalProjector with its patch merger, gemma3_mm.py
+ * Gemma3MultiModalProjector). 0 for a text-only config. */
+static int vision_params(const ctx *c, kv_model *m)
+{
+    const cJSON *vc = get_last(c->root, "vision_config");
+    if (!cJSON_IsObject(vc))
+        return 0;
+    ctx v = *c;
+    v.text = v.root = vc;
+    v.defaults = NULL;
+    const cJSON *vt = get_last(vc, "model_type");
+    const char *type = cJSON_IsString(vt) ? vt->valuestring : "clip_vision_model";
+    int pixtral = !strcmp(type, "pixtral"), siglip = !strcmp(type, "siglip_vision_model");
+    /* PixtralVisionConfig / SiglipVisionConfig / CLIPVisionConfig defaults */
+    int64_t h = pixtral ? 1024 : 768, I = pixtral ? 4096 : 3072, L = pixtral ? 24 : 12,
+            img = pixtral ? 1024 : 224, patch = pixtral ? 16 : siglip ? 16 : 32;
+    if (get_int(&v, "hidden_size", 1, 1 << 16, &h) < 0 || get_int(&v, "intermediate_size", 1, 1 << 20, &I) < 0 ||
+        get_int(&v, "num_hidden_layers", 1, 1024, &L) < 0 || get_int(&v, "image_size", 1, 1 << 16, &img) < 0 ||
+        get_int(&v, "patch_size", 1, 1 << 12, &patch) < 0)
+        return -1;
+    int64_t fl = -1;
+    ctx rc = *c;
+    rc.text = rc.root;
+    rc.defaults = NULL;
+    if (get_int(&rc, "vision_feature_layer", -1024, 1024, &fl) < 0)
+        return -1;
+    int64_t used = fl < 0 ? L + fl + 1 : fl;
+    if (used < 1 || used > L)
+        used = L;
+    double H = (double)h, II = (double)I, n = (double)(img / patch) * (img / patch);
+    double layer = pixtral ? 4 * H * H + 3 * H * II + 2 * H                    /* no biases, gated MLP, 2 RMSNorms */
+                           : 4 * (H * H + H) + 2 * H * II + II + H + 4 * H; /* biases, fc1/fc2, 2 LayerNorms */
+    double embed = 3.0 * patch * patch * H + (pixtral ? H : H + (n + (siglip ? 0 : 1)) * H + (siglip ? 0 : H));
+    double T = m->hidden_size;
+    double proj;
+    if (!strncmp(m->model_type, "gemma3", 6) || !strcmp(c->root_type, "gemma3"))
+        proj = H * T + H;                                  /* mm_input_projection + soft-embedding norm */
+    else if (!strcmp(c->root_type, "mistral3")) {
+        int64_t merge = 2;
+        if (get_int(&rc, "spatial_merge_size", 1, 64, &merge) < 0)
+            return -1;
+        proj = H + H * merge * merge * H + H * T + T * T;  /* norm, patch merger, linear_1, linear_2 */
+    } else {
+        proj = H * T + T + T * T + T;                      /* linear_1, linear_2 with biases */
+    }
+    m->params_vision = (int64_t)((double)used * layer + embed + 2 * H + proj);
+    return 0;
 }
 
 static void copy_str(char *dst, size_t n, const char *src)
@@ -180,16 +303,16 @@ static int derive_max_len(const ctx *c, kv_model *m)
     }
     const cJSON *rs = field(c, "rope_scaling");
     if (cJSON_IsObject(rs) && !strstr(m->model_type, "gemma3")) {
-        const cJSON *t = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
+        const cJSON *t = get_last(rs, "rope_type");
         if (!cJSON_IsString(t))
-            t = cJSON_GetObjectItemCaseSensitive(rs, "type");
+            t = get_last(rs, "type");
         const char *type = cJSON_IsString(t) ? t->valuestring : "";
-        const cJSON *f = cJSON_GetObjectItemCaseSensitive(rs, "factor");
+        const cJSON *f = get_last(rs, "factor");
         if (strcmp(type, "su") && strcmp(type, "longrope") && strcmp(type, "llama3") && cJSON_IsNumber(f) &&
             f->valuedouble >= 1.0 && f->valuedouble <= 1024.0) {
             double len = (double)best;
             if (!strcmp(type, "yarn")) {
-                const cJSON *o = cJSON_GetObjectItemCaseSensitive(rs, "original_max_position_embeddings");
+                const cJSON *o = get_last(rs, "original_max_position_embeddings");
                 if (cJSON_IsNumber(o) && o->valuedouble >= 1 && o->valuedouble <= (double)((int64_t)1 << 40))
                     len = floor(o->valuedouble);
             }
@@ -257,23 +380,24 @@ static int parse_sliding(const ctx *c, kv_model *m)
 
 static int parse_quant(const ctx *c, kv_model *m)
 {
-    const cJSON *q = cJSON_GetObjectItemCaseSensitive(c->root, "quantization_config");
+    const cJSON *q = get_last(c->root, "quantization_config");
     if (!q && c->text != c->root)
-        q = cJSON_GetObjectItemCaseSensitive(c->text, "quantization_config");
+        q = get_last(c->text, "quantization_config");
     if (!q || cJSON_IsNull(q))
         return 0;
     if (!cJSON_IsObject(q))
         return kv_errf(c->err, c->errlen, -1, "%s: field \"quantization_config\" must be an object", c->path);
-    const cJSON *meth = cJSON_GetObjectItemCaseSensitive(q, "quant_method");
+    const cJSON *meth = get_last(q, "quant_method");
     const char *s = cJSON_IsString(meth) ? meth->valuestring : "";
     copy_str(m->quant_method, sizeof m->quant_method, s);
     ctx qc = *c;
     qc.text = qc.root = q;
+    qc.defaults = NULL;
     int64_t v;
     if (!strcmp(s, "fp8")) {
         m->quant = KV_QUANT_FP8;
         m->quant_bits = 8;
-        const cJSON *b = cJSON_GetObjectItemCaseSensitive(q, "weight_block_size");
+        const cJSON *b = get_last(q, "weight_block_size");
         if (cJSON_IsArray(b) && cJSON_GetArraySize(b) == 2) {
             for (int i = 0; i < 2; i++) {
                 const cJSON *e = cJSON_GetArrayItem(b, i);
@@ -303,15 +427,16 @@ static int parse_quant(const ctx *c, kv_model *m)
             m->quant_group_size = v <= 0 ? 0 : (int32_t)v;
     } else if (!strcmp(s, "compressed-tensors")) {
         m->quant = KV_QUANT_COMPRESSED_TENSORS;
-        const cJSON *groups = cJSON_GetObjectItemCaseSensitive(q, "config_groups");
+        const cJSON *groups = get_last(q, "config_groups");
         const cJSON *g = cJSON_IsObject(groups) ? groups->child : NULL;
-        const cJSON *w = g ? cJSON_GetObjectItemCaseSensitive(g, "weights") : NULL;
+        const cJSON *w = g ? get_last(g, "weights") : NULL;
         if (!cJSON_IsObject(w)) {
             m->quant = KV_QUANT_UNKNOWN;
             return 0;
         }
         ctx wc = *c;
         wc.text = wc.root = w;
+        wc.defaults = NULL;
         if (get_int(&wc, "num_bits", 1, 16, &v) != 1) {
             m->quant = KV_QUANT_UNKNOWN;
             return 0;
@@ -429,24 +554,54 @@ int kv_model_parse(const char *json, size_t len, const char *path, kv_model *out
     if (!path)
         path = "config.json";
     copy_str(out->path, sizeof out->path, path);
-    cJSON *root = cJSON_ParseWithLength(json, len);
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
     if (!root)
         return kv_errf(err, errlen, KV_MODEL_EPARSE, "%s: not valid JSON", path);
     int rc = KV_MODEL_EFIELD;
-    ctx c = {root, root, path, err, errlen};
+    ctx c = {root, root, NULL, "", path, err, errlen};
+    cJSON *defaults = NULL;
     kv_model *m = out;
+    /* One JSON value: only white space may follow it (json.load refuses the rest). */
+    for (const char *q = end; q && q < json + len; q++)
+        if (!isspace((unsigned char)*q)) {
+            kv_errf(err, errlen, KV_MODEL_EPARSE, "%s: text after the JSON object at byte %ld", path,
+                    (long)(q - json));
+            rc = KV_MODEL_EPARSE;
+            goto done;
+        }
     if (!cJSON_IsObject(root)) {
         kv_errf(err, errlen, KV_MODEL_EPARSE, "%s: not a JSON object", path);
         rc = KV_MODEL_EPARSE;
         goto done;
     }
-    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(root, "text_config");
-    if (cJSON_IsObject(tc))
+    if (check_str(&c, "model_type") < 0)
+        goto done;
+    const cJSON *rt = get_last(root, "model_type");
+    c.root_type = cJSON_IsString(rt) ? rt->valuestring : "";
+    const cJSON *tc = get_last(root, "text_config");
+    if (tc && !cJSON_IsNull(tc) && !cJSON_IsObject(tc)) {
+        kv_errf(err, errlen, rc, "%s: field \"text_config\" must be an object", path);
+        goto done;
+    }
+    const char *text_type = c.root_type;
+    if (cJSON_IsObject(tc)) {
         c.text = tc;
-
-    const char *mt = get_str(&c, "model_type");
-    copy_str(m->model_type, sizeof m->model_type, mt);
-    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "architectures");
+        if (check_str(&c, "model_type") < 0)
+            goto done;
+        const cJSON *tt = get_last(tc, "model_type");
+        text_type = cJSON_IsString(tt) ? tt->valuestring : "";
+        for (size_t i = 0; !text_type[0] && i < sizeof WRAPPERS / sizeof WRAPPERS[0]; i++)
+            if (!strcmp(c.root_type, WRAPPERS[i].type))
+                text_type = WRAPPERS[i].text_type;
+    }
+    const class_defaults *cd = find_defaults(text_type);
+    if (cd) {
+        defaults = defaults_object(cd);
+        c.defaults = defaults;
+    }
+    copy_str(m->model_type, sizeof m->model_type, text_type);
+    const cJSON *arch = get_last(root, "architectures");
     if (cJSON_IsArray(arch) && cJSON_IsString(cJSON_GetArrayItem(arch, 0)))
         copy_str(m->architecture, sizeof m->architecture, cJSON_GetArrayItem(arch, 0)->valuestring);
 
@@ -480,6 +635,15 @@ int kv_model_parse(const char *json, size_t len, const char *path, kv_model *out
                 m->num_key_value_heads, m->num_attention_heads);
         goto done;
     }
+    /* Grouped-query attention shares each KV head among the same number of
+     * query heads (transformers' repeat_kv, vLLM's attention layers). */
+    if (m->num_attention_heads % m->num_key_value_heads) {
+        kv_errf(err, errlen, rc,
+                "%s: field \"num_attention_heads\" (%d) is not a multiple of num_key_value_heads (%d): each KV head "
+                "must serve the same number of query heads",
+                path, m->num_attention_heads, m->num_key_value_heads);
+        goto done;
+    }
     if ((r = get_int32(&c, "head_dim", 1, 1 << 16, &m->head_dim)) < 0)
         goto done;
     if (r == 0) {
@@ -493,7 +657,13 @@ int kv_model_parse(const char *json, size_t len, const char *path, kv_model *out
     if (get_bool(&c, "tie_word_embeddings", 1, &m->tie_word_embeddings) < 0 ||
         get_bool(&c, "attention_bias", 0, &m->attention_bias) < 0)
         goto done;
-    const char *dt = get_str(&c, "torch_dtype");
+    /* dtype: the root's (vLLM's _find_dtype reads config.torch_dtype first). */
+    if (check_str(&c, "torch_dtype") < 0 || check_str(&c, "dtype") < 0)
+        goto done;
+    const cJSON *rdt = get_last(root, "torch_dtype");
+    if (!cJSON_IsString(rdt))
+        rdt = get_last(root, "dtype");
+    const char *dt = cJSON_IsString(rdt) ? rdt->valuestring : get_str(&c, "torch_dtype");
     if (!dt)
         dt = get_str(&c, "dtype");
     if (dt && strcmp(dt, "bfloat16") && strcmp(dt, "float16") && strcmp(dt, "float32")) {
@@ -549,11 +719,13 @@ int kv_model_parse(const char *json, size_t len, const char *path, kv_model *out
             goto done;
     }
 
-    if (derive_max_len(&c, m) < 0 || parse_sliding(&c, m) < 0 || parse_quant(&c, m) < 0 || count_params(&c, m) < 0)
+    if (derive_max_len(&c, m) < 0 || parse_sliding(&c, m) < 0 || parse_quant(&c, m) < 0 || count_params(&c, m) < 0 ||
+        vision_params(&c, m) < 0)
         goto done;
     rc = KV_MODEL_OK;
 done:
     cJSON_Delete(root);
+    cJSON_Delete(defaults);
     return rc;
 }
 
@@ -562,10 +734,9 @@ done:
 static int load_file(const char *file, const char *id, kv_model *out, char *err, size_t errlen)
 {
     size_t len = 0;
-    char *txt = read_file(file, &len);
-    if (!txt)
-        return kv_errf(err, errlen, KV_MODEL_ENOTFOUND, "%s: cannot read (%s)", file,
-                       errno ? strerror(errno) : "too large");
+    char *txt = NULL;
+    if (kv_read_file(file, MAX_CONFIG_BYTES, &txt, &len, err, errlen) != 0)
+        return KV_MODEL_ENOTFOUND;
     int rc = kv_model_parse(txt, len, file, out, err, errlen);
     free(txt);
     if (rc == KV_MODEL_OK)
@@ -595,8 +766,10 @@ static void hf_cache_dir(char *buf, size_t n)
     snprintf(buf, n, "%s/.cache/huggingface/hub", e && *e ? e : ".");
 }
 
-/* models--ORG--NAME/snapshots/<refs/main or any>/config.json */
-static int find_in_hf_cache(const char *name, char *file, size_t n)
+/* models--ORG--NAME/snapshots/<refs/main or any>/config.json. Returns 1
+ * found, 0 not there, -1 with err when refs/main exists but cannot be read
+ * (a FIFO, a device: never waited on). */
+static int find_in_hf_cache(const char *name, char *file, size_t n, char *err, size_t errlen)
 {
     const char *slash = strchr(name, '/');
     if (!slash || strchr(slash + 1, '/') || strstr(name, ".."))
@@ -607,7 +780,10 @@ static int find_in_hf_cache(const char *name, char *file, size_t n)
     char ref[2048];
     snprintf(ref, sizeof ref, "%s/refs/main", repo);
     size_t len = 0;
-    char *hash = read_file(ref, &len);
+    char *hash = NULL;
+    struct stat rst;
+    if (lstat(ref, &rst) == 0 && kv_read_file(ref, 4096, &hash, &len, err, errlen) != 0)
+        return -1;
     if (hash) {
         hash[strcspn(hash, "\r\n")] = '\0';
         snprintf(file, n, "%s/snapshots/%s/config.json", repo, hash);
@@ -705,7 +881,10 @@ int kv_model_load(const char *name, const char *assets_dir, kv_model *out, char 
     if (!name || !*name)
         return kv_errf(err, errlen, KV_MODEL_ENOTFOUND, "no model given");
     char file[2048];
-    if (is_file(name))
+    struct stat st;
+    /* Anything that exists and is not a folder is read as a config.json:
+     * kv_read_file refuses a FIFO or a device with its own message. */
+    if (stat(name, &st) == 0 && !S_ISDIR(st.st_mode))
         return load_file(name, name, out, err, errlen);
     if (is_dir(name)) {
         snprintf(file, sizeof file, "%s/config.json", name);
@@ -718,7 +897,10 @@ int kv_model_load(const char *name, const char *assets_dir, kv_model *out, char 
         if (is_file(file))
             return load_file(file, name, out, err, errlen);
     }
-    if (find_in_hf_cache(name, file, sizeof file))
+    int hf = find_in_hf_cache(name, file, sizeof file, err, errlen);
+    if (hf < 0)
+        return KV_MODEL_ENOTFOUND;
+    if (hf)
         return load_file(file, name, out, err, errlen);
     if (looks_like_path(name))
         return kv_errf(err, errlen, KV_MODEL_ENOTFOUND, "no such file or folder: %s", name);

@@ -95,6 +95,8 @@ typedef struct kv_model {
     int64_t params_checkpoint;    /* params_total plus MTP layers: the figure a safetensors tally shows */
     int64_t params_active;        /* per-token active: only num_experts_per_tok routed experts counted */
     int64_t params_expert_linear; /* the routed experts' share of params_linear (mxfp4 applies here) */
+    int64_t params_vision;        /* multimodal: the vision tower up to vision_feature_layer plus the projector
+                                     (kept 16-bit; not in params_total, which counts the language model) */
 } kv_model;
 
 /* Load a model by name, offline. name_or_path may be:

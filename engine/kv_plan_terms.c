@@ -230,7 +230,12 @@ double kv_plan_loaded_weights_bytes(const kv_model *m, const kv_args *a, char *h
         double per_param = linear_bytes(m, a) * tp / lin;
         w += kvp * per_param * (1.0 - (double)m->num_key_value_heads / tp);
     }
+    /* The vision tower and projector of a multimodal checkpoint, 16-bit, sharded like the language model. */
+    double vision = (double)m->params_vision * wide / tp;
+    w += vision;
     appendf(how, howlen, " + RoPE cache %.2f GiB", rope / KV_GIB);
+    if (vision > 0)
+        appendf(how, howlen, " + vision %.2f GiB", vision / KV_GIB);
     if (gate > 0 && tp > 1)
         appendf(how, howlen, " + gates replicated");
     return w;

@@ -42,7 +42,7 @@ static void test_catalogue_loads(void **state)
     for (int i = 0; i < n; i++) {
         kv_model *m = load(ids[i]);
         assert_string_equal(m->id, ids[i]);
-        assert_true(m->params_total > 1000000000LL);
+        assert_true(m->params_total > 500000000LL); /* Qwen3-0.6B is the smallest */
         assert_true(m->max_position_embeddings >= 4096);
         assert_true(m->head_dim > 0 && m->num_key_value_heads > 0);
     }
@@ -353,6 +353,82 @@ static void test_config_errors(void **state)
                  KV_MODEL_EFIELD, "\"tie_word_embeddings\"");
     expect_error("{" BASE "\"vocab_size\":10,\"max_position_embeddings\":128,\"quantization_config\":7}",
                  KV_MODEL_EFIELD, "\"quantization_config\"");
+    /* What transformers and vLLM refuse. */
+    expect_error("{\"num_hidden_layers\":2,\"hidden_size\":4096,\"num_attention_heads\":32,\"num_key_value_heads\":7,"
+                 "\"intermediate_size\":1,\"vocab_size\":10,\"max_position_embeddings\":128}",
+                 KV_MODEL_EFIELD, "not a multiple of num_key_value_heads (7)");
+    expect_error("{" BASE "\"vocab_size\":10,\"max_position_embeddings\":128} {\"x\":1}", KV_MODEL_EPARSE,
+                 "text after the JSON object");
+    expect_error("{" BASE "\"vocab_size\":10,\"max_position_embeddings\":128,\"model_type\":7}", KV_MODEL_EFIELD,
+                 "\"model_type\" must be a string");
+    expect_error("{" BASE "\"vocab_size\":10,\"max_position_embeddings\":128,\"torch_dtype\":16}", KV_MODEL_EFIELD,
+                 "\"torch_dtype\" must be a string");
+    expect_error("{" BASE "\"vocab_size\":10,\"max_position_embeddings\":128,\"text_config\":[1]}", KV_MODEL_EFIELD,
+                 "\"text_config\" must be an object");
+    expect_error("{" BASE "\"vocab_size\":\"10\",\"max_position_embeddings\":128}", KV_MODEL_EFIELD,
+                 "\"vocab_size\" must be a whole number");
+    /* A sparse text_config whose model_type has no class defaults. */
+    expect_error("{\"model_type\":\"llava\",\"text_config\":{\"model_type\":\"nosuch\",\"vocab_size\":10}}",
+                 KV_MODEL_EFIELD, "model_type 'nosuch' has no class defaults");
+}
+
+/* Keys as Python's json.load reads them: the last of a duplicate wins. */
+/* Anything not a regular file gets kv_read_file's message, without blocking. */
+static void test_not_regular_files(void **state)
+{
+    (void)state;
+    kv_model m;
+    char err[512];
+    assert_int_equal(kv_model_load("/dev/zero", test_assets_dir(), &m, err, sizeof err), KV_MODEL_ENOTFOUND);
+    assert_non_null(strstr(err, "/dev/zero: is a device, not a regular file"));
+    char fifo[64];
+    snprintf(fifo, sizeof fifo, "/tmp/kvlab-test-fifo-%d.json", (int)getpid());
+    unlink(fifo);
+    if (mkfifo(fifo, 0600) != 0)
+        skip();
+    assert_int_equal(kv_model_load(fifo, test_assets_dir(), &m, err, sizeof err), KV_MODEL_ENOTFOUND);
+    assert_non_null(strstr(err, "is a pipe (FIFO), not a regular file"));
+    unlink(fifo);
+}
+
+static void test_duplicate_keys_last_wins(void **state)
+{
+    (void)state;
+    const char *txt = "{" BASE "\"vocab_size\":10,\"max_position_embeddings\":128,\"vocab_size\":20}";
+    kv_model m;
+    char err[256];
+    assert_int_equal(kv_model_parse(txt, strlen(txt), "dup.json", &m, err, sizeof err), KV_MODEL_OK);
+    assert_int_equal(m.vocab_size, 20);
+}
+
+/* Multimodal checkpoints: llava's text_config names only what differs from
+ * LlamaConfig; the rest comes from the class defaults; the vision tower up
+ * to vision_feature_layer (-2: 23 of 24 CLIP layers) and the projector are
+ * counted apart. Mistral Small 3.2 (Pixtral) and Gemma 3 load too. */
+static void test_multimodal_configs(void **state)
+{
+    (void)state;
+    kv_model *m = load("llava-hf/llava-1.5-7b-hf");
+    assert_int_equal(m->num_hidden_layers, 32);   /* LlamaConfig default */
+    assert_int_equal(m->hidden_size, 4096);
+    assert_int_equal(m->intermediate_size, 11008);
+    assert_int_equal(m->num_key_value_heads, 32); /* = heads */
+    assert_int_equal(m->vocab_size, 32064);       /* given */
+    assert_int_equal(m->max_position_embeddings, 4096);
+    assert_int_equal(m->tie_word_embeddings, 0);
+    assert_string_equal(m->torch_dtype, "float16");
+    /* CLIP ViT-L/14-336, 23 layers of 12.6M, 0.6M embeddings, projector 21M */
+    assert_true(m->params_vision > 290000000LL && m->params_vision < 320000000LL);
+    m = load("mistralai/Mistral-Small-3.2-24B-Instruct-2506");
+    assert_int_equal(m->num_hidden_layers, 40);
+    assert_int_equal(m->sliding_window, 0); /* null in text_config, not MistralConfig's 4096 */
+    assert_true(m->params_vision > 400000000LL && m->params_vision < 460000000LL);
+    m = load("google/gemma-3-27b-it");
+    assert_int_equal(m->vocab_size, 262208); /* Gemma3TextConfig default */
+    assert_int_equal(m->tie_word_embeddings, 1);
+    assert_true(m->params_vision > 400000000LL && m->params_vision < 440000000LL);
+    m = load("meta-llama/Llama-3.1-8B-Instruct");
+    assert_int_equal(m->params_vision, 0);
 }
 
 static void write_file(const char *path, const char *text)
@@ -438,6 +514,9 @@ int main(void)
         cmocka_unit_test(test_max_len_and_rope),
         cmocka_unit_test(test_quantization_configs),
         cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_duplicate_keys_last_wins),
+        cmocka_unit_test(test_not_regular_files),
+        cmocka_unit_test(test_multimodal_configs),
         cmocka_unit_test(test_resolution),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -810,9 +810,91 @@ static void test_activation_formula(void **state)
     check_near("act", "mixtral", amoe, 8192.0 * (2 * 6.2578 * (4096 + 2 * 14336) + 52428.8), 1.0);
 }
 
+
+/* Release accounting against real start-up logs (tests/vectors/real-logs.json):
+ * the rule each term follows, by release. */
+static void release_plan(kv_plan *p, const char *model, const char *gpu, const char *ver, const char *const *flags)
+{
+    kv_args a;
+    kv_args_init(&a);
+    char err[512];
+    assert_int_equal(kv_args_set(&a, "vllm-version", ver, err, sizeof err), 0);
+    for (int i = 0; flags[i]; i += 2)
+        if (kv_args_set(&a, flags[i], flags[i + 1], err, sizeof err) < 0)
+            fail_msg("--%s %s: %s", flags[i], flags[i + 1], err);
+    const kv_gpu *g = gpu ? kv_gpu_find(&catalog, gpu, err, sizeof err) : NULL;
+    if (kv_plan_compute(load_model(model), g, &a, p, err, sizeof err) != 0)
+        fail_msg("%s", err);
+}
+
+static void test_release_accounting(void **state)
+{
+    (void)state;
+    static kv_plan p;
+    /* 0.6.4, V0, RTX 3090 (issue #10517): peak torch 17.06 GiB (weights with
+     * the RoPE buffer 14.99 + a forward over 20000 tokens), non-torch 0.35 in
+     * the budget, KV 3.81 GiB, 1952 blocks. */
+    const char *const f20k[] = {"gpu-memory-gib", "23.58", "gpu-memory-utilization", "0.9", "max-model-len", "20000",
+                                NULL};
+    release_plan(&p, "meta-llama/Llama-3.1-8B-Instruct", "rtx-3090", "0.6.4", f20k);
+    assert_true(p.starts);
+    assert_int_equal(p.engine_v1, 0);
+    check_near("0.6.4", "weights", p.weights_bytes / KV_GIB, 14.99, 0.01);
+    check_near("0.6.4", "peak", (p.weights_bytes + p.activation_bytes) / KV_GIB, 17.06, 0.05);
+    check_near("0.6.4", "kv", p.available_kv_bytes / KV_GIB, 3.81, 0.05);
+    check_rel("0.6.4", "blocks", (double)p.num_blocks, 1952, 0.01);
+    assert_true(p.terms[KV_PLAN_TERM_CUDA_CONTEXT].counted); /* inside the budget */
+    int found = 0;
+    for (int i = 0; i < p.num_log; i++)
+        found |= strstr(p.log[i], "# GPU blocks: ") != NULL;
+    assert_true(found);
+    /* 29000 tokens: the V0 length check, in V0's words */
+    const char *const f29k[] = {"gpu-memory-gib", "23.58", "gpu-memory-utilization", "0.9", "max-model-len", "29000",
+                                NULL};
+    release_plan(&p, "meta-llama/Llama-3.1-8B-Instruct", "rtx-3090", "0.6.4", f29k);
+    assert_false(p.starts);
+    assert_non_null(strstr(p.error, "The model's max seq len (29000) is larger than the maximum number of tokens"));
+    /* 35000 tokens: chunked prefill on (> 32K), a 512-token profile: starts */
+    const char *const f35k[] = {"gpu-memory-gib", "23.58", "gpu-memory-utilization", "0.9", "max-model-len", "35000",
+                                NULL};
+    release_plan(&p, "meta-llama/Llama-3.1-8B-Instruct", "rtx-3090", "0.6.4", f35k);
+    assert_true(p.starts && p.chunked_prefill && p.max_num_batched_tokens == 512);
+
+    /* 0.11.1 on an H100 (llm-d): context outside the budget, non-torch 0.13,
+     * the dummy sampler (1024 seqs x 128256, PyTorch's sort) is the peak:
+     * KV 51.38 GiB logged. */
+    const char *const fh[] = {"gpu-memory-gib", "79.18", "max-model-len", "16000", NULL};
+    release_plan(&p, "meta-llama/Llama-3.1-8B-Instruct", "h100-80gb", "0.11.1", fh);
+    assert_true(p.starts);
+    assert_true(p.gpu_memory_utilization == 0.90); /* that release's default */
+    assert_false(p.terms[KV_PLAN_TERM_CUDA_CONTEXT].counted);
+    assert_false(p.terms[KV_PLAN_TERM_CUDAGRAPH].counted);
+    assert_int_equal(p.max_num_seqs, 1024);
+    check_near("0.11.1", "activation", p.activation_bytes / KV_GIB, 4.76, 0.08);
+    check_near("0.11.1", "kv", p.available_kv_bytes / KV_GIB, 51.38, 0.3);
+    /* the same with FlashInfer's sampler keeps ~2.6 GiB more */
+    const char *const fhi[] = {"gpu-memory-gib", "79.18", "max-model-len", "16000", "flashinfer-sampler", "true", NULL};
+    kv_plan q;
+    release_plan(&q, "meta-llama/Llama-3.1-8B-Instruct", "h100-80gb", "0.11.1", fhi);
+    assert_true(q.available_kv_bytes > p.available_kv_bytes + 2.0 * KV_GIB);
+    /* 0.20 subtracts a graph estimate and defaults to 0.92 */
+    release_plan(&p, "meta-llama/Llama-3.1-8B-Instruct", "h100-80gb", "0.20.0", fh);
+    assert_true(p.gpu_memory_utilization == 0.92);
+    assert_true(p.terms[KV_PLAN_TERM_CUDAGRAPH].counted && p.cudagraph_bytes > 0);
+    /* every release row computes a plan for this config */
+    for (int i = 0; i < kv_release_count(); i++) {
+        release_plan(&p, "meta-llama/Llama-3.1-8B-Instruct", "h100-80gb", kv_release_at(i)->first, fh);
+        assert_ptr_equal(p.release, kv_release_at(i));
+        assert_true(p.num_log >= 2);
+        for (int j = 0; j < p.num_log; j++)
+            assert_null(strstr(p.log[j], "?}"));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_release_accounting),
         cmocka_unit_test(test_seed_cases_pinned),
         cmocka_unit_test(test_seed_cases_unpinned),
         cmocka_unit_test(test_kv_per_token_table),

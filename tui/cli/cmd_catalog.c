@@ -39,6 +39,8 @@ static void model_features(const kv_model *m, char *b, size_t n)
                               m->sliding_window);
     if (m->quant != KV_QUANT_NONE && l < n)
         l += (size_t)snprintf(b + l, n - l, "%s checkpoint; ", m->quant_method);
+    if (m->params_vision > 0 && l < n)
+        l += (size_t)snprintf(b + l, n - l, "vision tower %.2fB; ", (double)m->params_vision / 1e9);
     if (l >= 2 && l < n)
         b[l - 2] = '\0';
 }
@@ -70,7 +72,7 @@ int cmd_models(int argc, char **argv)
     }
     cJSON *arr = json ? cJSON_CreateArray() : NULL;
     if (!json)
-        printf("%-42s %-4s %6s %5s %5s %7s %13s %9s  %s\n", "model", "attn", "layers", "kv_h", "head", "params",
+        printf("%-46s %-4s %6s %5s %5s %7s %13s %9s  %s\n", "model", "attn", "layers", "kv_h", "head", "params",
                "KV B/token", "max_len", "notes");
     int bad = 0;
     for (int i = 0; i < n; i++) {
@@ -96,7 +98,7 @@ int cmd_models(int argc, char **argv)
             cJSON_AddStringToObject(o, "notes", feat);
             cJSON_AddItemToArray(arr, o);
         } else {
-            printf("%-42s %-4s %6d %5d %5d %6.1fB %13lld %9lld%s%s\n", m.id, kv_model_attention_kind(&m),
+            printf("%-46s %-4s %6d %5d %5d %6.1fB %13lld %9lld%s%s\n", m.id, kv_model_attention_kind(&m),
                    m.num_hidden_layers, m.is_mla ? 1 : m.num_key_value_heads,
                    m.is_mla ? m.kv_lora_rank + m.qk_rope_head_dim : m.head_dim, (double)m.params_total / 1e9,
                    kv_per_token(&m), (long long)m.max_position_embeddings, feat[0] ? "  " : "", feat);
