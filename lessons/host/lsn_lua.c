@@ -652,6 +652,21 @@ static void setbool(lua_State *L, const char *k, int v)
     lua_setfield(L, -2, k);
 }
 
+/* t[k] as a string, or NULL (the pointer is valid while t is on the stack). */
+static const char *opt_str(lua_State *L, int idx, const char *k)
+{
+    lua_getfield(L, idx, k);
+    const char *s = lua_isstring(L, -1) ? lua_tostring(L, -1) : NULL;
+    lua_pop(L, 1);
+    return s;
+}
+
+static char *opt_dup(lua_State *L, int idx, const char *k)
+{
+    const char *s = opt_str(L, idx, k);
+    return s ? strdup(s) : NULL;
+}
+
 /* Waits may only come from the lesson's own coroutine. */
 static void need_coroutine(lua_State *L, lsn_vm *vm, const char *what)
 {
@@ -1560,29 +1575,35 @@ static int f_submit(lua_State *L)
     return 1;
 }
 
-/* A length field: a number, or {min=, max=}. */
-static void range_field(lua_State *L, int idx, const char *k, int32_t dflt, int32_t *lo, int32_t *hi)
+/* A length field: a number, {min=, max=} or {mean=, p99=}. */
+static lsn_length length_field(lua_State *L, int idx, const char *k, double dflt)
 {
+    lsn_length l = {LSN_LEN_FIXED, dflt, dflt};
     lua_getfield(L, idx, k);
-    if (lua_isnil(L, -1)) {
-        *lo = *hi = dflt;
-    } else if (lua_isnumber(L, -1)) {
-        lua_Integer v = lua_tointeger(L, -1);
-        *lo = *hi = v < 0 ? 0 : v > INT32_MAX ? INT32_MAX : (int32_t)v;
-    } else if (lua_istable(L, -1)) {
-        *lo = opt_int_field(L, lua_gettop(L), "min", dflt);
-        *hi = opt_int_field(L, lua_gettop(L), "max", *lo);
+    int t = lua_gettop(L);
+    if (lua_isnil(L, t)) {
+        /* the default */
+    } else if (lua_type(L, t) == LUA_TNUMBER) {
+        l.a = l.b = lua_tonumber(L, t);
+    } else if (lua_istable(L, t)) {
+        lua_getfield(L, t, "mean");
+        lua_getfield(L, t, "p99");
+        lua_getfield(L, t, "min");
+        lua_getfield(L, t, "max");
+        if (lua_isnumber(L, t + 1) && lua_isnumber(L, t + 2)) {
+            l = (lsn_length){LSN_LEN_MEAN_P99, lua_tonumber(L, t + 1), lua_tonumber(L, t + 2)};
+        } else if (lua_isnumber(L, t + 3)) {
+            double lo = lua_tonumber(L, t + 3);
+            l = (lsn_length){LSN_LEN_RANGE, lo, lua_isnumber(L, t + 4) ? lua_tonumber(L, t + 4) : lo};
+        } else {
+            luaL_error(L, "lab.traffic: %s must be a number, {min=, max=} or {mean=, p99=}", k);
+        }
+        lua_pop(L, 4);
     } else {
-        luaL_error(L, "lab.traffic: %s must be a number or {min=, max=}", k);
+        luaL_error(L, "lab.traffic: %s must be a number, {min=, max=} or {mean=, p99=}", k);
     }
     lua_pop(L, 1);
-    if (*lo < 1 || *hi < *lo)
-        luaL_error(L, "lab.traffic: %s must be >= 1 (and min <= max)", k);
-}
-
-static void seed_rng(lsn_vm *vm, lua_Integer seed)
-{
-    *vm->env.rng = 0x9E3779B97F4A7C15ull ^ ((uint64_t)seed * 0xBF58476D1CE4E5B9ull);
+    return l;
 }
 
 static int f_traffic(lua_State *L)
@@ -1595,36 +1616,39 @@ static int f_traffic(lua_State *L)
         return 0;
     if (lua_isfunction(L, 1)) {
         keep_fn(L, vm, LSN_FN_TRAFFIC, 1);
-        t->fn = 1;
-        t->active = 1;
+        lsn_traffic_start_fn(t);
         return 0;
     }
     luaL_checktype(L, 1, LUA_TTABLE);
+    lsn_traffic_spec spec = {0};
     lua_getfield(L, 1, "rate");
-    t->rate = luaL_checknumber(L, -1);
+    spec.rate = luaL_checknumber(L, -1);
     lua_pop(L, 1);
-    if (!(t->rate > 0))
+    if (!(spec.rate > 0))
         return luaL_error(L, "lab.traffic: rate must be > 0 requests per second");
-    range_field(L, 1, "prompt_tokens", 512, &t->prompt_min, &t->prompt_max);
-    range_field(L, 1, "output_tokens", 128, &t->output_min, &t->output_max);
-    t->prefix_tokens = opt_int_field(L, 1, "prefix_tokens", 0);
-    lua_getfield(L, 1, "prefix_id");
-    if (lua_isstring(L, -1))
-        snprintf(t->prefix_id, sizeof t->prefix_id, "%s", lua_tostring(L, -1));
-    lua_pop(L, 1);
+    spec.prompt = length_field(L, 1, "prompt_tokens", 512);
+    spec.output = length_field(L, 1, "output_tokens", 128);
+    spec.prefix_tokens = opt_int_field(L, 1, "prefix_tokens", 0);
+    char prefix[64];
+    const char *ps = opt_str(L, 1, "prefix_id");
+    snprintf(prefix, sizeof prefix, "%s", ps ? ps : "");
+    spec.prefix_id = ps ? prefix : NULL;
     lua_getfield(L, 1, "count");
-    t->count = lua_isnil(L, -1) ? 0 : luaL_checkinteger(L, -1);
+    spec.count = lua_isnil(L, -1) ? 0 : luaL_checkinteger(L, -1);
     lua_pop(L, 1);
+    /* Without a seed of its own the generator takes one from the lesson's
+     * (seeded) generator, so a replay sends the same requests. */
     lua_getfield(L, 1, "seed");
-    if (lua_isinteger(L, -1))
-        seed_rng(vm, lua_tointeger(L, -1));
+    spec.seed = lua_isinteger(L, -1) ? (uint64_t)lua_tointeger(L, -1)
+                                     : (uint64_t)(lsn_rng_next(vm->env.rng) * 1e15);
     lua_pop(L, 1);
     kv_engine *e = engine_or_nil(L);
     kv_engine_info info = {0};
     if (e)
         kv_engine_get_info(e, &info);
-    t->next_s = info.clock_s;
-    t->active = 1;
+    char err[512];
+    if (lsn_traffic_start(t, &spec, info.clock_s, err, sizeof err) < 0)
+        return luaL_error(L, "%s", err);
     return 0;
 }
 
@@ -1772,21 +1796,6 @@ static int f_unhighlight(lua_State *L)
     }
     *vm->env.changes |= LSN_CH_VIEWS;
     return 0;
-}
-
-/* t[k] as a string, or NULL (the pointer is valid while t is on the stack). */
-static const char *opt_str(lua_State *L, int idx, const char *k)
-{
-    lua_getfield(L, idx, k);
-    const char *s = lua_isstring(L, -1) ? lua_tostring(L, -1) : NULL;
-    lua_pop(L, 1);
-    return s;
-}
-
-static char *opt_dup(lua_State *L, int idx, const char *k)
-{
-    const char *s = opt_str(L, idx, k);
-    return s ? strdup(s) : NULL;
 }
 
 static int f_plot(lua_State *L)

@@ -127,6 +127,8 @@ static int start_server(lsn_runner *r)
     r->srv.ticks = 0;
     int rc = lsn_server_start(r->srv.server, r->srv.err, sizeof r->srv.err);
     r->srv.has_err = rc != 1;
+    if (rc == 1) /* a new engine, its clock at 0: the traffic starts its run again */
+        lsn_traffic_rewind(&r->traffic, 0);
     r->changes |= LSN_CH_SERVER | LSN_CH_ENGINE | LSN_CH_FLAGS;
     sync_flags(r);
     return rc;
@@ -175,7 +177,6 @@ lsn_runner *lsn_new(const lsn_config *cfg, char *err, size_t errlen)
     r->interrupt = cfg->interrupt;
     r->pace.speed = DEFAULT_SPEED;
     r->pace.speed_factor = 1;
-    r->traffic.rng = &r->rng;
     lsn_stage_reset(&r->stage);
     if (lsn_course_load(&r->course, r->lessons_dir, err, errlen) < 0) {
         lsn_stage_free(&r->stage);
@@ -395,7 +396,8 @@ int lsn_run_engine_step(lsn_runner *r)
     r->srv.last_step = res;
     if (n == 0 && lsn_traffic_pending(t)) {
         /* idle: jump to the next arrival */
-        kv_engine_advance_clock(e, t->next_s > info.clock_s ? t->next_s : info.clock_s + 1e-3);
+        double next = lsn_traffic_next_s(t);
+        kv_engine_advance_clock(e, next > info.clock_s ? next : info.clock_s + 1e-3);
     } else if (n == 0 && t->active && t->fn) {
         /* idle with a function generator: let time pass (10 ms a step) so a
          * generator that sends by the clock gets to its next arrival */

@@ -1,34 +1,80 @@
 /* lsn_traffic: the request generator a lesson starts with lab.traffic{...}
- * (lessons/API.md, "Traffic and time"). The table form lives here; the
- * function form is a Lua function the runner calls each engine step
- * (lsn_vm.h). Plain C. */
+ * (lessons/API.md, "Traffic and time"). The table form is the engine's own
+ * trace generator (engine/kv_trace.h, the `kvlab simulate --trace gen:...`
+ * one), read a chunk of requests at a time; the function form is a Lua
+ * function the runner calls each engine step (lsn_vm.h). Plain C.
+ *
+ * Bounds that hold whatever the lesson asks: the rate is at most
+ * LSN_TRAFFIC_MAX_RATE, one engine step takes at most
+ * LSN_TRAFFIC_MAX_PER_STEP new requests, and none is added while
+ * LSN_MAX_LIVE_REQUESTS are waiting or running (arrivals then wait). */
 #ifndef LSN_TRAFFIC_H
 #define LSN_TRAFFIC_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kv_engine.h"
+#include "kv_trace.h"
+
+#define LSN_TRAFFIC_MAX_RATE 1e6          /* requests per virtual second */
+#define LSN_TRAFFIC_MAX_PER_STEP 4096     /* requests added before one engine step */
+#define LSN_MAX_LIVE_REQUESTS 100000      /* waiting + running, for lab.submit too */
+#define LSN_TRAFFIC_CHUNK 1024            /* requests generated at a time */
+
+/* A length as lab.traffic takes it: a number, {min=, max=} or {mean=, p99=}. */
+typedef struct lsn_length {
+    enum { LSN_LEN_FIXED, LSN_LEN_RANGE, LSN_LEN_MEAN_P99 } kind;
+    double a, b;             /* FIXED: a; RANGE: min a, max b; MEAN_P99: mean a, p99 b */
+} lsn_length;
+
+typedef struct lsn_traffic_spec {
+    double rate;             /* requests per virtual second, (0, LSN_TRAFFIC_MAX_RATE] */
+    lsn_length prompt, output;
+    const char *prefix_id;   /* every request shares this prefix, or NULL */
+    int32_t prefix_tokens;
+    int64_t count;           /* requests in all, 0 = no end */
+    uint64_t seed;
+} lsn_traffic_spec;
 
 typedef struct lsn_traffic {
     int active;              /* a generator of either form is on */
     int fn;                  /* the function form (the Lua side holds it) */
-    double rate;             /* requests per virtual second (table form) */
-    int32_t prompt_min, prompt_max, output_min, output_max;
+    char gen[400];           /* the kv_trace "gen:" spec without requests= and seed= */
+    uint64_t seed;
+    int64_t count, sent;
     char prefix_id[64];
     int32_t prefix_tokens;
-    int64_t count, sent;     /* count 0 = unlimited */
-    double next_s;           /* next arrival (virtual clock) */
-    uint64_t *rng;           /* the lesson's generator state (borrowed) */
+    kv_trace chunk;          /* generated requests, arrivals from the chunk's start */
+    int64_t next;            /* next request of chunk to send */
+    int64_t chunk_no;
+    double chunk_start_s;    /* engine clock where this chunk's arrivals start */
+    double start_s;          /* engine clock where the generator started */
 } lsn_traffic;
 
-/* Stop generating (either form). */
+/* Start the table form at engine clock clock_s (replacing any generator).
+ * Returns 0, or -1 with one line in err (a bad rate or length: the message
+ * names the field). */
+int lsn_traffic_start(lsn_traffic *t, const lsn_traffic_spec *spec, double clock_s, char *err, size_t errlen);
+
+/* The function form is on (the Lua side holds the function). */
+void lsn_traffic_start_fn(lsn_traffic *t);
+
+/* Stop generating (either form) and free what the table form holds. */
 void lsn_traffic_stop(lsn_traffic *t);
 
-/* Table form: submit every request that has arrived by the engine's clock. */
+/* The server restarted (a new engine, its clock back at clock_s): the
+ * table form sends its requests again from the first, as a new run. */
+void lsn_traffic_rewind(lsn_traffic *t, double clock_s);
+
+/* Table form: submit what has arrived by clock_s, within the bounds above. */
 void lsn_traffic_feed(lsn_traffic *t, kv_engine *e, double clock_s);
 
 /* Table form: more requests are still to come. */
 int lsn_traffic_pending(const lsn_traffic *t);
+
+/* Table form: engine clock of the next arrival (when pending). */
+double lsn_traffic_next_s(const lsn_traffic *t);
 
 /* The lesson's deterministic generator (xorshift64*): a replay sees the
  * same numbers. [0, 1). */
