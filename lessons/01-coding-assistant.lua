@@ -155,6 +155,7 @@ return {
       prompt = "Read it off the screen: how many tokens of KV cache does this server hold? " ..
         "(Exactly: it is a count.)",
       answer = plan.kv_cache_tokens,
+      expect = "num_blocks * block_size",
       block_size = plan.block_size,
       exact = true,
       wrong = { fmt.int(plan.kv_cache_tokens - 1) },

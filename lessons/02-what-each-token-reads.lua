@@ -80,6 +80,7 @@ return {
         "vector. How many vectors does that step read on this GPU? (Exactly: it is a count.)",
         fmt.int(T), fmt.int(T - 1)),
       answer = answer,
+      expect = "2 * num_layers * kv_heads_per_gpu * T", given = { T = T },
       unit = "vectors",
       exact = true,
       near = {

@@ -101,6 +101,7 @@ return {
         "to answer the %d-token prompt with %d tokens? (Exactly: the engine counted them; you can " ..
         "work it out.)", PROMPT, OUTPUT),
       answer = without_tokens,
+      expect = "metrics.computed_tokens",
       unit = "tokens",
       exact = true,
       near = {

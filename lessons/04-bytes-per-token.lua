@@ -84,6 +84,7 @@ return {
       prompt = string.format("How many bytes of KV cache does one token of %s cost? (Exactly: it is " ..
                              "a product of whole numbers. KiB are fine too.)", m.id),
       answer = bpt,
+      expect = "2 * model.layers * model.kv_heads * model.head_dim * model.dtype_bytes",
       unit = "bytes",
       tolerance = 0, abs = 0.5,
       near = {
@@ -126,6 +127,7 @@ return {
       prompt = string.format("A conversation reaches %s tokens. How much cache does it hold, in GiB? " ..
                              "(Within 1%%.)", fmt.int(conv)),
       answer = conv * bpt / 2 ^ 30,
+      expect = "C * kv_bytes_per_token / GiB", given = { C = conv },
       unit = "GiB",
       tolerance = 0.01,
       near = {

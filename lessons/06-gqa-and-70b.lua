@@ -95,6 +95,7 @@ return {
     lab.ask{
       prompt = "What is the largest tensor-parallel-size that still shrinks each GPU's KV per token?",
       answer = last,
+      expect = "model.kv_heads",
       unit = "",
       abs = 0.01,
       near = {

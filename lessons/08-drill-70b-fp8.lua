@@ -72,6 +72,7 @@ return {
     lab.ask{
       prompt = "KV cache per token with the cache in bf16 (2 bytes per value), in KiB? (Exactly.)",
       answer = bf.kv_bytes_per_token / 1024,
+      expect = "2 * model.layers * model.kv_heads * model.head_dim * B / KiB", given = { B = 2 },
       unit = "KiB",
       tolerance = 0, abs = 0.001,
       near = misses(bf.kv_bytes_per_token / 1024, layers, heads, kv),
@@ -92,6 +93,7 @@ return {
     lab.ask{
       prompt = "Now --kv-cache-dtype fp8 (1 byte per value). KV per token, in KiB? (Exactly.)",
       answer = f8.kv_bytes_per_token / 1024,
+      expect = "plan_with{ ['kv-cache-dtype'] = 'fp8' }.kv_bytes_per_token / KiB",
       unit = "KiB",
       tolerance = 0, abs = 0.001,
       near = misses(f8.kv_bytes_per_token / 1024, layers, heads, kv, {
@@ -116,6 +118,7 @@ return {
                              "(Within 1%%.)",
                              fmt.int(CONV)),
       answer = gb_bf,
+      expect = "C * kv_bytes_per_token / GB", given = { C = CONV },
       unit = "GB",
       tolerance = 0.01,
       near = misses(gb_bf, layers, heads, kv, {
@@ -135,6 +138,7 @@ return {
     lab.ask{
       prompt = "And with --kv-cache-dtype fp8, in GB? (Within 1%.)",
       answer = gb_f8,
+      expect = "C * plan_with{ ['kv-cache-dtype'] = 'fp8' }.kv_bytes_per_token / GB", given = { C = CONV },
       unit = "GB",
       tolerance = 0.01,
       near = misses(gb_f8, layers, heads, kv, {

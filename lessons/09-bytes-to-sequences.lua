@@ -53,6 +53,7 @@ return {
       prompt = string.format("Restart with --max-model-len %d. What will 'Maximum concurrency' read? " ..
                              "(Two decimals, within 1%%.)", LEN // 2),
       answer = half.max_concurrency,
+      expect = "plan_with{ ['max-model-len'] = N }.max_concurrency", given = { N = LEN // 2 },
       unit = "x",
       tolerance = 0.01,
       near = {

@@ -125,6 +125,7 @@ return {
       prompt = string.format("How many whole requests of %s tokens fit in this pool at the same time? " ..
                              "(Exactly: a count.)", fmt.int(LONGEST)),
       answer = math.floor(fit),
+      expect = "floor(kv_cache_tokens / N)", given = { N = LONGEST },
       unit = "requests",
       tolerance = 0, abs = 0.5,
       near = whole_nears(math.floor(fit), {

@@ -52,6 +52,7 @@ return {
     lab.ask{
       prompt = "How many requests can hold a slab at the same time?",
       answer = cap, tolerance = 0, abs = 0.5, unit = "requests",
+      expect = "floor((num_blocks - 1) / ceil(max_model_len / block_size))",
       near = {
         { value = cap + 1, why = "Only whole slabs can be handed out: round down." },
         { value = math.floor(p.kv_cache_tokens / W.mean_tokens(CHAT)),
@@ -80,6 +81,7 @@ return {
     lab.ask{
       prompt = "What share of the reserved slots holds no token at all?",
       answer = before.empty_share * 100, unit = "%", tolerance = 0, abs = 1.5,
+      expect = "(metrics.reserved_tokens - metrics.used_tokens) / metrics.reserved_tokens * 100",
       near = { { value = (1 - before.empty_share) * 100,
                  why = "That is the share that does hold tokens: the rest is empty." } },
       hints = { "Empty = reserved minus used; divide by reserved.",
@@ -114,6 +116,9 @@ return {
     lab.ask{
       prompt = "By what factor did the number of running requests fall (before / after)?",
       answer = before.running / after.running, unit = "x", tolerance = 0.05,
+      -- slabs at the old limit over the requests running now
+      expect = "floor((plan_with{ ['max-model-len'] = M }.num_blocks - 1) / ceil(M / block_size)) / "
+        .. "metrics.num_requests_running", given = { M = BASE["max-model-len"] },
       near = { { value = after.running / before.running,
                  why = "Divide the old count by the new one: the result is above 1." } },
       hints = { string.format("Before: %d running. After: %d running.", before.running, after.running) },

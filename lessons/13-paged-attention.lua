@@ -44,6 +44,7 @@ return {
       prompt = "With blocks handed out on demand, at most how many slots of a "
         .. "request's memory can be empty?",
       answer = bs - 1, unit = "tokens", tolerance = 0, abs = 0.4,
+      expect = "block_size - 1",
       near = { { value = bs, why = "A block is only handed out when a token needs a slot in it, "
                    .. "so the last block always holds at least one token." } },
       hints = { "Only the last block in a block table can be partly filled.",
@@ -91,6 +92,7 @@ return {
       prompt = string.format("Request %d has %s tokens cached. How many blocks are in its block table?",
         r.id, fmt.int(n)),
       answer = #r.blocks, unit = "blocks", tolerance = 0, abs = 0.4,
+      expect = "ceil(N / block_size)", given = { N = n },
       near = near_blocks,
       hints = { string.format("Divide %s tokens by %d tokens per block and round up.",
                   fmt.int(n), bs) },
@@ -107,6 +109,7 @@ return {
     lab.ask{
       prompt = "In paged mode, how many empty slots does a running request carry on average?",
       answer = paged.empty_per_request, unit = "tokens", tolerance = 0, abs = 0.6,
+      expect = "(metrics.reserved_tokens - metrics.used_tokens) / metrics.num_requests_running",
       near = { { value = slab.empty_per_request, why = "That is the slab figure. Use the blocks column." },
                { value = paged.reserved - paged.used, why = "That is the empty slots of all of them: divide by the running requests." } },
       hints = { "Empty slots are reserved minus holding tokens; share them among the running requests.",

@@ -72,6 +72,7 @@ return {
     lab.ask{
       prompt = string.format("How many requests hold block %d, the repository's first block?", shared),
       answer = blk.ref_cnt, unit = "requests", tolerance = 0, abs = 0.4,
+      expect = "metrics.num_requests_running", -- every running question holds it
       near = { { value = 1, why = "Look at its reference count: every question points at it." } },
       hints = { "Each request that shares a block adds one to its reference count.",
                 "Every running question's block table starts with the repository: count the running requests." },
@@ -79,6 +80,7 @@ return {
     lab.ask{
       prompt = "What is the prefix-cache hit rate so far (hits / queries, in tokens)?",
       answer = on.rate * 100, unit = "%", tolerance = 0, abs = 1.5,
+      expect = "metrics.prefix_cache_hits / metrics.prefix_cache_queries * 100",
       near = { { value = (1 - on.rate) * 100, why = "That is the miss rate." } },
       hints = { string.format("prefix_cache_hits = %s, prefix_cache_queries = %s.",
                   fmt.int(on.hits), fmt.int(on.queries)) },
@@ -107,6 +109,7 @@ return {
     lab.ask{
       prompt = "How many times more blocks does the pool use without prefix caching (off / on)?",
       answer = off.used / on.used, unit = "x", tolerance = 0.05,
+      expect = "blocks.used / U", given = { U = on.used },
       near = { { value = on.used / off.used, why = "Divide the bigger figure (off) by the smaller (on)." } },
       hints = { string.format("Off: %s blocks. On: %s blocks.", fmt.int(off.used), fmt.int(on.used)) },
       script = fmt.x(off.used / on.used),

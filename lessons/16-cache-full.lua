@@ -52,6 +52,7 @@ return {
       prompt = string.format("If 16 reviews run together, how many tokens short is the %s-token "
         .. "pool when they have all grown to full length?", fmt.int(pool)),
       answer = 16 * peak_tokens() - pool, unit = "tokens", tolerance = 0.02,
+      expect = "16 * (P + O) - kv_cache_tokens", given = { P = REVIEW.prompt, O = REVIEW.output },
       near = { { value = 16 * peak_tokens(), why = "That is what the 16 need in all. How much of it is missing from the pool?" },
                { value = 16 * REVIEW.prompt, why = "The answers need cache too: count prompt plus output, then subtract the pool." } },
       hints = { string.format("16 x %s tokens, minus the pool.", fmt.int(peak_tokens())) },

@@ -52,6 +52,7 @@ return {
     lab.ask{
       prompt = "How many bytes will one token of KV take in fp8?",
       answer = a.p.kv_bytes_per_token / 2, unit = "bytes", tolerance = 0.01,
+      expect = "plan_with{ ['kv-cache-dtype'] = 'fp8' }.kv_bytes_per_token",
       near = { { value = a.p.kv_bytes_per_token / 4, why = "fp8 is one byte per value instead of two: half, not a quarter." } },
       hints = { "Bytes per value go from 2 to 1; nothing else in the formula changes." },
     }
@@ -72,6 +73,7 @@ return {
     lab.ask{
       prompt = "How many tokens does the pool hold now?",
       answer = b.p.kv_cache_tokens, unit = "tokens", tolerance = 0.01,
+      expect = "num_blocks * block_size",
       near = { { value = a.p.kv_cache_tokens, why = "That was the bf16 pool. Read the new start-up line." } },
       hints = { "The log's 'GPU KV cache size' line, or the memory view." },
     }

@@ -142,6 +142,31 @@ return {
     lab.ask{
       prompt = "Of the lengths in the table, which is the shortest where the PCIe reload beats recomputing?",
       answer = first_faster, unit = "tokens", tolerance = 0, abs = 0.5,
+      -- the same comparison from fresh engine figures: the decode step the
+      -- running requests take, a prompt recomputed in chunks beside it, the
+      -- KV moved over one direction of PCIe
+      expect = [[
+        local decode = {}
+        for _, r in ipairs(requests) do
+          if r.state == "running" then decode[#decode + 1] = { start = r.num_computed_tokens, n = 1 } end
+        end
+        local base = step_time(decode).total_s
+        local function recompute(len)
+          local extra, start = 0, 0
+          while start < len do
+            local n = min(max_num_batched_tokens - #decode, len - start)
+            local chunks = { table.unpack(decode) }
+            chunks[#chunks + 1] = { start = start, n = n }
+            extra = extra + step_time(chunks).total_s - base
+            start = start + n
+          end
+          return extra
+        end
+        local len = 128
+        while len <= max_model_len do
+          if len * kv_bytes_per_token / (gpu.pcie_gbps / 2 * 1e9) < recompute(len) then return len end
+          len = len * 2
+        end]],
       near = before and { { value = before, why = "At that length recomputing is still the faster column." } } or nil,
       hints = { "Go down the table and compare the recompute and PCIe columns on each row.",
                 "The first row where the PCIe figure is the smaller one." },

@@ -73,6 +73,7 @@ return {
     lab.ask{
       prompt = "How many bytes of KV does one token take on one GPU?",
       answer = p.kv_bytes_per_token, unit = "bytes", tolerance = 0.01,
+      expect = "2 * num_layers * kv_heads_per_gpu * head_size * kv_dtype_bytes",
       near = near,
       hints = hints,
     }
@@ -103,6 +104,9 @@ return {
     lab.ask{
       prompt = "How much memory is left for the KV pool on each GPU?",
       answer = p.kv_cache_gib, unit = "GiB", tolerance = 0.02,
+      -- the subtraction of the start-up plan, term by term
+      expect = "(budget_bytes - weights_bytes - activation_bytes - cudagraph_bytes - cuda_context_bytes "
+        .. "- nccl_bytes) / GiB",
       near = (p.budget_gib - p.weights_gib) > 1.03 * p.kv_cache_gib
         and { { value = p.budget_gib - p.weights_gib, why = "Subtract the overheads too, not only the weights." } } or {},
       hints = { "Budget minus every line below it.",
@@ -114,6 +118,7 @@ return {
     lab.ask{
       prompt = "How many tokens does that pool hold?",
       answer = p.kv_cache_tokens, unit = "tokens", tolerance = 0.02,
+      expect = "floor(kv_cache_bytes / (kv_bytes_per_token * block_size)) * block_size",
       near = { { value = p.kv_cache_tokens / p.block_size, why = "That is blocks. Multiply by the block size." } },
       hints = { string.format("%.2f GiB / %s per token (GiB = 2^30 bytes).", p.kv_cache_gib,
                   fmt.bytes(p.kv_bytes_per_token)) },
@@ -144,6 +149,7 @@ return {
     lab.ask{
       prompt = "How many requests of that length fit in the pool at once?",
       answer = p.max_concurrency, unit = "x", tolerance = 0.03,
+      expect = "kv_cache_tokens / max_model_len",
       near = { { value = p.kv_cache_tokens / m.max_position_embeddings,
                  why = "Divide by the max-model-len you set, not the model's maximum." } },
       hints = { string.format("%s tokens / %s tokens per request.", fmt.int(p.kv_cache_tokens),

@@ -29,29 +29,132 @@ static void one_line(const char *s, char *out, size_t outl)
             *p = ' ';
 }
 
+/* A formula on one line: runs of white space as one space, cut with "..."
+ * past outl. */
+static void squeeze(const char *s, char *out, size_t outl)
+{
+    size_t n = 0;
+    int space = 1;
+    for (; *s && n + 4 < outl; s++) {
+        int ws = *s == ' ' || *s == '\n' || *s == '\t' || *s == '\r';
+        if (ws && space)
+            continue;
+        out[n++] = ws ? ' ' : *s;
+        space = ws;
+    }
+    while (n > 0 && out[n - 1] == ' ')
+        n--;
+    if (*s && n + 4 <= outl) {
+        memcpy(out + n, "...", 3);
+        n += 3;
+    }
+    out[n] = '\0';
+}
+
+/* v as the learner would type it, exactly enough that the checker reads
+ * back v itself (lsn_answer_format rounds to 3 digits where that is not a
+ * whole count). */
+static void format_exact(double v, const char *unit, char *buf, size_t len)
+{
+    lsn_answer_format(v, unit, buf, len);
+    lsn_numq nq = {v, unit, 1e-9, 0, 0, NULL};
+    char msg[256];
+    double got;
+    if (lsn_answer_check_number(&nq, buf, &got, msg, sizeof msg) != LSN_CHECK_CORRECT)
+        snprintf(buf, len, "%.10g %s", v, unit);
+}
+
+/* A numeric question's answer against the engine: the expect formula,
+ * evaluated now from fresh engine figures, must agree with the lesson's
+ * answer, and the question must accept the engine's figure typed in full.
+ * Returns 0, or -1 after check_fail. */
+static int check_expect(lsn_runner *r, int nq, const char *prompt)
+{
+    lsn_ask *q = &r->q;
+    if (!q->expect) {
+        check_fail(r, "question %d (\"%s\") has no expect: tie its answer to engine figures "
+                      "(lessons/API.md, Questions)", nq, prompt);
+        return -1;
+    }
+    double want;
+    int figures;
+    if (lsn_vm_expect(r->vm, q, &want, &figures) < 0) {
+        check_fail(r, "question %d (\"%s\"): its expect '%s' does not evaluate: %s", nq, prompt, q->expect,
+                   lsn_vm_error(r->vm));
+        return -1;
+    }
+    if (figures == 0) {
+        check_fail(r, "question %d (\"%s\"): its expect '%s' reads no engine figure, so it proves nothing", nq,
+                   prompt, q->expect);
+        return -1;
+    }
+    /* the lesson's answer, judged around the engine's figure ... */
+    char ans[128], eng[128], msg[512];
+    double got;
+    format_exact(q->answer, q->unit, ans, sizeof ans);
+    lsn_numq around = {want, q->unit, q->rel, q->abs, 0, NULL};
+    if (lsn_answer_check_number(&around, ans, &got, msg, sizeof msg) != LSN_CHECK_CORRECT) {
+        char shown[128];
+        squeeze(q->expect, shown, sizeof shown);
+        check_fail(r, "question %d (\"%s\"): the answer %.10g disagrees with the engine: %s = %.10g", nq, prompt,
+                   q->answer, shown, want);
+        return -1;
+    }
+    /* ... and the engine's figure, judged by the question as the learner is */
+    format_exact(want, q->unit, eng, sizeof eng);
+    int picked;
+    if (lsn_ask_check(q, eng, &got, &picked, msg, sizeof msg) != LSN_CHECK_CORRECT) {
+        check_fail(r, "question %d (\"%s\") refuses the engine's own figure '%s' (%s): %s", nq, prompt, eng,
+                   q->expect, msg);
+        return -1;
+    }
+    char shown[128];
+    squeeze(q->expect, shown, sizeof shown);
+    lsn_run_logf(r, "    engine: %s = %.10g (answer %.10g)\n", shown, want, q->answer);
+    return 0;
+}
+
+typedef struct trial {
+    char text[128];
+    enum { T_WRONG, T_NEAR } must; /* T_NEAR: must be recognised as the known mistake */
+} trial;
+
 void lsn_check_question(lsn_runner *r)
 {
     lsn_ask *q = &r->q;
     int nq = ++r->chk.n_questions;
     char prompt[96];
     one_line(q->prompt, prompt, sizeof prompt);
-    /* Wrong answers: the lesson's, every near-miss, ten times the answer,
-     * every wrong choice. Each must be refused. */
+    lsn_run_logf(r, "  question %d: %s\n", nq, prompt);
+    if (!q->nchoices && check_expect(r, nq, prompt) < 0)
+        return;
+    /* Wrong answers: the lesson's, every near-miss, half, double and ten
+     * times the answer, every wrong choice. Each must be refused, and read:
+     * an entry the checker cannot read proves nothing. */
     int nw = 0;
-    char wrong[64][128];
-    for (int i = 0; i < q->nwrong && nw < 64; i++)
-        snprintf(wrong[nw++], sizeof wrong[0], "%s", q->wrong[i]);
+    trial wrong[3 * LSN_ASK_MAX_LIST];
+    for (int i = 0; i < q->nwrong; i++, nw++) {
+        wrong[nw].must = T_WRONG;
+        snprintf(wrong[nw].text, sizeof wrong[nw].text, "%s", q->wrong[i]);
+    }
     if (q->nchoices) {
-        for (int i = 1; i <= q->nchoices && nw < 64; i++)
-            if (i != q->correct)
-                snprintf(wrong[nw++], sizeof wrong[0], "%d", i);
+        for (int i = 1; i <= q->nchoices; i++) {
+            if (i == q->correct)
+                continue;
+            wrong[nw].must = T_WRONG;
+            snprintf(wrong[nw++].text, sizeof wrong[0].text, "%d", i);
+        }
     } else {
-        for (int i = 0; i < q->nnear && nw < 64; i++)
-            lsn_answer_format(q->near[i].value, q->unit, wrong[nw++], sizeof wrong[0]);
+        for (int i = 0; i < q->nnear; i++, nw++) {
+            wrong[nw].must = T_NEAR;
+            format_exact(q->near[i].value, q->unit, wrong[nw].text, sizeof wrong[nw].text);
+        }
         /* a check that takes half, double or ten times the answer is too lax */
         static const double factors[] = {0.5, 2, 10};
-        for (int i = 0; i < 3 && q->answer != 0 && nw < 64; i++)
-            lsn_answer_format(q->answer * factors[i], q->unit, wrong[nw++], sizeof wrong[0]);
+        for (int i = 0; i < 3 && q->answer != 0; i++, nw++) {
+            wrong[nw].must = T_WRONG;
+            format_exact(q->answer * factors[i], q->unit, wrong[nw].text, sizeof wrong[nw].text);
+        }
     }
     char script[256];
     if (q->script)
@@ -60,15 +163,25 @@ void lsn_check_question(lsn_runner *r)
         snprintf(script, sizeof script, "%c", 'a' + q->correct - 1);
     else
         lsn_answer_format(q->answer, q->unit, script, sizeof script);
-    lsn_run_logf(r, "  question %d: %s\n", nq, prompt);
     for (int i = 0; i < nw; i++) {
         lsn_verdict v;
-        lsn_answer(r, wrong[i], &v);
+        lsn_answer(r, wrong[i].text, &v);
         if (v.kind == LSN_V_CORRECT) {
-            check_fail(r, "question %d (\"%s\") accepted the wrong answer '%s'", nq, prompt, wrong[i]);
+            check_fail(r, "question %d (\"%s\") accepted the wrong answer '%s'", nq, prompt, wrong[i].text);
             return;
         }
-        lsn_run_logf(r, "    refused '%s': %s\n", wrong[i], v.message);
+        if (v.kind == LSN_V_UNREADABLE) {
+            check_fail(r, "question %d (\"%s\"): the wrong answer '%s' is unreadable (%s), so refusing it proves "
+                          "nothing", nq, prompt, wrong[i].text, v.message);
+            return;
+        }
+        if (wrong[i].must == T_NEAR && v.kind != LSN_V_NEAR_MISS) {
+            check_fail(r, "question %d (\"%s\"): the near-miss '%s' is not recognised as that mistake: %s", nq,
+                       prompt, wrong[i].text, v.message);
+            return;
+        }
+        lsn_run_logf(r, "    refused '%s' (%s): %s\n", wrong[i].text, v.kind == LSN_V_NEAR_MISS ? "near miss" : "wrong",
+                     v.message);
     }
     lsn_verdict v;
     lsn_answer(r, script, &v);
@@ -102,6 +215,29 @@ void lsn_check_goal(lsn_runner *r)
     int n = g->nscript;
     char **names = g->script_names, **values = g->script_values;
     int64_t steps = g->steps;
+    /* Without the change, the engine must not get there by itself: as many
+     * engine steps as the scripted changes may take, under the lesson's own
+     * flags, checked as often. */
+    int64_t budget = steps * n;
+    if (budget > 0 && lsn_server_engine(r->srv.server)) {
+        for (int64_t k = 0; k < budget; k++) {
+            if (lsn_run_engine_step(r) < 0)
+                return;
+            if (k % 8 == 7 || k == budget - 1) {
+                v = lsn_vm_test(r->vm, LSN_FN_GOAL);
+                if (v < 0) {
+                    lsn_run_error(r, "%s", lsn_vm_error(r->vm));
+                    return;
+                }
+                if (v) {
+                    check_fail(r, "goal %d (\"%s\") is reached without its scripted change: after %lld engine "
+                                  "steps under the lesson's own flags", ng, text, (long long)(k + 1));
+                    return;
+                }
+            }
+        }
+        lsn_run_logf(r, "    not reached in %lld engine steps without a change\n", (long long)budget);
+    }
     for (int i = 0; i < n && r->pace.wait == W_GOAL; i++) {
         char err[512];
         if (!lsn_set_flag(r, names[i], values[i], err, sizeof err)) {

@@ -11,6 +11,7 @@
  * arguments, make one call into the runner's pieces or the engine, and push
  * plain tables; waits record what they wait for and yield. */
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <lauxlib.h>
 #include <lualib.h>
 #include <math.h>
@@ -37,6 +38,7 @@ struct lsn_vm {
     lsn_wait_req req;        /* set by the waits, read after a yield */
     size_t mem_used, mem_cap;
     long hook_ticks, hook_limit;
+    int expect_reads;        /* engine figures an expect formula read (none: a literal, no proof) */
     lsn_strbuf error;
 };
 
@@ -137,6 +139,7 @@ typedef struct entry {
     char *title;
     size_t titlelen;
     kv_engine *engine;
+    const lsn_ask *ask;
     int result;              /* fn's answer (-1: fn set vm->error itself) */
     lsn_wait wait;
 } entry;
@@ -1980,6 +1983,40 @@ static int f_ask(lua_State *L)
     }
     lua_pop(L, 1);
     q->explain = opt_dup(L, 1, "explain");
+    if (!q->nchoices) {
+        lua_getfield(L, 1, "expect");
+        if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TSTRING)
+            return luaL_error(L, "lab.ask: expect must be a formula over engine figures, as a string");
+        if (lua_type(L, -1) == LUA_TSTRING) {
+            if (lua_rawlen(L, -1) > 1024)
+                return luaL_error(L, "lab.ask: expect is longer than 1024 bytes");
+            q->expect = strdup(lua_tostring(L, -1));
+        }
+        lua_pop(L, 1);
+        lua_getfield(L, 1, "given");
+        if (lua_istable(L, -1)) {
+            int t = lua_gettop(L);
+            q->given_names = calloc(LSN_ASK_MAX_LIST, sizeof *q->given_names);
+            q->given_values = calloc(LSN_ASK_MAX_LIST, sizeof *q->given_values);
+            if (!q->given_names || !q->given_values)
+                return luaL_error(L, "out of memory");
+            lua_pushnil(L);
+            while (lua_next(L, t)) {
+                if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TNUMBER)
+                    return luaL_error(L, "lab.ask: given must map names to numbers ({T = 1000})");
+                if (q->ngiven == LSN_ASK_MAX_LIST)
+                    return luaL_error(L, "lab.ask: given may name at most %d numbers", LSN_ASK_MAX_LIST);
+                q->given_values[q->ngiven] = lua_tonumber(L, -1);
+                if (!(q->given_names[q->ngiven] = strdup(lua_tostring(L, -2))))
+                    return luaL_error(L, "out of memory");
+                q->ngiven++;
+                lua_pop(L, 1);
+            }
+        } else if (!lua_isnil(L, -1)) {
+            return luaL_error(L, "lab.ask: given must map names to numbers ({T = 1000})");
+        }
+        lua_pop(L, 1);
+    }
     q->active = 1;
     vm->req.wait = W_ANSWER;
     *vm->env.changes |= LSN_CH_QUESTION | LSN_CH_STATE;
@@ -2079,4 +2116,144 @@ static void lab_push(lua_State *L, lsn_vm *vm)
     setstr(L, "title", vm->env.title);
     setstr(L, "file", vm->env.shown_path);
     lua_setfield(L, -2, "lesson");
+}
+
+/* ==== kvlab check: a question's expect formula ======================================== */
+
+static int expect_plan_with(lua_State *L)
+{
+    V(L)->expect_reads++;
+    return f_what_if(L);
+}
+
+static int expect_step_time(lua_State *L)
+{
+    V(L)->expect_reads++;
+    return f_step_time(L);
+}
+
+/* _ENV.__index of the formula: premises are plain fields; the engine's
+ * figures come from here, fresh: the plan recomputed for the server's
+ * flags (lab.plan()'s keys), model, gpu, metrics, blocks, plan_with{...}. */
+static int expect_index(lua_State *L)
+{
+    lsn_vm *vm = V(L);
+    const char *k = luaL_checkstring(L, 2);
+    static const struct { const char *name; lua_CFunction f; } tables[] = {
+        {"model", f_model}, {"gpu", f_gpu}, {"metrics", f_metrics}, {"blocks", f_blocks}, {"requests", f_requests},
+    };
+    for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
+        if (!strcmp(k, tables[i].name)) {
+            lua_pushcfunction(L, tables[i].f);
+            lua_call(L, 0, 1);
+            if (lua_isnil(L, -1))
+                return luaL_error(L, "expect: there is no %s now (no server is running)", k);
+            V(L)->expect_reads++;
+            return 1;
+        }
+    }
+    if (!strcmp(k, "plan_with")) {
+        lua_pushcfunction(L, expect_plan_with);
+        return 1;
+    }
+    if (!strcmp(k, "step_time")) {
+        lua_pushcfunction(L, expect_step_time);
+        return 1;
+    }
+    /* the plan, recomputed from the flags (not the one lab.plan() handed out) */
+    lua_getfield(L, lua_upvalueindex(1), "plan");
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        kv_plan *p = malloc(sizeof *p);
+        char err[512];
+        if (!p)
+            return luaL_error(L, "out of memory");
+        int rc = lsn_server_plan_with(vm->env.server, 0, NULL, NULL, p, err, sizeof err);
+        if (rc == 0)
+            push_plan(L, p);
+        free(p);
+        if (rc < 0)
+            return luaL_error(L, "expect: no plan for the lesson's flags: %s", err);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, lua_upvalueindex(1), "plan");
+    }
+    if (!strcmp(k, "plan")) {
+        V(L)->expect_reads++;
+        return 1;
+    }
+    lua_getfield(L, -1, k);
+    if (lua_isnil(L, -1))
+        return luaL_error(L, "expect: '%s' is neither a figure of the plan (lab.plan()'s keys), model, gpu, "
+                             "metrics, blocks, requests, plan_with{...}, step_time{...}, a math function, nor one "
+                             "of the question's given", k);
+    V(L)->expect_reads++;
+    return 1;
+}
+
+static int do_expect(lua_State *L, entry *e)
+{
+    const lsn_ask *q = e->ask;
+    lua_newtable(L); /* _ENV */
+    int env = lua_gettop(L);
+    static const char *const math_names[] = {"floor", "ceil", "min", "max", "abs", "sqrt", "log", "exp"};
+    lua_getglobal(L, "math");
+    for (size_t i = 0; i < sizeof math_names / sizeof math_names[0]; i++) {
+        lua_getfield(L, -1, math_names[i]);
+        lua_setfield(L, env, math_names[i]);
+    }
+    lua_setfield(L, env, "math");
+    static const char *const base_names[] = {"ipairs", "pairs", "table", "type", "tostring", "tonumber", "error"};
+    for (size_t i = 0; i < sizeof base_names / sizeof base_names[0]; i++) {
+        lua_getglobal(L, base_names[i]);
+        lua_setfield(L, env, base_names[i]);
+    }
+    static const struct { const char *name; double v; } units[] = {
+        {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+        {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+    };
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        lua_pushnumber(L, units[i].v);
+        lua_setfield(L, env, units[i].name);
+    }
+    for (int i = 0; i < q->ngiven; i++) {
+        lua_pushnumber(L, q->given_values[i]);
+        lua_setfield(L, env, q->given_names[i]);
+    }
+    lua_createtable(L, 0, 1); /* its metatable */
+    lua_newtable(L);          /* the figure cache, upvalue of __index */
+    lua_pushcclosure(L, expect_index, 1);
+    lua_setfield(L, -2, "__index");
+    lua_setmetatable(L, env);
+    /* an expression, or a chunk that ends in return (for a figure that takes a few lines) */
+    int chunk = 0;
+    for (const char *w = strstr(q->expect, "return"); w && !chunk; w = strstr(w + 1, "return"))
+        chunk = (w == q->expect || !(isalnum((unsigned char)w[-1]) || w[-1] == '_')) &&
+                !(isalnum((unsigned char)w[6]) || w[6] == '_');
+    lua_pushfstring(L, chunk ? "%s" : "return %s", q->expect);
+    size_t len;
+    const char *code = lua_tolstring(L, -1, &len);
+    if (luaL_loadbufferx(L, code, len, "=expect", "t") != LUA_OK)
+        return lua_error(L);
+    lua_pushvalue(L, env);
+    lua_setupvalue(L, -2, 1);
+    e->vm->expect_reads = 0;
+    lua_call(L, 0, 1);
+    int isnum = 0;
+    e->d1 = lua_tonumberx(L, -1, &isnum);
+    if (!isnum || !isfinite(e->d1))
+        return luaL_error(L, "expect: the formula gives %s, not a finite number", luaL_typename(L, -1));
+    e->result = e->vm->expect_reads;
+    return 0;
+}
+
+int lsn_vm_expect(lsn_vm *vm, const lsn_ask *q, double *value, int *figures)
+{
+    entry e = {.fn = do_expect, .ask = q};
+    if (!vm || !q->expect)
+        return -1;
+    if (protect(vm, &e) < 0)
+        return -1;
+    *value = e.d1;
+    *figures = e.result;
+    return 0;
 }

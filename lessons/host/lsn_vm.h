@@ -119,6 +119,12 @@ int lsn_vm_on_step(lsn_vm *vm, int64_t tokens);
  * returns to e. 0, or -1 on error. */
 int lsn_vm_traffic(lsn_vm *vm, kv_engine *e, int64_t step, double clock_s);
 
+/* kvlab check: evaluate the question's expect formula (a Lua expression
+ * over the question's given numbers and the engine's figures, read fresh:
+ * lessons/API.md "Questions"). *value gets the result, *figures how many
+ * engine figures it read. 0, or -1 (lsn_vm_error says why). */
+int lsn_vm_expect(lsn_vm *vm, const lsn_ask *q, double *value, int *figures);
+
 /* The message of the last error: "file:line: message\nstack traceback: ..." */
 const char *lsn_vm_error(const lsn_vm *vm);
 

@@ -29,6 +29,8 @@ local function copy_common(q, spec)
   q.wrong = spec.wrong
   q.tolerance = spec.tolerance
   q.abs = spec.abs
+  q.expect = spec.expect
+  q.given = spec.given
   if spec.exact then
     -- a count: only the whole number itself (no relative slack at all)
     q.tolerance, q.abs = 0, 0.5

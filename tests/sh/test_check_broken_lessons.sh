@@ -31,13 +31,13 @@ printf 'return {\n  id = 1,\n  run = function(lab)\n    lab.say("hi"\n  end,\n}\
 printf 'return {\n  id = 2,\n  run = function(lab)\n    lab.pause()\n    local t = nil\n    lab.say(t.x)\n  end,\n}\n' > "$L/02-runtime.lua"
 printf 'return {\n  id = 3,\n  run = function(lab)\n    total = 3\n  end,\n}\n' > "$L/03-global.lua"
 printf 'return {\n  id = 4,\n  run = function(lab)\n    while true do end\n  end,\n}\n' > "$L/04-loop.lua"
-printf 'return {\n  id = 5,\n  run = function(lab)\n    lab.ask{ prompt = "2+2?", answer = 4, tolerance = 5 }\n  end,\n}\n' > "$L/05-lax.lua"
+printf 'return {\n  id = 5,\n  run = function(lab)\n    lab.start{ model = "meta-llama/Llama-3.1-8B-Instruct", gpu = "h100-80gb", ["max-model-len"] = 8192 }\n    lab.ask{ prompt = "KV heads?", answer = 8, tolerance = 5, expect = "model.kv_heads" }\n  end,\n}\n' > "$L/05-lax.lua"
 printf 'return {\n  id = 6,\n  flags = { "max-model-len" },\n  run = function(lab)\n    lab.goal{ text = "x", check = function() return false end }\n  end,\n}\n' > "$L/06-goal.lua"
 printf 'return {\n  id = 7,\n  run = function(lab)\n    local io = require("io")\n  end,\n}\n' > "$L/07-require.lua"
 cat > "$L/lib/two.lua" <<'LUA'
 return { value = 2 }
 LUA
-printf 'local two = require("lib.two")\nreturn {\n  id = 9,\n  run = function(lab)\n    lab.say("two is %%d", two.value)\n    lab.pause()\n    lab.ask{ prompt = "1+1?", answer = two.value, script = "2", wrong = { "3" } }\n    lab.ask{ prompt = "pick", choices = { "a", "b" }, correct = 2 }\n  end,\n}\n' > "$L/09-good.lua"
+printf 'local two = require("lib.two")\nreturn {\n  id = 9,\n  run = function(lab)\n    lab.say("two is %%d", two.value)\n    lab.pause()\n    lab.start{ model = "meta-llama/Llama-3.1-8B-Instruct", gpu = "h100-80gb", ["max-model-len"] = 8192 }\n    lab.ask{ prompt = "KV heads / 4?", answer = 2 * two.value, given = { two = two.value }, expect = "model.kv_heads / two", script = "4", wrong = { "3" } }\n    lab.ask{ prompt = "pick", choices = { "a", "b" }, correct = 2 }\n  end,\n}\n' > "$L/09-good.lua"
 
 printf 'return {\n  id = 10,\n  run = function(lab)\n    lab.say("%%d blocks", nil)\n  end,\n}\n' > "$L/10-format.lua"
 

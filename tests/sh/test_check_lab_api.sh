@@ -113,10 +113,14 @@ return {
     lab.plot_add(1, 2, 3)
     lab.plot_add("b", 1, 1)
     -- questions and goals
-    local v, tries = lab.ask({ prompt = "tokens?", answer = p.kv_cache_tokens, unit = "tokens" })
+    local v, tries = lab.ask({ prompt = "tokens?", answer = p.kv_cache_tokens, unit = "tokens",
+                               expect = "num_blocks * block_size" })
     assert(v == p.kv_cache_tokens and tries == 3, tries) -- check tried half, double and ten times first
     -- abs alone is the whole tolerance (no 1% on top): kvlab check must see 100.8 refused
-    assert(lab.ask({ prompt = "GiB?", answer = 100, unit = "GiB", abs = 0.5, wrong = { "100.8 GiB" } }) == 100)
+    local g = p.gpu_total_gib
+    local got = lab.ask({ prompt = "GiB?", answer = g, unit = "GiB", abs = 0.5, expect = "gpu.total_gib",
+                          wrong = { string.format("%.2f GiB", g + 0.8) }, script = string.format("%.2f GiB", g) })
+    assert(math.abs(got - g) < 0.01, got)
     local c = lab.ask({ prompt = "pick", choices = { "x", "y", "z" }, correct = 3 })
     assert(c == 3)
     local flagged = {}

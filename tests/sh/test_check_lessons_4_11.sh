@@ -32,7 +32,7 @@ for fig in "8B KV bytes per token" "70B KV per token, bf16" "70B KV per token, f
     grep -q "figure  .*$fig.* ok" <<<"$out" || { echo "FAIL: figure '$fig' not compared"; fail=1; }
 done
 # The near-misses the issue names are explained, not just refused.
-grep -q "refused '128 KB': .*KiB" <<<"$out" || { echo "FAIL: KB vs KiB not explained"; fail=1; }
+grep -q "refused '128 KB' .*KiB" <<<"$out" || { echo "FAIL: KB vs KiB not explained"; fail=1; }
 grep -q "refused .*attention heads" <<<"$out" || { echo "FAIL: attention-vs-KV-heads not explained"; fail=1; }
 grep -q "refused .*K and V" <<<"$out" || { echo "FAIL: the factor 2 not explained"; fail=1; }
 grep -q "kvlab check: ${#LESSONS[@]} passed, 0 failed" <<<"$out" || fail=1

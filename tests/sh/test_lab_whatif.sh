@@ -45,7 +45,7 @@ return {
     lab.restart{ ["kv-heads"] = "", ["request-rate"] = 2.5 }
     assert(lab.plan().kv_bytes_per_token == p8, "default restored")
     assert(lab.flag("request-rate") == "2.5", lab.flag("request-rate"))
-    lab.ask{ prompt = "KV heads?", answer = lab.model().kv_heads, script = "8", wrong = { "32" } }
+    lab.ask{ prompt = "KV heads?", answer = lab.model().kv_heads, expect = "model.kv_heads", script = "8", wrong = { "32" } }
   end,
 }
 LUA

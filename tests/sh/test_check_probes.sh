@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# kvlab check proves each answer: the probe lessons in tests/lessons/probes
+# each break one rule, and the check must fail saying which: a literal answer
+# the engine disagrees with, a numeric question without an expect, an expect
+# that reads no engine figure, a wrong answer the checker cannot read, and a
+# goal the engine reaches without the scripted change. The last probe is the
+# same lesson done right and must pass.
+set -uo pipefail
+[ "${KVLAB_LESSONS:-1}" = "0" ] && exit 77
+P="$KVLAB_SOURCE_DIR/tests/lessons/probes"
+fail=0
+expect() { # expect N rc pattern
+  local n=$1 want=$2 pat=$3 out rc
+  out=$("$KVLAB" check --lessons "$P" "$n" 2>&1); rc=$?
+  echo "--- probe $n (exit $rc)"; echo "$out"
+  if [ "$rc" -ne "$want" ]; then echo "FAIL: probe $n exit $rc, wanted $want"; fail=1; fi
+  if ! grep -qE -- "$pat" <<<"$out"; then echo "FAIL: probe $n output lacks /$pat/"; fail=1; fi
+}
+expect 1 1 "FAIL question 1 .*the answer 99999 disagrees with the engine: kv_bytes_per_token = 131072"
+expect 2 1 "FAIL question 1 .*has no expect"
+expect 3 1 "FAIL question 1 .*its expect '131072' reads no engine figure"
+expect 4 1 "FAIL question 1 .*the wrong answer 'lots' is unreadable"
+expect 5 1 "FAIL goal 1 .*is reached without its scripted change: after [0-9]+ engine steps"
+expect 6 0 "^PASS lesson 6 "
+expect 6 0 "engine: 2 \* num_layers \* kv_heads_per_gpu \* head_size \* kv_dtype_bytes = 131072"
+expect 6 0 "not reached in 100 engine steps without a change"
+exit $fail

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The 21 lessons' transcripts (kvlab check -v N) equal tests/golden/lessons/:
+# a figure, a text or a checked answer that changes shows as a diff here.
+# scripts/golden-lessons.sh rewrites them after an intended change.
+set -uo pipefail
+[ "${KVLAB_LESSONS:-1}" = "0" ] && exit 77
+exec bash "$KVLAB_SOURCE_DIR/scripts/golden-lessons.sh" --check "$KVLAB"
