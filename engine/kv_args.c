@@ -15,7 +15,7 @@ enum {
     F_MODEL, F_UTIL, F_MAX_MODEL_LEN, F_MAX_NUM_SEQS, F_MNBT, F_BLOCK_SIZE, F_KV_DTYPE, F_QUANT, F_DTYPE, F_TP, F_PP,
     F_PREFIX, F_CHUNKED, F_EAGER, F_KV_BYTES, F_BLOCKS_OVERRIDE,
     F_GPU, F_GPU_GIB, F_GPU_USED, F_WEIGHTS, F_ACTIVATION, F_CUDAGRAPH, F_CONTEXT, F_NCCL, F_SCHED_POLICY,
-    F_VLLM_VERSION, F_ACCOUNTING, F_FI_SAMPLER,
+    F_VLLM_VERSION, F_ACCOUNTING, F_FI_SAMPLER, F_RESERVE_ISL, F_WATERMARK,
     F_FIRST_NOTE
 };
 
@@ -69,6 +69,10 @@ static const kv_args_flag flags[] = {
                       "release: what that vLLM release does; textbook: the course's arithmetic", 1},
     [F_FI_SAMPLER] = {"flashinfer-sampler", "kvlab", KV_ARG_BOOL, NULL, "the release's",
                       "FlashInfer's top-k/top-p sampler in the profile (vLLM's VLLM_USE_FLASHINFER_SAMPLER)", 1},
+    [F_RESERVE_ISL] = {"scheduler-reserve-full-isl", "scheduler_reserve_full_isl", KV_ARG_BOOL, NULL, "the release's",
+                       "admit a request only if its whole prompt fits the free KV blocks (vLLM 0.19+)", 0},
+    [F_WATERMARK] = {"watermark", "watermark", KV_ARG_FLOAT, NULL, "0.0",
+                     "fraction of KV blocks kept free when admitting requests (vLLM 0.24+), in [0, 1)", 0},
     /* Real vLLM flags that do not change the memory plan. */
     {"port", "port", KV_ARG_NOTE, NULL, "8000", "API server port", 0},
     {"host", "host", KV_ARG_NOTE, NULL, "", "API server host", 0},
@@ -380,6 +384,8 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
             a->enable_prefix_caching = b;
         else if (i == F_FI_SAMPLER)
             a->flashinfer_sampler = b;
+        else if (i == F_RESERVE_ISL)
+            a->scheduler_reserve_full_isl = b;
         else if (i == F_CHUNKED)
             a->enable_chunked_prefill = b;
         else
@@ -520,6 +526,11 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
         else
             a->quantization = KV_ARGS_QUANT_COMPRESSED_TENSORS;
         break;
+    case F_WATERMARK:
+        if (parse_double(value, &dv) || !(dv >= 0 && dv < 1))
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--watermark must be a fraction in [0, 1), got %s", value);
+        a->watermark = dv;
+        break;
     case F_SCHED_POLICY:
         if (!choice_ok(f->choices, value))
             return kv_errf(err, errlen, KV_ARGS_EVALUE, "--scheduling-policy must be fcfs or priority; got '%s'", value);
@@ -618,6 +629,11 @@ int kv_args_get(const kv_args *a, const char *name, char *b, size_t n)
         if (kv_args_is_set(a, "flashinfer-sampler"))
             snprintf(b, n, "%s", (a->flashinfer_sampler != 0) != neg ? "true" : "false");
         break;
+    case F_RESERVE_ISL:
+        if (kv_args_is_set(a, "scheduler-reserve-full-isl"))
+            snprintf(b, n, "%s", (a->scheduler_reserve_full_isl != 0) != neg ? "true" : "false");
+        break;
+    case F_WATERMARK: if (kv_args_is_set(a, "watermark")) snprintf(b, n, "%g", a->watermark); break;
     case F_KV_BYTES: if (a->kv_cache_memory_bytes) snprintf(b, n, "%lld", (long long)a->kv_cache_memory_bytes); break;
     case F_BLOCKS_OVERRIDE:
         if (a->num_gpu_blocks_override) snprintf(b, n, "%lld", (long long)a->num_gpu_blocks_override);

@@ -102,6 +102,9 @@ typedef struct kv_args {
     char vllm_version[32];          /* --vllm-version X.Y[.Z] ("" = the newest release, kv_release.h) */
     int32_t accounting;             /* --accounting: KV_ACCOUNTING_RELEASE (default) or KV_ACCOUNTING_TEXTBOOK */
     int32_t flashinfer_sampler;     /* --flashinfer-sampler: only read when given (kv_args_is_set) */
+    /* scheduler flags of newer releases, only read when given (kv_args_is_set) */
+    int32_t scheduler_reserve_full_isl; /* --scheduler-reserve-full-isl (vLLM 0.19+) */
+    double watermark;               /* --watermark, a fraction of num_blocks in [0, 1) (vLLM 0.24+) */
 
     /* Which vLLM args the user set explicitly (bit per kv_args flag index), so
      * defaults that depend on the card can be filled in later. */

@@ -164,7 +164,9 @@ int kv_engine_config_check(const kv_engine_config *cfg, char *err, size_t errlen
  * sliding-window layers is run as full attention (vLLM's
  * --disable-hybrid-kv-cache-manager): num_blocks is re-derived from the
  * plan's available KV memory with every layer in a block, and *note says so.
- * The scheduling policy comes from a->scheduling_policy. Everything else
+ * The scheduling policy comes from a->scheduling_policy, the scheduling rules
+ * (sched_rules) from the release row of a->vllm_version (kv_release.h; the
+ * plan's row when none is given, the newest under textbook). Everything else
  * keeps kv_engine_config_default(). EINVAL when the plan would not start
  * (err = vLLM's error); ERANGE when a figure of the plan (num_blocks,
  * max_model_len, max_num_seqs, max_num_batched_tokens) is past an engine

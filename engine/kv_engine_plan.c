@@ -40,6 +40,24 @@ int kv_engine_config_from_plan(const kv_plan *p, const kv_model *m, const kv_gpu
     c->enable_prefix_caching = p->enable_prefix_caching;
     c->enable_chunked_prefill = a ? a->enable_chunked_prefill : 1;
     c->scheduling_policy = a && a->scheduling_policy ? KV_POLICY_PRIORITY : KV_POLICY_FCFS;
+    /* the scheduling rules of the release asked for (also under textbook
+     * accounting, which has no release of its own), else the plan's row */
+    const kv_release *rel = a && a->vllm_version[0] ? kv_release_find(a->vllm_version, NULL, 0) : NULL;
+    if (!rel)
+        rel = p->release ? p->release : kv_release_newest();
+    c->sched_rules = *rel->sched;
+    /* vLLM's own flags for two of those rules, in the releases that have them */
+    const struct { const char *flag, *since; } newer[] = {{"scheduler-reserve-full-isl", "0.19.0"},
+                                                           {"watermark", "0.24.0"}};
+    for (size_t i = 0; a && i < sizeof newer / sizeof newer[0]; i++)
+        if (kv_args_is_set(a, newer[i].flag) && rel != kv_release_textbook() &&
+            kv_release_compare(rel->last, newer[i].since) < 0)
+            return kv_errf(err, errlen, KV_ENGINE_ERANGE, "--%s: vLLM %s has no such flag (%s and later)",
+                           newer[i].flag, a->vllm_version[0] ? a->vllm_version : rel->last, newer[i].since);
+    if (a && kv_args_is_set(a, "scheduler-reserve-full-isl"))
+        c->sched_rules.reserve_full_prompt = a->scheduler_reserve_full_isl != 0;
+    if (a && kv_args_is_set(a, "watermark"))
+        c->sched_rules.watermark = a->watermark;
     c->num_layers = p->num_layers;
     c->num_kv_heads = m->is_mla ? 1 : m->num_key_value_heads;
     c->head_size = p->head_size;

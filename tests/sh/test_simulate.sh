@@ -109,6 +109,21 @@ tf=$(num ttft_mean_s "$tmp/fcfs.json"); tp=$(num ttft_mean_s "$tmp/priority.json
 awk -v f="$tf" -v p="$tp" 'BEGIN { exit !(p * 5 < f) }' || fail "priority did not run first: ttft fcfs $tf, priority $tp"
 "$K" simulate $M --scheduling-policy lottery --trace gen:requests=2 >/dev/null 2>"$tmp/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "fcfs or priority" "$tmp/err" || fail "bad policy: exit $rc $(cat "$tmp/err")"
+# rules by release: full-prompt admission (vLLM 0.19+) preempts less on a tight pool
+# than first-chunk admission (0.18, or 0.33 with --no-scheduler-reserve-full-isl)
+TIGHT='gen:requests=200,rate=100,prompt=900,output=200,max_prompt=1500,seed=5'
+for v in 0.18.0 0.33.0; do
+  "$K" simulate $M --vllm-version $v --gpu h100-80gb --max-model-len 2048 --max-num-batched-tokens 512 \
+    --num-gpu-blocks-override 200 --trace "$TIGHT" --json >"$tmp/r$v.json" 2>"$tmp/err" || fail "vllm $v: $(cat "$tmp/err")"
+done
+"$K" simulate $M --gpu h100-80gb --max-model-len 2048 --max-num-batched-tokens 512 --num-gpu-blocks-override 200 \
+  --no-scheduler-reserve-full-isl --trace "$TIGHT" --json >"$tmp/rno.json" 2>"$tmp/err" || fail "no-reserve: $(cat "$tmp/err")"
+p18=$(num preemptions "$tmp/r0.18.0.json"); p33=$(num preemptions "$tmp/r0.33.0.json"); pno=$(num preemptions "$tmp/rno.json")
+[ "$p33" -lt "$p18" ] || fail "0.33 should preempt less than 0.18 on a tight pool: $p33 vs $p18"
+[ "$pno" -gt "$p33" ] || fail "--no-scheduler-reserve-full-isl should preempt more than 0.33's default: $pno vs $p33"
+"$K" simulate $M --vllm-version 0.20 --watermark 0.1 --trace gen:requests=2 >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "vLLM 0.20 has no such flag (0.24.0 and later)" "$tmp/err" || fail "--watermark on 0.20: exit $rc $(cat "$tmp/err")"
+
 # --steps-out: one config line, one line per request (with its token ids) and
 # one per step; the steps add up to the summary
 "$K" simulate $M --gpu h100-80gb --max-model-len 2048 --num-gpu-blocks-override 90 --json \

@@ -12,6 +12,7 @@
 
 #include "kv_device_host.h"
 #include "kv_engine.h"
+#include "kv_release.h"
 #include "kv_plan.h"
 #include "kv_timemodel.h"
 #include "kv_util.h"
@@ -505,6 +506,55 @@ static void test_limits_refused(void **state)
     free(p);
 }
 
+/* The scheduling rules come from the release table row of --vllm-version
+ * (kv_release.c), the newest when none is given. */
+static void test_rules_by_release(void **state)
+{
+    (void)state;
+    kv_plan *p = calloc(1, sizeof *p);
+    p->starts = 1;
+    p->num_blocks = 1000;
+    p->block_size = 16;
+    p->max_model_len = 8192;
+    p->max_num_seqs = 256;
+    p->max_num_batched_tokens = 8192;
+    kv_model m;
+    memset(&m, 0, sizeof m);
+    m.num_key_value_heads = 8;
+    kv_args a;
+    kv_args_init(&a);
+    kv_engine_config c;
+    char err[256];
+    assert_int_equal(kv_engine_config_from_plan(p, &m, NULL, &a, &c, NULL, 0, err, sizeof err), 0);
+    assert_memory_equal(&c.sched_rules, kv_release_newest()->sched, sizeof c.sched_rules);
+    assert_int_equal(c.sched_rules.reserve_full_prompt, 1);
+    assert_int_equal(c.sched_rules.priority_self_continue, 1);
+    const struct { const char *v; int full, unsched, self, free_first, at_adm, skip; } want[] = {
+        {"0.11.0", 0, 0, 0, 0, 0, 1}, {"0.11.2", 0, 1, 0, 0, 0, 1}, {"0.12.0", 0, 1, 0, 0, 0, 0},
+        {"0.19.0", 1, 1, 0, 0, 0, 0}, {"0.24.0", 1, 1, 0, 1, 0, 0}, {"0.27.0", 1, 1, 0, 1, 1, 0},
+        {"0.33.0", 1, 1, 1, 1, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        assert_int_equal(kv_args_set(&a, "vllm-version", want[i].v, err, sizeof err), 0);
+        assert_int_equal(kv_engine_config_from_plan(p, &m, NULL, &a, &c, NULL, 0, err, sizeof err), 0);
+        const kv_sched_rules *r = &c.sched_rules;
+        if (r->reserve_full_prompt != want[i].full || r->priority_unschedule_victim != want[i].unsched ||
+            r->priority_self_continue != want[i].self || r->free_uncached_first != want[i].free_first ||
+            r->stats_at_admission != want[i].at_adm || r->skip_unchunkable != want[i].skip)
+            fail_msg("vLLM %s: wrong scheduling rules", want[i].v);
+    }
+    /* vLLM's --scheduler-reserve-full-isl and --watermark override them, where they exist */
+    assert_int_equal(kv_args_set(&a, "scheduler-reserve-full-isl", "false", err, sizeof err), 0);
+    assert_int_equal(kv_args_set(&a, "watermark", "0.05", err, sizeof err), 0);
+    assert_int_equal(kv_engine_config_from_plan(p, &m, NULL, &a, &c, NULL, 0, err, sizeof err), 0);
+    assert_int_equal(c.sched_rules.reserve_full_prompt, 0);
+    assert_true(c.sched_rules.watermark == 0.05);
+    assert_int_equal(kv_args_set(&a, "vllm-version", "0.20", err, sizeof err), 0);
+    assert_int_equal(kv_engine_config_from_plan(p, &m, NULL, &a, &c, NULL, 0, err, sizeof err), KV_ENGINE_ERANGE);
+    assert_string_equal(err, "--watermark: vLLM 0.20 has no such flag (0.24.0 and later)");
+    free(p);
+}
+
 /* Item 11 of section 11: capacity arithmetic, with the foundation's plan
  * helpers and the engine's pool sizing. */
 static void test_capacity_math(void **state)
@@ -633,6 +683,7 @@ int main(void)
         cmocka_unit_test(test_metrics_and_prometheus),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_limits_refused),
+        cmocka_unit_test(test_rules_by_release),
         cmocka_unit_test(test_capacity_math),
         cmocka_unit_test(test_from_plan),
     };

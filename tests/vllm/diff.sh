@@ -118,7 +118,7 @@ for r in rows:
     ratio = r["loop_s"] / k if k > 0 else 0
     print(f"  {name:42} {r['steps']:7d} {r['preemptions']:7d} {r['prefix_cache_hits']:8d} {k:8.3f} "
           f"{r['loop_s']:11.2f} {ratio:6.0f}x  identical")
-big = [r for r in rows if r["requests"] >= 10000]
+big = [r for r in rows if "-n10000-" in r["file"]]
 if big:
     r = big[0]
     name = r["file"].rsplit("/", 1)[1].split("-", 1)[1][:-6]

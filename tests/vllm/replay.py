@@ -110,7 +110,13 @@ class Vllm:
         cc = CacheConfig(**kwargs_for(
             CacheConfig, block_size=bs, gpu_memory_utilization=0.9, swap_space=0, cache_dtype="auto",
             enable_prefix_caching=bool(cfg["enable_prefix_caching"])))
-        vc = VllmConfig(scheduler_config=sc, model_config=mc, cache_config=cc)
+        try:
+            vc = VllmConfig(scheduler_config=sc, model_config=mc, cache_config=cc)
+        except RuntimeError:
+            # releases that cannot infer a device without a GPU (0.11): say "cpu"
+            from vllm.config import DeviceConfig
+            vc = VllmConfig(scheduler_config=sc, model_config=mc, cache_config=cc,
+                            device_config=DeviceConfig(device="cpu"))
         spec = FullAttentionSpec(**kwargs_for(FullAttentionSpec, block_size=bs, num_kv_heads=1, head_size=1,
                                               dtype=torch.float32, use_mla=False))
         kvc = KVCacheConfig(num_blocks=cfg["num_blocks"], kv_cache_tensors=[],
