@@ -184,7 +184,8 @@ unsigned lsn_tick_steps(lsn_runner *r, int64_t k);
 
 /* Save progress from now on in state_dir (its progress.json: what it held,
  * with the loaded lesson as it is now), also for a runner made with
- * state_dir "". Returns 0, or -1 with one line in err. */
+ * state_dir ""; state_dir "" stops saving. Returns 0, or -1 with one line
+ * in err. */
 int lsn_save_to(lsn_runner *r, const char *state_dir, char *err, size_t errlen);
 
 /* Step counter: steps are counted at each pause, question and goal passed. */

@@ -661,6 +661,10 @@ int lsn_save_to(lsn_runner *r, const char *state_dir, char *err, size_t errlen)
 {
     lsn_saving *sv = &r->saving;
     char path[PATH_MAX], notice[768] = "";
+    if (state_dir && !state_dir[0]) {
+        sv->save = 0; /* a follower back with its presenter keeps nothing */
+        return 0;
+    }
     if (lsn_progress_path(state_dir, path, sizeof path) < 0) {
         snprintf(err, errlen, "no folder to save progress in (set XDG_STATE_HOME or HOME)");
         return -1;

@@ -226,6 +226,11 @@ static void test_no_progress_until_saved(void **st)
     char err[256];
     assert_int_equal(lsn_save_to(b, state_c, err, sizeof err), 0);
     lsn_next(b);
+    /* It rejoins: saving stops again (the page it moves on to is not kept). */
+    assert_int_equal(lsn_save_to(b, "", err, sizeof err), 0);
+    lsn_tick_steps(b, 1000);
+    lsn_next(b);
+    assert_string_equal(lsn_page_title(b), "four");
     lsn_free(b);
     snprintf(p, sizeof p, "%s/progress.json", state_c);
     assert_int_equal(stat(p, &sst), 0);

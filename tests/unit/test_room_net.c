@@ -229,6 +229,32 @@ static void test_follow_state_and_deltas(void **state)
     fs = room_follow_state(f);
     assert_int_equal(fs->engine_step, 40);
     assert_int_equal(fs->followers, 1);
+    /* Whatever the app hands over, what goes out decodes: bad bytes become
+     * '?', numbers come back within range. */
+    room_state *bad = new_state(3, 2);
+    *bad = *s;
+    bad->engine_step = 40;
+    snprintf(bad->lesson_title, sizeof bad->lesson_title, "tab\there \x1b[2J \xff end");
+    bad->speed = -1;
+    bad->view_focus = 99;
+    bad->nevents = ROOM_MAX_EVENTS + 5;
+    for (int i = 0; i < ROOM_MAX_EVENTS; i++)
+        bad->events[i] = (room_event){.kind = 200};
+    assert_int_equal(room_pres_publish(p, bad), 1);
+    for (int i = 0; i < 200 && !strcmp(room_follow_state(f)->lesson_title, "Lesson 3"); i++)
+        pump(p, f, ROOM_FS_FOLLOWING, &t);
+    fs = room_follow_state(f);
+    assert_string_equal(fs->lesson_title, "tab?here ?[2J ? end");
+    assert_true(fs->speed == 1.0);
+    assert_int_equal(fs->view_focus, -1);
+    room_follow_stats fst0;
+    room_follow_get_stats(f, &fst0);
+    assert_int_equal(fst0.malformed, 0);
+    assert_int_equal(room_pres_publish(p, s), 1); /* back to the real title */
+    for (int i = 0; i < 200 && strcmp(room_follow_state(f)->lesson_title, "Lesson 3"); i++)
+        pump(p, f, ROOM_FS_FOLLOWING, &t);
+    free(bad);
+    room_follow_clear_events(f);
     /* Nothing changed: nothing sent. */
     assert_int_equal(room_pres_publish(p, s), 0);
     /* n: the step changes, a full state with the event. */

@@ -62,6 +62,25 @@ int room_text_ok(const char *s, size_t len, size_t max)
     return 1;
 }
 
+void room_text_clean(char *s, size_t max)
+{
+    if (!max)
+        return;
+    s[max - 1] = '\0';
+    size_t len = strlen(s), i = 0;
+    while (i < len) {
+        size_t n = 1;
+        unsigned c = (unsigned char)s[i];
+        if (c >= 0xc0)
+            n = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : 4;
+        if (n > len - i || !room_text_ok(s + i, n, n + 1)) {
+            s[i++] = '?';
+            continue;
+        }
+        i += n;
+    }
+}
+
 const char *room_msg_type_name(int type)
 {
     static const char *const names[ROOM_T_COUNT] = {

@@ -170,6 +170,11 @@ int room_state_apply_delta(room_state *st, const room_msg *delta);
  * no control characters (a follower prints names and messages it gets)? */
 int room_text_ok(const char *s, size_t len, size_t max);
 
+/* Make s (NUL-terminated within max bytes, cut there otherwise) a string
+ * room_text_ok accepts: each byte that does not start a valid printable
+ * UTF-8 character becomes '?'. */
+void room_text_clean(char *s, size_t max);
+
 /* Type name for messages ("state", "delta", ...), "?" when out of range. */
 const char *room_msg_type_name(int type);
 

@@ -528,23 +528,46 @@ static void copy_state(room_state *dst, const room_state *st)
     if (dst->nflags < 0) dst->nflags = 0;
     if (dst->nflags > ROOM_MAX_FLAGS) dst->nflags = ROOM_MAX_FLAGS;
     if (dst->nevents < 0) dst->nevents = 0;
-    if (dst->nevents > ROOM_MAX_EVENTS) {
-        /* keep the newest */
-        memmove(dst->events, st->events + (st->nevents - ROOM_MAX_EVENTS), ROOM_MAX_EVENTS * sizeof dst->events[0]);
-        dst->nevents = ROOM_MAX_EVENTS;
-    }
-    dst->lesson_title[sizeof dst->lesson_title - 1] = '\0';
+    if (dst->nevents > ROOM_MAX_EVENTS) dst->nevents = ROOM_MAX_EVENTS;
+    /* Numbers within the ranges the decoder accepts. */
+    if (dst->lesson < 0 || dst->lesson > 99) dst->lesson = 0;
+    if (dst->step < 0) dst->step = 0;
+    if (dst->step > 1000000) dst->step = 1000000;
+    if (dst->page < 0) dst->page = 0;
+    if (dst->page > 1000000) dst->page = 1000000;
+    if (dst->run_state > 7) dst->run_state = 0;
+    if (dst->view_focus < -1 || dst->view_focus > 31) dst->view_focus = -1;
+    dst->paused = dst->paused ? 1 : 0;
+    if (!(dst->speed > 0 && dst->speed <= 64)) dst->speed = 1.0; /* NaN too */
     for (int i = 0; i < dst->ninputs; i++) {
-        dst->inputs[i].name[ROOM_NAME_MAX - 1] = '\0';
-        dst->inputs[i].value[ROOM_VALUE_MAX - 1] = '\0';
+        if (dst->inputs[i].wait < 0) dst->inputs[i].wait = 0;
+        if (dst->inputs[i].wait > 1000000) dst->inputs[i].wait = 1000000;
+    }
+    for (int i = 0; i < dst->nevents; i++)
+        if (dst->events[i].kind < 1 || dst->events[i].kind >= ROOM_EV_COUNT)
+            dst->events[i].kind = ROOM_EV_NEXT;
+    room_text_clean(dst->lesson_title, sizeof dst->lesson_title);
+    for (int i = 0; i < dst->ninputs; i++) {
+        room_text_clean(dst->inputs[i].name, ROOM_NAME_MAX);
+        room_text_clean(dst->inputs[i].value, ROOM_VALUE_MAX);
+        if (dst->inputs[i].kind > ROOM_IN_REVEAL)
+            dst->inputs[i].kind = ROOM_IN_REVEAL;
+        if (dst->inputs[i].kind != ROOM_IN_FLAG)
+            dst->inputs[i].name[0] = '\0';
+        else if (!dst->inputs[i].name[0])
+            snprintf(dst->inputs[i].name, ROOM_NAME_MAX, "?");
+        if (dst->inputs[i].kind == ROOM_IN_REVEAL)
+            dst->inputs[i].value[0] = '\0';
     }
     for (int i = 0; i < dst->nflags; i++) {
-        dst->flags[i].name[ROOM_NAME_MAX - 1] = '\0';
-        dst->flags[i].value[ROOM_VALUE_MAX - 1] = '\0';
+        room_text_clean(dst->flags[i].name, ROOM_NAME_MAX);
+        room_text_clean(dst->flags[i].value, ROOM_VALUE_MAX);
+        if (!dst->flags[i].name[0])
+            snprintf(dst->flags[i].name, ROOM_NAME_MAX, "?");
     }
     for (int i = 0; i < dst->nevents; i++) {
-        dst->events[i].name[ROOM_NAME_MAX - 1] = '\0';
-        dst->events[i].value[ROOM_VALUE_MAX - 1] = '\0';
+        room_text_clean(dst->events[i].name, ROOM_NAME_MAX);
+        room_text_clean(dst->events[i].value, ROOM_VALUE_MAX);
     }
 }
 
