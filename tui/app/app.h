@@ -29,6 +29,7 @@ typedef struct app {
     int no_color;            /* --no-color */
 
     lsn_runner *lsn;         /* the lesson runner (owns the engine) */
+    struct app_room *room;   /* classroom mode (app_room.h), NULL when off */
     kv_engine *eng;          /* lsn_engine(); NULL when no server runs */
     const kv_plan *plan;     /* last start-up plan (also after a failed start), or NULL */
 
@@ -115,6 +116,9 @@ void app_close_overlay(void);                          /* drop its window (resiz
 /* React to LSN_CH_* bits from the runner: redraw, relayout, new server. */
 void app_lesson_changed(app *a, unsigned ch);
 void app_load_lesson(app *a, int number, int resume);
+/* Open lesson `number` replayed to `step` with someone else's inputs
+ * (classroom follower: lsn_replay, stopping inside an animation). */
+void app_replay_lesson(app *a, int number, int step, const lsn_input *in, int nin);
 
 /* ---- app_keys.c --------------------------------------------------------- */
 

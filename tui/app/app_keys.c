@@ -2,6 +2,7 @@
  * view when it has the keys, the answer box, the overlays, mouse clicks on
  * blocks and flags. Changes reach the lesson only through lsn_* calls. */
 #include "app.h"
+#include "app_room.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -303,6 +304,8 @@ static void step_once(app *a)
 
 void app_handle_key(app *a, int ch, int *quit)
 {
+    if (app_room_key(a, ch)) /* a follower's keys (app_room.h) */
+        return;
     if (ch == KEY_RESIZE) {
         getmaxyx(stdscr, a->rows, a->cols);
         app_close_overlay();

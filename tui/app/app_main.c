@@ -9,6 +9,7 @@
  * that changed (wnoutrefresh + doupdate through the panel library; never
  * clear() or redrawwin() per frame). */
 #include "app.h"
+#include "app_room.h"
 
 #include <stdarg.h>
 #include <locale.h>
@@ -358,7 +359,8 @@ void app_lesson_changed(app *a, unsigned ch)
     }
 }
 
-void app_load_lesson(app *a, int number, int resume)
+/* What a newly opened lesson starts with in the app. */
+static void lesson_ui_reset(app *a)
 {
     clear_answer(a);
     a->recap[0] = 0;
@@ -369,21 +371,45 @@ void app_load_lesson(app *a, int number, int resume)
     a->view_focus = -1;
     a->flag_sel = 0;
     a->flag_editing = 0;
-    if (lsn_load(a->lsn, number, resume) != 0 && lsn_current(a->lsn) != number)
-        app_status(a, UI_R_ERROR, "Could not open lesson %d", number);
+}
+
+static void lesson_opened(app *a)
+{
     lsn_set_speed(a->lsn, a->speed);
     server_changed(a);
     app_lesson_changed(a, ~0u & ~LSN_CH_SERVER);
+}
+
+void app_load_lesson(app *a, int number, int resume)
+{
+    lesson_ui_reset(a);
+    if (lsn_load(a->lsn, number, resume) != 0 && lsn_current(a->lsn) != number)
+        app_status(a, UI_R_ERROR, "Could not open lesson %d", number);
+    lesson_opened(a);
+}
+
+void app_replay_lesson(app *a, int number, int step, const lsn_input *in, int nin)
+{
+    int focus = a->view_focus;
+    lesson_ui_reset(a);
+    a->view_focus = focus; /* the presenter's, set again right after */
+    if (lsn_replay(a->lsn, number, step, in, nin, 1) != 0 && lsn_current(a->lsn) != number)
+        app_status(a, UI_R_ERROR, "Could not open lesson %d", number);
+    lesson_opened(a);
 }
 
 /* ---- start and the loop --------------------------------------------------- */
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: kvlab [--lesson N] [--lessons DIR] [--ascii] [--no-color] [--fps N] [--version]\n");
+    fprintf(f, "usage: kvlab [--lesson N] [--lessons DIR] [--ascii] [--no-color] [--fps N] [--version]\n"
+               "             [--present [ROOM] [--allow-group GROUP] | --follow [ROOM]]\n");
 }
 
 static const char *g_lessons_dir; /* --lessons DIR (else $KVLAB_LESSONS_DIR, else the installed lessons) */
+static int g_room_mode;           /* APP_ROOM_*: --present / --follow */
+static const char *g_room_name;   /* ROOM after --present / --follow, NULL = the default room */
+static const char *g_room_group;  /* --allow-group GROUP */
 
 static int parse_args(app *a, int argc, char **argv, int *lesson)
 {
@@ -398,6 +424,21 @@ static int parse_args(app *a, int argc, char **argv, int *lesson)
                 return 2;
             }
             g_lessons_dir = argv[++i];
+        } else if (!strcmp(s, "--present") || !strcmp(s, "--follow")) {
+            int mode = !strcmp(s, "--present") ? APP_ROOM_PRESENT : APP_ROOM_FOLLOW;
+            if (g_room_mode && g_room_mode != mode) {
+                fprintf(stderr, "kvlab: --present and --follow do not go together\n");
+                return 2;
+            }
+            g_room_mode = mode;
+            if (i + 1 < argc && argv[i + 1][0] != '-')
+                g_room_name = argv[++i]; /* the room is optional */
+        } else if (!strcmp(s, "--allow-group")) {
+            if (i + 1 >= argc || argv[i + 1][0] == '-') {
+                fprintf(stderr, "kvlab: --allow-group needs a Unix group name (see getent group)\n");
+                return 2;
+            }
+            g_room_group = argv[++i];
         } else if (!strcmp(s, "--ascii")) {
             a->force_ascii = 1;
         } else if (!strcmp(s, "--no-color") || !strcmp(s, "--no-colour")) {
@@ -457,6 +498,14 @@ int app_main(int argc, char **argv)
     int lesson = 0;
     int rc = parse_args(a, argc, argv, &lesson);
     if (rc >= 0) return rc;
+    if (g_room_group && g_room_mode != APP_ROOM_PRESENT) {
+        fprintf(stderr, "kvlab: --allow-group opens a room you present: use it with --present\n");
+        return 2;
+    }
+    if (g_room_mode == APP_ROOM_FOLLOW && lesson > 0) {
+        fprintf(stderr, "kvlab: a follower shows the presenter's lesson: drop --lesson (x in the app explores on your own)\n");
+        return 2;
+    }
 
     setlocale(LC_ALL, "");
     char err[512] = "";
@@ -468,6 +517,8 @@ int app_main(int argc, char **argv)
     cfg.device = dev;
     cfg.lessons_dir = kvlab_lessons_dir_for(g_lessons_dir);
     cfg.assets_dir = kvlab_assets_dir();
+    if (g_room_mode == APP_ROOM_FOLLOW)
+        cfg.state_dir = ""; /* a follower neither reads nor writes progress (app_room.h) */
     a->lsn = lsn_new(&cfg, err, sizeof err);
     if (!a->lsn) {
         fprintf(stderr, "kvlab: %s\n", err);
@@ -477,6 +528,12 @@ int app_main(int argc, char **argv)
     if (lesson > 0 && !lsn_info_of(a->lsn, lesson)) {
         fprintf(stderr, "kvlab: there is no lesson %d (the course has %d; see kvlab lessons)\n", lesson,
                 lsn_count(a->lsn));
+        lsn_free(a->lsn);
+        if (dev) dev->ops->destroy(dev);
+        return 2;
+    }
+    if (app_room_open(a, g_room_mode, g_room_name, g_room_group, err, sizeof err) < 0) {
+        fprintf(stderr, "kvlab: %s\n", err);
         lsn_free(a->lsn);
         if (dev) dev->ops->destroy(dev);
         return 2;
@@ -517,12 +574,13 @@ int app_main(int argc, char **argv)
     mouseinterval(0);
     getmaxyx(stdscr, a->rows, a->cols);
     a->now = app_now();
-    a->loading = lesson > 0 ? lesson : lsn_resume_lesson(a->lsn);
+    a->loading = g_room_mode == APP_ROOM_FOLLOW ? 0 : lesson > 0 ? lesson : lsn_resume_lesson(a->lsn);
     app_relayout(a, 1);
     draw(a); /* the first frame, before the lesson loads */
     g_stats.first_frame_s = app_now() - g_stats.t_start;
 
-    app_load_lesson(a, a->loading, 1);
+    if (a->loading)
+        app_load_lesson(a, a->loading, 1);
     a->loading = 0;
 
     double last_tick = app_now();
@@ -534,10 +592,11 @@ int app_main(int argc, char **argv)
         last_tick = a->now;
         if (dt > 0.25) dt = 0.25;
         unsigned ch_bits = 0;
-        if (!a->paused && a->overlay == APP_OV_NONE) {
+        if (!a->paused && a->overlay == APP_OV_NONE && !app_room_drives(a)) {
             ch_bits = lsn_tick(a->lsn, dt);
             app_lesson_changed(a, ch_bits);
         }
+        app_room_tick(a);
         app_feed_events(a);
         app_update_flashing(a);
         if (a->plan) {
@@ -575,6 +634,10 @@ int app_main(int argc, char **argv)
         animating |= a->flashing || app_starting(a);
         int timeout_ms = animating ? 1000 / a->fps : a->paused ? 1000 : 250;
         WINDOW *in = input_window(a);
+        if (a->room) { /* wake for the room's sockets too */
+            app_room_wait(a, timeout_ms);
+            timeout_ms = 0;
+        }
         wtimeout(in, timeout_ms);
         int ch = wgetch(in);
         if (ch == ERR) continue;
@@ -597,6 +660,7 @@ int app_main(int argc, char **argv)
     endwin();
     stats_write();
     free(g_stats.cpu_samples);
+    app_room_close(a);
     lsn_free(a->lsn);
     if (dev) dev->ops->destroy(dev);
     free(a->flash_kind);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "app_room.h"
 #include "ui_style.h"
 #include "ui_text.h"
 
@@ -16,6 +17,15 @@ static const keydef keys_main[] = {
     { "n", "next" }, { "p", "back" }, { "f", "flags" }, { "h", "hint" }, { "l", "lessons" },
     { "Tab", "view" }, { "?", "help" }, { "q", "quit" }, { "space", "pause" }, { "s", "step" },
     { "+/-", "speed" }, { "r", "reset" }, { "t", "block table" },
+};
+/* A follower: the presenter moves the lesson. */
+static const keydef keys_follow[] = {
+    { "x", "explore on your own" }, { "up/down", "scroll" }, { "?", "help" }, { "q", "quit" },
+};
+/* A follower on its own: the usual keys, and x to rejoin. */
+static const keydef keys_away[] = {
+    { "n", "next" }, { "p", "back" }, { "f", "flags" }, { "h", "hint" }, { "x", "rejoin" },
+    { "Tab", "view" }, { "?", "help" }, { "q", "quit" }, { "l", "lessons" }, { "space", "pause" },
 };
 static const keydef keys_flags[] = {
     { "up/down", "pick" }, { "left/right", "change" }, { "Enter", "type a value" }, { "Esc", "done" },
@@ -56,9 +66,12 @@ void ui_chrome_footer(app *a, WINDOW *win)
         ui_puts(win, 0, 1, w - 2, k, ui_attr(UI_R_KEY));
         return;
     }
-    if (a->input_active) draw_keys(win, w, keys_answer, 6);
+    int room = app_room_footer_mode(a);
+    if (room == 1) draw_keys(win, w, keys_follow, (int)(sizeof keys_follow / sizeof keys_follow[0]));
+    else if (a->input_active) draw_keys(win, w, keys_answer, 6);
     else if (a->key_focus == UI_PANE_FLAGS && a->flag_editing) draw_keys(win, w, keys_edit, 4);
     else if (a->key_focus == UI_PANE_FLAGS) draw_keys(win, w, keys_flags, 5);
+    else if (room == 2) draw_keys(win, w, keys_away, (int)(sizeof keys_away / sizeof keys_away[0]));
     else draw_keys(win, w, keys_main, (int)(sizeof keys_main / sizeof keys_main[0]));
 }
 
@@ -74,14 +87,15 @@ void ui_chrome_header(app *a, WINDOW *win)
     x += ui_puts(win, 0, x, w - x, "kvlab", hd | A_BOLD);
     int num = a->lsn ? lsn_current(a->lsn) : 0;
     int total = a->lsn ? lsn_count(a->lsn) : 0;
-    char right[96];
+    char right[192];
     lsn_state st = a->lsn ? lsn_get_state(a->lsn) : LSN_IDLE;
     const char *state = a->paused ? "paused" : st == LSN_RUNNING || st == LSN_WAIT_COND ? "running"
                        : st == LSN_DONE ? "done" : st == LSN_ERROR ? "error" : "waiting";
-    snprintf(right, sizeof right, "step %d  %lc %s x%.1f ", a->lsn ? lsn_step(a->lsn) : 0,
-             (wint_t)(a->paused ? g->pause : g->play), state, a->speed);
+    const char *room = app_room_label(a);
+    snprintf(right, sizeof right, "%s%sstep %d  %lc %s x%.1f ", room, room[0] ? "  " : "",
+             a->lsn ? lsn_step(a->lsn) : 0, (wint_t)(a->paused ? g->pause : g->play), state, a->speed);
     int rl = 0;
-    { wchar_t tmp[128]; int n = ui_decode(right, tmp, 128); for (int i = 0; i < n; i++) rl += ui_wcwidth(tmp[i]); }
+    { wchar_t tmp[192]; int n = ui_decode(right, tmp, 192); for (int i = 0; i < n; i++) rl += ui_wcwidth(tmp[i]); }
     char mid[256];
     /* A message for the learner takes the title's place while it lasts
      * (at 80 columns there is no room for both). */

@@ -1,6 +1,8 @@
 /* ui_text: see ui_text.h. */
 #include "ui_text.h"
 
+#include "app_room.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -246,6 +248,8 @@ void ui_text_draw(app *a, WINDOW *win)
     const char *txt = a->lsn ? lsn_text(a->lsn) : "";
     char loading[64];
     snprintf(loading, sizeof loading, "Opening lesson %d ...", a->loading);
+    const char *idle = st == LSN_IDLE ? app_room_idle_text(a) : NULL; /* a follower waiting for its presenter */
+    if ((!txt || !*txt) && idle) txt = idle;
     if (!txt || !*txt) txt = st != LSN_IDLE ? "" : a->loading ? loading : "No lesson loaded. Press l to pick one.";
     int page = a->lsn ? lsn_page_number(a->lsn) : 0;
     /* A right answer whose page the lesson left at once: its explanation

@@ -53,8 +53,12 @@ int cmd_rooms(int argc, char **argv)
         if ((l = (int)strlen(e->owner)) > wp) wp = l;
         if ((l = (int)strlen(lesson[i])) > wl) wl = l;
     }
-    if (n == 0) {
+    char closed[512];
+    int nclosed = room_closed_owners(closed, sizeof closed);
+    if (n == 0 && !nclosed) {
         printf("No rooms on this machine. Start one with: kvlab --present [ROOM] [--allow-group GROUP]\n");
+    } else if (n == 0) {
+        printf("No room here is open to you.\n");
     } else {
         if (wl > 40) wl = 40;
         printf("%-*s  %-*s  %-*s  %-9s  %s\n", wn, "ROOM", wp, "PRESENTER", wl, "LESSON", "FOLLOWING", "JOIN");
@@ -64,6 +68,9 @@ int cmd_rooms(int argc, char **argv)
         printf("%d room%s, %d with a presenter. Follow one with: kvlab --follow USER/ROOM\n", n, n == 1 ? "" : "s",
                live);
     }
+    if (nclosed)
+        printf("Not open to you: the rooms of %s (a presenter opens a room to a group with --allow-group GROUP).\n",
+               closed);
     if (unsafe)
         printf("(%d room folder%s skipped: not safe to use, see kvlab --present for why)\n", unsafe,
                unsafe == 1 ? "" : "s");

@@ -173,12 +173,21 @@ static void try_connect(room_follow *f, double now, unsigned *ch)
         if (rc <= 0 || !e.sock[0]) {
             if (rc < 0)
                 set_status(f, ROOM_FS_WAITING, ch, "%s", err);
+            else if (e.closed)
+                set_status(f, ROOM_FS_REFUSED, ch,
+                           "refused: %s's rooms are not open to you (the presenter can open one to a group "
+                           "you are in with --allow-group GROUP)",
+                           e.owner);
             else if (f->ever_followed)
-                set_status(f, ROOM_FS_WAITING, ch, "the presenter of room '%s' is gone; waiting for it to come back",
-                           f->name);
+                set_status(f, ROOM_FS_WAITING, ch, "presenter gone: waiting for room '%s' to come back", f->name);
+            else if (e.owner[0] && e.uid != geteuid())
+                set_status(f, ROOM_FS_WAITING, ch,
+                           "waiting for %s's room '%s' (a room %s opens to no group stays invisible to you: "
+                           "it needs --allow-group GROUP with a group you are in)",
+                           e.owner, f->name, e.owner);
             else
                 set_status(f, ROOM_FS_WAITING, ch, "waiting for the presenter of room '%s'", f->name);
-            f->next_try = now + ROOM_RETRY_S;
+            f->next_try = now + (f->status == ROOM_FS_REFUSED ? ROOM_RETRY_REFUSED_S : ROOM_RETRY_S);
             return;
         }
         snprintf(path, sizeof path, "%s", e.sock);
@@ -194,8 +203,7 @@ static void try_connect(room_follow *f, double now, unsigned *ch)
             f->next_try = now + ROOM_RETRY_REFUSED_S;
         } else {
             if (f->ever_followed)
-                set_status(f, ROOM_FS_WAITING, ch, "the presenter of room '%s' is gone; waiting for it to come back",
-                           f->name);
+                set_status(f, ROOM_FS_WAITING, ch, "presenter gone: waiting for room '%s' to come back", f->name);
             else
                 set_status(f, ROOM_FS_WAITING, ch, "waiting for the presenter of room '%s'", f->name);
             f->next_try = now + ROOM_RETRY_S;
@@ -346,7 +354,7 @@ unsigned room_follow_poll(room_follow *f, double now)
         if (n <= 0) {
             if (f->ever_followed)
                 set_status(f, ROOM_FS_WAITING, &ch,
-                           "the presenter of room '%s' is gone; waiting for it to come back", f->name);
+                           "presenter gone: waiting for room '%s' to come back", f->name);
             else
                 set_status(f, ROOM_FS_WAITING, &ch, "waiting for the presenter of room '%s'", f->name);
             disconnect(f, now, ROOM_RETRY_S);

@@ -143,7 +143,7 @@ typedef struct room_msg {
 } room_msg;
 
 /* Empty message of the given type (all counts 0, strings "", view_focus -1,
- * speed 1). */
+ * speed 1; list entries past their counts are left as they were). */
 void room_msg_init(room_msg *m, int type);
 
 /* Encode m into buf[cap] as one frame. For STATE every ROOM_H_FULL field is

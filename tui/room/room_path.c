@@ -334,6 +334,44 @@ int room_scan(room_entry *out, int max, int *unsafe)
     return n;
 }
 
+int room_closed_owners(char *out, size_t len)
+{
+    uid_t seen[64];
+    int n = 0;
+    if (len)
+        out[0] = '\0';
+    DIR *d = opendir(room_shared_root());
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        uid_t u;
+        gid_t g;
+        if (!parse_folder(de->d_name, &u, &g) || u == geteuid())
+            continue;
+        char dir[ROOM_PATH_MAX];
+        snprintf(dir, sizeof dir, "%.80s/%.26s", room_shared_root(), de->d_name);
+        DIR *x = opendir(dir);
+        if (x) {
+            closedir(x);
+            continue;
+        }
+        if (errno != EACCES)
+            continue;
+        int dup = 0;
+        for (int i = 0; i < n; i++)
+            dup |= seen[i] == u;
+        if (dup || n == 64)
+            continue;
+        seen[n++] = u;
+        char name[ROOM_NAME_MAX];
+        room_user_name(u, name, sizeof name);
+        size_t l = strlen(out);
+        snprintf(out + l, len - l, "%s%s", l ? ", " : "", name);
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
 int room_find(const char *spec, room_entry *out, char *err, size_t errlen)
 {
     char user[ROOM_NAME_MAX] = "", name[ROOM_ROOMNAME_MAX];
@@ -367,7 +405,7 @@ int room_find(const char *spec, room_entry *out, char *err, size_t errlen)
     /* One's own room first: NAME alone means mine when I have one. */
     const char *want_user = user[0] ? user : NULL;
     for (int pass = 0; pass < 2; pass++) {
-        int found = 0, first = -1;
+        int found = 0, first = -1, first_live = -1;
         char owners[256] = "";
         for (int i = 0; i < n; i++) {
             if (strcmp(all[i].name, name))
@@ -376,6 +414,10 @@ int room_find(const char *spec, room_entry *out, char *err, size_t errlen)
                 continue;
             if (want_user && strcmp(all[i].owner, want_user))
                 continue;
+            /* A presenter's own rooms: one is live, others are sockets a
+             * killed presenter left (only their owner can read the lock). */
+            if (first_live < 0 && all[i].uid == me && room_is_live(all[i].sock))
+                first_live = i;
             if (first < 0 || strcmp(all[first].owner, all[i].owner)) {
                 size_t ol = strlen(owners);
                 snprintf(owners + ol, sizeof owners - ol, "%s%s", ol ? ", " : "", all[i].owner);
@@ -387,7 +429,7 @@ int room_find(const char *spec, room_entry *out, char *err, size_t errlen)
         if (found == 1 || (found > 1 && pass == 0)) {
             /* Several of one's own (private and a group's): the first, all
              * are one presenter's; another user's name never shadows it. */
-            *out = all[first];
+            *out = all[first_live >= 0 ? first_live : first];
             return 1;
         }
         if (found > 1)
@@ -406,6 +448,29 @@ int room_find(const char *spec, room_entry *out, char *err, size_t errlen)
         }
     } else {
         snprintf(out->owner, sizeof out->owner, "%s", want_user);
+        /* The user's folders we may not read: rooms that are not open to us. */
+        struct passwd pw, *res = NULL;
+        char pbuf[4096];
+        if (getpwnam_r(want_user, &pw, pbuf, sizeof pbuf, &res) == 0 && res) {
+            out->uid = res->pw_uid;
+            DIR *d = opendir(room_shared_root());
+            struct dirent *de;
+            while (d && (de = readdir(d))) {
+                uid_t u;
+                gid_t g;
+                if (!parse_folder(de->d_name, &u, &g) || u != res->pw_uid)
+                    continue;
+                char dir[ROOM_PATH_MAX];
+                snprintf(dir, sizeof dir, "%.80s/%.26s", room_shared_root(), de->d_name);
+                DIR *x = opendir(dir);
+                if (x)
+                    closedir(x);
+                else if (errno == EACCES)
+                    out->closed = 1;
+            }
+            if (d)
+                closedir(d);
+        }
     }
     return 0;
 }

@@ -70,6 +70,8 @@ typedef struct room_entry {
     gid_t gid;                    /* group it is open to, ROOM_NO_GROUP = presenter only */
     char group[ROOM_NAME_MAX];    /* that group's name, "" when none */
     char sock[ROOM_PATH_MAX];     /* socket path */
+    int closed;                   /* room_find, not found: USER has room folders this
+                                     process may not read (rooms not open to it) */
 } room_entry;
 
 #define ROOM_SCAN_MAX 256
@@ -82,11 +84,17 @@ typedef struct room_entry {
  * of entries written (at most max). */
 int room_scan(room_entry *out, int max, int *unsafe);
 
+/* Users with room folders under the shared root that this process may not
+ * read (their rooms are not open to it): their names, comma-separated, into
+ * out[len]. Returns how many. */
+int room_closed_owners(char *out, size_t len);
+
 /* Resolve a room as a follower names it (NULL or "" = this user's default
  * room). Returns 1 with *out, 0 when no such room exists yet (*out still has
- * the name and, for one's own or a USER/ room, the expected socket path, so a
- * follower can wait for it), -1 when the name is invalid or matches rooms of
- * several users (err says to write USER/NAME). */
+ * the name and, for one's own room, the expected socket path, so a follower
+ * can wait for it; for a USER/ room, out->closed says whether USER has room
+ * folders this process may not read), -1 when the name is invalid or
+ * matches rooms of several users (err says to write USER/NAME). */
 int room_find(const char *spec, room_entry *out, char *err, size_t errlen);
 
 #endif

@@ -4,6 +4,7 @@
 #include "room_pres.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +64,8 @@ struct room_pres {
     int following;
     room_pres_stats stats;
 };
+
+static void state_copy(room_state *d, const room_state *s);
 
 /* ---- opening ----------------------------------------------------------- */
 
@@ -215,11 +218,18 @@ room_pres *room_pres_open(const char *name, const char *allow_group, char *err, 
     static room_entry all[ROOM_SCAN_MAX];
     int n = room_scan(all, ROOM_SCAN_MAX, NULL);
     for (int i = 0; i < n; i++) {
-        if (all[i].uid == me && !strcmp(all[i].name, nm) && (all[i].gid != gid) && room_is_live(all[i].sock)) {
+        if (all[i].uid != me || strcmp(all[i].name, nm) || all[i].gid == gid)
+            continue;
+        if (room_is_live(all[i].sock)) {
             kv_errf(err, errlen, -1, "you already present room '%s' (open to %s): quit it first or choose another name",
                     nm, all[i].gid == ROOM_NO_GROUP ? "you only" : all[i].group);
             return NULL;
         }
+        /* Left by a presenter that was killed: followers must not find it. */
+        char lock[ROOM_PATH_MAX + 8];
+        room_lock_path(all[i].sock, lock, sizeof lock);
+        unlink(all[i].sock);
+        unlink(lock);
     }
     if (room_dir(me, gid, 1, dir, sizeof dir, err, errlen) < 0)
         return NULL;
@@ -295,7 +305,7 @@ static int ensure_full(room_pres *p)
         return 0;
     if (p->full_dirty || !p->full_len) {
         room_msg_init(&p->msg, ROOM_T_STATE);
-        p->msg.st = p->cur;
+        state_copy(&p->msg.st, &p->cur);
         p->msg.have = ROOM_H_FULL | ROOM_H_FOLLOWERS;
         p->full_len = room_msg_encode(&p->msg, p->full, FRAME_CAP);
         p->full_dirty = 0;
@@ -518,11 +528,26 @@ static int flags_equal(const room_state *a, const room_state *b)
     return 1;
 }
 
+/* Copy the used part of a state (its lists hold up to ~190 KiB, rarely
+ * more than a few entries: the presenter copies every frame). */
+static void state_copy(room_state *d, const room_state *s)
+{
+    memcpy(d, s, offsetof(room_state, inputs));
+    int ni = s->ninputs < 0 ? 0 : s->ninputs > ROOM_MAX_INPUTS ? ROOM_MAX_INPUTS : s->ninputs;
+    int nf = s->nflags < 0 ? 0 : s->nflags > ROOM_MAX_FLAGS ? ROOM_MAX_FLAGS : s->nflags;
+    int ne = s->nevents < 0 ? 0 : s->nevents > ROOM_MAX_EVENTS ? ROOM_MAX_EVENTS : s->nevents;
+    memcpy(d->inputs, s->inputs, (size_t)ni * sizeof s->inputs[0]);
+    d->nflags = s->nflags;
+    memcpy(d->flags, s->flags, (size_t)nf * sizeof s->flags[0]);
+    d->nevents = s->nevents;
+    memcpy(d->events, s->events, (size_t)ne * sizeof s->events[0]);
+}
+
 /* Copy st into dst with every count within its bound and every string
  * terminated, so what is encoded is what was meant. */
 static void copy_state(room_state *dst, const room_state *st)
 {
-    *dst = *st;
+    state_copy(dst, st);
     if (dst->ninputs < 0) dst->ninputs = 0;
     if (dst->ninputs > ROOM_MAX_INPUTS) dst->ninputs = ROOM_MAX_INPUTS;
     if (dst->nflags < 0) dst->nflags = 0;
@@ -594,22 +619,23 @@ int room_pres_publish(room_pres *p, const room_state *st_in)
     uint64_t base = p->seq;
     st.seq = ++p->seq;
     st.base_seq = 0;
-    p->cur = st;
-    p->have_cur = 1;
-    p->full_dirty = 1;
-    size_t dlen = 0;
+    /* This message carries the events; the state kept for followers who
+     * join or skip later does not (they were not there for them). */
+    room_msg_init(&p->msg, full ? ROOM_T_STATE : ROOM_T_DELTA);
+    state_copy(&p->msg.st, &st);
     if (full) {
-        if (!ensure_full(p))
-            return 0;
+        p->msg.have = ROOM_H_FULL | ROOM_H_FOLLOWERS;
     } else {
-        room_msg_init(&p->msg, ROOM_T_DELTA);
-        p->msg.st = st;
         p->msg.st.base_seq = base;
         p->msg.have = have;
-        dlen = room_msg_encode(&p->msg, p->frame, FRAME_CAP);
-        if (!dlen)
-            return 0;
     }
+    size_t flen = room_msg_encode(&p->msg, p->frame, FRAME_CAP);
+    state_copy(&p->cur, &st);
+    p->cur.nevents = 0;
+    p->have_cur = 1;
+    p->full_dirty = 1;
+    if (!flen)
+        return 0;
     int sent = 0;
     for (int i = 0; i < p->nfol; i++) {
         pfollower *f = p->fol[i];
@@ -620,11 +646,14 @@ int room_pres_publish(room_pres *p, const room_state *st_in)
             p->stats.skipped++;
             continue;
         }
-        if (full || !f->got_state || f->need_full) {
+        if (!f->got_state || f->need_full) {
             send_full(p, f);
         } else {
-            append(p, f, p->frame, dlen);
-            p->stats.deltas_sent++;
+            append(p, f, p->frame, flen);
+            if (full)
+                p->stats.states_sent++;
+            else
+                p->stats.deltas_sent++;
         }
         sent++;
     }

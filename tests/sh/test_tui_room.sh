@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# Classroom mode: a presenter (80x24) and two followers (80x24, and 160x48
+# with NO_COLOR and --ascii), each its own tmux session on this test's tmux
+# server. n, an engine run and a flag change on the presenter show up on both
+# followers with the same lesson, step and figures; keys typed in a follower
+# do not move the presenter; a follower breaks away and rejoins; a killed
+# presenter leaves its followers running with a message, and they re-attach
+# when it comes back; a follower of another uid (65534, via setpriv, when run
+# as root) is let in only with the room's group, else told why.
+. "$(dirname "$0")/tui_lib.sh"
+LESSONS="$(cd "$(dirname "$0")" && pwd)/tui_lessons_room"
+
+# Rooms live in folders of this test only (KVLAB_ROOMS_DIR is /tmp's stand-in;
+# another uid must be able to reach it, so not under the private $TUI_TMP).
+ROOMS=$(mktemp -d /tmp/kvlab-roomtest.XXXXXX)
+chmod 1777 "$ROOMS"
+XDG_RUN="$TUI_TMP/run"
+mkdir -m 0700 "$XDG_RUN"
+STUDENT_STATE=$(mktemp -d /tmp/kvlab-roomtest-state.XXXXXX)
+chmod 0777 "$STUDENT_STATE"
+room_cleanup() { tui_cleanup; rm -rf "$ROOMS" "$STUDENT_STATE"; }
+trap room_cleanup EXIT
+
+# room_start SESSION COLS ROWS [ENV=VAL ...] -- [kvlab args...]
+room_start() {
+    local s=$1 cols=$2 rows=$3
+    shift 3
+    local envs=()
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
+    [ "${1:-}" = "--" ] && shift
+    local args=""
+    for a in "$@"; do args="$args '$a'"; done
+    cat > "$TUI_TMP/run-$s.sh" <<EOS
+#!/bin/sh
+export XDG_STATE_HOME='$TUI_STATE' KVLAB_LESSONS_DIR='$LESSONS' KVLAB_ROOMS_DIR='$ROOMS' XDG_RUNTIME_DIR='$XDG_RUN'
+${envs[@]+$(printf 'export %q\n' "${envs[@]}")}
+${ROOM_PREFIX:-} '$KVLAB'$args
+code=\$?
+printf 'EXIT:%s\n' "\$code"
+stty -a | tr ' ;' '\n\n' | grep -E '^-?(icanon|echo)\$' | tr '\n' ' '
+printf '\nSTTY-DONE\n'
+sleep 600
+EOS
+    chmod 755 "$TUI_TMP/run-$s.sh"
+    tui_tmux new-session -d -s "$s" -x "$cols" -y "$rows" "$TUI_TMP/run-$s.sh"
+    # Per session: tmux 3.3a's server dies on new-session after a global
+    # window-size manual.
+    tui_tmux set-option -t "$s" window-size manual >/dev/null 2>&1 || true
+}
+on() { local s=$1; shift; TUI_SESSION=$s "$@"; }
+screen_of() { TUI_SESSION=$1 tui_screen; }
+
+# The figures a view shows: the metrics values and the pool's used count.
+figures() {
+    screen_of "$1" | grep -oE '(kv_cache_usage_perc|num_requests_running|num_requests_waiting) +[0-9.,]+%?|used [0-9,]+' |
+        tr -s ' ' | sort -u | tr '\n' ';'
+}
+step_of() { screen_of "$1" | head -1 | grep -oE 'step [0-9]+' | head -1; }
+# Wait until every follower shows the presenter's figures (they converge on
+# the presenter's engine tick).
+same_figures() {
+    local want end=$((SECONDS + 10 * ${TUI_TIMEOUT_SCALE:-3})) f
+    while [ $SECONDS -le $end ]; do
+        want=$(figures pres)
+        local ok=1
+        for f in "$@"; do [ "$(figures "$f")" = "$want" ] || ok=0; done
+        if [ $ok = 1 ] && [ -n "$want" ]; then return 0; fi
+        sleep 0.2
+    done
+    echo "FAIL: figures differ: pres '$(figures pres)'" >&2
+    for f in "$@"; do echo "  $f '$(figures "$f")'" >&2; screen_of "$f" >&2; done
+    exit 1
+}
+
+room_start pres 80 24 -- --present class --lesson 1
+on pres tui_wait "presenting to 0" 10
+room_start f1 80 24 -- --follow class
+room_start f2 160 48 NO_COLOR=1 -- --follow class --ascii
+on pres tui_wait "presenting to 2" 10
+for f in f1 f2; do
+    on $f tui_wait "following" 10
+    on $f tui_wait "Lesson 1/1" 5
+    on $f tui_wait "Start" 5
+    on $f tui_wait "A pool of 300 blocks" 5
+done
+on f2 tui_wait "> waiting" 5   # the ASCII play glyph: --ascii holds for a follower
+# kvlab rooms lists it: presenter, lesson, followers, and that we may join.
+rooms=$(KVLAB_ROOMS_DIR="$ROOMS" XDG_RUNTIME_DIR="$XDG_RUN" "$KVLAB" rooms)
+echo "$rooms" | grep -qE "^$(id -un)/class +$(id -un) +1 Fixture: a class follows the pool +2 +yes" ||
+    fail "kvlab rooms does not list the room: $rooms"
+s=$(screen_of f2)
+if printf '%s' "$s" | grep -q '[┌│▶]'; then fail "the --ascii follower draws box glyphs"; fi
+
+# n and an engine run: both followers animate the same run and land on the
+# same page, step and figures.
+on pres tui_keys n
+for f in f1 f2; do on $f tui_wait "First run" 10; done
+for s in pres f1 f2; do on $s tui_wait "First run over" 20; done
+same_figures f1 f2
+run1=$(screen_of pres | grep -oE 'run1 step=[0-9]+ done=[0-9]+ preempted=[0-9]+')
+[ -n "$run1" ] || fail "no figures on the presenter's page"
+for f in f1 f2; do screen_of $f | grep -qF "$run1" || fail "$f does not show '$run1'"; done
+[ "$(step_of f1)" = "$(step_of pres)" ] && [ "$(step_of f2)" = "$(step_of pres)" ] || fail "steps differ"
+
+# Keys typed in a follower do not move the presenter.
+p_before=$(step_of pres)
+on f1 tui_keys n n b f space
+on f1 tui_wait "The presenter leads" 5
+sleep 0.5
+[ "$(step_of pres)" = "$p_before" ] || fail "a follower's keys moved the presenter"
+on pres tui_wait "First run over" 2
+
+# A flag change on the presenter: the followers' servers restart with it.
+on pres tui_keys f
+on pres tui_wait "Esc: done" 5
+on pres tui_keys Enter C-u 8 Enter
+on pres tui_wait "max-num-seqs = 8" 5
+on pres tui_keys Escape
+for f in f1 f2; do on $f tui_wait "set --max-num-seqs 8" 10; done
+for f in f1 f2; do
+    screen_of $f | grep -qE 'max-num-seqs +8( |│|\||$)' || fail "$f's flags view does not show max-num-seqs 8"
+done
+# A second run under the new flag.
+on pres tui_keys n
+for s in pres f1 f2; do on $s tui_wait "Second run over" 20; done
+same_figures f1 f2
+run2=$(screen_of pres | grep -oE 'run2 step=[0-9]+ done=[0-9]+ preempted=[0-9]+')
+[ -n "$run2" ] || fail "no figures on the presenter's page"
+for f in f1 f2; do screen_of $f | grep -qF "$run2" || fail "$f does not show '$run2'"; done
+
+# A follower breaks away (its own lesson from the presenter's page on) and rejoins.
+on f1 tui_keys x
+on f1 tui_wait "on your own" 5
+on f1 tui_keys n
+on f1 tui_wait "How many tokens does one block hold" 10
+on pres tui_wait "Second run over" 2
+screen_of pres | grep -q "How many tokens" && fail "the follower's n moved the presenter"
+[ -f "$TUI_STATE/kvlab/rooms/class/progress.json" ] || fail "a follower on its own keeps no progress of its own"
+on f1 tui_keys Escape x
+on f1 tui_wait "following" 5
+on f1 tui_wait "Second run over" 10
+same_figures f1 f2
+
+# The presenter's progress file is the presenter's: same user, same state
+# folder, yet the followers never wrote it.
+grep -qE '"step":[[:space:]]*2,' "$TUI_STATE/kvlab/progress.json" || fail "the presenter's progress is not at step 2: $(cat "$TUI_STATE/kvlab/progress.json")"
+
+# The presenter quits: followers stay, say so, and re-attach when it is back.
+pid=$(TUI_SESSION=pres tui_app_pid) || fail "no presenter process"
+kill -TERM "$pid"
+on pres tui_wait "EXIT:" 10
+for f in f1 f2; do
+    on $f tui_wait "presenter quit" 10
+    on $f tui_wait "waiting for presenter" 5
+    on $f tui_wait "Second run over" 2   # the page stays
+done
+tui_tmux kill-session -t pres
+room_start pres 80 24 -- --present class
+on pres tui_wait "presenting to 2" 15
+on pres tui_wait "Second run over" 10
+for f in f1 f2; do on $f tui_wait "following" 10; done
+same_figures f1 f2
+# Killed outright (no goodbye): the followers notice the socket closing.
+pid=$(TUI_SESSION=pres tui_app_pid) || fail "no presenter process"
+kill -KILL "$pid"
+for f in f1 f2; do on $f tui_wait "presenter gone" 10; done
+tui_tmux kill-session -t pres
+
+# Another uid. As root: uid 65534 through setpriv, with and without the group.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1 && getent group users >/dev/null 2>&1; then
+    gid=$(getent group users | cut -d: -f3)
+    room_start pres 80 24 -- --present class --allow-group users
+    on pres tui_wait "presenting to 2" 15   # f1 and f2 find it again (root may join)
+    ROOM_PREFIX="setpriv --reuid=65534 --regid=65534 --clear-groups" \
+        room_start stranger 80 24 "XDG_STATE_HOME=$STUDENT_STATE" -- --follow root/class
+    on stranger tui_wait "refused" 10
+    on stranger tui_wait "not open to you" 5
+    ROOM_PREFIX="setpriv --reuid=65534 --regid=65534 --groups=$gid" \
+        room_start member 80 24 "XDG_STATE_HOME=$STUDENT_STATE" -- --follow root/class
+    on member tui_wait "following" 10
+    on member tui_wait "Second run over" 10
+    on pres tui_wait "presenting to 3" 5
+    [ -z "$(ls -A "$STUDENT_STATE")" ] || fail "a follower wrote progress: $(ls -R "$STUDENT_STATE")"
+else
+    echo "second uid part skipped (needs root, setpriv and a 'users' group); test_room_net covers the peer check"
+fi
+
+on f2 tui_quit_clean
+on f1 tui_quit_clean
+echo "PASS"

@@ -1,0 +1,501 @@
+/* app_room: presenting and following in the app (see app_room.h). */
+#include "app_room.h"
+
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "room_follow.h"
+#include "room_pres.h"
+
+#define MAX_CATCHUP_TICKS 200000  /* engine ticks a follower runs in one turn */
+#define HINT_EVERY_S 4.0          /* "press x ..." at most this often */
+
+typedef struct app_room {
+    int mode;
+    char name[ROOM_ROOMNAME_MAX];
+    char label[96];
+    char idle[ROOM_TEXT_MAX + 160];
+
+    /* presenter */
+    room_pres *pres;
+    room_state *st;             /* built each turn */
+    int prev_lesson, prev_step, prev_ninputs, prev_focus, prev_paused, prev_followers;
+    double prev_speed;
+    int64_t prev_ticks;
+    uint32_t server_gen;
+
+    /* follower */
+    room_follow *fol;
+    int exploring;              /* broken away */
+    int force_replay;           /* rejoining: rebuild from the presenter's state */
+    char presenter[ROOM_NAME_MAX];
+    double hint_at;
+    char state_dir[PATH_MAX];   /* where a follower that breaks away keeps its progress */
+    lsn_input conv[ROOM_MAX_INPUTS];
+} app_room;
+
+static app_room *R(const app *a) { return a->room; }
+
+/* ---- opening ------------------------------------------------------------------ */
+
+static void follower_state_dir(app_room *m)
+{
+    const char *x = getenv("XDG_STATE_HOME"), *h = getenv("HOME");
+    if (x && x[0] == '/')
+        snprintf(m->state_dir, sizeof m->state_dir, "%s/kvlab/rooms/%s", x, m->name);
+    else if (h && *h)
+        snprintf(m->state_dir, sizeof m->state_dir, "%s/.local/state/kvlab/rooms/%s", h, m->name);
+    else
+        m->state_dir[0] = '\0';
+}
+
+int app_room_open(app *a, int mode, const char *name, const char *group, char *err, size_t errlen)
+{
+    a->room = NULL;
+    if (mode == APP_ROOM_OFF)
+        return 0;
+    app_room *m = calloc(1, sizeof *m);
+    if (!m) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    m->mode = mode;
+    if (mode == APP_ROOM_PRESENT) {
+        m->st = calloc(1, sizeof *m->st);
+        m->pres = m->st ? room_pres_open(name, group, err, errlen) : NULL;
+        if (!m->pres) {
+            free(m->st);
+            free(m);
+            return -1;
+        }
+        snprintf(m->name, sizeof m->name, "%s", room_pres_name(m->pres));
+        m->prev_lesson = -1;
+        m->prev_focus = -1;
+        m->prev_speed = 1;
+    } else {
+        m->fol = room_follow_new(name, err, errlen);
+        if (!m->fol) {
+            free(m);
+            return -1;
+        }
+        room_entry e;
+        char e2[256];
+        room_find(name, &e, e2, sizeof e2);
+        snprintf(m->name, sizeof m->name, "%s", e.name[0] ? e.name : "room");
+        follower_state_dir(m);
+    }
+    a->room = m;
+    return 0;
+}
+
+void app_room_close(app *a)
+{
+    app_room *m = R(a);
+    if (!m)
+        return;
+    room_pres_close(m->pres, "the presenter quit");
+    room_follow_free(m->fol);
+    free(m->st);
+    free(m);
+    a->room = NULL;
+}
+
+void app_room_wait(app *a, int timeout_ms)
+{
+    struct pollfd fds[ROOM_MAX_FOLLOWERS + 2];
+    int n = 0;
+    fds[n].fd = 0;
+    fds[n].events = POLLIN;
+    fds[n++].revents = 0;
+    app_room *m = R(a);
+    if (m && m->pres)
+        n += room_pres_pollfds(m->pres, fds + n, ROOM_MAX_FOLLOWERS + 1);
+    if (m && m->fol) {
+        int fd = room_follow_fd(m->fol);
+        if (fd >= 0) {
+            fds[n].fd = fd;
+            fds[n].events = POLLIN;
+            fds[n++].revents = 0;
+        } else if (timeout_ms > (int)(ROOM_RETRY_S * 1000)) {
+            timeout_ms = (int)(ROOM_RETRY_S * 1000); /* time to try connecting again */
+        }
+    }
+    poll(fds, (nfds_t)n, timeout_ms);
+}
+
+/* ---- presenter ------------------------------------------------------------------- */
+
+static void add_event(room_state *s, int kind, int64_t arg, const char *name, const char *value)
+{
+    if (s->nevents >= ROOM_MAX_EVENTS)
+        return;
+    room_event *e = &s->events[s->nevents++];
+    e->kind = (uint8_t)kind;
+    e->arg = arg;
+    snprintf(e->name, sizeof e->name, "%s", name ? name : "");
+    snprintf(e->value, sizeof e->value, "%s", value ? value : "");
+}
+
+static void present(app *a, app_room *m)
+{
+    if (room_pres_poll(m->pres, a->now))
+        a->dirty |= UI_PANE_BIT(UI_PANE_HEADER);
+    room_state *s = m->st;
+    lsn_runner *r = a->lsn;
+    s->nevents = 0;
+    s->lesson = lsn_current(r);
+    snprintf(s->lesson_title, sizeof s->lesson_title, "%s", lsn_title(r));
+    s->step = lsn_step(r);
+    s->page = lsn_page_number(r);
+    s->run_state = (uint8_t)lsn_get_state(r);
+    s->view_focus = a->view_focus;
+    s->paused = (uint8_t)(a->paused != 0);
+    s->speed = a->speed;
+    kv_engine *e = lsn_engine(r);
+    s->engine_seed = e ? kv_engine_get_config(e)->seed : 0;
+    int64_t ticks = lsn_engine_ticks(r);
+    if (ticks < m->prev_ticks || s->lesson != m->prev_lesson)
+        m->server_gen++;
+    m->prev_ticks = ticks;
+    s->engine_step = (uint64_t)ticks;
+    s->server_gen = m->server_gen;
+    int n = 0;
+    const lsn_input *in = lsn_inputs(r, &n);
+    if (n > ROOM_MAX_INPUTS)
+        n = ROOM_MAX_INPUTS; /* a replay past them would stop where they end */
+    s->ninputs = n;
+    for (int i = 0; i < n; i++) {
+        room_input *d = &s->inputs[i];
+        d->wait = in[i].wait;
+        d->kind = (uint8_t)in[i].kind;
+        snprintf(d->name, sizeof d->name, "%s", in[i].name ? in[i].name : "");
+        snprintf(d->value, sizeof d->value, "%s", in[i].value ? in[i].value : "");
+    }
+    int nf = lsn_flag_count(r);
+    if (nf > ROOM_MAX_FLAGS)
+        nf = ROOM_MAX_FLAGS;
+    s->nflags = nf;
+    for (int i = 0; i < nf; i++) {
+        const lsn_flag *f = lsn_flag_at(r, i);
+        snprintf(s->flags[i].name, sizeof s->flags[i].name, "%s", f ? f->name : "?");
+        snprintf(s->flags[i].value, sizeof s->flags[i].value, "%s", f && f->value ? f->value : "");
+    }
+    /* What happened since the last turn, for the followers' status line. */
+    if (s->lesson != m->prev_lesson && m->prev_lesson >= 0) {
+        add_event(s, ROOM_EV_LOAD, s->lesson, NULL, NULL);
+    } else if (m->prev_lesson >= 0) {
+        if (s->step > m->prev_step)
+            add_event(s, ROOM_EV_NEXT, s->step, NULL, NULL);
+        else if (s->step < m->prev_step)
+            add_event(s, s->step == 0 && n == 0 ? ROOM_EV_RESET : ROOM_EV_BACK, s->step, NULL, NULL);
+        for (int i = m->prev_ninputs; i < n; i++) {
+            const room_input *d = &s->inputs[i];
+            add_event(s, d->kind == ROOM_IN_FLAG ? ROOM_EV_FLAG : d->kind == ROOM_IN_REVEAL ? ROOM_EV_REVEAL
+                                                                                              : ROOM_EV_ANSWER,
+                      d->wait, d->name, d->value);
+        }
+        if (s->view_focus != m->prev_focus)
+            add_event(s, ROOM_EV_FOCUS, s->view_focus, NULL, NULL);
+        if (s->paused != m->prev_paused)
+            add_event(s, ROOM_EV_PAUSE, s->paused, NULL, NULL);
+        if (s->speed != m->prev_speed)
+            add_event(s, ROOM_EV_SPEED, (int64_t)(s->speed * 1000), NULL, NULL);
+    }
+    m->prev_lesson = s->lesson;
+    m->prev_step = s->step;
+    m->prev_ninputs = n;
+    m->prev_focus = s->view_focus;
+    m->prev_paused = s->paused;
+    m->prev_speed = s->speed;
+    room_pres_publish(m->pres, s);
+    int nfol = room_pres_followers(m->pres);
+    if (nfol != m->prev_followers) {
+        m->prev_followers = nfol;
+        a->dirty |= UI_PANE_BIT(UI_PANE_HEADER);
+    }
+}
+
+/* ---- follower ---------------------------------------------------------------------- */
+
+static int inputs_prefix(const lsn_input *mine, int n, const room_state *t)
+{
+    if (n > t->ninputs)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        const room_input *x = &t->inputs[i];
+        if (mine[i].wait != x->wait || (int)mine[i].kind != x->kind ||
+            strcmp(mine[i].name ? mine[i].name : "", x->name) || strcmp(mine[i].value ? mine[i].value : "", x->value))
+            return 0;
+    }
+    return 1;
+}
+
+/* Apply one of the presenter's inputs as the presenter made it. Returns 1
+ * when the runner took it. */
+static int apply_input(app *a, const room_input *in)
+{
+    lsn_runner *r = a->lsn;
+    unsigned ch = 0;
+    int before = 0;
+    lsn_inputs(r, &before);
+    if (in->kind == ROOM_IN_FLAG) {
+        char err[256];
+        ch = lsn_set_flag(r, in->name, in->value, err, sizeof err);
+    } else if (in->kind == ROOM_IN_REVEAL) {
+        if (lsn_get_state(r) != LSN_WAIT_ANSWER)
+            return 0;
+        lsn_reveal(r);
+        ch = LSN_CH_TEXT | LSN_CH_QUESTION | LSN_CH_STATE | LSN_CH_VIEWS;
+    } else {
+        if (lsn_get_state(r) != LSN_WAIT_ANSWER)
+            return 0;
+        lsn_verdict v;
+        ch = lsn_answer(r, in->value, &v);
+    }
+    app_lesson_changed(a, ch);
+    int after = 0;
+    lsn_inputs(r, &after);
+    return after == before + 1;
+}
+
+/* Bring the lesson to the presenter's state the cheap way (the presenter's
+ * own moves, in order). Returns 0 when it got there, -1 when only a replay
+ * can. */
+static int follow_steps(app *a, const room_state *t)
+{
+    lsn_runner *r = a->lsn;
+    if (lsn_current(r) != t->lesson || lsn_get_state(r) == LSN_ERROR)
+        return -1;
+    for (int guard = 0; guard < 64; guard++) {
+        int n = 0;
+        const lsn_input *mine = lsn_inputs(r, &n);
+        if (!inputs_prefix(mine, n, t) || lsn_step(r) > t->step)
+            return -1;
+        if (n < t->ninputs && t->inputs[n].wait == lsn_step(r)) {
+            if (!apply_input(a, &t->inputs[n]))
+                return -1;
+            continue;
+        }
+        if (lsn_step(r) == t->step)
+            return n == t->ninputs ? 0 : -1;
+        /* The presenter is further on: n (a pause), or the end of an
+         * animation then n, or a goal already met. */
+        lsn_state s = lsn_get_state(r);
+        int step0 = lsn_step(r);
+        if (s == LSN_WAIT_NEXT || s == LSN_RUNNING) {
+            app_lesson_changed(a, lsn_next(r));
+        } else if (s == LSN_WAIT_GOAL || s == LSN_WAIT_COND) {
+            app_lesson_changed(a, lsn_tick_steps(r, 0));
+        } else {
+            return -1;
+        }
+        if (lsn_step(r) == step0 && lsn_get_state(r) == s)
+            return -1; /* no move possible */
+    }
+    return -1;
+}
+
+static void replay(app *a, app_room *m, const room_state *t)
+{
+    int n = t->ninputs < ROOM_MAX_INPUTS ? t->ninputs : ROOM_MAX_INPUTS;
+    for (int i = 0; i < n; i++) {
+        m->conv[i].wait = t->inputs[i].wait;
+        m->conv[i].kind = (lsn_input_kind)t->inputs[i].kind;
+        m->conv[i].name = t->inputs[i].kind == ROOM_IN_FLAG ? (char *)t->inputs[i].name : NULL;
+        m->conv[i].value = t->inputs[i].kind == ROOM_IN_REVEAL ? NULL : (char *)t->inputs[i].value;
+    }
+    app_replay_lesson(a, t->lesson, t->step, m->conv, n);
+}
+
+static void sync_to(app *a, app_room *m, const room_state *t)
+{
+    lsn_runner *r = a->lsn;
+    if (t->lesson <= 0 || !lsn_info_of(r, t->lesson))
+        return; /* nothing to show yet (or a lesson this kvlab does not have) */
+    if (m->force_replay || follow_steps(a, t) < 0)
+        replay(a, m, t);
+    m->force_replay = 0;
+    /* The engine: run on to the presenter's tick (never back: a follower
+     * ahead of it waits for it). */
+    int64_t mine = lsn_engine_ticks(r);
+    if ((int64_t)t->engine_step > mine) {
+        int64_t k = (int64_t)t->engine_step - mine;
+        if (k > MAX_CATCHUP_TICKS)
+            k = MAX_CATCHUP_TICKS;
+        app_lesson_changed(a, lsn_tick_steps(r, k));
+    }
+    if (t->view_focus != a->view_focus) {
+        a->view_focus = t->view_focus;
+        app_relayout(a, 0);
+        a->dirty = ~0u;
+    }
+    if ((t->paused != 0) != (a->paused != 0) || t->speed != a->speed) {
+        a->paused = t->paused;
+        a->speed = t->speed;
+        a->dirty |= UI_PANE_BIT(UI_PANE_HEADER);
+    }
+}
+
+static void event_status(app *a, app_room *m, const room_state *t)
+{
+    const char *who = m->presenter[0] ? m->presenter : "the presenter";
+    for (int i = 0; i < t->nevents; i++) {
+        const room_event *e = &t->events[i];
+        switch (e->kind) {
+        case ROOM_EV_ANSWER: app_status(a, UI_R_NORMAL, "%s answered: %s", who, e->value); break;
+        case ROOM_EV_REVEAL: app_status(a, UI_R_NORMAL, "%s revealed the answer", who); break;
+        case ROOM_EV_FLAG:
+            if (e->value[0]) app_status(a, UI_R_NORMAL, "%s set --%s %s", who, e->name, e->value);
+            else app_status(a, UI_R_NORMAL, "%s put --%s back to its default", who, e->name);
+            break;
+        case ROOM_EV_LOAD: app_status(a, UI_R_NORMAL, "%s opened lesson %lld", who, (long long)e->arg); break;
+        case ROOM_EV_BACK: app_status(a, UI_R_NORMAL, "%s went back a step", who); break;
+        case ROOM_EV_RESET: app_status(a, UI_R_NORMAL, "%s started the lesson again", who); break;
+        default: break;
+        }
+    }
+}
+
+static void follow(app *a, app_room *m)
+{
+    unsigned ch = room_follow_poll(m->fol, a->now);
+    const room_msg *w = room_follow_welcome(m->fol);
+    if (w)
+        snprintf(m->presenter, sizeof m->presenter, "%s", w->presenter);
+    if (ch & ROOM_FC_STATUS) {
+        room_follow_status s = room_follow_get_status(m->fol);
+        const char *msg = room_follow_message(m->fol);
+        if (s == ROOM_FS_FOLLOWING)
+            app_status(a, UI_R_OK, "Following %s in room '%s'%s", m->presenter[0] ? m->presenter : "the presenter",
+                       m->name, m->exploring ? "" : ": x explores on your own");
+        else if (msg[0])
+            app_status(a, s == ROOM_FS_REFUSED ? UI_R_ERROR : UI_R_WARN, "%s", msg);
+        a->dirty = ~0u;
+    }
+    const room_state *t = room_follow_state(m->fol);
+    if (!t || m->exploring)
+        return;
+    if ((ch & ROOM_FC_STATE) || m->force_replay) {
+        sync_to(a, m, t);
+        event_status(a, m, t);
+        room_follow_clear_events(m->fol);
+    }
+}
+
+void app_room_tick(app *a)
+{
+    app_room *m = R(a);
+    if (!m)
+        return;
+    if (m->pres)
+        present(a, m);
+    else if (m->fol)
+        follow(a, m);
+}
+
+/* ---- keys and chrome -------------------------------------------------------------- */
+
+static int follower_may(int ch)
+{
+    switch (ch) {
+    case 'q': case 'Q': case '?': case KEY_UP: case KEY_DOWN: case 'j': case 'k': case KEY_PPAGE:
+    case KEY_NPAGE: case KEY_RESIZE: case KEY_MOUSE: case 't': case 27:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int app_room_key(app *a, int ch)
+{
+    app_room *m = R(a);
+    if (!m || !m->fol)
+        return 0;
+    if (a->overlay != APP_OV_NONE)
+        return 0; /* help and the quit question work as usual */
+    int typing = a->flag_editing || (m->exploring && a->input_active && a->input_len > 0);
+    if ((ch == 'x' || ch == 'X') && !typing) {
+        char err[256];
+        if (!m->exploring) {
+            m->exploring = 1;
+            a->paused = 0;
+            a->speed = 1.0;
+            lsn_set_speed(a->lsn, a->speed);
+            if (m->state_dir[0] && lsn_save_to(a->lsn, m->state_dir, err, sizeof err) < 0)
+                app_status(a, UI_R_WARN, "On your own (progress not kept: %s); x rejoins", err);
+            else
+                app_status(a, UI_R_OK, "On your own from here: your flags and engine; x rejoins %s",
+                           m->presenter[0] ? m->presenter : "the presenter");
+        } else {
+            m->exploring = 0;
+            m->force_replay = 1;
+            lsn_save_to(a->lsn, "", err, sizeof err);
+            a->key_focus = -1;
+            a->flag_editing = 0;
+            a->input_active = 0;
+            app_status(a, UI_R_OK, "Back with %s", m->presenter[0] ? m->presenter : "the presenter");
+            follow(a, m);
+        }
+        a->dirty = ~0u;
+        return 1;
+    }
+    if (m->exploring || follower_may(ch))
+        return 0;
+    if (a->now - m->hint_at > HINT_EVERY_S || ch == 'n') {
+        m->hint_at = a->now;
+        app_status(a, UI_R_NORMAL, "The presenter leads: x to explore");
+    }
+    return 1;
+}
+
+int app_room_drives(const app *a)
+{
+    const app_room *m = R(a);
+    return m && m->fol && !m->exploring;
+}
+
+int app_room_footer_mode(const app *a)
+{
+    const app_room *m = R(a);
+    if (!m || !m->fol)
+        return 0;
+    return m->exploring ? 2 : 1;
+}
+
+const char *app_room_label(const app *a)
+{
+    app_room *m = R(a);
+    if (!m)
+        return "";
+    if (m->pres) {
+        int n = room_pres_followers(m->pres);
+        snprintf(m->label, sizeof m->label, "presenting to %d", n);
+    } else if (m->exploring) {
+        snprintf(m->label, sizeof m->label, "on your own");
+    } else if (room_follow_get_status(m->fol) == ROOM_FS_FOLLOWING) {
+        snprintf(m->label, sizeof m->label, "following");
+    } else if (room_follow_get_status(m->fol) == ROOM_FS_REFUSED) {
+        snprintf(m->label, sizeof m->label, "refused");
+    } else {
+        snprintf(m->label, sizeof m->label, "waiting for presenter");
+    }
+    return m->label;
+}
+
+const char *app_room_idle_text(const app *a)
+{
+    app_room *m = R(a);
+    if (!m || !m->fol)
+        return NULL;
+    const char *msg = room_follow_message(m->fol);
+    if (room_follow_get_status(m->fol) == ROOM_FS_REFUSED)
+        snprintf(m->idle, sizeof m->idle, "%s.\n\nkvlab tries again every few seconds. q quits.", msg);
+    else
+        snprintf(m->idle, sizeof m->idle, "%s%s\n\nThe lesson appears here as soon as the presenter of room '%s' "
+                 "has one open. q quits.", msg[0] ? msg : "Joining", msg[0] ? "." : " ...", m->name);
+    return m->idle;
+}

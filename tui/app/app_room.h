@@ -1,0 +1,63 @@
+/* app_room: classroom mode in the lesson app (the sockets and the wire
+ * format are tui/room/).
+ *
+ * `kvlab --present [ROOM]` runs the app as usual and, once per loop turn,
+ * publishes where its lesson is (lesson, step, page, the inputs its replay
+ * needs, flags, view focus, engine ticks) to the room's followers.
+ *
+ * `kvlab --follow [ROOM]` runs its own lesson runtime and engine (with no
+ * progress file) and re-derives the presenter's scene from that state: a
+ * small change is applied as the presenter made it (n, an answer, a flag),
+ * anything else by replaying the lesson to the presenter's step with the
+ * presenter's inputs (lsn_replay), then running the engine to the
+ * presenter's engine tick (lsn_tick_steps). It draws at its own terminal
+ * size, colours and glyphs. While following, keys that would move the
+ * lesson are refused with a hint; `x` breaks away (its own flags and
+ * engine from the presenter's page on, progress kept in its own state
+ * folder) and `x` again rejoins. */
+#ifndef APP_ROOM_H
+#define APP_ROOM_H
+
+#include <stddef.h>
+
+struct app;
+
+enum { APP_ROOM_OFF = 0, APP_ROOM_PRESENT, APP_ROOM_FOLLOW };
+
+/* Open the room before the terminal is set up: a presenter binds its socket
+ * (refused with one line in err: unsafe folder, unknown group, room taken),
+ * a follower only checks the room's name. mode APP_ROOM_OFF does nothing.
+ * Returns 0 or -1. */
+int app_room_open(struct app *a, int mode, const char *name, const char *group, char *err, size_t errlen);
+
+/* Say goodbye to followers / hang up; frees the room. */
+void app_room_close(struct app *a);
+
+/* Wait up to timeout_ms for a key or for the room's sockets; returns at
+ * once when either is ready. Without a room it just sleeps in poll(). */
+void app_room_wait(struct app *a, int timeout_ms);
+
+/* Once per loop turn: the presenter serves followers and publishes; the
+ * follower reads and, unless broken away, brings its lesson to the
+ * presenter's state. */
+void app_room_tick(struct app *a);
+
+/* A key, before the app sees it: 1 when the room took it (x, or a key a
+ * follower may not use while following), 0 to let the app handle it. */
+int app_room_key(struct app *a, int ch);
+
+/* The follower is following (not broken away): the app must not run the
+ * lesson itself (no lsn_tick), the room drives it. */
+int app_room_drives(const struct app *a);
+
+/* 1 following, 2 broken away, 0 otherwise (which keys the footer shows). */
+int app_room_footer_mode(const struct app *a);
+
+/* A few words for the header ("presenting to 3", "following",
+ * "on your own", "waiting for presenter"), "" without a room. */
+const char *app_room_label(const struct app *a);
+
+/* What the text view says while a follower has no lesson yet, or NULL. */
+const char *app_room_idle_text(const struct app *a);
+
+#endif
