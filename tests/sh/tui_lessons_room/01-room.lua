@@ -30,6 +30,7 @@ return {
     lab.pause()
     lab.page("A question")
     lab.ask({ prompt = "How many tokens does one block hold?", answer = lab.plan().block_size, unit = "tokens",
+              expect = "block_size",
               script = tostring(lab.plan().block_size) })
     lab.page("Running on")
     lab.autorun(true)
