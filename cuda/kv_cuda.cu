@@ -1,4 +1,4 @@
-/* kv_cuda: the CUDA device backend (see kv_cuda.h for the contract).
+/* kv_cuda: the CUDA backend (see kv_cuda.h for the contract).
  *
  * Pool layout per rank, one cudaMalloc, as kv_cuda_layout.h describes (vLLM's
  * FlashAttention shape per layer); the kernels' per-thread work lives there
@@ -17,27 +17,29 @@
 #include "kv_util.h"
 
 #define KV_CUDA_MAX_RANKS 64
-#define KV_CUDA_MAX_TERMS 8
+#define KV_CUDA_MAX_TERMS 16
 #define KV_CUDA_MAGIC 0x6B766375 /* "kvcu" */
+#define KV_CUDA_THREADS 256      /* the most threads per CUDA block; fewer when an item has fewer units */
 
 namespace {
 
 struct term_alloc {
+    kv_dev_handle h;    /* 0 = unused */
     char name[32];
-    void *ptr;          /* NULL when placeholders are off (bookkeeping only) */
+    void *ptr;          /* NULL when bookkeeping only (placeholders off, cuda_context) */
     uint64_t bytes;
 };
 
 struct rank_state {
     int gpu;
-    kv_cuda_gpu_info info;
+    kv_device_info info;
     term_alloc terms[KV_CUDA_MAX_TERMS];
-    int nterms;
     char *pool;
     uint64_t pool_bytes;
+    kv_dev_handle pool_h;
     kv_pool_layout layout;
     double pool_alloc_ms;
-    void *scratch;               /* device copies of writes / tables / token ids */
+    void *scratch;               /* device copies of writes / tables / keys / token ids */
     size_t scratch_bytes;
     unsigned long long *count;   /* device mismatch counter */
 };
@@ -45,21 +47,16 @@ struct rank_state {
 struct cuda_impl {
     int magic;
     int placeholders;
-    int shared;
     int num_ranks;
+    kv_dev_handle next_h;
+    char deferred[256];          /* a failure in a call that could not report it */
     rank_state ranks[KV_CUDA_MAX_RANKS];
 };
 
 cuda_impl *impl_of(const kv_device *d)
 {
-    return d ? (cuda_impl *)d->impl : NULL;
-}
-
-
-int cuda_fail(cudaError_t e, const char *what, char *err, size_t errlen)
-{
-    return kv_errf(err, errlen, KV_DEV_EDEVICE, "CUDA error in %s: %s (%s)", what,
-                cudaGetErrorString(e), cudaGetErrorName(e));
+    cuda_impl *im = d ? (cuda_impl *)d->impl : NULL;
+    return im && im->magic == KV_CUDA_MAGIC ? im : NULL;
 }
 
 double now_ms(void)
@@ -69,11 +66,35 @@ double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* One line naming the rank, its GPU, what failed and CUDA's words. */
+int fail(cudaError_t e, int rank, int gpu, const char *what, char *err, size_t errlen)
+{
+    return kv_errf(err, errlen, KV_DEV_EDEVICE, "rank %d (GPU %d): %s failed: %s (%s)", rank, gpu, what,
+                   cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+/* Keeps the first failure of a call that returns nothing. */
+void defer(cuda_impl *im, cudaError_t e, int rank, const char *what)
+{
+    if (e == cudaSuccess || im->deferred[0]) return;
+    snprintf(im->deferred, sizeof im->deferred, "an earlier %s on rank %d failed: %s (%s)", what, rank,
+             cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+/* Reports a deferred failure once, from the next call that can. */
+int take_deferred(cuda_impl *im, char *err, size_t errlen)
+{
+    if (!im->deferred[0]) return 0;
+    kv_errf(err, errlen, KV_DEV_EDEVICE, "%s", im->deferred);
+    im->deferred[0] = '\0';
+    return KV_DEV_EDEVICE;
+}
+
 uint64_t held_bytes(const rank_state *r)
 {
     uint64_t b = r->pool ? r->pool_bytes : 0;
-    for (int i = 0; i < r->nterms; i++)
-        if (r->terms[i].ptr) b += r->terms[i].bytes;
+    for (int i = 0; i < KV_CUDA_MAX_TERMS; i++)
+        if (r->terms[i].h && r->terms[i].ptr) b += r->terms[i].bytes;
     return b;
 }
 
@@ -86,16 +107,29 @@ uint64_t held_on_gpu(const cuda_impl *im, int gpu)
     return b;
 }
 
+kv_dev_handle new_handle(cuda_impl *im)
+{
+    if (++im->next_h == 0) im->next_h = 1;
+    return im->next_h;
+}
+
 /* A failed cudaMalloc: clear the (non-sticky) error, then report it as
- * PyTorch would, or as a plain device error if it was not memory. */
-int alloc_fail(cudaError_t e, const cuda_impl *im, rank_state *r, int rank, const char *what, uint64_t bytes,
+ * PyTorch would, naming the allocation and the rank, or as a plain device
+ * error if it was not memory. */
+int alloc_fail(cudaError_t e, const cuda_impl *im, const rank_state *r, int rank, const char *what, uint64_t bytes,
                char *err, size_t errlen)
 {
     (void)cudaGetLastError();
-    if (e != cudaErrorMemoryAllocation)
-        return cuda_fail(e, "cudaMalloc", err, errlen);
+    if (e != cudaErrorMemoryAllocation) {
+        char w[96];
+        snprintf(w, sizeof w, "cudaMalloc of %llu bytes for the %s", (unsigned long long)bytes, what);
+        return fail(e, rank, r->gpu, w, err, errlen);
+    }
     size_t fr = 0, tot = 0;
-    cudaMemGetInfo(&fr, &tot);
+    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) {
+        (void)cudaGetLastError();
+        fr = tot = 0;
+    }
     kv_cuda_oom o;
     o.what = what;
     o.rank = rank;
@@ -113,20 +147,30 @@ int alloc_fail(cudaError_t e, const cuda_impl *im, rank_state *r, int rank, cons
 int set_rank(cuda_impl *im, int rank, char *err, size_t errlen)
 {
     if (!im || rank < 0 || rank >= im->num_ranks)
-        return kv_errf(err, errlen, KV_DEV_EINVAL, "rank %d out of range", rank);
+        return kv_errf(err, errlen, KV_DEV_EINVAL, "rank %d out of range (0..%d)", rank, im ? im->num_ranks - 1 : -1);
+    int rc = take_deferred(im, err, errlen);
+    if (rc) return rc;
     cudaError_t e = cudaSetDevice(im->ranks[rank].gpu);
-    return e == cudaSuccess ? 0 : cuda_fail(e, "cudaSetDevice", err, errlen);
+    return e == cudaSuccess ? 0 : fail(e, rank, im->ranks[rank].gpu, "cudaSetDevice", err, errlen);
+}
+
+int need_pool(const rank_state *r, int rank, const char *what, char *err, size_t errlen)
+{
+    return r->pool ? 0 : kv_errf(err, errlen, KV_DEV_EINVAL, "%s: rank %d has no KV cache pool", what, rank);
 }
 
 /* Grows a rank's scratch buffer to at least bytes. */
-int need_scratch(const cuda_impl *im, rank_state *r, int rank, size_t bytes, char *err, size_t errlen)
+int need_scratch(cuda_impl *im, rank_state *r, int rank, size_t bytes, char *err, size_t errlen)
 {
     if (r->scratch_bytes >= bytes) return 0;
     size_t want = r->scratch_bytes ? r->scratch_bytes : 65536;
     while (want < bytes) want *= 2;
-    if (r->scratch) cudaFree(r->scratch);
-    r->scratch = NULL;
-    r->scratch_bytes = 0;
+    if (r->scratch) {
+        cudaError_t e = cudaFree(r->scratch);
+        r->scratch = NULL;
+        r->scratch_bytes = 0;
+        if (e != cudaSuccess) return fail(e, rank, r->gpu, "cudaFree of the scratch buffer", err, errlen);
+    }
     cudaError_t e = cudaMalloc(&r->scratch, want);
     if (e != cudaSuccess) {
         r->scratch = NULL;
@@ -145,175 +189,276 @@ kv_cuda_geom geom_of(const rank_state *r)
 
 /* ---- kernels ---------------------------------------------------------- */
 
-/* Writes K/V of n tokens: a CUDA block per token (grid-stride), threads over
- * the cells of a layer (K/V x head x 16-byte unit), each thread walking the
- * layers so a warp's stores for one layer are contiguous. DT and UNIT are
- * compile-time so the shared helpers fold to straight-line code. */
+/* Dynamic shared memory of one item: fingerprint, offset and flag per row. */
+size_t smem_bytes(const kv_cuda_geom &g)
+{
+    return (size_t)g.chunk_rows * (sizeof(uint64_t) + sizeof(long long) + sizeof(unsigned int));
+}
+
+/* Writes K/V of n tokens: an item per (token, row chunk), grid-stride. DT
+ * and UNIT are compile-time so the shared helpers fold to straight-line code. */
 template <int DT, int UNIT>
 __global__ void write_kv_kernel(kv_cuda_geom g, const kv_slot_write *w, long long n)
 {
-    const int cells = kv_cuda_cells(&g);
-    for (long long t = blockIdx.x; t < n; t += gridDim.x) {
+    extern __shared__ unsigned long long smem[];
+    uint64_t *s_fp = (uint64_t *)smem;
+    long long *s_off = (long long *)(smem + g.chunk_rows);
+    const long long items = n * g.chunks;
+    for (long long it = blockIdx.x; it < items; it += gridDim.x) {
+        const long long t = g.chunks == 1 ? it : it / g.chunks;
+        const int r0 = (int)(it - t * g.chunks) * g.chunk_rows;
+        const int nr = g.rows - r0 < g.chunk_rows ? g.rows - r0 : g.chunk_rows;
         const kv_slot_write s = w[t];
-        for (int u = threadIdx.x; u < cells; u += blockDim.x)
-            kv_cuda_write_cell(&g, DT, UNIT, &s, u);
+        kv_cuda_item_rows(&g, kv_token_key(s.token_id, s.position, s.parent), s.slot, r0, nr, s_fp, s_off,
+                          threadIdx.x, blockDim.x);
+        __syncthreads();
+        kv_cuda_item_write(&g, DT, UNIT, nr, s_fp, s_off, threadIdx.x, blockDim.x);
+        __syncthreads();
     }
 }
 
-/* Reads a request's tokens through its block table: a CUDA block per token,
- * a warp per (layer, head) covering K and V; each of K and V of a (token,
- * layer, head) with any differing value counts once, as the host backend
- * counts (a wrong token = layers x heads x kv_factor). */
+/* Reads positions first .. first + n - 1 of a request through its block
+ * table; counts the (token, layer, head, K or V) rows with any differing
+ * value, as the host backend counts (a wrong token = every row). */
 template <int DT, int UNIT>
-__global__ void verify_kernel(kv_cuda_geom g, const int32_t *table, const int32_t *tokens, int n,
-                              unsigned long long *count)
+__global__ void verify_kernel(kv_cuda_geom g, const int32_t *table, const uint64_t *keys, const int32_t *tokens,
+                              int first, int n, unsigned long long *count)
 {
-    __shared__ unsigned int s_bad;
-    if (threadIdx.x == 0) s_bad = 0;
-    __syncthreads();
-    const int units = g.kvf * (g.row_bytes / UNIT);
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    const int rows = g.num_layers * g.heads;
-    for (int t = blockIdx.x; t < n; t += gridDim.x) {
-        const long long slot = (long long)table[t / g.block_size] * g.block_size + t % g.block_size;
-        const int32_t tok = tokens[t];
-        for (int r = warp; r < rows; r += warps) {
-            const int l = r / g.heads, h = r - l * g.heads;
-            bool bad_k = false, bad_v = false;
-            for (int j = lane; j < units; j += 32) {
-                int kv = 0;
-                const bool d = kv_cuda_check_unit(&g, DT, UNIT, slot, tok, t, l, h, j, &kv) != 0;
-                bad_k |= d && kv == 0;
-                bad_v |= d && kv == 1;
-            }
-            const unsigned nbad = (__any_sync(0xffffffffu, bad_k) ? 1u : 0u) + (__any_sync(0xffffffffu, bad_v) ? 1u : 0u);
-            if (nbad && lane == 0) atomicAdd(&s_bad, nbad);
-        }
+    extern __shared__ unsigned long long smem[];
+    uint64_t *s_fp = (uint64_t *)smem;
+    long long *s_off = (long long *)(smem + g.chunk_rows);
+    unsigned int *s_bad = (unsigned int *)(smem + 2 * g.chunk_rows);
+    __shared__ unsigned int s_count;
+    if (threadIdx.x == 0) s_count = 0;
+    const long long items = (long long)n * g.chunks;
+    for (long long it = blockIdx.x; it < items; it += gridDim.x) {
+        const int t = (int)(g.chunks == 1 ? it : it / g.chunks);
+        const int r0 = (int)(it - (long long)t * g.chunks) * g.chunk_rows;
+        const int nr = g.rows - r0 < g.chunk_rows ? g.rows - r0 : g.chunk_rows;
+        const int pos = first + t, bi = pos / g.block_size;
+        const long long slot = (long long)table[bi] * g.block_size + pos % g.block_size;
+        kv_cuda_item_rows(&g, kv_token_key(tokens[t], pos, keys[bi]), slot, r0, nr, s_fp, s_off, threadIdx.x,
+                          blockDim.x);
+        for (int j = threadIdx.x; j < nr; j += blockDim.x) s_bad[j] = 0u;
+        __syncthreads();
+        kv_cuda_item_check(&g, DT, UNIT, nr, s_fp, s_off, s_bad, threadIdx.x, blockDim.x);
+        __syncthreads();
+        unsigned int mine = 0;
+        for (int j = threadIdx.x; j < nr; j += blockDim.x) mine += s_bad[j];
+        if (mine) atomicAdd(&s_count, mine);
+        __syncthreads();
     }
-    __syncthreads();
-    if (threadIdx.x == 0 && s_bad) atomicAdd(count, (unsigned long long)s_bad);
+    if (threadIdx.x == 0 && s_count) atomicAdd(count, (unsigned long long)s_count);
 }
 
-int grid_for(long long n)
+/* The paged gather: K/V of ntok tokens through the table into out. */
+template <int UNIT>
+__global__ void gather_kernel(kv_cuda_geom g, const int32_t *table, int32_t ntok, char *out)
 {
-    return (int)(n < 1 ? 1 : n > 1048576 ? 1048576 : n);
+    const long long items = kv_cuda_gather_items(&g, ntok);
+    for (long long it = blockIdx.x; it < items; it += gridDim.x)
+        kv_cuda_gather_item(&g, UNIT, table, ntok, out, it, threadIdx.x, blockDim.x);
+}
+
+/* Every kernel instantiation, so a card can load them all when it is first
+ * measured (the context then includes them) and report a missing sm_XY
+ * image right away. */
+template <int DT> constexpr int one_value()
+{
+    return DT == KV_DTYPE_FP32 ? 4 : DT == KV_DTYPE_FP8_E4M3 || DT == KV_DTYPE_FP8_E5M2 || DT == KV_DTYPE_INT8 ? 1 : 2;
+}
+
+#define KV_FOR_DTYPES(X) X(KV_DTYPE_BF16) X(KV_DTYPE_FP16) X(KV_DTYPE_FP8_E4M3) X(KV_DTYPE_FP32) \
+                         X(KV_DTYPE_FP8_E5M2) X(KV_DTYPE_INT8)
+
+const void *const kernel_table[] = {
+#define KV_K(DT) (const void *)write_kv_kernel<DT, 16>, (const void *)write_kv_kernel<DT, one_value<DT>()>, \
+                 (const void *)verify_kernel<DT, 16>, (const void *)verify_kernel<DT, one_value<DT>()>,
+    KV_FOR_DTYPES(KV_K)
+#undef KV_K
+    (const void *)gather_kernel<16>, (const void *)gather_kernel<4>, (const void *)gather_kernel<2>,
+    (const void *)gather_kernel<1>,
+};
+
+/* Launch shape: threads fitted to an item's units (a multiple of 32, at most
+ * KV_CUDA_THREADS), blocks to fill the card several times over. */
+struct shape {
+    int grid, threads;
+};
+
+shape shape_for(const rank_state *r, long long items, long long units_per_item)
+{
+    shape s;
+    long long t = (units_per_item + 31) / 32 * 32;
+    s.threads = (int)(t < 32 ? 32 : t > KV_CUDA_THREADS ? KV_CUDA_THREADS : t);
+    const long long cap = (long long)(r->info.sm_count > 0 ? r->info.sm_count : 80) * 16;
+    s.grid = (int)(items < 1 ? 1 : items > cap ? cap : items);
+    return s;
 }
 
 template <int DT>
-void launch_write_dt(const kv_cuda_geom &g, const kv_slot_write *w, long long n)
+void launch_write_dt(const shape &s, const kv_cuda_geom &g, const kv_slot_write *w, long long n)
 {
-    constexpr int B = DT == KV_DTYPE_FP8_E4M3 ? 1 : DT == KV_DTYPE_FP32 ? 4 : 2;
-    if (g.unit_bytes == 16) write_kv_kernel<DT, 16><<<grid_for(n), 256>>>(g, w, n);
-    else write_kv_kernel<DT, B><<<grid_for(n), 256>>>(g, w, n);
+    if (g.unit_bytes == 16) write_kv_kernel<DT, 16><<<s.grid, s.threads, smem_bytes(g)>>>(g, w, n);
+    else write_kv_kernel<DT, one_value<DT>()><<<s.grid, s.threads, smem_bytes(g)>>>(g, w, n);
 }
 
-void launch_write(const kv_cuda_geom &g, const kv_slot_write *w, long long n)
+void launch_write(const rank_state *r, const kv_cuda_geom &g, const kv_slot_write *w, long long n)
 {
+    const shape s = shape_for(r, n * g.chunks, (long long)g.chunk_rows * g.upr);
     switch (g.dtype) {
-    case KV_DTYPE_BF16: launch_write_dt<KV_DTYPE_BF16>(g, w, n); break;
-    case KV_DTYPE_FP16: launch_write_dt<KV_DTYPE_FP16>(g, w, n); break;
-    case KV_DTYPE_FP8_E4M3: launch_write_dt<KV_DTYPE_FP8_E4M3>(g, w, n); break;
-    default: launch_write_dt<KV_DTYPE_FP32>(g, w, n); break;
+    case KV_DTYPE_BF16: launch_write_dt<KV_DTYPE_BF16>(s, g, w, n); break;
+    case KV_DTYPE_FP16: launch_write_dt<KV_DTYPE_FP16>(s, g, w, n); break;
+    case KV_DTYPE_FP8_E4M3: launch_write_dt<KV_DTYPE_FP8_E4M3>(s, g, w, n); break;
+    case KV_DTYPE_FP8_E5M2: launch_write_dt<KV_DTYPE_FP8_E5M2>(s, g, w, n); break;
+    case KV_DTYPE_INT8: launch_write_dt<KV_DTYPE_INT8>(s, g, w, n); break;
+    default: launch_write_dt<KV_DTYPE_FP32>(s, g, w, n); break;
     }
 }
 
 template <int DT>
-void launch_verify_dt(const kv_cuda_geom &g, const int32_t *table, const int32_t *tokens, int n,
-                      unsigned long long *count)
+void launch_verify_dt(const shape &s, const kv_cuda_geom &g, const int32_t *table, const uint64_t *keys,
+                      const int32_t *tokens, int first, int n, unsigned long long *count)
 {
-    constexpr int B = DT == KV_DTYPE_FP8_E4M3 ? 1 : DT == KV_DTYPE_FP32 ? 4 : 2;
-    if (g.unit_bytes == 16) verify_kernel<DT, 16><<<grid_for(n), 256>>>(g, table, tokens, n, count);
-    else verify_kernel<DT, B><<<grid_for(n), 256>>>(g, table, tokens, n, count);
+    if (g.unit_bytes == 16)
+        verify_kernel<DT, 16><<<s.grid, s.threads, smem_bytes(g)>>>(g, table, keys, tokens, first, n, count);
+    else
+        verify_kernel<DT, one_value<DT>()><<<s.grid, s.threads, smem_bytes(g)>>>(g, table, keys, tokens, first, n,
+                                                                                count);
 }
 
-void launch_verify(const kv_cuda_geom &g, const int32_t *table, const int32_t *tokens, int n,
-                   unsigned long long *count)
+void launch_verify(const rank_state *r, const kv_cuda_geom &g, const int32_t *table, const uint64_t *keys,
+                   const int32_t *tokens, int first, int n, unsigned long long *count)
 {
+    const shape s = shape_for(r, (long long)n * g.chunks, (long long)g.chunk_rows * g.upr);
     switch (g.dtype) {
-    case KV_DTYPE_BF16: launch_verify_dt<KV_DTYPE_BF16>(g, table, tokens, n, count); break;
-    case KV_DTYPE_FP16: launch_verify_dt<KV_DTYPE_FP16>(g, table, tokens, n, count); break;
-    case KV_DTYPE_FP8_E4M3: launch_verify_dt<KV_DTYPE_FP8_E4M3>(g, table, tokens, n, count); break;
-    default: launch_verify_dt<KV_DTYPE_FP32>(g, table, tokens, n, count); break;
+    case KV_DTYPE_BF16: launch_verify_dt<KV_DTYPE_BF16>(s, g, table, keys, tokens, first, n, count); break;
+    case KV_DTYPE_FP16: launch_verify_dt<KV_DTYPE_FP16>(s, g, table, keys, tokens, first, n, count); break;
+    case KV_DTYPE_FP8_E4M3: launch_verify_dt<KV_DTYPE_FP8_E4M3>(s, g, table, keys, tokens, first, n, count); break;
+    case KV_DTYPE_FP8_E5M2: launch_verify_dt<KV_DTYPE_FP8_E5M2>(s, g, table, keys, tokens, first, n, count); break;
+    case KV_DTYPE_INT8: launch_verify_dt<KV_DTYPE_INT8>(s, g, table, keys, tokens, first, n, count); break;
+    default: launch_verify_dt<KV_DTYPE_FP32>(s, g, table, keys, tokens, first, n, count); break;
     }
 }
 
-/* ---- kv_device_ops ------------------------------------------------------ */
+void launch_gather(const rank_state *r, const kv_cuda_geom &g, const int32_t *table, int32_t ntok, char *out)
+{
+    const int unit = kv_cuda_gather_unit(&g);
+    const long long units = (long long)g.block_size * g.slot_bytes / unit;
+    const shape s = shape_for(r, kv_cuda_gather_items(&g, ntok), units);
+    switch (unit) {
+    case 16: gather_kernel<16><<<s.grid, s.threads>>>(g, table, ntok, out); break;
+    case 4: gather_kernel<4><<<s.grid, s.threads>>>(g, table, ntok, out); break;
+    case 2: gather_kernel<2><<<s.grid, s.threads>>>(g, table, ntok, out); break;
+    default: gather_kernel<1><<<s.grid, s.threads>>>(g, table, ntok, out); break;
+    }
+}
 
-int op_mem_info(kv_device *d, int rank, uint64_t *free_bytes, uint64_t *total_bytes, char *err,
-                size_t errlen)
+/* After a launch: the launch's own error, then the kernel's. */
+int finish_launch(const rank_state *r, int rank, const char *what, char *err, size_t errlen)
+{
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) {
+        char w[96];
+        snprintf(w, sizeof w, "launching the %s kernel", what);
+        return fail(e, rank, r->gpu, w, err, errlen);
+    }
+    e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) {
+        char w[96];
+        snprintf(w, sizeof w, "the %s kernel", what);
+        return fail(e, rank, r->gpu, w, err, errlen);
+    }
+    return 0;
+}
+
+/* ---- operations --------------------------------------------------------- */
+
+int op_info(kv_device *d, int rank, kv_device_info *out, char *err, size_t errlen)
+{
+    cuda_impl *im = impl_of(d);
+    if (!im || rank < 0 || rank >= im->num_ranks || !out)
+        return kv_errf(err, errlen, KV_DEV_EINVAL, "info: bad device or rank %d", rank);
+    *out = im->ranks[rank].info;
+    out->pool_alloc_ms = im->ranks[rank].pool_alloc_ms;
+    return 0;
+}
+
+int op_mem_info(kv_device *d, int rank, uint64_t *free_bytes, uint64_t *total_bytes, char *err, size_t errlen)
 {
     cuda_impl *im = impl_of(d);
     int rc = set_rank(im, rank, err, errlen);
     if (rc) return rc;
     size_t fr = 0, tot = 0;
     cudaError_t e = cudaMemGetInfo(&fr, &tot);
-    if (e != cudaSuccess) return cuda_fail(e, "cudaMemGetInfo", err, errlen);
-    if (free_bytes) *free_bytes = fr;
-    if (total_bytes) *total_bytes = tot;
+    if (e != cudaSuccess) return fail(e, rank, im->ranks[rank].gpu, "cudaMemGetInfo", err, errlen);
+    *free_bytes = fr;
+    *total_bytes = tot;
     return 0;
 }
 
-int op_reserve(kv_device *d, int rank, const char *term, uint64_t bytes, char *err, size_t errlen)
+int op_reserve(kv_device *d, int rank, const char *term, uint64_t bytes, kv_dev_handle *out, char *err,
+               size_t errlen)
 {
+    if (out) *out = 0;
     cuda_impl *im = impl_of(d);
     int rc = set_rank(im, rank, err, errlen);
     if (rc) return rc;
-    if (!term || !*term) return kv_errf(err, errlen, KV_DEV_EINVAL, "reserve: no term name");
     rank_state *r = &im->ranks[rank];
     term_alloc *t = NULL;
-    for (int i = 0; i < r->nterms; i++)
-        if (!strcmp(r->terms[i].name, term)) t = &r->terms[i];
-    if (!t) {
-        if (r->nterms == KV_CUDA_MAX_TERMS)
-            return kv_errf(err, errlen, KV_DEV_EINVAL, "reserve: more than %d terms", KV_CUDA_MAX_TERMS);
-        t = &r->terms[r->nterms++];
-        memset(t, 0, sizeof *t);
-        snprintf(t->name, sizeof t->name, "%s", term);
-    }
-    if (t->ptr) cudaFree(t->ptr); /* a new figure replaces the old one */
-    t->ptr = NULL;
-    t->bytes = 0;
-    if (bytes == 0) return 0;
-    /* The real context already holds its memory: never add a second one. */
-    if (!im->placeholders || !strcmp(term, "cuda_context")) {
-        t->bytes = bytes;
-        return 0;
-    }
+    for (int i = 0; i < KV_CUDA_MAX_TERMS && !t; i++)
+        if (!r->terms[i].h) t = &r->terms[i];
+    if (!t) return kv_errf(err, errlen, KV_DEV_EINVAL, "rank %d holds %d placeholders already", rank, KV_CUDA_MAX_TERMS);
     void *p = NULL;
-    cudaError_t e = cudaMalloc(&p, bytes);
-    if (e != cudaSuccess) {
-        char what[64];
-        snprintf(what, sizeof what, "%s placeholder", term);
-        return alloc_fail(e, im, r, rank, what, bytes, err, errlen);
+    /* The real context already holds its memory: never add a second one. */
+    if (bytes && im->placeholders && strcmp(term ? term : "", "cuda_context") != 0) {
+        cudaError_t e = cudaMalloc(&p, bytes);
+        if (e != cudaSuccess) {
+            char what[64];
+            snprintf(what, sizeof what, "%s placeholder", term ? term : "?");
+            return alloc_fail(e, im, r, rank, what, bytes, err, errlen);
+        }
     }
+    snprintf(t->name, sizeof t->name, "%s", term ? term : "?");
     t->ptr = p;
     t->bytes = bytes;
+    t->h = new_handle(im);
+    if (out) *out = t->h;
     return 0;
 }
 
 int check_layout(const kv_pool_layout *l, char *err, size_t errlen)
 {
-    if (l->num_blocks < 1 || l->block_size < 1 || l->num_layers < 1 || l->num_kv_heads < 1 ||
+    if (!l || l->num_blocks < 1 || l->block_size < 1 || l->num_layers < 1 || l->num_kv_heads < 1 ||
         l->head_size < 1 || (l->kv_factor != 1 && l->kv_factor != 2) || l->cache_dtype < 0 ||
-        l->cache_dtype > KV_DTYPE_FP32)
+        l->cache_dtype >= KV_DTYPE_COUNT || l->first_kv_head < 0)
         return kv_errf(err, errlen, KV_DEV_EINVAL,
-                    "bad pool layout (blocks %d, block_size %d, layers %d, heads %d, head_size %d, "
-                    "kv_factor %d, dtype %d)",
-                    l->num_blocks, l->block_size, l->num_layers, l->num_kv_heads, l->head_size,
-                    l->kv_factor, l->cache_dtype);
+                       "bad pool layout (blocks %d, block_size %d, layers %d, heads %d, head_size %d, "
+                       "kv_factor %d, dtype %d)",
+                       l ? l->num_blocks : 0, l ? l->block_size : 0, l ? l->num_layers : 0, l ? l->num_kv_heads : 0,
+                       l ? l->head_size : 0, l ? l->kv_factor : 0, l ? l->cache_dtype : 0);
     return 0;
 }
 
-int op_alloc_pool(kv_device *d, int rank, const kv_pool_layout *layout, char *err, size_t errlen)
+int free_pool(rank_state *r, int rank, char *err, size_t errlen)
 {
+    cudaError_t e = r->pool ? cudaFree(r->pool) : cudaSuccess;
+    r->pool = NULL;
+    r->pool_bytes = 0;
+    r->pool_h = 0;
+    return e == cudaSuccess ? 0 : fail(e, rank, r->gpu, "cudaFree of the KV cache pool", err, errlen);
+}
+
+int op_alloc_pool(kv_device *d, int rank, const kv_pool_layout *layout, kv_dev_handle *out, char *err,
+                  size_t errlen)
+{
+    if (out) *out = 0;
     cuda_impl *im = impl_of(d);
     int rc = set_rank(im, rank, err, errlen);
     if (rc) return rc;
-    if (!layout || (rc = check_layout(layout, err, errlen))) return rc ? rc : KV_DEV_EINVAL;
+    if ((rc = check_layout(layout, err, errlen))) return rc;
     rank_state *r = &im->ranks[rank];
-    if (r->pool) cudaFree(r->pool);
-    r->pool = NULL;
-    r->pool_bytes = 0;
+    if ((rc = free_pool(r, rank, err, errlen))) return rc;
     const uint64_t bytes = kv_pool_layout_bytes(layout);
     void *p = NULL;
     const double t0 = now_ms();
@@ -324,16 +469,60 @@ int op_alloc_pool(kv_device *d, int rank, const kv_pool_layout *layout, char *er
     r->pool = (char *)p;
     r->pool_bytes = bytes;
     r->layout = *layout;
+    r->pool_h = new_handle(im);
     /* Zeroed so block 0 (the null block) and unwritten slots read the same every run. */
     e = cudaMemset(p, 0, bytes);
     if (e == cudaSuccess) e = cudaDeviceSynchronize();
-    if (e != cudaSuccess) return cuda_fail(e, "clearing the KV pool", err, errlen);
+    if (e != cudaSuccess) return fail(e, rank, r->gpu, "clearing the KV cache pool", err, errlen);
+    if (out) *out = r->pool_h;
     return 0;
 }
 
-int need_pool(rank_state *r, int rank, char *err, size_t errlen)
+void op_free(kv_device *d, int rank, kv_dev_handle h)
 {
-    return r->pool ? 0 : kv_errf(err, errlen, KV_DEV_EINVAL, "rank %d has no KV pool yet", rank);
+    cuda_impl *im = impl_of(d);
+    if (!im || !h || rank < 0 || rank >= im->num_ranks) return;
+    rank_state *r = &im->ranks[rank];
+    cudaError_t e = cudaSetDevice(r->gpu);
+    if (e != cudaSuccess) {
+        defer(im, e, rank, "cudaSetDevice");
+        return;
+    }
+    if (r->pool_h == h) {
+        defer(im, cudaFree(r->pool), rank, "cudaFree of the KV cache pool");
+        r->pool = NULL;
+        r->pool_bytes = 0;
+        r->pool_h = 0;
+        return;
+    }
+    for (int i = 0; i < KV_CUDA_MAX_TERMS; i++)
+        if (r->terms[i].h == h) {
+            if (r->terms[i].ptr) defer(im, cudaFree(r->terms[i].ptr), rank, "cudaFree of a placeholder");
+            memset(&r->terms[i], 0, sizeof r->terms[i]);
+        }
+}
+
+uint64_t op_held(kv_device *d, int rank)
+{
+    cuda_impl *im = impl_of(d);
+    return im && rank >= 0 && rank < im->num_ranks ? held_bytes(&im->ranks[rank]) : 0;
+}
+
+void op_set_placeholders(kv_device *d, int on)
+{
+    cuda_impl *im = impl_of(d);
+    if (im) im->placeholders = on ? 1 : 0;
+}
+
+/* Uploads writes into scratch and runs the write kernel. */
+int run_write(cuda_impl *im, rank_state *r, int rank, const kv_slot_write *w, size_t n, char *err, size_t errlen)
+{
+    int rc = need_scratch(im, r, rank, n * sizeof *w, err, errlen);
+    if (rc) return rc;
+    cudaError_t e = cudaMemcpy(r->scratch, w, n * sizeof *w, cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) return fail(e, rank, r->gpu, "copying slot writes to the device", err, errlen);
+    launch_write(r, geom_of(r), (const kv_slot_write *)r->scratch, (long long)n);
+    return finish_launch(r, rank, "write_kv", err, errlen);
 }
 
 int op_write_kv(kv_device *d, int rank, const kv_slot_write *w, size_t n, char *err, size_t errlen)
@@ -342,91 +531,259 @@ int op_write_kv(kv_device *d, int rank, const kv_slot_write *w, size_t n, char *
     int rc = set_rank(im, rank, err, errlen);
     if (rc) return rc;
     rank_state *r = &im->ranks[rank];
-    if ((rc = need_pool(r, rank, err, errlen))) return rc;
+    if ((rc = need_pool(r, rank, "write_kv", err, errlen))) return rc;
     if (n == 0) return 0;
     const long long slots = (long long)r->layout.num_blocks * r->layout.block_size;
     for (size_t i = 0; i < n; i++)
         if (w[i].slot < 0 || w[i].slot >= slots)
-            return kv_errf(err, errlen, KV_DEV_EINVAL, "write_kv: slot %lld outside the pool (%lld slots)",
-                        (long long)w[i].slot, slots);
-    if ((rc = need_scratch(im, r, rank, n * sizeof *w, err, errlen))) return rc;
-    cudaError_t e = cudaMemcpy(r->scratch, w, n * sizeof *w, cudaMemcpyHostToDevice);
-    if (e != cudaSuccess) return cuda_fail(e, "copying slot writes", err, errlen);
-    launch_write(geom_of(r), (const kv_slot_write *)r->scratch, (long long)n);
-    e = cudaGetLastError();
-    if (e == cudaSuccess) e = cudaDeviceSynchronize();
-    return e == cudaSuccess ? 0 : cuda_fail(e, "the write_kv kernel", err, errlen);
+            return kv_errf(err, errlen, KV_DEV_EINVAL, "write_kv: slot %lld outside rank %d's pool (%lld slots)",
+                           (long long)w[i].slot, rank, slots);
+    return run_write(im, r, rank, w, n, err, errlen);
 }
 
-/* Uploads a block table and token ids, runs the verify kernel and reads the count. */
-int run_verify(const cuda_impl *im, rank_state *r, int rank, const int32_t *block_table, int32_t num_table_blocks,
-               const int32_t *token_ids, int32_t num_tokens, int64_t *mismatches, double *kernel_ms,
-               char *err, size_t errlen)
+size_t align256(size_t b) { return (b + 255) & ~(size_t)255; }
+
+/* Uploads a request's table, keys and tokens; sets the counter to 0. */
+int upload_verify(cuda_impl *im, rank_state *r, int rank, const kv_verify_req *v, int32_t used, int32_t **d_table,
+                  uint64_t **d_keys, int32_t **d_tok, char *err, size_t errlen)
 {
-    const int bs = r->layout.block_size;
-    if (num_tokens < 0 || num_table_blocks < 0 ||
-        (long long)num_table_blocks * bs < (long long)num_tokens)
-        return kv_errf(err, errlen, KV_DEV_EINVAL, "verify: %d tokens need more than %d blocks of %d",
-                    num_tokens, num_table_blocks, bs);
-    const int32_t used = (int32_t)((num_tokens + bs - 1) / bs);
-    for (int32_t i = 0; i < used; i++)
-        if (block_table[i] < 0 || block_table[i] >= r->layout.num_blocks)
-            return kv_errf(err, errlen, KV_DEV_EINVAL, "verify: block id %d outside the pool (%d blocks)",
-                        block_table[i], r->layout.num_blocks);
-    *mismatches = 0;
-    if (num_tokens == 0) return 0;
-    const size_t tb = (size_t)used * sizeof(int32_t), kb = (size_t)num_tokens * sizeof(int32_t);
-    const size_t tb_al = (tb + 255) & ~(size_t)255;
-    int rc = need_scratch(im, r, rank, tb_al + kb, err, errlen);
+    const size_t tb = (size_t)used * sizeof(int32_t), kb = (size_t)used * sizeof(uint64_t),
+                 nb = (size_t)v->num_tokens * sizeof(int32_t);
+    int rc = need_scratch(im, r, rank, align256(tb) + align256(kb) + nb, err, errlen);
     if (rc) return rc;
     if (!r->count) {
         cudaError_t e = cudaMalloc(&r->count, sizeof *r->count);
         if (e != cudaSuccess) {
             r->count = NULL;
-            return alloc_fail(e, im, r, rank, "kvlab counter", sizeof *r->count, err, errlen);
+            return alloc_fail(e, im, r, rank, "kvlab mismatch counter", sizeof *r->count, err, errlen);
         }
     }
-    int32_t *d_table = (int32_t *)r->scratch, *d_tok = (int32_t *)((char *)r->scratch + tb_al);
-    cudaError_t e = cudaMemcpy(d_table, block_table, tb, cudaMemcpyHostToDevice);
-    if (e == cudaSuccess) e = cudaMemcpy(d_tok, token_ids, kb, cudaMemcpyHostToDevice);
+    char *base = (char *)r->scratch;
+    *d_table = (int32_t *)base;
+    *d_keys = (uint64_t *)(base + align256(tb));
+    *d_tok = (int32_t *)(base + align256(tb) + align256(kb));
+    /* Keys are 0 when the caller gives none (as the host backend reads them). */
+    cudaError_t e = cudaMemcpy(*d_table, v->block_table, tb, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess)
+        e = v->block_keys ? cudaMemcpy(*d_keys, v->block_keys, kb, cudaMemcpyHostToDevice) : cudaMemset(*d_keys, 0, kb);
+    if (e == cudaSuccess) e = cudaMemcpy(*d_tok, v->token_ids, nb, cudaMemcpyHostToDevice);
     if (e == cudaSuccess) e = cudaMemset(r->count, 0, sizeof *r->count);
-    if (e != cudaSuccess) return cuda_fail(e, "copying the block table", err, errlen);
-    cudaEvent_t a = NULL, b = NULL;
-    if (kernel_ms) {
-        cudaEventCreate(&a);
-        cudaEventCreate(&b);
-        cudaEventRecord(a);
-    }
-    launch_verify(geom_of(r), d_table, d_tok, num_tokens, r->count);
-    e = cudaGetLastError();
-    if (kernel_ms) {
-        cudaEventRecord(b);
-        cudaEventSynchronize(b);
-        float ms = 0;
-        cudaEventElapsedTime(&ms, a, b);
-        *kernel_ms = ms;
-        cudaEventDestroy(a);
-        cudaEventDestroy(b);
-    }
-    unsigned long long c = 0;
-    if (e == cudaSuccess) e = cudaMemcpy(&c, r->count, sizeof c, cudaMemcpyDeviceToHost);
-    if (e != cudaSuccess) return cuda_fail(e, "the verify kernel", err, errlen);
-    *mismatches = (int64_t)c;
+    return e == cudaSuccess ? 0 : fail(e, rank, r->gpu, "copying the block table to the device", err, errlen);
+}
+
+int check_verify_req(const rank_state *r, int rank, const kv_verify_req *v, int32_t *used, char *err, size_t errlen)
+{
+    const int bs = r->layout.block_size;
+    if (!v || v->first < 0 || v->num_tokens < 0 || v->num_table_blocks < 0 ||
+        (long long)v->num_table_blocks * bs < (long long)v->first + v->num_tokens)
+        return kv_errf(err, errlen, KV_DEV_EINVAL, "verify: positions %d..%d need more than %d blocks of %d",
+                       v ? v->first : 0, v ? v->first + v->num_tokens - 1 : 0, v ? v->num_table_blocks : 0, bs);
+    *used = (int32_t)(((long long)v->first + v->num_tokens + bs - 1) / bs);
+    for (int32_t i = v->first / bs; i < *used; i++)
+        if (v->block_table[i] < 0 || v->block_table[i] >= r->layout.num_blocks)
+            return kv_errf(err, errlen, KV_DEV_EINVAL, "verify: block id %d outside rank %d's pool (%d blocks)",
+                           v->block_table[i], rank, r->layout.num_blocks);
     return 0;
 }
 
-int op_verify(kv_device *d, int rank, const int32_t *block_table, int32_t num_table_blocks,
-              const int32_t *token_ids, int32_t num_tokens, int64_t *mismatches, char *err,
-              size_t errlen)
+int read_count(const rank_state *r, int rank, int64_t *out, char *err, size_t errlen)
+{
+    unsigned long long c = 0;
+    cudaError_t e = cudaMemcpy(&c, r->count, sizeof c, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) return fail(e, rank, r->gpu, "reading the mismatch count", err, errlen);
+    *out = (int64_t)c;
+    return 0;
+}
+
+int op_verify(kv_device *d, int rank, const kv_verify_req *v, int64_t *mismatches, char *err, size_t errlen)
 {
     cuda_impl *im = impl_of(d);
     int rc = set_rank(im, rank, err, errlen);
     if (rc) return rc;
     rank_state *r = &im->ranks[rank];
-    if ((rc = need_pool(r, rank, err, errlen))) return rc;
-    int64_t m = 0;
-    rc = run_verify(im, r, rank, block_table, num_table_blocks, token_ids, num_tokens, &m, NULL, err, errlen);
-    if (mismatches) *mismatches = m;
+    if ((rc = need_pool(r, rank, "verify", err, errlen))) return rc;
+    int32_t used = 0;
+    if ((rc = check_verify_req(r, rank, v, &used, err, errlen))) return rc;
+    if (mismatches) *mismatches = 0;
+    if (v->num_tokens == 0) return 0;
+    int32_t *d_table, *d_tok;
+    uint64_t *d_keys;
+    if ((rc = upload_verify(im, r, rank, v, used, &d_table, &d_keys, &d_tok, err, errlen))) return rc;
+    launch_verify(r, geom_of(r), d_table, d_keys, d_tok, v->first, v->num_tokens, r->count);
+    if ((rc = finish_launch(r, rank, "verify", err, errlen))) return rc;
+    int64_t c = 0;
+    if ((rc = read_count(r, rank, &c, err, errlen))) return rc;
+    if (mismatches) *mismatches = c;
+    return 0;
+}
+
+/* ---- benchmarks ------------------------------------------------------- */
+
+struct timer {
+    cudaEvent_t a, b;
+    int made;
+};
+
+int timer_make(timer *t, const rank_state *r, int rank, char *err, size_t errlen)
+{
+    t->made = 0;
+    cudaError_t e = cudaEventCreate(&t->a);
+    if (e != cudaSuccess) return fail(e, rank, r->gpu, "cudaEventCreate", err, errlen);
+    e = cudaEventCreate(&t->b);
+    if (e != cudaSuccess) {
+        (void)cudaEventDestroy(t->a);
+        return fail(e, rank, r->gpu, "cudaEventCreate", err, errlen);
+    }
+    t->made = 1;
+    return 0;
+}
+
+int timer_free(timer *t, const rank_state *r, int rank, char *err, size_t errlen)
+{
+    if (!t->made) return 0;
+    t->made = 0;
+    cudaError_t e1 = cudaEventDestroy(t->a), e2 = cudaEventDestroy(t->b);
+    cudaError_t e = e1 != cudaSuccess ? e1 : e2;
+    return e == cudaSuccess ? 0 : fail(e, rank, r->gpu, "cudaEventDestroy", err, errlen);
+}
+
+/* Checks a sample of the gather's output against what the tokens must hold:
+ * first, middle and last token, in the first and last layer's K and V.
+ * Returns the rows that differ (or a negative KV_DEV_* code). */
+int64_t check_gather(const rank_state *r, int rank, const kv_bench_request *b, const char *d_out, char *err,
+                     size_t errlen)
+{
+    kv_cuda_geom g = geom_of(r);
+    const int32_t n = b->num_tokens;
+    const int32_t toks[3] = {0, n / 2, n - 1};
+    const int lks[2] = {0, g.num_layers * g.kvf - 1};
+    char *row = (char *)malloc((size_t)g.slot_bytes);
+    if (!row) return kv_errf(err, errlen, KV_DEV_ENOMEM, "gather check: out of host memory");
+    int64_t bad = 0;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 2; j++) {
+            const int32_t t = toks[i];
+            const int lk = lks[j], l = lk / g.kvf, kv = lk - l * g.kvf;
+            const long long off = ((long long)lk * n + t) * g.slot_bytes;
+            cudaError_t e = cudaMemcpy(row, d_out + off, (size_t)g.slot_bytes, cudaMemcpyDeviceToHost);
+            if (e != cudaSuccess) {
+                free(row);
+                return fail(e, rank, r->gpu, "reading the gather buffer back", err, errlen);
+            }
+            const uint64_t tk = kv_token_key(b->tokens[t], t, b->keys[t / g.block_size]);
+            for (int h = 0; h < g.heads; h++) {
+                const uint64_t f = kv_cuda_row_fingerprint(tk, l, g.first_head + h, kv);
+                int differs = 0;
+                for (int c = 0; c < g.upr && !differs; c++) {
+                    uint32_t w[4];
+                    kv_cuda_expected_unit(g.dtype, g.unit_bytes, f, c, w);
+                    differs = kv_cuda_unit_differs(row + (long long)h * g.row_bytes + (long long)c * g.unit_bytes,
+                                                   g.unit_bytes, w);
+                }
+                bad += differs;
+            }
+        }
+    free(row);
+    return bad;
+}
+
+int op_bench(kv_device *d, int rank, const kv_bench_req *q, kv_bench_result *out, char *err, size_t errlen)
+{
+    cuda_impl *im = impl_of(d);
+    int rc = set_rank(im, rank, err, errlen);
+    if (rc) return rc;
+    rank_state *r = &im->ranks[rank];
+    memset(out, 0, sizeof *out);
+    out->mismatches = -1;
+    if ((rc = need_pool(r, rank, "bench", err, errlen))) return rc;
+    if (!q || q->kind < 0 || q->kind >= KV_BENCH_COUNT || q->repeats < 1 || q->repeats > 1000)
+        return kv_errf(err, errlen, KV_DEV_EINVAL, "bench: bad request");
+    kv_bench_request b;
+    if ((rc = kv_bench_request_make(&r->layout, q->num_tokens, &b, err, errlen))) return rc;
+    kv_pool_layout one = r->layout;
+    one.num_blocks = 1;
+    const uint64_t bytes = (uint64_t)b.num_tokens * (kv_pool_layout_bytes(&one) / (uint64_t)one.block_size);
+    const kv_bench_kind k = q->kind;
+    const uint64_t traffic = k == KV_BENCH_MEMCPY || k == KV_BENCH_GATHER ? 2 * bytes : bytes;
+    double *ms = (double *)calloc((size_t)q->repeats, sizeof *ms);
+    char *buf = NULL;
+    timer tm = {};
+    int64_t bad = -1;
+    const kv_verify_req vr = {b.table, b.keys, b.num_blocks, b.tokens, 0, b.num_tokens};
+    int32_t *d_table = NULL, *d_tok = NULL;
+    uint64_t *d_keys = NULL;
+    const kv_cuda_geom g = geom_of(r);
+    if (!ms) rc = kv_errf(err, errlen, KV_DEV_ENOMEM, "bench: out of host memory");
+    if (!rc && (k == KV_BENCH_MEMSET || k == KV_BENCH_MEMCPY || k == KV_BENCH_GATHER)) {
+        cudaError_t e = cudaMalloc((void **)&buf, bytes);
+        if (e != cudaSuccess) {
+            buf = NULL;
+            rc = alloc_fail(e, im, r, rank, "bench buffer", bytes, err, errlen);
+        }
+    }
+    /* Reads find the bench request's K/V; the write bench uploads its writes once. */
+    if (!rc && k != KV_BENCH_MEMSET && k != KV_BENCH_MEMCPY) rc = run_write(im, r, rank, b.writes, (size_t)b.num_tokens, err, errlen);
+    if (!rc && (k == KV_BENCH_GATHER || k == KV_BENCH_VERIFY))
+        rc = upload_verify(im, r, rank, &vr, b.num_blocks, &d_table, &d_keys, &d_tok, err, errlen);
+    if (!rc) rc = timer_make(&tm, r, rank, err, errlen);
+    for (int i = 0; !rc && i <= q->repeats; i++) { /* run 0 untimed: lazy loading, clocks ramping up */
+        cudaError_t e = cudaEventRecord(tm.a);
+        if (e == cudaSuccess) {
+            switch (k) {
+            case KV_BENCH_MEMSET: e = cudaMemset(buf, i & 0xFF, bytes); break;
+            case KV_BENCH_MEMCPY: e = cudaMemcpy(buf, r->pool, bytes, cudaMemcpyDeviceToDevice); break;
+            case KV_BENCH_WRITE:
+                launch_write(r, g, (const kv_slot_write *)r->scratch, b.num_tokens);
+                e = cudaGetLastError();
+                break;
+            case KV_BENCH_GATHER:
+                launch_gather(r, g, d_table, b.num_tokens, buf);
+                e = cudaGetLastError();
+                break;
+            default:
+                e = cudaMemset(r->count, 0, sizeof *r->count);
+                if (e == cudaSuccess) {
+                    launch_verify(r, g, d_table, d_keys, d_tok, 0, b.num_tokens, r->count);
+                    e = cudaGetLastError();
+                }
+                break;
+            }
+        }
+        if (e == cudaSuccess) e = cudaEventRecord(tm.b);
+        if (e == cudaSuccess) e = cudaEventSynchronize(tm.b);
+        float t = 0;
+        if (e == cudaSuccess) e = cudaEventElapsedTime(&t, tm.a, tm.b);
+        if (e != cudaSuccess) {
+            static const char *names[KV_BENCH_COUNT] = {"memset bench", "memcpy bench", "write bench", "gather bench",
+                                                        "verify bench"};
+            rc = fail(e, rank, r->gpu, names[k], err, errlen);
+        } else if (i > 0) {
+            ms[i - 1] = t;
+        }
+    }
+    int rc2 = timer_free(&tm, r, rank, rc ? NULL : err, rc ? 0 : errlen);
+    if (!rc) rc = rc2;
+    if (!rc && k == KV_BENCH_WRITE) {
+        int64_t m = 0;
+        rc = op_verify(d, rank, &vr, &m, err, errlen);
+        bad = m;
+    }
+    if (!rc && k == KV_BENCH_VERIFY) rc = read_count(r, rank, &bad, err, errlen);
+    if (!rc && k == KV_BENCH_GATHER) {
+        int64_t m = check_gather(r, rank, &b, buf, err, errlen);
+        if (m < 0) rc = (int)m;
+        else bad = m;
+    }
+    if (buf) {
+        cudaError_t e = cudaFree(buf);
+        if (!rc && e != cudaSuccess) rc = fail(e, rank, r->gpu, "cudaFree of the bench buffer", err, errlen);
+    }
+    if (!rc) {
+        kv_bench_summarize(ms, q->repeats, traffic, out);
+        out->mismatches = bad;
+    }
+    free(ms);
+    kv_bench_request_free(&b);
     return rc;
 }
 
@@ -436,15 +793,21 @@ void op_release(kv_device *d)
     if (!im) return;
     for (int i = 0; i < im->num_ranks; i++) {
         rank_state *r = &im->ranks[i];
-        cudaSetDevice(r->gpu);
-        for (int t = 0; t < r->nterms; t++)
-            if (r->terms[t].ptr) cudaFree(r->terms[t].ptr);
-        r->nterms = 0;
-        if (r->pool) cudaFree(r->pool);
-        if (r->scratch) cudaFree(r->scratch);
-        if (r->count) cudaFree(r->count);
+        cudaError_t e = cudaSetDevice(r->gpu);
+        if (e != cudaSuccess) {
+            defer(im, e, i, "cudaSetDevice");
+            continue;
+        }
+        for (int t = 0; t < KV_CUDA_MAX_TERMS; t++) {
+            if (r->terms[t].h && r->terms[t].ptr) defer(im, cudaFree(r->terms[t].ptr), i, "cudaFree of a placeholder");
+            memset(&r->terms[t], 0, sizeof r->terms[t]);
+        }
+        if (r->pool) defer(im, cudaFree(r->pool), i, "cudaFree of the KV cache pool");
+        if (r->scratch) defer(im, cudaFree(r->scratch), i, "cudaFree of the scratch buffer");
+        if (r->count) defer(im, cudaFree(r->count), i, "cudaFree of the mismatch counter");
         r->pool = NULL;
         r->pool_bytes = 0;
+        r->pool_h = 0;
         r->scratch = NULL;
         r->scratch_bytes = 0;
         r->count = NULL;
@@ -452,6 +815,8 @@ void op_release(kv_device *d)
     }
 }
 
+/* The primary contexts stay: they belong to the process (another device
+ * opened later reuses them, and the measurement made at first use). */
 void op_destroy(kv_device *d)
 {
     if (!d) return;
@@ -461,64 +826,155 @@ void op_destroy(kv_device *d)
 }
 
 const kv_device_ops cuda_ops = {
-    op_mem_info, op_reserve, op_alloc_pool, op_write_kv, op_verify, op_release, op_destroy,
+    op_info, op_mem_info, op_reserve, op_alloc_pool, op_free, op_held, op_set_placeholders,
+    op_write_kv, op_verify, op_bench, op_release, op_destroy,
 };
 
-/* Creates the context on one device and measures it (see kv_cuda_gpu_info). */
-int open_gpu(int gpu, kv_nvml *nv, const char *nv_why, kv_cuda_gpu_info *info, char *err,
-             size_t errlen)
+/* ---- the driver --------------------------------------------------------- */
+
+int drv_count(char *err, size_t errlen)
 {
-    memset(info, 0, sizeof *info);
-    info->device = gpu;
-    info->context_bytes = -1;
-    cudaError_t e = cudaDeviceGetPCIBusId(info->pci_bus_id, (int)sizeof info->pci_bus_id, gpu);
-    uint64_t used0 = 0, used1 = 0, nv_total = 0;
-    char why[160] = "";
-    int have_before = 0;
-    if (e == cudaSuccess && nv)
-        have_before = kv_nvml_memory(nv, info->pci_bus_id, &used0, &nv_total, why, sizeof why) == 0;
-    if (e == cudaSuccess) e = cudaSetDevice(gpu);
-    if (e == cudaSuccess) e = cudaFree(0); /* creates the primary context now */
-    if (e != cudaSuccess) return kv_errf(err, errlen, KV_DEV_EDEVICE, "no CUDA device: %s", cudaGetErrorString(e));
-    size_t fr = 0, tot = 0;
-    e = cudaMemGetInfo(&fr, &tot);
-    if (e != cudaSuccess) return cuda_fail(e, "cudaMemGetInfo", err, errlen);
-    info->total_bytes = tot;
-    info->free_at_open = fr;
-    cudaDeviceProp p;
-    e = cudaGetDeviceProperties(&p, gpu);
-    if (e != cudaSuccess) return cuda_fail(e, "cudaGetDeviceProperties", err, errlen);
-    snprintf(info->name, sizeof info->name, "%s", p.name);
-    info->cc_major = p.major;
-    info->cc_minor = p.minor;
-    info->sm_count = p.multiProcessorCount;
-    if (have_before && kv_nvml_memory(nv, info->pci_bus_id, &used1, &nv_total, why, sizeof why) == 0) {
-        info->context_bytes = used1 >= used0 ? (int64_t)(used1 - used0) : 0;
-        snprintf(info->context_how, sizeof info->context_how,
-                 "NVML used memory before and after creating the context");
-    } else {
-        snprintf(info->context_how, sizeof info->context_how, "not measured: %s",
-                 nv ? why : nv_why);
-    }
-    return 0;
-}
-
-} /* namespace */
-
-extern "C" {
-
-kv_device *kv_cuda_open(int num_ranks, char *err, size_t errlen)
-{
-    if (num_ranks < 1 || num_ranks > KV_CUDA_MAX_RANKS) {
-        kv_errf(err, errlen, KV_DEV_EINVAL, "kv_cuda_open: %d ranks (1..%d)", num_ranks, KV_CUDA_MAX_RANKS);
-        return NULL;
-    }
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n < 1) {
         (void)cudaGetLastError();
-        kv_errf(err, errlen, KV_DEV_EDEVICE, "no CUDA device: %s",
-             e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA-capable device is detected");
+        return kv_errf(err, errlen, KV_DEV_EDEVICE, "no CUDA device: %s",
+                       e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA-capable device is detected");
+    }
+    return n;
+}
+
+/* Peak DRAM bandwidth: the memory clock and bus width CUDA reports, else
+ * NVML's; a MIG slice gets the share of its memory in the whole GPU's. */
+void measure_peak(int gpu, kv_nvml *nv, const kv_nvml_dev *nd, int have_nd, kv_device_info *info)
+{
+    int clk = 0, bus = 0;
+    double peak = 0;
+    const char *how = "";
+    if (cudaDeviceGetAttribute(&clk, cudaDevAttrMemoryClockRate, gpu) == cudaSuccess &&
+        cudaDeviceGetAttribute(&bus, cudaDevAttrGlobalMemoryBusWidth, gpu) == cudaSuccess && clk > 0 && bus > 0) {
+        peak = kv_cuda_peak_gbps(clk, bus);
+        how = "memory clock x bus width (CUDA)";
+    } else {
+        (void)cudaGetLastError();
+        unsigned mhz = 0, bits = 0;
+        if (nv && have_nd && kv_nvml_memory_clock(nv, nd->parent ? nd->parent : nd->handle, &mhz, &bits) == 0) {
+            peak = kv_cuda_peak_gbps(mhz * 1000.0, bits);
+            how = "memory clock x bus width (NVML)";
+        }
+    }
+    if (peak > 0 && info->mig[0]) {
+        uint64_t used = 0, whole = 0;
+        char why[128];
+        if (nv && have_nd && nd->parent && kv_nvml_memory(nv, nd->parent, &used, &whole, why, sizeof why) == 0 &&
+            whole > 0) {
+            peak *= (double)info->total_bytes / (double)whole;
+            how = "the MIG slice's share of the GPU's memory clock x bus width";
+        } else {
+            peak = 0;
+            how = "unknown for this MIG slice (NVML cannot read the whole GPU)";
+        }
+    }
+    info->peak_gbps = peak;
+    snprintf(info->peak_how, sizeof info->peak_how, "%s", peak > 0 ? how : *how ? how : "not reported");
+}
+
+/* Creates the context on one device, loads every kernel and measures it
+ * (see kv_device_info). Called once per card per process. */
+int drv_measure(int gpu, kv_device_info *info, char *err, size_t errlen)
+{
+    snprintf(info->backend, sizeof info->backend, "cuda");
+    info->context_bytes = -1;
+    info->card = gpu;
+    cudaDeviceProp p;
+    cudaError_t e = cudaGetDeviceProperties(&p, gpu);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return kv_errf(err, errlen, KV_DEV_EDEVICE, "no CUDA device: GPU %d: %s", gpu, cudaGetErrorString(e));
+    }
+    snprintf(info->name, sizeof info->name, "%.127s", p.name);
+    info->cc_major = p.major;
+    info->cc_minor = p.minor;
+    info->sm_count = p.multiProcessorCount;
+    e = cudaDeviceGetPCIBusId(info->pci_bus_id, (int)sizeof info->pci_bus_id, gpu);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        info->pci_bus_id[0] = '\0';
+    }
+    char gpu_uuid[48], mig_uuid[48];
+    kv_cuda_format_uuid(gpu_uuid, sizeof gpu_uuid, "GPU-", (const unsigned char *)p.uuid.bytes);
+    kv_cuda_format_uuid(mig_uuid, sizeof mig_uuid, "MIG-", (const unsigned char *)p.uuid.bytes);
+    const int named_mig = kv_cuda_mig_profile(info->name, info->mig, sizeof info->mig);
+
+    char nv_why[160] = "", why[160] = "";
+    kv_nvml *nv = kv_nvml_open(nv_why, sizeof nv_why);
+    kv_nvml_dev nd;
+    int have_nd = 0;
+    if (nv) {
+        const char *uuids[2] = {named_mig ? mig_uuid : gpu_uuid, named_mig ? gpu_uuid : mig_uuid};
+        have_nd = kv_nvml_find(nv, uuids, 2, info->pci_bus_id, &nd, why, sizeof why) == 0;
+        /* A slice NVML resolved only as its parent GPU: its memory is not ours to read. */
+        if (have_nd && named_mig && !nd.is_mig) {
+            have_nd = 0;
+            snprintf(why, sizeof why, "NVML resolves this MIG slice only as its whole GPU (%s)", nd.how);
+        }
+        if (have_nd && !named_mig && !nd.is_mig && kv_nvml_mig_mode(nv, nd.handle) == 1) {
+            have_nd = 0;
+            snprintf(why, sizeof why, "MIG is on for this GPU but CUDA did not name a slice");
+        }
+    }
+    snprintf(info->uuid, sizeof info->uuid, "%s", have_nd && nd.is_mig ? mig_uuid : named_mig ? mig_uuid : gpu_uuid);
+    if (have_nd && nd.is_mig && !info->mig[0]) snprintf(info->mig, sizeof info->mig, "MIG slice");
+    uint64_t used0 = 0, used1 = 0, nv_total = 0;
+    const int before = have_nd && kv_nvml_memory(nv, nd.handle, &used0, &nv_total, why, sizeof why) == 0;
+
+    e = cudaSetDevice(gpu);
+    if (e == cudaSuccess) e = cudaFree(0); /* creates the primary context now */
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        kv_nvml_close(nv);
+        return kv_errf(err, errlen, KV_DEV_EDEVICE, "no CUDA device: GPU %d: %s", gpu, cudaGetErrorString(e));
+    }
+    /* Every kernel now, so the context's size includes them and a binary
+     * without code for this card says so here. */
+    for (size_t i = 0; i < sizeof kernel_table / sizeof kernel_table[0]; i++) {
+        cudaFuncAttributes fa;
+        e = cudaFuncGetAttributes(&fa, kernel_table[i]);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            kv_nvml_close(nv);
+            return kv_errf(err, errlen, KV_DEV_EDEVICE,
+                           "GPU %d (%s, sm_%d%d): loading kvlab's kernels failed: %s (%s)%s", gpu, info->name,
+                           p.major, p.minor, cudaGetErrorString(e), cudaGetErrorName(e),
+                           e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction
+                               ? ": rebuild with -DCMAKE_CUDA_ARCHITECTURES set for this card"
+                               : "");
+        }
+    }
+    size_t fr = 0, tot = 0;
+    e = cudaMemGetInfo(&fr, &tot);
+    if (e != cudaSuccess) {
+        kv_nvml_close(nv);
+        return fail(e, 0, gpu, "cudaMemGetInfo", err, errlen);
+    }
+    info->total_bytes = tot;
+    info->free_bytes = fr;
+    if (before && kv_nvml_memory(nv, nd.handle, &used1, &nv_total, why, sizeof why) == 0) {
+        info->context_bytes = used1 >= used0 ? (int64_t)(used1 - used0) : 0;
+        snprintf(info->context_how, sizeof info->context_how,
+                 "NVML used memory of %.100s before and after creating the context", nd.how);
+    } else {
+        snprintf(info->context_how, sizeof info->context_how, "not measured: %s", nv ? why : nv_why);
+    }
+    measure_peak(gpu, nv, &nd, have_nd, info);
+    kv_nvml_close(nv);
+    return 0;
+}
+
+kv_device *drv_open(int num_ranks, const kv_device_info *rank_info, char *err, size_t errlen)
+{
+    if (num_ranks < 1 || num_ranks > KV_CUDA_MAX_RANKS) {
+        kv_errf(err, errlen, KV_DEV_EINVAL, "CUDA backend: %d ranks (1..%d)", num_ranks, KV_CUDA_MAX_RANKS);
         return NULL;
     }
     cuda_impl *im = (cuda_impl *)calloc(1, sizeof *im);
@@ -526,33 +982,24 @@ kv_device *kv_cuda_open(int num_ranks, char *err, size_t errlen)
     if (!im || !d) {
         free(im);
         free(d);
-        kv_errf(err, errlen, KV_DEV_ENOMEM, "kv_cuda_open: out of host memory");
+        kv_errf(err, errlen, KV_DEV_ENOMEM, "CUDA backend: out of host memory");
         return NULL;
     }
     im->magic = KV_CUDA_MAGIC;
     im->placeholders = 1;
     im->num_ranks = num_ranks;
-    int gpu_of[KV_CUDA_MAX_RANKS];
-    im->shared = kv_cuda_map_ranks(num_ranks, n, gpu_of);
-    char nv_why[160] = "";
-    kv_nvml *nv = kv_nvml_open(nv_why, sizeof nv_why);
-    int rc = 0;
-    for (int r = 0; r < num_ranks && !rc; r++) {
-        rank_state *rs = &im->ranks[r];
-        rs->gpu = gpu_of[r];
-        rs->pool_alloc_ms = -1;
-        if (r >= n)
-            rs->info = im->ranks[r % n].info; /* same card as an earlier rank: measured once */
-        else
-            rc = open_gpu(rs->gpu, nv, nv_why, &rs->info, err, errlen);
+    for (int r = 0; r < num_ranks; r++) {
+        im->ranks[r].gpu = rank_info[r].card;
+        im->ranks[r].info = rank_info[r];
+        im->ranks[r].pool_alloc_ms = -1;
     }
-    kv_nvml_close(nv);
-    if (rc) {
+    cudaError_t e = cudaSetDevice(im->ranks[0].gpu);
+    if (e != cudaSuccess) {
+        fail(e, 0, im->ranks[0].gpu, "cudaSetDevice", err, errlen);
         free(im);
         free(d);
         return NULL;
     }
-    cudaSetDevice(im->ranks[0].gpu);
     d->ops = &cuda_ops;
     d->name = "cuda";
     d->num_ranks = num_ranks;
@@ -560,163 +1007,11 @@ kv_device *kv_cuda_open(int num_ranks, char *err, size_t errlen)
     return d;
 }
 
-int kv_cuda_is(const kv_device *d)
-{
-    return d && d->ops == &cuda_ops && impl_of(d) && impl_of(d)->magic == KV_CUDA_MAGIC;
-}
+const kv_device_driver cuda_driver = {"cuda", drv_count, drv_measure, drv_open};
 
-void kv_cuda_set_placeholders(kv_device *d, int on)
-{
-    if (kv_cuda_is(d)) impl_of(d)->placeholders = on ? 1 : 0;
-}
+} /* namespace */
 
-int kv_cuda_rank_gpu(const kv_device *d, int rank)
+extern "C" const kv_device_driver *kv_cuda_driver(void)
 {
-    if (!kv_cuda_is(d) || rank < 0 || rank >= d->num_ranks) return -1;
-    return impl_of(d)->ranks[rank].gpu;
+    return &cuda_driver;
 }
-
-int kv_cuda_ranks_share_card(const kv_device *d)
-{
-    return kv_cuda_is(d) ? impl_of(d)->shared : 0;
-}
-
-int kv_cuda_info(const kv_device *d, int rank, kv_cuda_gpu_info *out, char *err, size_t errlen)
-{
-    if (!kv_cuda_is(d) || rank < 0 || rank >= d->num_ranks || !out)
-        return kv_errf(err, errlen, KV_DEV_EINVAL, "kv_cuda_info: bad device or rank %d", rank);
-    *out = impl_of(d)->ranks[rank].info;
-    return 0;
-}
-
-uint64_t kv_cuda_held_bytes(const kv_device *d, int rank)
-{
-    if (!kv_cuda_is(d) || rank < 0 || rank >= d->num_ranks) return 0;
-    return held_bytes(&impl_of(d)->ranks[rank]);
-}
-
-double kv_cuda_pool_alloc_ms(const kv_device *d, int rank)
-{
-    if (!kv_cuda_is(d) || rank < 0 || rank >= d->num_ranks) return -1;
-    return impl_of(d)->ranks[rank].pool_alloc_ms;
-}
-
-/* The bench request: tokens 0..n-1 at positions 0..n-1 placed through a
- * shuffled block table over blocks 1.. (block 0 is vLLM's null block), so
- * reads and writes go through real indirection. */
-static int bench_setup(rank_state *r, int32_t n, int32_t **table, int32_t **tokens,
-                       kv_slot_write **writes, int32_t *nblocks, char *err, size_t errlen)
-{
-    const int bs = r->layout.block_size;
-    const long long usable = (long long)(r->layout.num_blocks - 1) * bs;
-    if (n < 1 || n > usable)
-        return kv_errf(err, errlen, KV_DEV_EINVAL, "bench: %d tokens but the pool has %lld usable slots", n,
-                    usable);
-    const int32_t nb = (n + bs - 1) / bs;
-    *table = (int32_t *)malloc((size_t)nb * sizeof(int32_t));
-    *tokens = (int32_t *)malloc((size_t)n * sizeof(int32_t));
-    *writes = (kv_slot_write *)malloc((size_t)n * sizeof(kv_slot_write));
-    if (!*table || !*tokens || !*writes)
-        return kv_errf(err, errlen, KV_DEV_ENOMEM, "bench: out of host memory");
-    for (int32_t i = 0; i < nb; i++) (*table)[i] = 1 + i;
-    uint64_t s = 0x2545F4914F6CDD1Dull;
-    for (int32_t i = nb - 1; i > 0; i--) { /* Fisher-Yates with an LCG */
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        int32_t j = (int32_t)((s >> 33) % (uint64_t)(i + 1));
-        int32_t t = (*table)[i];
-        (*table)[i] = (*table)[j];
-        (*table)[j] = t;
-    }
-    for (int32_t i = 0; i < n; i++) {
-        (*tokens)[i] = (int32_t)((i * 7919u + 13u) % 128256u);
-        (*writes)[i].slot = (int64_t)(*table)[i / bs] * bs + i % bs;
-        (*writes)[i].token_id = (*tokens)[i];
-        (*writes)[i].position = i;
-    }
-    *nblocks = nb;
-    return 0;
-}
-
-static uint64_t bench_bytes(const rank_state *r, int32_t n)
-{
-    const kv_pool_layout *l = &r->layout;
-    return (uint64_t)n * (uint64_t)l->num_layers * (uint64_t)l->kv_factor * (uint64_t)l->num_kv_heads *
-           (uint64_t)l->head_size * (uint64_t)kv_dtype_bytes(l->cache_dtype);
-}
-
-int kv_cuda_bench_write(kv_device *d, int rank, int32_t num_tokens, int repeats, double *gbps,
-                        double *ms, uint64_t *bytes, char *err, size_t errlen)
-{
-    cuda_impl *im = kv_cuda_is(d) ? impl_of(d) : NULL;
-    int rc = set_rank(im, rank, err, errlen);
-    if (rc) return rc;
-    rank_state *r = &im->ranks[rank];
-    if ((rc = need_pool(r, rank, err, errlen))) return rc;
-    int32_t *table = NULL, *tokens = NULL, nb = 0;
-    kv_slot_write *w = NULL;
-    rc = bench_setup(r, num_tokens, &table, &tokens, &w, &nb, err, errlen);
-    if (!rc) rc = need_scratch(im, r, rank, (size_t)num_tokens * sizeof *w, err, errlen);
-    cudaError_t e = cudaSuccess;
-    if (!rc) e = cudaMemcpy(r->scratch, w, (size_t)num_tokens * sizeof *w, cudaMemcpyHostToDevice);
-    free(table);
-    free(tokens);
-    free(w);
-    if (rc) return rc;
-    if (e != cudaSuccess) return cuda_fail(e, "copying bench writes", err, errlen);
-    cudaEvent_t a, b;
-    cudaEventCreate(&a);
-    cudaEventCreate(&b);
-    float best = -1;
-    const kv_cuda_geom g = geom_of(r);
-    /* One untimed run first: lazy module loading happens on first launch. */
-    for (int i = 0; i < (repeats < 1 ? 1 : repeats) + 1 && e == cudaSuccess; i++) {
-        cudaEventRecord(a);
-        launch_write(g, (const kv_slot_write *)r->scratch, num_tokens);
-        cudaEventRecord(b);
-        e = cudaEventSynchronize(b);
-        if (e == cudaSuccess) e = cudaGetLastError();
-        float t = 0;
-        cudaEventElapsedTime(&t, a, b);
-        if (i > 0 && (best < 0 || t < best)) best = t;
-    }
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    if (e != cudaSuccess) return cuda_fail(e, "the write_kv kernel", err, errlen);
-    const uint64_t by = bench_bytes(r, num_tokens);
-    if (bytes) *bytes = by;
-    if (ms) *ms = best;
-    if (gbps) *gbps = best > 0 ? (double)by / (best * 1e6) : 0;
-    return 0;
-}
-
-int kv_cuda_bench_gather(kv_device *d, int rank, int32_t num_tokens, int repeats, double *gbps,
-                         double *ms, uint64_t *bytes, int64_t *mismatches, char *err, size_t errlen)
-{
-    cuda_impl *im = kv_cuda_is(d) ? impl_of(d) : NULL;
-    int rc = set_rank(im, rank, err, errlen);
-    if (rc) return rc;
-    rank_state *r = &im->ranks[rank];
-    if ((rc = need_pool(r, rank, err, errlen))) return rc;
-    int32_t *table = NULL, *tokens = NULL, nb = 0;
-    kv_slot_write *w = NULL;
-    rc = bench_setup(r, num_tokens, &table, &tokens, &w, &nb, err, errlen);
-    double best = -1;
-    int64_t m = 0;
-    for (int i = 0; !rc && i < (repeats < 1 ? 1 : repeats) + 1; i++) {
-        double t = 0;
-        rc = run_verify(im, r, rank, table, nb, tokens, num_tokens, &m, &t, err, errlen);
-        if (!rc && i > 0 && (best < 0 || t < best)) best = t;
-    }
-    free(table);
-    free(tokens);
-    free(w);
-    if (rc) return rc;
-    const uint64_t by = bench_bytes(r, num_tokens);
-    if (bytes) *bytes = by;
-    if (ms) *ms = best;
-    if (gbps) *gbps = best > 0 ? (double)by / (best * 1e6) : 0;
-    if (mismatches) *mismatches = m;
-    return 0;
-}
-
-} /* extern "C" */

@@ -1,12 +1,9 @@
-/* kv_cuda_fmt: the CUDA backend's pure helpers (messages, rank mapping).
+/* kv_cuda_fmt: the CUDA backend's pure helpers (messages, names, figures).
  * No CUDA here, so the unit tests build it on machines without a toolkit. */
-#include <ctype.h>
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "kv_cuda.h"
-#include "kv_gpu.h"
 
 const char *kv_cuda_format_size(char *buf, size_t len, uint64_t bytes)
 {
@@ -41,74 +38,34 @@ const char *kv_cuda_format_oom(char *buf, size_t len, const kv_cuda_oom *o)
     return buf;
 }
 
-int kv_cuda_map_ranks(int num_ranks, int num_gpus, int *gpu_of_rank)
+int kv_cuda_mig_profile(const char *name, char *out, size_t len)
 {
-    if (num_ranks < 1 || num_gpus < 1) return -1;
-    for (int r = 0; r < num_ranks; r++)
-        gpu_of_rank[r] = r % num_gpus;
-    return num_gpus < num_ranks;
-}
-
-/* Lower-case letters and digits of s, without spaces, dashes or the vendor
- * words that catalogue ids leave out. */
-static void squash(const char *s, char *out, size_t len)
-{
-    size_t n = 0;
-    for (; *s && n + 1 < len; s++)
-        if (isalnum((unsigned char)*s)) out[n++] = (char)tolower((unsigned char)*s);
-    out[n] = 0;
-    static const char *drop[] = {"nvidia", "geforce", "tesla"};
-    for (size_t i = 0; i < sizeof drop / sizeof *drop; i++) {
-        char *p;
-        size_t dl = strlen(drop[i]);
-        while ((p = strstr(out, drop[i])) != NULL) memmove(p, p + dl, strlen(p + dl) + 1);
+    if (len)
+        out[0] = '\0';
+    for (const char *p = name; p && (p = strstr(p, "MIG")) != NULL; p += 3) {
+        int word = (p == name || p[-1] == ' ' || p[-1] == '-') && (p[3] == ' ' || p[3] == '-');
+        if (!word)
+            continue;
+        const char *q = p + 4;
+        size_t n = 0;
+        while (q[n] && q[n] != ' ' && q[n] != ')')
+            n++;
+        if (len)
+            snprintf(out, len, "%.*s", (int)n, q);
+        return 1;
     }
+    return 0;
 }
 
-/* A word like "80gb" or "141gb": a size, not part of the card's name. */
-static int is_size_word(const char *w)
+double kv_cuda_peak_gbps(double mem_clock_khz, double bus_bits)
 {
-    size_t n = strlen(w);
-    if (n < 3 || strcmp(w + n - 2, "gb")) return 0;
-    for (size_t i = 0; i + 2 < n; i++)
-        if (!isdigit((unsigned char)w[i])) return 0;
-    return 1;
+    if (!(mem_clock_khz > 0) || !(bus_bits > 0))
+        return 0;
+    return 2.0 * mem_clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;
 }
 
-const struct kv_gpu *kv_cuda_match_catalog(const struct kv_gpu_catalog *cat, const char *device_name,
-                                           double total_bytes)
+void kv_cuda_format_uuid(char *buf, size_t len, const char *prefix, const unsigned char b[16])
 {
-    if (!cat || !device_name) return NULL;
-    char dev[256];
-    squash(device_name, dev, sizeof dev);
-    const kv_gpu *best = NULL;
-    long best_score = -1;
-    double best_diff = 0;
-    for (int i = 0; i < cat->count; i++) {
-        const kv_gpu *g = &cat->gpus[i];
-        char id[sizeof g->id];
-        snprintf(id, sizeof id, "%s", g->id);
-        long score = -1;
-        int word = 0;
-        for (char *save = NULL, *w = strtok_r(id, "-_", &save); w; w = strtok_r(NULL, "-_", &save)) {
-            char sw[64];
-            squash(w, sw, sizeof sw);
-            if (!*sw || is_size_word(sw)) continue;
-            int found = strstr(dev, sw) != NULL;
-            if (word++ == 0) {
-                if (!found) break;
-                score = 100L * (long)strlen(sw);
-            } else if (found) {
-                score += 1;
-            }
-        }
-        if (score < 0) continue;
-        double diff = g->reported_total_bytes > 0 ? fabs(g->reported_total_bytes - total_bytes) : 1e30;
-        if (score > best_score || (score == best_score && diff < best_diff)) {
-            best = g;
-            best_score = score;
-            best_diff = diff;
-        }
-    }
-    return best;
+    snprintf(buf, len, "%s%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", prefix, b[0],
+             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }

@@ -1,10 +1,11 @@
 /* kv_cuda_values: the K/V values the CUDA backend stores, as pure functions
  * that compile for the host (C11, unit-tested) and for kernels (nvcc).
  *
- * A token's value at (layer, kv head) starts from kv_fingerprint() in
- * engine/kv_device.h; element e of that head's row takes one byte of the
+ * A token's value at (layer, global kv head) starts from kv_fingerprint()
+ * in engine/kv_device.h; element e of that head's row takes one byte of the
  * fingerprint (V uses the fingerprint xor a constant), and the byte maps to
- * a number in +-[1, 2) stored in the cache dtype. Kernels build 16 stored
+ * a number in +-[1, 2) stored in the cache dtype as itself (bf16, fp16, fp8
+ * e4m3, fp8 e5m2, fp32; int8 stores the byte). Kernels build 16 stored
  * bytes at a time with bit operations (kv_cuda_pack16) so the write stays
  * bound by memory bandwidth; the float conversions are the reference.
  * No CUDA header is included: this file is plain C with a macro. */
@@ -104,6 +105,43 @@ static inline KV_HOST_DEVICE float kv_cuda_e4m3_to_f32(uint8_t b)
     return kv_cuda_bits_f32(sign | kv_cuda_f32_bits(v));
 }
 
+/* float -> fp8 e5m2 bits (bias 15, 2 mantissa bits; 0x7C is infinity),
+ * round to nearest even, saturating to +-57344 = 0x7B like __NV_SATFINITE,
+ * NaN = 0x7F. */
+static inline KV_HOST_DEVICE uint8_t kv_cuda_f32_to_e5m2(float f)
+{
+    uint32_t x = kv_cuda_f32_bits(f);
+    uint8_t sign = (uint8_t)((x >> 24) & 0x80u);
+    uint32_t ax = x & 0x7FFFFFFFu;
+    if (ax > 0x7F800000u) return (uint8_t)(sign | 0x7Fu);
+    if (ax >= 0x47600000u) return (uint8_t)(sign | 0x7Bu); /* >= 57344, inf included */
+    int e = (int)(ax >> 23) - 127;
+    if (e < -14) { /* subnormal e5m2: value = q x 2^-16 */
+        if (e < -18) return sign;
+        uint32_t mant = (ax & 0x7FFFFFu) | 0x800000u;
+        int shift = 7 - e;
+        uint32_t q = mant >> shift, rem = mant & ((1u << shift) - 1u), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (q & 1u))) q++;
+        return (uint8_t)(sign | q); /* q == 4 is the smallest normal: still right */
+    }
+    uint32_t bits = ((uint32_t)(e + 15) << 2) | ((ax >> 21) & 3u);
+    uint32_t rem = ax & 0x1FFFFFu;
+    if (rem > 0x100000u || (rem == 0x100000u && (bits & 1u))) bits++;
+    if (bits > 0x7Bu) bits = 0x7Bu;
+    return (uint8_t)(sign | bits);
+}
+
+/* fp8 e5m2 bits -> float (exact; 0x7C infinity, 0x7D..0x7F NaN). */
+static inline KV_HOST_DEVICE float kv_cuda_e5m2_to_f32(uint8_t b)
+{
+    uint32_t sign = (uint32_t)(b & 0x80u) << 24;
+    uint32_t e = (b >> 2) & 0x1Fu, m = b & 3u;
+    if (e == 0x1Fu) return kv_cuda_bits_f32(sign | (m ? 0x7FC00000u : 0x7F800000u));
+    float v = e ? (float)(4u + m) * kv_cuda_bits_f32((e + 127u - 15u - 2u) << 23)
+                : (float)m * (1.0f / 65536.0f);
+    return kv_cuda_bits_f32(sign | kv_cuda_f32_bits(v));
+}
+
 /* The byte element e of a head row takes from fingerprint f. Bytes repeat
  * every 8 elements, shuffled by the group index so rows do not look periodic. */
 static inline KV_HOST_DEVICE uint8_t kv_cuda_value_byte(uint64_t f, int32_t e)
@@ -121,7 +159,7 @@ static inline KV_HOST_DEVICE float kv_cuda_value_f32(uint8_t b)
 }
 
 /* The stored bits (low kv_dtype_bytes() bytes) of a byte in a cache dtype:
- * the reference, through the conversions above. */
+ * the reference, through the conversions above (int8 stores the byte). */
 static inline KV_HOST_DEVICE uint32_t kv_cuda_value_bits(int dtype, uint8_t b)
 {
     float v = kv_cuda_value_f32(b);
@@ -129,6 +167,8 @@ static inline KV_HOST_DEVICE uint32_t kv_cuda_value_bits(int dtype, uint8_t b)
     case KV_DTYPE_BF16: return kv_cuda_f32_to_bf16(v);
     case KV_DTYPE_FP16: return kv_cuda_f32_to_f16(v);
     case KV_DTYPE_FP8_E4M3: return kv_cuda_f32_to_e4m3(v);
+    case KV_DTYPE_FP8_E5M2: return kv_cuda_f32_to_e5m2(v);
+    case KV_DTYPE_INT8: return b;
     default: return kv_cuda_f32_bits(v);
     }
 }
@@ -151,6 +191,22 @@ static inline KV_HOST_DEVICE uint32_t kv_cuda_quad_e4m3(uint32_t w)
     return (w & 0x80808080u) | (0x38383838u + q + up);
 }
 
+/* Four bytes -> four fp8 e5m2 values in one word: 1 + m/128 rounded to
+ * nearest even on 2 mantissa bits, per byte without carries (a round-up
+ * from 1.875 lands on 2.0 = 0x40). */
+static inline KV_HOST_DEVICE uint32_t kv_cuda_quad_e5m2(uint32_t w)
+{
+    uint32_t q = (w >> 5) & 0x03030303u, rem = w & 0x1F1F1F1Fu;
+    uint32_t up = ((rem + 0x0F0F0F0Fu + (q & 0x01010101u)) >> 5) & 0x01010101u;
+    return (w & 0x80808080u) | (0x3C3C3C3Cu + q + up);
+}
+
+/* Four bytes -> four values of a one-byte dtype. */
+static inline KV_HOST_DEVICE uint32_t kv_cuda_quad8(int dtype, uint32_t w)
+{
+    return dtype == KV_DTYPE_FP8_E5M2 ? kv_cuda_quad_e5m2(w) : dtype == KV_DTYPE_INT8 ? w : kv_cuda_quad_e4m3(w);
+}
+
 /* One 32-bit value from a byte (fp32 cache). */
 static inline KV_HOST_DEVICE uint32_t kv_cuda_one32(uint32_t b)
 {
@@ -165,12 +221,12 @@ static inline KV_HOST_DEVICE void kv_cuda_pack16(int dtype, uint64_t f, int32_t 
 {
     const uint32_t lo = (uint32_t)f, hi = (uint32_t)(f >> 32);
     const uint32_t c0 = ((uint32_t)(e0 >> 3) * 157u & 0xFFu) * 0x01010101u;
-    if (dtype == KV_DTYPE_FP8_E4M3) { /* 16 elements: two groups of 8 */
+    if (kv_dtype_bytes(dtype) == 1) { /* 16 elements: two groups of 8 */
         const uint32_t c1 = ((uint32_t)((e0 >> 3) + 1) * 157u & 0xFFu) * 0x01010101u;
-        out[0] = kv_cuda_quad_e4m3(lo ^ c0);
-        out[1] = kv_cuda_quad_e4m3(hi ^ c0);
-        out[2] = kv_cuda_quad_e4m3(lo ^ c1);
-        out[3] = kv_cuda_quad_e4m3(hi ^ c1);
+        out[0] = kv_cuda_quad8(dtype, lo ^ c0);
+        out[1] = kv_cuda_quad8(dtype, hi ^ c0);
+        out[2] = kv_cuda_quad8(dtype, lo ^ c1);
+        out[3] = kv_cuda_quad8(dtype, hi ^ c1);
     } else if (dtype == KV_DTYPE_BF16 || dtype == KV_DTYPE_FP16) { /* 8 elements: one group */
         const uint32_t x = lo ^ c0, y = hi ^ c0;
         out[0] = kv_cuda_pair16(dtype, (x & 0xFFu) | ((x & 0xFF00u) << 8));
@@ -186,11 +242,12 @@ static inline KV_HOST_DEVICE void kv_cuda_pack16(int dtype, uint64_t f, int32_t 
     }
 }
 
-/* Fingerprint of K (kv = 0) or V (kv = 1) of a token at (layer, head). */
-static inline KV_HOST_DEVICE uint64_t kv_cuda_row_fingerprint(int32_t token_id, int32_t position,
-                                                              int32_t layer, int32_t head, int kv)
+/* Fingerprint of K (kv = 0) or V (kv = 1) of a token (its kv_token_key) at
+ * (layer, global KV head). */
+static inline KV_HOST_DEVICE uint64_t kv_cuda_row_fingerprint(uint64_t token_key, int32_t layer, int32_t kv_head,
+                                                              int kv)
 {
-    uint64_t f = kv_fingerprint(token_id, position, layer, head);
+    uint64_t f = kv_row_fingerprint(token_key, layer, kv_head);
     return kv ? f ^ KV_CUDA_V_SALT : f;
 }
 

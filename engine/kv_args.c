@@ -489,6 +489,7 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
                            !strcmp(value, "float32") || !strcmp(value, "fp32") ? " (vLLM has no float32 KV cache)"
                                                                                : "");
         }
+        a->kv_fp8_e5m2 = !strcmp(value, "fp8_e5m2");
         if (!strcmp(value, "auto"))
             a->kv_cache_dtype = KV_ARGS_KV_AUTO;
         else if (!strcmp(value, "bfloat16"))
@@ -617,7 +618,10 @@ int kv_args_get(const kv_args *a, const char *name, char *b, size_t n)
     case F_MAX_NUM_SEQS: if (a->max_num_seqs) snprintf(b, n, "%lld", (long long)a->max_num_seqs); break;
     case F_MNBT: if (a->max_num_batched_tokens) snprintf(b, n, "%lld", (long long)a->max_num_batched_tokens); break;
     case F_BLOCK_SIZE: snprintf(b, n, "%d", a->block_size); break;
-    case F_KV_DTYPE: snprintf(b, n, "%s", kv_args_kv_dtype_name(a->kv_cache_dtype)); break;
+    case F_KV_DTYPE:
+        snprintf(b, n, "%s", a->kv_fp8_e5m2 && a->kv_cache_dtype == KV_ARGS_KV_FP8 ? "fp8_e5m2"
+                                                                                 : kv_args_kv_dtype_name(a->kv_cache_dtype));
+        break;
     case F_QUANT: snprintf(b, n, "%s", kv_args_quant_name(a->quantization)); break;
     case F_DTYPE: snprintf(b, n, "%s", kv_args_dtype_name(a->dtype)); break;
     case F_TP: snprintf(b, n, "%d", a->tensor_parallel_size); break;

@@ -77,6 +77,7 @@ typedef struct kv_args {
     int64_t max_num_batched_tokens; /* 0 = default (2048, or 8192 on >= 70 GiB non-A100 cards) */
     int32_t block_size;             /* default 16 */
     kv_args_kv_dtype kv_cache_dtype;
+    int32_t kv_fp8_e5m2;            /* 1: --kv-cache-dtype fp8_e5m2 (KV_ARGS_KV_FP8 with 5 exponent bits) */
     kv_args_quant quantization;
     kv_args_dtype dtype;
     int32_t tensor_parallel_size;   /* default 1 */

@@ -60,6 +60,7 @@ void kv_engine_config_default(kv_engine_config *c)
     c->seed = 0;
     c->verify = -1;
     c->write_kv = -1;
+    c->fit_device = KV_FIT_SHARED;
     c->event_capacity = 65536;
     c->timeline_capacity = 4096;
     c->block_events = 1;
@@ -179,6 +180,7 @@ uint64_t kv_engine_host_bytes(const kv_engine_config *c)
     uint64_t ev = c->event_capacity ? c->event_capacity : 65536, tl = c->timeline_capacity ? c->timeline_capacity : 4096;
     uint64_t b = sizeof(kv_engine) + kv_pool_host_bytes(c->num_blocks);
     b += nb * 2 * sizeof(int32_t);                    /* check counts, prefix-hit scratch */
+    b += nb * (sizeof(int64_t) + sizeof(int32_t));    /* blocks written this step (read-back) */
     b += seqs * (4 * sizeof(kv_req *) + 4 * sizeof(int64_t) + 2 * sizeof(int32_t) + 1); /* scheduler lists, step detail */
     b += ((uint64_t)(c->max_model_len > 0 ? c->max_model_len : 0) + 1) * sizeof(int32_t);
     b += ev * (sizeof(kv_event) + 8) + tl * sizeof(kv_timeline_sample) + WRITE_BATCH * sizeof(kv_slot_write);
@@ -232,7 +234,7 @@ static void setup_ranks(kv_engine *e)
         ri->replicated = tp > c->num_kv_heads;
         ri->first_kv_head = ri->replicated ? (int32_t)((int64_t)r * c->num_kv_heads / tp) : r * per;
         ri->layout = (kv_pool_layout){c->num_blocks, c->block_size, c->num_layers, per, c->head_size,
-                                      c->kv_factor, c->cache_dtype};
+                                      c->kv_factor, c->cache_dtype, ri->first_kv_head};
         memcpy(ri->terms, c->terms[r], sizeof ri->terms);
         ri->terms[KV_TERM_KV_CACHE] = (double)kv_pool_layout_bytes(&ri->layout);
     }
@@ -288,15 +290,41 @@ static int open_device(kv_engine *e, char *err, size_t errlen)
             double b = e->ranks[r].terms[t];
             if (b <= 0)
                 continue;
-            int rc = e->dev->ops->reserve(e->dev, r, term_names[t], (uint64_t)b, derr, sizeof derr);
+            int rc = e->dev->ops->reserve(e->dev, r, term_names[t], (uint64_t)b, &e->dev_h[r][t], derr, sizeof derr);
             if (rc)
                 return kv_errf(err, errlen, rc == KV_DEV_ENOMEM ? KV_ENGINE_ENOMEM : KV_ENGINE_EDEVICE, "%s", derr);
         }
-        int rc = e->dev->ops->alloc_pool(e->dev, r, &e->ranks[r].layout, derr, sizeof derr);
+        int rc = e->dev->ops->alloc_pool(e->dev, r, &e->ranks[r].layout, &e->dev_h[r][KV_TERM_KV_CACHE], derr,
+                                         sizeof derr);
         if (rc)
             return kv_errf(err, errlen, rc == KV_DEV_ENOMEM ? KV_ENGINE_ENOMEM : KV_ENGINE_EDEVICE, "%s", derr);
     }
     return 0;
+}
+
+/* A borrowed device whose ranks share cards (or, with KV_FIT_SMALLER, whose
+ * cards are smaller than the plan's) holds a scaled copy of the plan: every
+ * term and num_blocks times the backend's kv_device_fit_scale. */
+static void fit_to_device(kv_engine *e)
+{
+    kv_engine_config *c = &e->cfg;
+    e->dev_scale = 1.0;
+    if (!c->device || !c->fit_device)
+        return;
+    double want = c->gpu_total_bytes;
+    if (want <= 0) /* no card named: what rank 0 holds */
+        for (int t = 0; t < KV_TERM_COUNT; t++)
+            want += e->ranks[0].terms[t];
+    double s = kv_device_fit_scale(c->device, c->tensor_parallel_size, want, c->fit_device);
+    if (s >= 1.0)
+        return;
+    int64_t nb = (int64_t)((double)c->num_blocks * s);
+    c->num_blocks = (int32_t)(nb < 2 ? 2 : nb);
+    for (int32_t r = 0; r < c->tensor_parallel_size; r++)
+        for (int t = 0; t < KV_TERM_COUNT; t++)
+            c->terms[r][t] *= s;
+    e->dev_scale = s;
+    setup_ranks(e);
 }
 
 kv_engine *kv_engine_create(const kv_engine_config *cfg, char *err, size_t errlen)
@@ -328,8 +356,11 @@ kv_engine *kv_engine_create(const kv_engine_config *cfg, char *err, size_t errle
     e->ls_tok = calloc(ns, sizeof *e->ls_tok);
     e->ls_hit = calloc(ns, sizeof *e->ls_hit);
     e->ls_resumed = calloc(ns, sizeof *e->ls_resumed);
+    e->keybuf = calloc((size_t)kv_cdiv((int64_t)c->max_model_len + 1, c->block_size) + 1, sizeof *e->keybuf);
+    e->dirty = calloc((size_t)c->num_blocks, sizeof *e->dirty);
+    e->dirty_list = calloc((size_t)c->num_blocks, sizeof *e->dirty_list);
     if (!e->ev || !e->tl || !e->writes || !e->tokbuf || !e->counts || !e->owner_buf || !e->ls_ids || !e->ls_pre ||
-        !e->ls_fin || !e->ls_tok || !e->ls_hit || !e->ls_resumed) {
+        !e->ls_fin || !e->ls_tok || !e->ls_hit || !e->ls_resumed || !e->keybuf || !e->dirty || !e->dirty_list) {
         kv_errf(err, errlen, KV_ENGINE_ENOMEM, "out of memory creating the engine");
         kv_engine_destroy(e);
         return NULL;
@@ -338,6 +369,8 @@ kv_engine *kv_engine_create(const kv_engine_config *cfg, char *err, size_t errle
     for (int k = 0; k < KV_HIST_COUNT; k++)
         kv_hist_init(&e->hist[k], k);
     setup_ranks(e);
+    int32_t planned_blocks = c->num_blocks;
+    fit_to_device(e);
     if (build_core(e, err, errlen) != 0 || open_device(e, err, errlen) != 0) {
         kv_engine_destroy(e);
         return NULL;
@@ -347,6 +380,10 @@ kv_engine *kv_engine_create(const kv_engine_config *cfg, char *err, size_t errle
                   (int)c->num_blocks, (int)c->block_size, (int)usable, e->dev->name, (int)c->tensor_parallel_size);
     if (c->enable_chunked_prefill)
         kv_engine_log(e, 0, "Chunked prefill is enabled with max_num_batched_tokens=%d.", (int)c->max_num_batched_tokens);
+    if (e->dev_scale < 1.0)
+        kv_engine_log(e, 1, "the %s backend's cards hold %.1f%% of this plan (ranks that share a card split it): "
+                            "every term and the pool scaled to fit, %d blocks instead of %d",
+                      e->dev->name, 100.0 * e->dev_scale, (int)c->num_blocks, (int)planned_blocks);
     return e;
 }
 
@@ -375,10 +412,13 @@ void kv_engine_destroy(kv_engine *e)
         free(ph);
     }
     destroy_core(e);
-    if (e->dev) {
-        e->dev->ops->release(e->dev);
-        if (e->own_dev)
-            e->dev->ops->destroy(e->dev);
+    if (e->dev && e->own_dev) {
+        e->dev->ops->destroy(e->dev);
+    } else if (e->dev) { /* borrowed: give back only what this engine took */
+        for (int32_t r = 0; r < e->cfg.tensor_parallel_size; r++)
+            for (int t = 0; t < KV_TERM_COUNT; t++)
+                if (e->dev_h[r][t])
+                    e->dev->ops->free(e->dev, r, e->dev_h[r][t]);
     }
     kv_events_destroy(e->ev);
     free(e->tl);
@@ -392,6 +432,9 @@ void kv_engine_destroy(kv_engine *e)
     free(e->ls_tok);
     free(e->ls_hit);
     free(e->ls_resumed);
+    free(e->keybuf);
+    free(e->dirty);
+    free(e->dirty_list);
     free(e);
 }
 

@@ -119,13 +119,19 @@ typedef struct kv_engine_config {
     kv_engine_mode mode;
     uint64_t seed;                  /* token ids of length-only prompts and outputs */
     int verify;                     /* -1: on in debug builds, off with NDEBUG; 0 off; 1 on:
-                                       write K/V to the device and read every running
-                                       request back after each step */
+                                       write K/V to the device and, after each step, read
+                                       back what changed in it: every running request's
+                                       new tokens and the tokens in blocks written that step */
     int write_kv;                   /* -1: same as verify; 1: write K/V even without verifying */
     uint32_t event_capacity;        /* ring size, rounded up to a power of two (default 65536) */
     uint32_t timeline_capacity;     /* sparkline samples kept (default 4096) */
-    kv_device *device;              /* backend to use (borrowed); NULL = the engine
-                                       creates and owns a host backend */
+    kv_device *device;              /* backend to use (borrowed: the engine frees what it
+                                       allocated there, never the device); NULL = the
+                                       engine creates and owns a host backend */
+    int fit_device;                 /* KV_FIT_* flags (kv_device.h) for a borrowed device:
+                                       default KV_FIT_SHARED, so ranks that share one card
+                                       split it (every term and num_blocks scaled, logged);
+                                       0 = hold the plan as it is */
     int block_events;               /* 1 (default): record alloc/free/hit/evict/store events;
                                        0: only request events and logs (long headless runs) */
     uint64_t host_memory_bytes;     /* host memory the engine may take: 0 (default) = what this
@@ -192,8 +198,9 @@ kv_engine *kv_engine_create_vllm(const kv_model *m, const kv_gpu *gpu, const kv_
  * the device (an allocation failure is reported as the OOM it is). */
 kv_engine *kv_engine_create(const kv_engine_config *cfg, char *err, size_t errlen);
 
-/* Free the engine and everything it owns (a borrowed device is released but
- * not destroyed). NULL is allowed. */
+/* Free the engine and everything it owns. On a borrowed device it frees only
+ * its own allocations (placeholders and pools); the device stays open and
+ * keeps what others hold. NULL is allowed. */
 void kv_engine_destroy(kv_engine *e);
 
 /* The config the engine runs with (after defaults were resolved). */
@@ -416,6 +423,11 @@ int kv_engine_rank(const kv_engine *e, int32_t rank, kv_rank_view *out);
 /* Name of the device backend ("host", "cuda"). */
 const char *kv_engine_device_name(const kv_engine *e);
 
+/* The scale the engine applied to fit a borrowed device (kv_engine_config.
+ * fit_device): 1 = the plan as it is; < 1 = every term and num_blocks
+ * multiplied by it (also logged). */
+double kv_engine_device_scale(const kv_engine *e);
+
 /* ---- Metrics (vLLM names: vllm/v1/metrics/loggers.py) ----------------- */
 
 typedef struct kv_latency_stats {
@@ -544,5 +556,12 @@ int kv_engine_check(const kv_engine *e, char *err, size_t errlen);
  * compare with its own tokens (needs write_kv on). Returns 0, EVERIFY with
  * the first mismatch in err, or EDEVICE. */
 int kv_engine_verify(kv_engine *e, char *err, size_t errlen);
+
+/* A bounded read-back for callers that run every frame (the lesson app on a
+ * GPU box): up to max_tokens tokens of running requests on every rank, going
+ * round the requests from where the previous call stopped, so repeated calls
+ * cover every request. *checked (may be NULL) = tokens read. Returns as
+ * kv_engine_verify. */
+int kv_engine_verify_sample(kv_engine *e, int32_t max_tokens, int64_t *checked, char *err, size_t errlen);
 
 #endif

@@ -33,6 +33,8 @@ struct kv_engine {
     kv_events *ev;
     kv_device *dev;
     int own_dev;
+    double dev_scale;          /* fit to a borrowed device (kv_engine_device_scale) */
+    kv_dev_handle dev_h[KV_ENGINE_MAX_RANKS][KV_TERM_COUNT]; /* what the engine holds there */
     rank_info ranks[KV_ENGINE_MAX_RANKS];
     kv_time_params tparams;
     /* requests */
@@ -58,6 +60,11 @@ struct kv_engine {
     int32_t *tokbuf;
     int32_t *counts;
     int64_t *owner_buf;        /* max_num_seqs ids, for kv_engine_block_owners */
+    uint64_t *keybuf;          /* a request's block keys, for device read-backs */
+    int64_t *dirty;            /* per block: 0, or who wrote it this step (request id + 1; -1: several) */
+    int32_t *dirty_list, num_dirty;
+    int64_t sample_next;       /* kv_engine_verify_sample: the running index to start at */
+    int32_t sample_pos;        /* ... and the position inside that request */
     /* the last step's decisions (kv_engine_last_step), max_num_seqs + 1 each */
     int64_t ls_step, *ls_ids, *ls_pre, *ls_fin;
     int32_t *ls_tok, *ls_hit, ls_n, ls_first_new, ls_npre, ls_nfin;
@@ -83,6 +90,14 @@ kv_req *kv_eng_live_req(const kv_engine *e, int64_t id);
 
 /* A finished or aborted request stays readable for DONE_KEEP more finishes. */
 void kv_eng_retire(kv_engine *e, kv_req *r);
+
+/* The key block b of r's table was written with (kv_slot_write.parent):
+ * the hash of the block before it in r's chain, or for block 0 the chain's
+ * root (NONE_HASH and the cache salt). */
+uint64_t kv_eng_block_key(const kv_engine *e, const kv_req *r, int32_t b);
+
+/* The per-step read-back of what changed (kv_engine_read.c). */
+int kv_eng_verify_changed(kv_engine *e, char *err, size_t errlen);
 
 /* Virtual time dt passed at KV usage `usage`: the time-weighted means. */
 void kv_eng_accumulate_time(kv_engine *e, double dt, double usage);

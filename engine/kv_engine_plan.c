@@ -62,7 +62,9 @@ int kv_engine_config_from_plan(const kv_plan *p, const kv_model *m, const kv_gpu
     c->num_kv_heads = m->is_mla ? 1 : m->num_key_value_heads;
     c->head_size = p->head_size;
     c->kv_factor = p->kv_factor;
-    c->cache_dtype = p->kv_dtype_bytes == 1 ? KV_DTYPE_FP8_E4M3 : p->kv_dtype_bytes == 4 ? KV_DTYPE_FP32 : KV_DTYPE_BF16;
+    c->cache_dtype = kv_dtype_from_name(p->kv_cache_dtype, p->kv_dtype_bytes);
+    if (c->cache_dtype < 0 || kv_dtype_bytes(c->cache_dtype) != p->kv_dtype_bytes)
+        c->cache_dtype = p->kv_dtype_bytes == 1 ? KV_DTYPE_FP8_E4M3 : p->kv_dtype_bytes == 4 ? KV_DTYPE_FP32 : KV_DTYPE_BF16;
     c->hidden_size = m->hidden_size;
     c->vocab_size = m->vocab_size;
     c->tensor_parallel_size = p->tensor_parallel_size > 0 ? p->tensor_parallel_size : 1;

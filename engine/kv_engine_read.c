@@ -332,29 +332,117 @@ int kv_engine_check(const kv_engine *e, char *err, size_t errlen)
     return 0;
 }
 
+uint64_t kv_eng_block_key(const kv_engine *e, const kv_req *r, int32_t b)
+{
+    if (b == 0) {
+        uint64_t root = e->kvcm.none_hash.lo ^ kv_mix64(e->kvcm.none_hash.hi);
+        return r->has_salt ? kv_mix64(root ^ r->salt) : root;
+    }
+    if (b - 1 < r->num_hashes)
+        return r->hashes[b - 1].lo ^ kv_mix64(r->hashes[b - 1].hi);
+    return kv_mix64(0xB10C0000ull + (uint64_t)b); /* not reached: a block after a full one */
+}
+
+/* Reads positions [first, first + n) of r back on every rank. */
+static int verify_range(kv_engine *e, const kv_req *r, int32_t first, int32_t n, char *err, size_t errlen)
+{
+    if (n <= 0)
+        return 0;
+    char derr[256];
+    kv_req_tokens(r, first, n, e->tokbuf);
+    for (int32_t b = 0; b < r->num_blocks; b++)
+        e->keybuf[b] = kv_eng_block_key(e, r, b);
+    const kv_verify_req v = {r->table, e->keybuf, r->num_blocks, e->tokbuf, first, n};
+    for (int32_t rank = 0; rank < e->cfg.tensor_parallel_size; rank++) {
+        int64_t bad = 0;
+        int rc = e->dev->ops->verify(e->dev, rank, &v, &bad, derr, sizeof derr);
+        if (rc)
+            return kv_errf(err, errlen, KV_ENGINE_EDEVICE, "verify request %lld rank %d: %s", (long long)r->id,
+                           (int)rank, derr);
+        if (bad)
+            return kv_errf(err, errlen, KV_ENGINE_EVERIFY,
+                           "request %lld on rank %d: %lld K/V values differ from its own tokens "
+                           "(positions %d..%d, %d blocks)",
+                           (long long)r->id, (int)rank, (long long)bad, (int)first, (int)(first + n - 1),
+                           (int)r->num_blocks);
+    }
+    return 0;
+}
+
+/* The per-step read-back: what changed this step, not everything (that is
+ * quadratic over a run). For each running request: its tokens not checked
+ * since it last got its blocks (new tokens, prefix-cache hits, a resumed
+ * request's whole table), and its earlier tokens in any block another
+ * request wrote this step (a shared or reused block overwritten). */
+int kv_eng_verify_changed(kv_engine *e, char *err, size_t errlen)
+{
+    if (!e->write_kv)
+        return 0;
+    const int32_t bs = e->cfg.block_size;
+    for (int32_t k = 0; k < kv_sched_num_running(e->sched); k++) {
+        kv_req *r = kv_sched_running_at(e->sched, k);
+        int32_t n = r->num_computed;
+        int32_t start = r->verified_gen == r->num_preemptions + 1 ? r->num_verified : 0;
+        if (start > n)
+            start = 0;
+        int32_t seen = (int32_t)kv_cdiv(start, bs);
+        for (int32_t b = 0; b < seen && b < r->num_blocks; b++)
+            if (e->dirty[r->table[b]] && e->dirty[r->table[b]] != r->id + 1) { /* someone else wrote it */
+                start = b * bs;
+                break;
+            }
+        int rc = verify_range(e, r, start, n - start, err, errlen);
+        if (rc)
+            return rc;
+        r->num_verified = n;
+        r->verified_gen = r->num_preemptions + 1;
+    }
+    return 0;
+}
+
 int kv_engine_verify(kv_engine *e, char *err, size_t errlen)
 {
     if (!e->write_kv || e->cfg.mode == KV_MODE_NO_CACHE)
         return 0;
-    char derr[256];
     for (int32_t k = 0; k < kv_sched_num_running(e->sched); k++) {
         const kv_req *r = kv_sched_running_at(e->sched, k);
-        int32_t n = r->num_computed;
-        kv_req_tokens(r, 0, n, e->tokbuf);
-        for (int32_t rank = 0; rank < e->cfg.tensor_parallel_size; rank++) {
-            int64_t bad = 0;
-            int rc = e->dev->ops->verify(e->dev, rank, r->table, r->num_blocks, e->tokbuf, n, &bad, derr,
-                                         sizeof derr);
-            if (rc)
-                return kv_errf(err, errlen, KV_ENGINE_EDEVICE, "verify request %lld rank %d: %s", (long long)r->id,
-                               (int)rank, derr);
-            if (bad)
-                return kv_errf(err, errlen, KV_ENGINE_EVERIFY,
-                               "request %lld on rank %d: %lld K/V values differ from its own tokens "
-                               "(%d tokens, %d blocks)",
-                               (long long)r->id, (int)rank, (long long)bad, (int)n, (int)r->num_blocks);
-        }
+        int rc = verify_range(e, r, 0, r->num_computed, err, errlen);
+        if (rc)
+            return rc;
     }
     return 0;
 }
+
+int kv_engine_verify_sample(kv_engine *e, int32_t max_tokens, int64_t *checked, char *err, size_t errlen)
+{
+    if (checked)
+        *checked = 0;
+    if (!e->write_kv || e->cfg.mode == KV_MODE_NO_CACHE || max_tokens < 1)
+        return 0;
+    int32_t nrun = kv_sched_num_running(e->sched), left = max_tokens;
+    for (int32_t visited = 0; visited <= nrun && left > 0 && nrun > 0; visited++) {
+        if (e->sample_next >= nrun) {
+            e->sample_next = 0;
+            e->sample_pos = 0;
+        }
+        const kv_req *r = kv_sched_running_at(e->sched, (int32_t)e->sample_next);
+        int32_t n = r->num_computed;
+        if (e->sample_pos >= n) { /* this one is done (or shrank): the next request */
+            e->sample_next++;
+            e->sample_pos = 0;
+            continue;
+        }
+        int32_t take = n - e->sample_pos < left ? n - e->sample_pos : left;
+        int rc = verify_range(e, r, e->sample_pos, take, err, errlen);
+        if (rc)
+            return rc;
+        e->sample_pos += take;
+        left -= take;
+        if (checked)
+            *checked += take;
+    }
+    return 0;
+}
+
+double kv_engine_device_scale(const kv_engine *e) { return e->dev_scale > 0 ? e->dev_scale : 1.0; }
 

@@ -38,6 +38,25 @@ static int flush_writes(kv_engine *e, int32_t n, char *err, size_t errlen)
     return 0;
 }
 
+static void mark_dirty(kv_engine *e, int32_t block, int64_t req_id)
+{
+    if (block < 0 || block >= e->cfg.num_blocks)
+        return;
+    if (!e->dirty[block]) {
+        e->dirty[block] = req_id + 1;
+        e->dirty_list[e->num_dirty++] = block;
+    } else if (e->dirty[block] != req_id + 1) {
+        e->dirty[block] = -1;
+    }
+}
+
+static void clear_dirty(kv_engine *e)
+{
+    for (int32_t i = 0; i < e->num_dirty; i++)
+        e->dirty[e->dirty_list[i]] = 0;
+    e->num_dirty = 0;
+}
+
 static int write_step_kv(kv_engine *e, const kv_sched_output *o, char *err, size_t errlen)
 {
     int32_t bs = e->cfg.block_size, n = 0;
@@ -50,6 +69,8 @@ static int write_step_kv(kv_engine *e, const kv_sched_output *o, char *err, size
             w->slot = (int64_t)r->table[pos / bs] * bs + pos % bs;
             w->token_id = kv_req_token(r, pos);
             w->position = pos;
+            w->parent = kv_eng_block_key(e, r, pos / bs);
+            mark_dirty(e, r->table[pos / bs], r->id);
             if (n == WRITE_BATCH) {
                 int rc = flush_writes(e, n, err, errlen);
                 if (rc)
@@ -236,10 +257,11 @@ int kv_engine_step(kv_engine *e, kv_step_result *out, char *err, size_t errlen)
     if (out)
         *out = res;
     if (e->verify && e->cfg.mode != KV_MODE_NO_CACHE) {
-        int rc = kv_engine_verify(e, err, errlen);
+        int rc = kv_eng_verify_changed(e, err, errlen);
         if (rc)
             return rc;
     }
+    clear_dirty(e);
     return o.num_tokens;
 }
 

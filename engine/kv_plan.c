@@ -370,7 +370,9 @@ static void phase_geometry(const plan_ctx *c, kv_plan *p)
     default: break;
     }
     snprintf(p->kv_cache_dtype, sizeof p->kv_cache_dtype, "%s",
-             a->kv_cache_dtype == KV_ARGS_KV_AUTO ? wdt : kv_args_kv_dtype_name(a->kv_cache_dtype));
+             a->kv_cache_dtype == KV_ARGS_KV_AUTO                  ? wdt
+             : a->kv_cache_dtype == KV_ARGS_KV_FP8 && a->kv_fp8_e5m2 ? "fp8_e5m2" /* stored as itself */
+                                                                     : kv_args_kv_dtype_name(a->kv_cache_dtype));
     p->kv_dtype_bytes = kvb;
     if (m->is_mla) {
         p->kv_factor = 1;

@@ -47,6 +47,8 @@ typedef struct kv_req {
     int32_t *prompt_ids;         /* explicit ids after the prefix, or NULL */
     int32_t prompt_ids_cap;
     int32_t reserved_blocks;     /* contiguous mode: slab size */
+    int32_t num_verified;        /* engine read-back: tokens checked since verified_gen */
+    int32_t verified_gen;        /* num_preemptions + 1 when num_verified was set; 0 = never */
     struct kv_req *next_free;    /* engine recycling list */
 } kv_req;
 

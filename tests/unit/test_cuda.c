@@ -1,7 +1,10 @@
 /* The CUDA backend's host-side pieces, runnable without a GPU: the dtype
- * conversions the kernels store, the OOM message, rank mapping, catalogue
- * matching, and kv_cuda_open's fallback answer. With a device present the
- * last test also writes and verifies real blocks. */
+ * conversions the kernels store (bf16, fp16, both fp8 formats, fp32, int8),
+ * the fast division and the kernels' per-thread code run on a host buffer
+ * block by block as a GPU would, the OOM message, MIG names and peak
+ * bandwidth. With a device present (tests/gpu/check.sh runs this binary
+ * there) the last tests also write, read back and gather real blocks in
+ * every dtype and run the host/device parity trace. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,10 +17,10 @@
 
 #include "kv_cuda.h"
 #include "kv_cuda_layout.h"
-#include "kv_cuda_parity.h"
 #include "kv_cuda_values.h"
+#include "kv_device.h"
 #include "kv_device_host.h"
-#include "kv_gpu.h"
+#include "kv_device_parity.h"
 
 static void test_e4m3_known_values(void **state)
 {
@@ -83,8 +86,48 @@ static void test_f16_bf16_known_values(void **state)
     assert_int_equal(kv_cuda_f32_to_bf16(3.0e38f), 0x7F62);
 }
 
+
+/* e5m2 is binary16 with the low 8 bits rounded off: every finite fp16
+ * value's e5m2 is its top byte rounded to nearest even, saturating at
+ * 57344 (0x7B) as __NV_SATFINITE does. */
+static void test_e5m2(void **state)
+{
+    (void)state;
+    assert_int_equal(kv_cuda_f32_to_e5m2(1.0f), 0x3C);
+    assert_int_equal(kv_cuda_f32_to_e5m2(-2.0f), 0xC0);
+    assert_int_equal(kv_cuda_f32_to_e5m2(1.25f), 0x3D);
+    assert_int_equal(kv_cuda_f32_to_e5m2(1.125f), 0x3C);   /* tie -> even 1.0 */
+    assert_int_equal(kv_cuda_f32_to_e5m2(1.375f), 0x3E);   /* tie -> even 1.5 */
+    assert_int_equal(kv_cuda_f32_to_e5m2(57344.0f), 0x7B); /* largest finite */
+    assert_int_equal(kv_cuda_f32_to_e5m2(1e9f), 0x7B);
+    assert_int_equal(kv_cuda_f32_to_e5m2(-INFINITY), 0xFB);
+    assert_int_equal(kv_cuda_f32_to_e5m2(NAN) & 0x7F, 0x7F);
+    assert_int_equal(kv_cuda_f32_to_e5m2(0x1p-16f), 0x01);  /* smallest subnormal */
+    assert_int_equal(kv_cuda_f32_to_e5m2(0x1p-17f), 0x00);  /* tie -> even 0 */
+    assert_int_equal(kv_cuda_f32_to_e5m2(0x1.8p-17f), 0x01);
+    assert_int_equal(kv_cuda_f32_to_e5m2(0x1p-14f), 0x04);  /* smallest normal */
+    assert_true(kv_cuda_e5m2_to_f32(0x7B) == 57344.0f);
+    assert_true(isinf(kv_cuda_e5m2_to_f32(0x7C)));
+    assert_true(isnan(kv_cuda_e5m2_to_f32(0x7F)));
+    for (int b = 0; b < 256; b++) { /* round trip of every finite value */
+        if ((b & 0x7F) >= 0x7C) continue;
+        assert_int_equal(kv_cuda_f32_to_e5m2(kv_cuda_e5m2_to_f32((uint8_t)b)), b);
+    }
+    for (uint32_t h = 0; h < 0x10000u; h++) { /* every finite half */
+        if ((h & 0x7C00u) == 0x7C00u) continue;
+        const uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+        float v = e ? ldexpf((float)(1024u + m), (int)e - 25) : ldexpf((float)m, -24);
+        if (h & 0x8000u) v = -v;
+        uint32_t top = h >> 8, low = h & 0xFFu;
+        if (low > 0x80u || (low == 0x80u && (top & 1u))) top++;
+        if ((top & 0x7Fu) > 0x7Bu) top = (top & 0x80u) | 0x7Bu;
+        if (kv_cuda_f32_to_e5m2(v) != top) fail_msg("half %04x: e5m2 %02x, want %02x", h, kv_cuda_f32_to_e5m2(v), top);
+    }
+}
+
 /* Every stored value is the byte's number in the cache dtype: exact in
- * bf16/fp16/fp32, within half an fp8 step (1/16 in [1, 2)) in e4m3. */
+ * bf16/fp16/fp32, within half a step in the fp8 formats (1/16 in [1, 2) for
+ * e4m3, 1/8 for e5m2); int8 is the byte. */
 static void test_value_table(void **state)
 {
     (void)state;
@@ -93,26 +136,35 @@ static void test_value_table(void **state)
         assert_true(fabsf(v) >= 1.0f && fabsf(v) < 2.0f);
         uint32_t bf = kv_cuda_value_bits(KV_DTYPE_BF16, (uint8_t)b);
         assert_true(kv_cuda_bits_f32(bf << 16) == v);
+        assert_int_equal(kv_cuda_value_bits(KV_DTYPE_FP16, (uint8_t)b), kv_cuda_f32_to_f16(v));
         assert_int_equal(kv_cuda_value_bits(KV_DTYPE_FP32, (uint8_t)b), kv_cuda_f32_bits(v));
         float f8 = kv_cuda_e4m3_to_f32((uint8_t)kv_cuda_value_bits(KV_DTYPE_FP8_E4M3, (uint8_t)b));
         assert_true(fabsf(f8 - v) <= 1.0f / 16.0f);
+        float f5 = kv_cuda_e5m2_to_f32((uint8_t)kv_cuda_value_bits(KV_DTYPE_FP8_E5M2, (uint8_t)b));
+        assert_true(fabsf(f5 - v) <= 1.0f / 8.0f);
+        assert_int_equal(kv_cuda_value_bits(KV_DTYPE_INT8, (uint8_t)b), b);
     }
     assert_int_equal(kv_cuda_value_bits(KV_DTYPE_FP16, 0x00), 0x3C00); /* +1.0 */
     assert_int_equal(kv_cuda_value_bits(KV_DTYPE_FP16, 0x80), 0xBC00); /* -1.0 */
+    assert_int_equal(kv_cuda_value_bits(KV_DTYPE_FP16, 0x7F), 0x3FF8); /* 1.9921875 as fp16, not bf16's 0x3FFF */
     assert_int_equal(kv_cuda_value_bits(KV_DTYPE_BF16, 0x7F), 0x3FFF); /* 1.9921875 */
     assert_int_equal(kv_cuda_value_bits(KV_DTYPE_FP8_E4M3, 0x7F), 0x40); /* rounds up to 2.0 */
     assert_int_equal(kv_cuda_value_bits(KV_DTYPE_FP8_E4M3, 0x88), 0xB8); /* -1.0625: tie -> even -1.0 */
     assert_int_equal(kv_cuda_value_bits(KV_DTYPE_FP8_E4M3, 0x18), 0x3A); /* 1.1875: tie -> even 1.25 */
+    assert_int_equal(kv_cuda_value_bits(KV_DTYPE_FP8_E5M2, 0x00), 0x3C); /* +1.0, not e4m3's 0x38 */
+    assert_int_equal(kv_cuda_value_bits(KV_DTYPE_FP8_E5M2, 0x10), 0x3C); /* 1.125: tie -> even 1.0 */
+    assert_int_equal(kv_cuda_value_bits(KV_DTYPE_FP8_E5M2, 0x30), 0x3E); /* 1.375: tie -> even 1.5 */
+    assert_int_equal(kv_cuda_value_bits(KV_DTYPE_FP8_E5M2, 0xFF), 0xC0); /* -1.99 rounds to -2.0 */
 }
 
 /* The kernels' 16-byte packing equals the reference element by element. */
 static void test_pack16_matches_reference(void **state)
 {
     (void)state;
-    for (int dt = 0; dt < 4; dt++) {
+    for (int dt = 0; dt < KV_DTYPE_COUNT; dt++) {
         const int bytes = kv_dtype_bytes(dt), per = 16 / bytes;
         for (int i = 0; i < 200; i++) {
-            const uint64_t f = kv_fingerprint(i * 7919, i, i % 5, i % 3) ^ (i & 1 ? KV_CUDA_V_SALT : 0);
+            const uint64_t f = kv_fingerprint(i * 7919, i, i % 5, i % 3, (uint64_t)i * 77) ^ (i & 1 ? KV_CUDA_V_SALT : 0);
             const int32_t e0 = (i % 24) * per;
             uint32_t w[4];
             kv_cuda_pack16(dt, f, e0, w);
@@ -122,7 +174,7 @@ static void test_pack16_matches_reference(void **state)
                                           : (w[k >> 2] >> (8 * (k & 3))) & 0xFFu;
                 uint32_t want = kv_cuda_value_bits(dt, kv_cuda_value_byte(f, e0 + k));
                 if (got != want)
-                    fail_msg("dtype %d f %016llx e0 %d element %d: packed %x, reference %x", dt,
+                    fail_msg("dtype %s f %016llx e0 %d element %d: packed %x, reference %x", kv_dtype_name(dt),
                              (unsigned long long)f, e0, k, got, want);
             }
         }
@@ -130,6 +182,7 @@ static void test_pack16_matches_reference(void **state)
     /* all 256 bytes through the fp8 and 16-bit packers */
     for (uint32_t b = 0; b < 256; b++) {
         assert_int_equal(kv_cuda_quad_e4m3(b * 0x01010101u) & 0xFFu, kv_cuda_value_bits(KV_DTYPE_FP8_E4M3, (uint8_t)b));
+        assert_int_equal(kv_cuda_quad_e5m2(b * 0x01010101u) >> 24, kv_cuda_value_bits(KV_DTYPE_FP8_E5M2, (uint8_t)b));
         assert_int_equal(kv_cuda_pair16(KV_DTYPE_FP16, b) & 0xFFFFu, kv_cuda_value_bits(KV_DTYPE_FP16, (uint8_t)b));
         assert_int_equal(kv_cuda_pair16(KV_DTYPE_BF16, b << 16) >> 16, kv_cuda_value_bits(KV_DTYPE_BF16, (uint8_t)b));
         assert_int_equal(kv_cuda_one32(b), kv_cuda_value_bits(KV_DTYPE_FP32, (uint8_t)b));
@@ -139,49 +192,111 @@ static void test_pack16_matches_reference(void **state)
 static void test_value_bytes(void **state)
 {
     (void)state;
-    const uint64_t f = kv_fingerprint(128000, 5, 3, 1);
+    const uint64_t tk = kv_token_key(128000, 5, 0x1234), f = kv_row_fingerprint(tk, 3, 1);
+    assert_true(f == kv_fingerprint(128000, 5, 3, 1, 0x1234));
     for (int e = 0; e < 8; e++)
         assert_int_equal(kv_cuda_value_byte(f, e), (uint8_t)(f >> (8 * e)));
     assert_int_equal(kv_cuda_value_byte(f, 8), (uint8_t)((uint8_t)f ^ 157u));
-    assert_true(kv_cuda_row_fingerprint(128000, 5, 3, 1, 0) == f);
-    assert_true(kv_cuda_row_fingerprint(128000, 5, 3, 1, 1) != f);
-    /* a different token, position, layer or head changes the row */
-    assert_true(kv_fingerprint(128001, 5, 3, 1) != f);
-    assert_true(kv_fingerprint(128000, 6, 3, 1) != f);
-    assert_true(kv_fingerprint(128000, 5, 4, 1) != f);
-    assert_true(kv_fingerprint(128000, 5, 3, 2) != f);
+    assert_true(kv_cuda_row_fingerprint(tk, 3, 1, 0) == f);
+    assert_true(kv_cuda_row_fingerprint(tk, 3, 1, 1) != f);
 }
 
-/* Host run of the kernels' per-thread code: every cell of every token
- * written, then every (token, layer, head, K/V) checked, on small pools in
- * each dtype, the per-value path (a 136-byte fp16 row) and MLA. */
-static int64_t host_verify(const kv_cuda_geom *g, int unit, const int32_t *table, const int32_t *tokens, int n)
+/* n / d by multiply and shift equals the division for every divisor the
+ * kernels use and dividends up to 2^31 - 1. */
+static void test_fastdiv(void **state)
 {
-    int64_t bad = 0;
-    for (int t = 0; t < n; t++) {
-        long long slot = (long long)table[t / g->block_size] * g->block_size + t % g->block_size;
-        for (int l = 0; l < g->num_layers; l++)
-            for (int h = 0; h < g->heads; h++) {
-                int row_bad[2] = {0, 0};
-                for (int j = 0; j < g->kvf * (g->row_bytes / unit); j++) {
-                    int kv = 0;
-                    if (kv_cuda_check_unit(g, g->dtype, unit, slot, tokens[t], t, l, h, j, &kv)) row_bad[kv] = 1;
-                }
-                bad += row_bad[0] + row_bad[1];
-            }
+    (void)state;
+    for (uint32_t d = 1; d <= 5000; d++) {
+        kv_fastdiv f;
+        kv_fastdiv_init(&f, d);
+        for (uint32_t n = 0; n < 3 * d + 70; n++)
+            if (kv_fastdiv_q(&f, n) != n / d) fail_msg("%u / %u: %u", n, d, kv_fastdiv_q(&f, n));
+        const uint32_t big[4] = {0x7FFFFFFFu, 0x7FFFFFFFu - d, 0x40000000u, 123456789u};
+        for (int i = 0; i < 4; i++)
+            if (kv_fastdiv_q(&f, big[i]) != big[i] / d) fail_msg("%u / %u: %u", big[i], d, kv_fastdiv_q(&f, big[i]));
     }
-    return bad;
+    uint64_t s = 88172645463325252ull;
+    for (int i = 0; i < 200000; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        uint32_t d = (uint32_t)(s % 100000) + 1, n = (uint32_t)(s >> 33);
+        kv_fastdiv f;
+        kv_fastdiv_init(&f, d);
+        if (kv_fastdiv_q(&f, n) != n / d) fail_msg("%u / %u: %u", n, d, kv_fastdiv_q(&f, n));
+    }
+}
+
+/* ---- the kernels, run on the host as a CUDA block would --------------- */
+
+/* Threads per block when emulating: not a multiple of any row length, so
+ * every stride path is taken. */
+#define EMU_THREADS 96
+
+static void emu_write(const kv_cuda_geom *g, const kv_slot_write *w, int n)
+{
+    uint64_t *fp = malloc((size_t)g->chunk_rows * sizeof *fp);
+    long long *off = malloc((size_t)g->chunk_rows * sizeof *off);
+    assert_true(fp && off);
+    for (long long it = 0; it < (long long)n * g->chunks; it++) {
+        const long long t = it / g->chunks;
+        const int r0 = (int)(it - t * g->chunks) * g->chunk_rows;
+        const int nr = g->rows - r0 < g->chunk_rows ? g->rows - r0 : g->chunk_rows;
+        const uint64_t tk = kv_token_key(w[t].token_id, w[t].position, w[t].parent);
+        for (int tid = 0; tid < EMU_THREADS; tid++) kv_cuda_item_rows(g, tk, w[t].slot, r0, nr, fp, off, tid, EMU_THREADS);
+        for (int tid = 0; tid < EMU_THREADS; tid++)
+            kv_cuda_item_write(g, g->dtype, g->unit_bytes, nr, fp, off, tid, EMU_THREADS);
+    }
+    free(fp);
+    free(off);
+}
+
+static int64_t emu_verify(const kv_cuda_geom *g, const int32_t *table, const uint64_t *keys, const int32_t *tokens,
+                          int first, int n)
+{
+    uint64_t *fp = malloc((size_t)g->chunk_rows * sizeof *fp);
+    long long *off = malloc((size_t)g->chunk_rows * sizeof *off);
+    unsigned int *bad = malloc((size_t)g->chunk_rows * sizeof *bad);
+    assert_true(fp && off && bad);
+    int64_t count = 0;
+    for (long long it = 0; it < (long long)n * g->chunks; it++) {
+        const int t = (int)(it / g->chunks);
+        const int r0 = (int)(it - (long long)t * g->chunks) * g->chunk_rows;
+        const int nr = g->rows - r0 < g->chunk_rows ? g->rows - r0 : g->chunk_rows;
+        const int pos = first + t, bi = pos / g->block_size;
+        const long long slot = (long long)table[bi] * g->block_size + pos % g->block_size;
+        for (int tid = 0; tid < EMU_THREADS; tid++)
+            kv_cuda_item_rows(g, kv_token_key(tokens[t], pos, keys[bi]), slot, r0, nr, fp, off, tid, EMU_THREADS);
+        memset(bad, 0, (size_t)nr * sizeof *bad);
+        for (int tid = 0; tid < EMU_THREADS; tid++)
+            kv_cuda_item_check(g, g->dtype, g->unit_bytes, nr, fp, off, bad, tid, EMU_THREADS);
+        for (int j = 0; j < nr; j++) count += bad[j];
+    }
+    free(fp);
+    free(off);
+    free(bad);
+    return count;
+}
+
+static void emu_gather(const kv_cuda_geom *g, const int32_t *table, int32_t ntok, char *out)
+{
+    const int unit = kv_cuda_gather_unit(g);
+    for (long long it = 0; it < kv_cuda_gather_items(g, ntok); it++)
+        for (int tid = 0; tid < EMU_THREADS; tid++) kv_cuda_gather_item(g, unit, table, ntok, out, it, tid, EMU_THREADS);
 }
 
 static void test_kernel_code_on_host(void **state)
 {
     (void)state;
     static const kv_pool_layout layouts[] = {
-        {12, 16, 3, 2, 128, 2, KV_DTYPE_BF16},
-        {12, 16, 3, 2, 128, 2, KV_DTYPE_FP8_E4M3},
-        {12, 16, 3, 2, 64, 2, KV_DTYPE_FP32},
-        {12, 16, 3, 2, 68, 2, KV_DTYPE_FP16},   /* 136-byte rows: one value at a time */
-        {12, 16, 2, 1, 576, 1, KV_DTYPE_BF16},  /* MLA latent: one "head", no V */
+        {12, 16, 3, 2, 128, 2, KV_DTYPE_BF16, 0},
+        {12, 16, 3, 2, 128, 2, KV_DTYPE_FP16, 4},
+        {12, 16, 3, 2, 128, 2, KV_DTYPE_FP8_E4M3, 0},
+        {12, 16, 3, 2, 64, 2, KV_DTYPE_FP8_E5M2, 2},
+        {12, 16, 3, 2, 64, 2, KV_DTYPE_INT8, 0},
+        {12, 16, 3, 2, 64, 2, KV_DTYPE_FP32, 0},
+        {12, 16, 3, 2, 68, 2, KV_DTYPE_FP16, 0},   /* 136-byte rows: one value at a time */
+        {12, 16, 3, 3, 20, 2, KV_DTYPE_FP8_E4M3, 0}, /* 20-byte rows, 60-byte slots: 4-byte gather units */
+        {12, 16, 2, 1, 576, 1, KV_DTYPE_BF16, 0},  /* MLA latent: one "head", no V */
+        {12, 8, 130, 4, 16, 2, KV_DTYPE_BF16, 0},  /* 1040 rows per token: two row chunks */
     };
     for (size_t li = 0; li < sizeof layouts / sizeof *layouts; li++) {
         const kv_pool_layout *L = &layouts[li];
@@ -189,39 +304,96 @@ static void test_kernel_code_on_host(void **state)
         assert_non_null(pool);
         kv_cuda_geom g;
         kv_cuda_geom_init(&g, pool, L);
-        const int unit = g.unit_bytes;
-        assert_int_equal(unit, L->head_size * kv_dtype_bytes(L->cache_dtype) % 16 == 0 ? 16 : kv_dtype_bytes(L->cache_dtype));
+        const int b = kv_dtype_bytes(L->cache_dtype), bs = L->block_size;
+        assert_int_equal(g.unit_bytes, L->head_size * b % 16 == 0 ? 16 : b);
+        assert_int_equal(g.rows, L->num_layers * L->kv_factor * L->num_kv_heads);
+        assert_true(g.chunk_rows <= KV_CUDA_CHUNK_ROWS && g.chunk_rows * g.chunks >= g.rows);
         /* vLLM's FlashAttention index: [layer][kv][block][offset][head][element] */
-        const int b = kv_dtype_bytes(L->cache_dtype);
-        long long want = ((((1LL * L->kv_factor + (L->kv_factor - 1)) * L->num_blocks + 5) * L->block_size + 3) *
+        long long want = ((((1LL * L->kv_factor + (L->kv_factor - 1)) * L->num_blocks + 5) * bs + 3) *
                                L->num_kv_heads + (L->num_kv_heads - 1)) * L->head_size * b;
-        assert_int_equal(kv_cuda_row_offset(&g, 1, L->kv_factor - 1, 5 * 16 + 3, L->num_kv_heads - 1), want);
+        assert_int_equal(kv_cuda_row_offset(&g, 1, L->kv_factor - 1, 5 * bs + 3, L->num_kv_heads - 1), want);
         /* two requests sharing their first block (a cached prefix), 40 tokens each */
-        int32_t ta[3] = {4, 9, 2}, tb[3] = {4, 7, 11}, toka[40], tokb[40];
-        for (int i = 0; i < 40; i++) {
-            toka[i] = 500 + i;
-            tokb[i] = i < 16 ? toka[i] : 900 + i;
+        const int nt = 40, nb = (nt + bs - 1) / bs;
+        int32_t ta[5] = {4, 9, 2, 10, 6}, tb[5] = {4, 7, 11, 3, 8}, toka[40], tokb[40];
+        uint64_t ka[5], kb[5];
+        for (int i = 0; i < 5; i++) {
+            ka[i] = kv_mix64(100 + (uint64_t)i);
+            kb[i] = i == 0 ? ka[0] : kv_mix64(200 + (uint64_t)i);
         }
-        for (int r = 0; r < 2; r++)
-            for (int i = 0; i < 40; i++) {
-                kv_slot_write s = {(int64_t)(r ? tb : ta)[i / 16] * 16 + i % 16, (r ? tokb : toka)[i], i};
-                for (int u = 0; u < kv_cuda_cells(&g); u++) kv_cuda_write_cell(&g, L->cache_dtype, unit, &s, u);
-            }
-        assert_int_equal(host_verify(&g, unit, ta, toka, 40), 0);
-        assert_int_equal(host_verify(&g, unit, tb, tokb, 40), 0);
+        kv_slot_write w[80];
+        for (int i = 0; i < nt; i++) {
+            toka[i] = 500 + i;
+            tokb[i] = i < bs ? toka[i] : 900 + i;
+            w[i] = (kv_slot_write){(int64_t)ta[i / bs] * bs + i % bs, toka[i], i, ka[i / bs]};
+            w[nt + i] = (kv_slot_write){(int64_t)tb[i / bs] * bs + i % bs, tokb[i], i, kb[i / bs]};
+        }
+        emu_write(&g, w, 2 * nt);
+        assert_int_equal(emu_verify(&g, ta, ka, toka, 0, nt), 0);
+        assert_int_equal(emu_verify(&g, tb, kb, tokb, 0, nt), 0);
+        assert_int_equal(emu_verify(&g, tb, kb, tokb + 17, 17, nt - 17), 0); /* a later range */
         /* every value of a written row is what the reference says */
         uint32_t bits = 0;
-        long long off = kv_cuda_row_offset(&g, 1, 0, 9 * 16 + 2, 0) + 5 * b;
+        const int h = L->num_kv_heads - 1;
+        long long off = kv_cuda_row_offset(&g, 1, 0, (long long)ta[18 / bs] * bs + 18 % bs, h) + 5 * b;
         memcpy(&bits, pool + off, (size_t)b);
-        assert_int_equal(bits, kv_cuda_value_bits(L->cache_dtype,
-                                                  kv_cuda_value_byte(kv_cuda_row_fingerprint(500 + 18, 18, 1, 0, 0), 5)));
+        const uint64_t f = kv_cuda_row_fingerprint(kv_token_key(518, 18, ka[18 / bs]), 1, L->first_kv_head + h, 0);
+        assert_int_equal(bits, kv_cuda_value_bits(L->cache_dtype, kv_cuda_value_byte(f, 5)));
         /* the null block 0 and unused blocks stay zero */
-        for (long long i = 0; i < (long long)16 * g.slot_bytes; i++) assert_int_equal(pool[i], 0);
+        for (long long i = 0; i < (long long)bs * g.slot_bytes; i++) assert_int_equal(pool[i], 0);
+        /* the paged gather: [layer][kv][token][head][head_size], token by token */
+        char *out = calloc((size_t)nt, (size_t)(g.slot_bytes * L->num_layers * L->kv_factor));
+        assert_non_null(out);
+        emu_gather(&g, ta, nt, out);
+        for (int lk = 0; lk < L->num_layers * L->kv_factor; lk++)
+            for (int t = 0; t < nt; t++) {
+                const long long src = kv_cuda_row_offset(&g, lk / L->kv_factor, lk % L->kv_factor,
+                                                         (long long)ta[t / bs] * bs + t % bs, 0);
+                if (memcmp(out + ((long long)lk * nt + t) * g.slot_bytes, pool + src, (size_t)g.slot_bytes))
+                    fail_msg("layout %zu: gather of token %d, layer-kv %d differs", li, t, lk);
+            }
+        free(out);
         /* a wrong token: every layer, head, K and V of it */
         toka[20] += 1;
-        assert_int_equal(host_verify(&g, unit, ta, toka, 40), L->num_layers * L->num_kv_heads * L->kv_factor);
+        assert_int_equal(emu_verify(&g, ta, ka, toka, 0, nt), g.rows);
+        toka[20] -= 1;
+        /* b's second block read with a's prefix key: a wrong share, every row of its tokens */
+        uint64_t kx[5];
+        memcpy(kx, kb, sizeof kx);
+        kx[1] = ka[1];
+        assert_int_equal(emu_verify(&g, tb, kx, tokb, 0, nt), (int64_t)bs * g.rows);
+        (void)nb;
         free(pool);
     }
+}
+
+/* Two ranks of one model store different bytes for the same token (their
+ * global heads differ), so a rank that reads another's pool fails. */
+static void test_kernel_global_heads(void **state)
+{
+    (void)state;
+    kv_pool_layout l0 = {4, 16, 2, 2, 64, 2, KV_DTYPE_BF16, 0}, l1 = l0;
+    l1.first_kv_head = 2;
+    char *p0 = calloc(1, kv_pool_layout_bytes(&l0)), *p1 = calloc(1, kv_pool_layout_bytes(&l1));
+    assert_true(p0 && p1);
+    kv_cuda_geom g0, g1;
+    kv_cuda_geom_init(&g0, p0, &l0);
+    kv_cuda_geom_init(&g1, p1, &l1);
+    int32_t table[1] = {2}, tok[16];
+    uint64_t key[1] = {77};
+    kv_slot_write w[16];
+    for (int i = 0; i < 16; i++) {
+        tok[i] = 40 + i;
+        w[i] = (kv_slot_write){2 * 16 + i, tok[i], i, key[0]};
+    }
+    emu_write(&g0, w, 16);
+    emu_write(&g1, w, 16);
+    assert_int_equal(emu_verify(&g0, table, key, tok, 0, 16), 0);
+    assert_int_equal(emu_verify(&g1, table, key, tok, 0, 16), 0);
+    assert_true(memcmp(p0, p1, kv_pool_layout_bytes(&l0)) != 0);
+    g1.base = p0; /* rank 1 reading rank 0's pool */
+    assert_int_equal(emu_verify(&g1, table, key, tok, 0, 16), 16 * g1.rows);
+    free(p0);
+    free(p1);
 }
 
 static void test_format_size(void **state)
@@ -251,142 +423,120 @@ static void test_format_oom(void **state)
     assert_null(strstr(b, "CUDA context"));
 }
 
-static void test_map_ranks(void **state)
+static void test_mig_names_and_peak(void **state)
 {
     (void)state;
-    int g[4];
-    assert_int_equal(kv_cuda_map_ranks(4, 8, g), 0);
-    for (int r = 0; r < 4; r++) assert_int_equal(g[r], r);
-    assert_int_equal(kv_cuda_map_ranks(2, 1, g), 1);
-    assert_int_equal(g[0], 0);
-    assert_int_equal(g[1], 0);
-    assert_int_equal(kv_cuda_map_ranks(4, 2, g), 1); /* two per card, side by side */
-    assert_int_equal(g[0], 0);
-    assert_int_equal(g[1], 1);
-    assert_int_equal(g[2], 0);
-    assert_int_equal(g[3], 1);
-    assert_int_equal(kv_cuda_map_ranks(0, 1, g), -1);
-    assert_int_equal(kv_cuda_map_ranks(1, 0, g), -1);
-}
-
-static void test_match_catalog(void **state)
-{
-    (void)state;
-    static const struct { const char *id; double total; } rows[] = {
-        {"t4-16gb", 15835660288.0}, {"a10g-24gb", 23609475072.0}, {"a10-24gb", 23609475072.0},
-        {"l4-24gb", 23570219008.0}, {"l40s-48gb", 47803596800.0}, {"rtx4090-24gb", 25386352640.0},
-        {"rtx-a6000-48gb", 0}, {"rtx6000-ada-48gb", 51002867712.0}, {"a100-40gb-pcie", 42298834944.0},
-        {"a100-80gb-sxm", 85100068864.0}, {"h100-80gb-sxm", 85045477376.0}, {"h100-80gb-pcie", 0},
-        {"h100-nvl-94gb", 99861594112.0}, {"h200-141gb-sxm", 0}, {"gh200-96gb", 0},
-    };
-    kv_gpu gpus[sizeof rows / sizeof *rows];
-    memset(gpus, 0, sizeof gpus);
-    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
-        snprintf(gpus[i].id, sizeof gpus[i].id, "%s", rows[i].id);
-        gpus[i].reported_total_bytes = rows[i].total;
-    }
-    kv_gpu_catalog cat = {gpus, (int)(sizeof rows / sizeof *rows)};
-    static const struct { const char *name; double total; const char *want; } cases[] = {
-        {"NVIDIA H200", 150110748672.0, "h200-141gb-sxm"},
-        {"NVIDIA H100 80GB HBM3", 85045477376.0, "h100-80gb-sxm"},
-        {"NVIDIA H100 PCIe", 85030000000.0, "h100-80gb-pcie"},
-        {"NVIDIA H100 NVL", 99861594112.0, "h100-nvl-94gb"},
-        {"NVIDIA GH200 480GB", 102000000000.0, "gh200-96gb"},
-        {"NVIDIA A100-SXM4-80GB", 85100068864.0, "a100-80gb-sxm"},
-        {"NVIDIA A100-PCIE-40GB", 42298834944.0, "a100-40gb-pcie"},
-        {"NVIDIA GeForce RTX 4090", 25386352640.0, "rtx4090-24gb"},
-        {"NVIDIA RTX A6000", 51041271808.0, "rtx-a6000-48gb"},
-        {"NVIDIA RTX 6000 Ada Generation", 51002867712.0, "rtx6000-ada-48gb"},
-        {"NVIDIA L40S", 47803596800.0, "l40s-48gb"},
-        {"NVIDIA L4", 23570219008.0, "l4-24gb"},
-        {"NVIDIA A10G", 23609475072.0, "a10g-24gb"},
-        {"Tesla T4", 15835660288.0, "t4-16gb"},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        const kv_gpu *g = kv_cuda_match_catalog(&cat, cases[i].name, cases[i].total);
-        assert_non_null(g);
-        if (strcmp(g->id, cases[i].want)) fail_msg("%s matched %s, want %s", cases[i].name, g->id, cases[i].want);
-    }
-    assert_null(kv_cuda_match_catalog(&cat, "Quadro P1000", 4e9));
-}
-
-/* The parity harness against a second host backend: the trace really shares
- * a prefix, preempts, verifies every step, and two runs agree exactly. */
-static void test_parity_harness_host(void **state)
-{
-    (void)state;
-    char err[256] = "";
-    for (int tp = 1; tp <= 2; tp++) {
-        kv_device *d = kv_device_host_open(tp, 0, err, sizeof err);
-        assert_non_null(d);
-        kv_cuda_parity_report r;
-        if (kv_cuda_parity_run(d, tp, &r, err, sizeof err) != 0) fail_msg("parity run: %s", err);
-        d->ops->destroy(d);
-        print_message("tp %d: %lld steps, %lld preemptions, %lld prefix hit tokens, %lld events\n", tp,
-                      (long long)r.steps, (long long)r.preemptions, (long long)r.prefix_cache_hits, (long long)r.events);
-        if (!r.identical) fail_msg("tp %d: %s %s", tp, r.difference, r.verify_error);
-        assert_string_equal(r.verify_error, "");
-        assert_true(r.steps > 10);
-        assert_int_equal(r.verified_steps, r.steps);
-        assert_int_equal(r.requests_finished, 12);
-        assert_true(r.preemptions > 0);
-        assert_true(r.prefix_cache_hits >= 11 * 192); /* the 12 full prefix blocks, for the 11 later requests */
-        assert_true(r.events > 100);
-    }
+    char m[48];
+    assert_int_equal(kv_cuda_mig_profile("NVIDIA A100-SXM4-40GB MIG 1g.5gb", m, sizeof m), 1);
+    assert_string_equal(m, "1g.5gb");
+    assert_int_equal(kv_cuda_mig_profile("NVIDIA H100 80GB HBM3 MIG 3g.40gb", m, sizeof m), 1);
+    assert_string_equal(m, "3g.40gb");
+    assert_int_equal(kv_cuda_mig_profile("NVIDIA H200", m, sizeof m), 0);
+    assert_string_equal(m, "");
+    assert_int_equal(kv_cuda_mig_profile("NVIDIA AMIGO 9000", m, sizeof m), 0); /* a word, not a substring */
+    /* H100 SXM: 2619 MHz HBM3 on 5120 bits = 3352 GB/s; RTX 4090: 10501 MHz GDDR6X x 384 bits = 1008 GB/s */
+    assert_true(fabs(kv_cuda_peak_gbps(2619000, 5120) - 3352.32) < 0.01);
+    assert_true(fabs(kv_cuda_peak_gbps(10501000, 384) - 1008.096) < 0.01);
+    assert_true(kv_cuda_peak_gbps(0, 5120) == 0);
+    unsigned char u[16];
+    for (int i = 0; i < 16; i++) u[i] = (unsigned char)(0x10 * i + i);
+    char s[48];
+    kv_cuda_format_uuid(s, sizeof s, "MIG-", u);
+    assert_string_equal(s, "MIG-00112233-4455-6677-8899-aabbccddeeff");
 }
 
 #ifdef KVLAB_HAVE_CUDA
-/* Without a device: NULL and one line naming the reason. With one: a small
- * pool written and read back, a wrong token caught. */
-static void test_open_or_fallback(void **state)
+/* Without a device: one line naming the reason. With one: small pools in
+ * every dtype written, read back, gathered and benchmarked; a wrong token
+ * and a wrong prefix caught; the OOM line names the rank and the pool. */
+static void test_device_or_fallback(void **state)
 {
     (void)state;
-    char err[256] = "";
-    assert_null(kv_cuda_open(0, err, sizeof err));
-    assert_non_null(strstr(err, "ranks"));
+    char err[512] = "";
+    const kv_device_driver *drv = kv_cuda_driver();
+    assert_null(kv_device_driver_open(drv, 0, err, sizeof err));
     err[0] = 0;
-    kv_device *d = kv_cuda_open(1, err, sizeof err);
+    kv_device *d = kv_device_driver_open(drv, 1, err, sizeof err);
     if (!d) {
         assert_int_equal(strncmp(err, "no CUDA device: ", 16), 0);
         assert_null(strchr(err, '\n'));
         print_message("no CUDA device here (%s): fallback path checked\n", err);
-        return;
+        skip();
     }
-    assert_true(kv_cuda_is(d));
     assert_string_equal(d->name, "cuda");
-    kv_cuda_gpu_info info;
-    assert_int_equal(kv_cuda_info(d, 0, &info, err, sizeof err), 0);
-    assert_true(info.total_bytes > 0 && info.name[0]);
-    for (int dt = 0; dt < 4; dt++) {
-        kv_pool_layout l = {9, 16, 4, 2, dt == KV_DTYPE_FP16 ? 68 : 128, 2, dt}; /* 68 x 2 bytes: the per-element path */
-        assert_int_equal(d->ops->alloc_pool(d, 0, &l, err, sizeof err), 0);
-        int32_t table[2] = {7, 3}, tokens[20];
-        kv_slot_write w[20];
-        for (int i = 0; i < 20; i++) {
-            tokens[i] = 1000 + 37 * i;
-            w[i].slot = (int64_t)table[i / 16] * 16 + i % 16;
-            w[i].token_id = tokens[i];
-            w[i].position = i;
+    kv_device_info info;
+    assert_int_equal(d->ops->info(d, 0, &info, err, sizeof err), 0);
+    assert_true(info.total_bytes > 0 && info.name[0] && info.sm_count > 0);
+    print_message("%s (%s): context %lld bytes (%s), peak %.0f GB/s\n", info.name, info.pci_bus_id,
+                  (long long)info.context_bytes, info.context_how, info.peak_gbps);
+    for (int dt = 0; dt < KV_DTYPE_COUNT; dt++) {
+        for (int odd = 0; odd < 2; odd++) {
+            /* 68 fp16 values = 136 bytes: the per-value path */
+            kv_pool_layout l = {9, 16, 4, 2, odd ? 68 : 128, 2, dt, odd ? 2 : 0};
+            kv_dev_handle h = 0;
+            if (d->ops->alloc_pool(d, 0, &l, &h, err, sizeof err) != 0) fail_msg("alloc %s: %s", kv_dtype_name(dt), err);
+            assert_true(h != 0);
+            int32_t table[2] = {7, 3}, tokens[20];
+            uint64_t keys[2] = {11, 22};
+            kv_slot_write w[20];
+            for (int i = 0; i < 20; i++) {
+                tokens[i] = 1000 + 37 * i;
+                w[i] = (kv_slot_write){(int64_t)table[i / 16] * 16 + i % 16, tokens[i], i, keys[i / 16]};
+            }
+            assert_int_equal(d->ops->write_kv(d, 0, w, 20, err, sizeof err), 0);
+            int64_t bad = -1;
+            kv_verify_req v = {table, keys, 2, tokens, 0, 20};
+            if (d->ops->verify(d, 0, &v, &bad, err, sizeof err) != 0) fail_msg("verify: %s", err);
+            if (bad) fail_msg("%s: %lld rows wrong after writing", kv_dtype_name(dt), (long long)bad);
+            tokens[17] += 1; /* one wrong token: every layer and head of it differs */
+            assert_int_equal(d->ops->verify(d, 0, &v, &bad, err, sizeof err), 0);
+            assert_int_equal(bad, 4 * 2 * 2); /* layers x heads x (K, V), as the host backend counts */
+            tokens[17] -= 1;
+            keys[1] = 33; /* the second block read with another prefix's key */
+            assert_int_equal(d->ops->verify(d, 0, &v, &bad, err, sizeof err), 0);
+            assert_int_equal(bad, 4 * 4 * 2 * 2);
+            keys[1] = 22;
+            w[0].slot = 9 * 16;
+            assert_int_equal(d->ops->write_kv(d, 0, w, 1, err, sizeof err), KV_DEV_EINVAL);
+            for (int k = 0; k < KV_BENCH_COUNT; k++) {
+                kv_bench_req q = {(kv_bench_kind)k, 100, 3};
+                kv_bench_result r;
+                if (d->ops->bench(d, 0, &q, &r, err, sizeof err) != 0) fail_msg("bench %d: %s", k, err);
+                assert_true(r.runs == 3 && r.best_ms > 0 && r.best_ms <= r.median_ms && r.bytes > 0);
+                if (k >= KV_BENCH_WRITE && r.mismatches != 0)
+                    fail_msg("%s bench %d: %lld mismatches", kv_dtype_name(dt), k, (long long)r.mismatches);
+            }
+            d->ops->free(d, 0, h);
+            assert_int_equal(d->ops->held(d, 0), 0);
         }
-        assert_int_equal(d->ops->write_kv(d, 0, w, 20, err, sizeof err), 0);
-        int64_t bad = -1;
-        assert_int_equal(d->ops->verify(d, 0, table, 2, tokens, 20, &bad, err, sizeof err), 0);
-        assert_int_equal(bad, 0);
-        tokens[17] += 1; /* one wrong token: every layer and head of it differs */
-        assert_int_equal(d->ops->verify(d, 0, table, 2, tokens, 20, &bad, err, sizeof err), 0);
-        assert_int_equal(bad, 4 * 2 * 2); /* layers x heads x (K, V), as the host backend counts */
-        w[0].slot = 9 * 16;
-        assert_int_equal(d->ops->write_kv(d, 0, w, 1, err, sizeof err), KV_DEV_EINVAL);
     }
+    /* a pool the card cannot hold: the PyTorch-style line, naming rank and pool */
+    kv_pool_layout huge = {2000000000, 16, 64, 64, 128, 2, KV_DTYPE_FP32, 0};
+    assert_int_equal(d->ops->alloc_pool(d, 0, &huge, NULL, err, sizeof err), KV_DEV_ENOMEM);
+    assert_non_null(strstr(err, "CUDA out of memory. Tried to allocate"));
+    assert_non_null(strstr(err, "(KV cache pool, rank 0)"));
+    /* the context is measured once per process: a second open reports the same figure */
+    kv_device *d2 = kv_device_driver_open(drv, 1, err, sizeof err);
+    assert_non_null(d2);
+    kv_device_info info2;
+    assert_int_equal(d2->ops->info(d2, 0, &info2, err, sizeof err), 0);
+    assert_true(info2.context_bytes == info.context_bytes);
+    d2->ops->destroy(d2);
     d->ops->destroy(d);
+}
 
-    /* Parity with the host backend, one rank and two ranks (side by side when
-     * there is one card). */
+/* Parity with the host backend, one rank and two ranks (side by side when
+ * there is one card). */
+static void test_device_parity(void **state)
+{
+    (void)state;
+    char err[512] = "";
     for (int tp = 1; tp <= 2; tp++) {
-        d = kv_cuda_open(tp, err, sizeof err);
-        assert_non_null(d);
-        kv_cuda_parity_report r;
-        if (kv_cuda_parity_run(d, tp, &r, err, sizeof err) != 0) fail_msg("parity run: %s", err);
+        kv_device *d = kv_device_driver_open(kv_cuda_driver(), tp, err, sizeof err);
+        if (!d) skip();
+        kv_device_parity_report r;
+        if (kv_device_parity_run(d, tp, &r, err, sizeof err) != 0) fail_msg("parity run: %s", err);
+        for (int rank = 0; rank < tp; rank++) assert_int_equal(d->ops->held(d, rank), 0); /* the engine gave back its own */
         d->ops->destroy(d);
         if (!r.identical) fail_msg("tp %d: %s %s", tp, r.difference, r.verify_error);
         assert_true(r.preemptions > 0 && r.prefix_cache_hits > 0);
@@ -400,17 +550,19 @@ int main(void)
         cmocka_unit_test(test_e4m3_known_values),
         cmocka_unit_test(test_e4m3_round_trip),
         cmocka_unit_test(test_f16_bf16_known_values),
+        cmocka_unit_test(test_e5m2),
         cmocka_unit_test(test_value_table),
         cmocka_unit_test(test_pack16_matches_reference),
-        cmocka_unit_test(test_kernel_code_on_host),
         cmocka_unit_test(test_value_bytes),
+        cmocka_unit_test(test_fastdiv),
+        cmocka_unit_test(test_kernel_code_on_host),
+        cmocka_unit_test(test_kernel_global_heads),
         cmocka_unit_test(test_format_size),
         cmocka_unit_test(test_format_oom),
-        cmocka_unit_test(test_map_ranks),
-        cmocka_unit_test(test_match_catalog),
-        cmocka_unit_test(test_parity_harness_host),
+        cmocka_unit_test(test_mig_names_and_peak),
 #ifdef KVLAB_HAVE_CUDA
-        cmocka_unit_test(test_open_or_fallback),
+        cmocka_unit_test(test_device_or_fallback),
+        cmocka_unit_test(test_device_parity),
 #endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

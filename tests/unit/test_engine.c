@@ -331,7 +331,7 @@ static void test_verify_detects_corruption(void **state)
     assert_int_equal(kv_engine_verify(e, err, sizeof err), 0);
     int32_t t[8];
     kv_engine_block_table(e, id, t, 8);
-    kv_slot_write w = {(int64_t)t[1] * 16 + 3, kv_engine_token(e, id, 19) + 1, 19};
+    kv_slot_write w = {(int64_t)t[1] * 16 + 3, kv_engine_token(e, id, 19) + 1, 19, 0};
     assert_int_equal(d->ops->write_kv(d, 0, &w, 1, err, sizeof err), 0);
     assert_int_equal(kv_engine_verify(e, err, sizeof err), KV_ENGINE_EVERIFY);
     assert_non_null(strstr(err, "differ"));
@@ -578,7 +578,7 @@ static void test_capacity_math(void **state)
     assert_true(1536.0 / (double)kv_cdiv(16384, 16) == 1.5);
     /* get_kv_cache_configs: page 16*2*64*4*2 = 16384 B; memory 2 x 32 pages
      * over 2 layers -> 32 blocks; the engine's pool layout agrees */
-    kv_pool_layout l = {32, 16, 2, 2, 64, 2, KV_DTYPE_FP32};
+    kv_pool_layout l = {32, 16, 2, 2, 64, 2, KV_DTYPE_FP32, 0};
     assert_true(kv_pool_layout_bytes(&l) == 2ull * 32 * 16384);
     kv_pool_layout one = l;
     one.num_blocks = 1;
