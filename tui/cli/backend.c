@@ -314,6 +314,7 @@ kv_device *kvlab_serve_allocate(const kv_plan *p, const kvlab_serve_dev *o, kvla
         if (rank == 0) {
             r->write_gbps = br.best_gbps;
             r->write_gib = kv_gib((double)br.bytes);
+            r->write_tokens = ntok;
         }
         r->mismatches += br.mismatches > 0 ? br.mismatches : 0;
     }
@@ -358,8 +359,12 @@ void kvlab_serve_print_alloc(FILE *f, const kvlab_alloc_result *r)
                 kv_gib(r->held_bytes));
     fprintf(f, "  KV pool: %lld blocks per rank in one %s (%.2f ms)\n", (long long)r->num_blocks,
             host ? "mapping" : "cudaMalloc", r->pool_alloc_ms);
-    fprintf(f, "  wrote K/V into %.2f GiB of blocks at %.0f GB/s; read back: %lld mismatches\n", r->write_gib,
-            r->write_gbps, (long long)r->mismatches);
+    if (host)
+        fprintf(f, "  wrote the K/V fingerprints of %lld tokens into the blocks; read back: %lld mismatches\n",
+                (long long)r->write_tokens, (long long)r->mismatches);
+    else
+        fprintf(f, "  wrote K/V into %.2f GiB of blocks at %.0f GB/s; read back: %lld mismatches\n", r->write_gib,
+                r->write_gbps, (long long)r->mismatches);
 }
 
 void kvlab_serve_json_alloc(void *json_object, const kvlab_alloc_result *r)

@@ -79,6 +79,7 @@ typedef struct kvlab_alloc_result {
     double pool_alloc_ms;/* rank 0's one cudaMalloc for the pool */
     double write_gbps;   /* K/V written into the whole pool of rank 0 */
     double write_gib;
+    int64_t write_tokens;
     int64_t mismatches;  /* gather-verify of that write: 0 = every block holds its bytes */
 } kvlab_alloc_result;
 

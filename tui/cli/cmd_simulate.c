@@ -420,6 +420,10 @@ int cmd_simulate(int argc, char **argv)
         code = 1;
         goto done;
     }
+    if (kv_engine_device_scale(e) < 1.0)
+        fprintf(stderr, "kvlab simulate: note: the ranks share %s cards: every term and the pool scaled by %.3f to "
+                        "fit (%d blocks)\n", kv_engine_device_name(e), kv_engine_device_scale(e),
+                (int)kv_engine_get_config(e)->num_blocks);
     if (steps_arg) {
         steps = fopen(steps_arg, "w");
         arrived = malloc((size_t)(tr.count > 0 ? tr.count : 1) * sizeof *arrived);
