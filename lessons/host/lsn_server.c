@@ -385,11 +385,17 @@ int lsn_server_start(lsn_server *s, char *err, size_t errlen)
     if (kv_engine_config_from_plan(&s->plan, &s->model, g, &s->args, &c, note, sizeof note, err, errlen) < 0)
         return -1;
     c.mode = s->no_cache ? KV_MODE_NO_CACHE : s->contiguous ? KV_MODE_CONTIGUOUS : KV_MODE_PAGED;
-    /* Headless checks must be quick; the app writes K/V and reads it back. */
+    /* Headless checks must be quick; the app writes K/V and reads it back:
+     * on a GPU every step, with a bounded sample read back each frame. */
+    const int gpu = !s->headless && s->dev && strcmp(s->dev->name, "host") != 0;
     if (s->headless) {
         c.verify = 0;
         c.write_kv = 0;
+    } else if (gpu) {
+        c.verify = 0;
+        c.write_kv = 1;
     }
+    const int verify = c.verify, write_kv = c.write_kv;
     c.device = s->dev;
     s->engine = kv_engine_create(&c, err, errlen);
     char on_host[320] = "";
@@ -398,6 +404,8 @@ int lsn_server_start(lsn_server *s, char *err, size_t errlen)
          * than the backend serves): keep its message, run on the host. */
         snprintf(on_host, sizeof on_host, "%.256s; this engine runs on the host backend", err && errlen ? err : "");
         c.device = NULL;
+        c.verify = gpu ? -1 : verify; /* the host's own defaults */
+        c.write_kv = gpu ? -1 : write_kv;
         s->engine = kv_engine_create(&c, err, errlen);
     }
     if (!s->engine)
@@ -411,6 +419,10 @@ int lsn_server_start(lsn_server *s, char *err, size_t errlen)
         kv_engine_log(s->engine, 1, "%s", note);
     if (on_host[0])
         kv_engine_log(s->engine, 1, "%s", on_host);
+    else if (gpu)
+        kv_engine_log(s->engine, 0,
+                      "on the %s backend: every step writes K/V into the GPU's blocks; each frame reads up to %d "
+                      "tokens back and checks them", s->dev->name, LSN_VERIFY_SAMPLE_TOKENS);
     if (err && errlen)
         err[0] = '\0';
     return 1;

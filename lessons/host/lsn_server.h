@@ -13,6 +13,11 @@
 #ifndef LSN_SERVER_H
 #define LSN_SERVER_H
 
+/* Tokens the app reads back per frame from a lesson engine on a GPU
+ * (kv_engine_verify_sample): such engines write K/V every step and are
+ * checked a bounded sample at a time instead of in full after every step. */
+#define LSN_VERIFY_SAMPLE_TOKENS 4096
+
 #include <stddef.h>
 
 #include "kv_engine.h"

@@ -647,6 +647,54 @@ static void test_verify_sample(void **state)
     d->ops->destroy(d);
 }
 
+#ifdef KVLAB_HAVE_LESSONS
+#include "lsn_server.h"
+
+/* The lesson app's engines on a GPU: K/V written every step, no full
+ * read-back per step, a bounded sample per frame instead, and the log says
+ * so; ranks sharing the card are scaled as for every other caller. */
+static void test_lesson_server_on_gpu(void **state)
+{
+    (void)state;
+    char err[512] = "";
+    kv_device *app = kvlab_backend_open_app(8);
+    assert_non_null(app);
+    lsn_server *s = lsn_server_new(test_assets_dir(), app, 0, err, sizeof err);
+    assert_non_null(s);
+    assert_int_equal(lsn_server_set(s, "model", "meta-llama/Llama-3.1-8B-Instruct", err, sizeof err), 0);
+    assert_int_equal(lsn_server_set(s, "gpu", "h100-80gb", err, sizeof err), 0);
+    assert_int_equal(lsn_server_set(s, "max-model-len", "8192", err, sizeof err), 0);
+    assert_int_equal(lsn_server_set(s, "tensor-parallel-size", "2", err, sizeof err), 0);
+    if (lsn_server_start(s, err, sizeof err) != 1) fail_msg("start: %s", err);
+    kv_engine *e = lsn_server_engine(s);
+    assert_non_null(e);
+    assert_string_equal(kv_engine_device_name(e), "cuda");
+    assert_int_equal(kv_engine_get_config(e)->write_kv, 1);
+    assert_int_equal(kv_engine_get_config(e)->verify, 0);
+    assert_true(kv_engine_device_scale(e) < 0.51);
+    kv_event ev[128];
+    int32_t n = kv_engine_events_since(e, 0, ev, 128), said = 0;
+    for (int32_t i = 0; i < n; i++)
+        said |= ev[i].type == KV_EV_LOG && ev[i].text && strstr(ev[i].text, "every step writes K/V") != NULL;
+    assert_true(said);
+    kv_request_spec sp = {0};
+    sp.prompt_tokens = 3000;
+    sp.output_tokens = 16;
+    sp.arrival_s = -1;
+    assert_true(kv_engine_submit(e, &sp, err, sizeof err) >= 0);
+    g_verified_tokens = 0;
+    for (int i = 0; i < 4; i++) assert_true(kv_engine_step(e, NULL, err, sizeof err) >= 0);
+    assert_int_equal(g_verified_tokens, 0); /* no read-back inside the steps */
+    int64_t checked = 0;
+    assert_int_equal(kv_engine_verify_sample(e, LSN_VERIFY_SAMPLE_TOKENS, &checked, err, sizeof err), 0);
+    assert_true(checked > 0 && checked <= LSN_VERIFY_SAMPLE_TOKENS);
+    lsn_server_free(s);
+    assert_int_equal(app->ops->held(app, 0) + app->ops->held(app, 1), 0); /* the engine gave back its own */
+    assert_int_equal(g_releases, 0);
+    app->ops->destroy(app);
+}
+#endif
+
 /* ---- smaller pieces -------------------------------------------------------- */
 
 static void test_dtype_names(void **state)
@@ -786,6 +834,9 @@ int main(void)
         cmocka_unit_test_setup(test_engine_catches_wrong_share_and_rank_mixup, setup),
         cmocka_unit_test_setup(test_verify_is_linear, setup),
         cmocka_unit_test_setup(test_verify_sample, setup),
+#ifdef KVLAB_HAVE_LESSONS
+        cmocka_unit_test_setup(test_lesson_server_on_gpu, setup),
+#endif
         cmocka_unit_test(test_dtype_names),
         cmocka_unit_test(test_plan_dtype_reaches_the_pool),
         cmocka_unit_test(test_match_catalog),

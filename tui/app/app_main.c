@@ -21,6 +21,7 @@
 
 #include "backend.h"
 #include "commands.h"
+#include "lsn_server.h"
 #include "paths.h"
 #include "ui_chrome.h"
 #include "ui_flags.h"
@@ -275,6 +276,21 @@ static void draw(app *a)
     a->dirty = 0;
     update_panels();
     doupdate();
+}
+
+/* A lesson engine on a GPU writes K/V every step; each frame reads a
+ * bounded sample back (LSN_VERIFY_SAMPLE_TOKENS), going round its requests,
+ * and a mismatch is said once per engine. */
+static void verify_sample(app *a)
+{
+    static const kv_engine *said;
+    if (!a->eng || !strcmp(kv_engine_device_name(a->eng), "host") || said == a->eng)
+        return;
+    char err[320];
+    if (kv_engine_verify_sample(a->eng, LSN_VERIFY_SAMPLE_TOKENS, NULL, err, sizeof err) != 0) {
+        said = a->eng;
+        app_status(a, UI_R_ERROR, "GPU read-back: %.240s", err);
+    }
 }
 
 /* ---- reacting to the lesson --------------------------------------------- */
@@ -595,6 +611,7 @@ int app_main(int argc, char **argv)
         if (!a->paused && a->overlay == APP_OV_NONE && !app_room_drives(a)) {
             ch_bits = lsn_tick(a->lsn, dt);
             app_lesson_changed(a, ch_bits);
+            verify_sample(a);
         }
         app_room_tick(a);
         app_feed_events(a);
