@@ -2,6 +2,7 @@
  * through: inputs and defaults, KV geometry, the terms (kv_plan_terms.c),
  * the free-memory check, loading, the profile run, KV sizing, the length
  * check, the pool and the sampler warm-up. */
+#include "kv_plan_fields.h"
 #include "kv_plan_int.h"
 #include "kv_util.h"
 
@@ -802,56 +803,18 @@ struct cJSON *kv_plan_to_json(const kv_plan *p)
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
-    cJSON_AddBoolToObject(o, "starts", p->starts);
-    cJSON_AddStringToObject(o, "accounting", p->accounting == KV_ACCOUNTING_TEXTBOOK ? "textbook" : "release");
-    if (p->accounting == KV_ACCOUNTING_TEXTBOOK)
-        cJSON_AddNullToObject(o, "vllm_version");
-    else
-        cJSON_AddStringToObject(o, "vllm_version", p->vllm_version);
-    {
-        char lab[64];
-        cJSON_AddStringToObject(o, "release_rules", kv_release_label(p->release, lab, sizeof lab));
+    /* The scalars: one table for every reader (kv_plan_fields.h). */
+    for (int i = 0; i < kv_plan_field_count(); i++) {
+        const kv_plan_field *f = kv_plan_field_at(i);
+        kv_plan_value v = kv_plan_field_get(f, p);
+        switch (v.kind) {
+        case KV_PLAN_VALUE_BOOL: cJSON_AddBoolToObject(o, f->name, v.b); break;
+        case KV_PLAN_VALUE_INT: cJSON_AddNumberToObject(o, f->name, (double)v.i); break;
+        case KV_PLAN_VALUE_NUM: cJSON_AddNumberToObject(o, f->name, v.d); break;
+        case KV_PLAN_VALUE_STR: cJSON_AddStringToObject(o, f->name, v.s); break;
+        default: cJSON_AddNullToObject(o, f->name); break;
+        }
     }
-    cJSON_AddStringToObject(o, "engine", p->engine_v1 ? "V1" : "V0");
-    cJSON_AddStringToObject(o, "model_runner", !p->engine_v1 ? "V0" : p->model_runner_v2 ? "V2" : "V1");
-    if (p->starts)
-        cJSON_AddNullToObject(o, "error");
-    else
-        cJSON_AddStringToObject(o, "error", p->error);
-    cJSON_AddStringToObject(o, "error_kind", kv_plan_error_name(p->error_kind));
-    cJSON_AddStringToObject(o, "gpu", p->gpu_id);
-    cJSON_AddNumberToObject(o, "gpu_total_gib", gib4(p->gpu_total_bytes));
-    cJSON_AddNumberToObject(o, "gpu_memory_utilization", p->gpu_memory_utilization);
-    cJSON_AddNumberToObject(o, "budget_gib", gib4(p->budget_bytes));
-    cJSON_AddNumberToObject(o, "weights_gib", gib4(p->weights_bytes));
-    cJSON_AddNumberToObject(o, "activation_gib", gib4(p->activation_bytes));
-    cJSON_AddNumberToObject(o, "cudagraph_gib", gib4(p->cudagraph_bytes));
-    cJSON_AddNumberToObject(o, "cuda_context_gib", gib4(p->cuda_context_bytes));
-    cJSON_AddNumberToObject(o, "nccl_gib", gib4(p->nccl_bytes));
-    cJSON_AddNumberToObject(o, "non_torch_gib", gib4(p->non_torch_bytes));
-    cJSON_AddNumberToObject(o, "kv_cache_gib", gib4(p->available_kv_bytes));
-    cJSON_AddNumberToObject(o, "kv_bytes_per_token", (double)p->kv_bytes_per_token);
-    cJSON_AddNumberToObject(o, "block_size", p->block_size);
-    cJSON_AddNumberToObject(o, "page_size_bytes", (double)p->page_size_bytes);
-    cJSON_AddNumberToObject(o, "num_layers", p->num_layers);
-    cJSON_AddNumberToObject(o, "head_size", p->head_size);
-    cJSON_AddStringToObject(o, "kv_cache_dtype", p->kv_cache_dtype);
-    cJSON_AddStringToObject(o, "weights_dtype", p->weights_dtype);
-    cJSON_AddNumberToObject(o, "num_blocks", (double)p->num_blocks);
-    cJSON_AddNumberToObject(o, "kv_cache_tokens", (double)p->kv_cache_tokens);
-    cJSON_AddNumberToObject(o, "max_model_len", (double)p->max_model_len);
-    cJSON_AddBoolToObject(o, "max_model_len_default", p->max_model_len_default);
-    cJSON_AddNumberToObject(o, "max_concurrency", round(p->max_concurrency * 100.0) / 100.0);
-    if (p->error_kind == KV_PLAN_ERR_MAX_MODEL_LEN) {
-        cJSON_AddNumberToObject(o, "estimated_max_model_len", (double)p->estimated_max_model_len);
-        cJSON_AddNumberToObject(o, "needed_gib", gib4((double)p->needed_bytes));
-    } else {
-        cJSON_AddNullToObject(o, "estimated_max_model_len");
-    }
-    cJSON_AddNumberToObject(o, "max_num_batched_tokens", (double)p->max_num_batched_tokens);
-    cJSON_AddNumberToObject(o, "max_num_seqs", (double)p->max_num_seqs);
-    cJSON_AddNumberToObject(o, "tensor_parallel_size", p->tensor_parallel_size);
-    cJSON_AddNumberToObject(o, "kv_heads_per_gpu", p->kv_heads_per_gpu);
     cJSON *terms = cJSON_AddArrayToObject(o, "terms");
     for (int i = 0; terms && i < KV_PLAN_NUM_TERMS; i++) {
         cJSON *t = cJSON_CreateObject();

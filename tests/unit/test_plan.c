@@ -16,6 +16,7 @@
 #include "kv_gpu.h"
 #include "kv_model.h"
 #include "kv_plan.h"
+#include "kv_plan_fields.h"
 #include "kv_util.h"
 #include "test_helpers.h"
 
@@ -891,10 +892,54 @@ static void test_release_accounting(void **state)
     }
 }
 
+
+/* One table of the plan's fields: the JSON object holds exactly its keys (in
+ * its order) plus the lists, with its rounding. */
+static void test_plan_fields_table(void **state)
+{
+    (void)state;
+    static kv_plan p;
+    const char *const f[] = {"gpu-memory-gib", "23.5", "gpu-memory-utilization", "0.9", NULL};
+    release_plan(&p, "meta-llama/Llama-3.1-8B-Instruct", "rtx-4090", "0.11.0", f); /* fails the length check */
+    cJSON *o = kv_plan_to_json(&p);
+    assert_non_null(o);
+    int n = kv_plan_field_count(), i = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, o) {
+        if (i < n) {
+            const kv_plan_field *fl = kv_plan_field_at(i);
+            assert_string_equal(e->string, fl->name);
+            kv_plan_value v = kv_plan_field_get(fl, &p);
+            if (v.kind == KV_PLAN_VALUE_NULL)
+                assert_true(cJSON_IsNull(e));
+            else if (v.kind == KV_PLAN_VALUE_NUM)
+                assert_true(cJSON_IsNumber(e) && e->valuedouble == v.d);
+            i++;
+        } else {
+            assert_true(!strcmp(e->string, "terms") || !strcmp(e->string, "log") || !strcmp(e->string, "fixes") ||
+                        !strcmp(e->string, "notes"));
+        }
+    }
+    assert_int_equal(i, n);
+    cJSON_Delete(o);
+    kv_plan_value v = kv_plan_field_get(kv_plan_field_find("kv_cache_gib"), &p);
+    assert_int_equal(v.kind, KV_PLAN_VALUE_NUM);
+    assert_true(v.d == round(p.available_kv_bytes / KV_GIB * 1e4) / 1e4);
+    v = kv_plan_field_get(kv_plan_field_find("estimated_max_model_len"), &p);
+    assert_true(v.kind == KV_PLAN_VALUE_INT && v.i == p.estimated_max_model_len && v.i > 0);
+    v = kv_plan_field_get(kv_plan_field_find("vllm_version"), &p);
+    assert_true(v.kind == KV_PLAN_VALUE_STR && !strcmp(v.s, "0.11.0"));
+    assert_null(kv_plan_field_find("no_such_field"));
+    for (int k = 0; k < n; k++)
+        for (int j = k + 1; j < n; j++)
+            assert_true(strcmp(kv_plan_field_at(k)->name, kv_plan_field_at(j)->name) != 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_release_accounting),
+        cmocka_unit_test(test_plan_fields_table),
         cmocka_unit_test(test_seed_cases_pinned),
         cmocka_unit_test(test_seed_cases_unpinned),
         cmocka_unit_test(test_kv_per_token_table),
