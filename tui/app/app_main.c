@@ -635,6 +635,7 @@ int app_main(int argc, char **argv)
         }
         if (a->dirty) {
             draw(a);
+            app_room_drawn(a);
             if (g_stats.path) {
                 double c = cpu_now() - cpu0;
                 g_stats.frames++;

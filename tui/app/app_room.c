@@ -36,6 +36,13 @@ typedef struct app_room {
     double hint_at;
     char state_dir[PATH_MAX];   /* where a follower that breaks away keeps its progress */
     lsn_input conv[ROOM_MAX_INPUTS];
+
+    /* KVLAB_ROOM_TRACE */
+    FILE *trace;
+    double key_t, stats_t;
+    int key_seen;
+    uint64_t applied_seq;
+    int draw_pending;
 } app_room;
 
 static app_room *R(const app *a) { return a->room; }
@@ -88,6 +95,12 @@ int app_room_open(app *a, int mode, const char *name, const char *group, char *e
         snprintf(m->name, sizeof m->name, "%s", e.name[0] ? e.name : "room");
         follower_state_dir(m);
     }
+    const char *tr = getenv("KVLAB_ROOM_TRACE");
+    if (tr && *tr) {
+        m->trace = fopen(tr, "a");
+        if (m->trace)
+            setvbuf(m->trace, NULL, _IOLBF, 0);
+    }
     a->room = m;
     return 0;
 }
@@ -99,6 +112,8 @@ void app_room_close(app *a)
         return;
     room_pres_close(m->pres, "the presenter quit");
     room_follow_free(m->fol);
+    if (m->trace)
+        fclose(m->trace);
     free(m->st);
     free(m);
     a->room = NULL;
@@ -211,7 +226,23 @@ static void present(app *a, app_room *m)
     m->prev_focus = s->view_focus;
     m->prev_paused = s->paused;
     m->prev_speed = s->speed;
+    uint64_t seq0 = room_pres_seq(m->pres);
     room_pres_publish(m->pres, s);
+    if (m->trace) {
+        uint64_t seq = room_pres_seq(m->pres);
+        if (m->key_seen && seq != seq0) {
+            fprintf(m->trace, "key %llu %.6f\n", (unsigned long long)seq, m->key_t);
+            m->key_seen = 0;
+        }
+        if (a->now - m->stats_t >= 1.0) {
+            room_pres_stats ps;
+            room_pres_get_stats(m->pres, &ps);
+            fprintf(m->trace, "stats %.6f %llu %llu %llu %llu %d\n", a->now, (unsigned long long)ps.bytes_sent,
+                    (unsigned long long)ps.states_sent, (unsigned long long)ps.deltas_sent,
+                    (unsigned long long)ps.skipped, room_pres_followers(m->pres));
+            m->stats_t = a->now;
+        }
+    }
     int nfol = room_pres_followers(m->pres);
     if (nfol != m->prev_followers) {
         m->prev_followers = nfol;
@@ -381,6 +412,8 @@ static void follow(app *a, app_room *m)
         return;
     if ((ch & ROOM_FC_STATE) || m->force_replay) {
         sync_to(a, m, t);
+        m->applied_seq = t->seq;
+        m->draw_pending = 1;
         event_status(a, m, t);
         room_follow_clear_events(m->fol);
     }
@@ -413,6 +446,10 @@ static int follower_may(int ch)
 int app_room_key(app *a, int ch)
 {
     app_room *m = R(a);
+    if (m && m->pres && m->trace && ch != KEY_RESIZE && ch != KEY_MOUSE) {
+        m->key_t = a->now;
+        m->key_seen = 1;
+    }
     if (!m || !m->fol)
         return 0;
     if (a->overlay != APP_OV_NONE)
@@ -484,6 +521,15 @@ const char *app_room_label(const app *a)
         snprintf(m->label, sizeof m->label, "waiting for presenter");
     }
     return m->label;
+}
+
+void app_room_drawn(app *a)
+{
+    app_room *m = R(a);
+    if (!m || !m->trace || !m->draw_pending)
+        return;
+    fprintf(m->trace, "drawn %llu %.6f\n", (unsigned long long)m->applied_seq, app_now());
+    m->draw_pending = 0;
 }
 
 const char *app_room_idle_text(const app *a)

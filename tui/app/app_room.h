@@ -14,7 +14,13 @@
  * size, colours and glyphs. While following, keys that would move the
  * lesson are refused with a hint; `x` breaks away (its own flags and
  * engine from the presenter's page on, progress kept in its own state
- * folder) and `x` again rejoins. */
+ * folder) and `x` again rejoins.
+ *
+ * KVLAB_ROOM_TRACE=FILE (bench/room_bench.py) appends one line per event:
+ * "key SEQ T" (presenter: a key, and the message that carried its effect),
+ * "drawn SEQ T" (follower: the first frame drawn with message SEQ applied),
+ * "stats T BYTES STATES DELTAS SKIPPED FOLLOWERS" (presenter, each second);
+ * T is CLOCK_MONOTONIC seconds, the same clock in every process. */
 #ifndef APP_ROOM_H
 #define APP_ROOM_H
 
@@ -56,6 +62,10 @@ int app_room_footer_mode(const struct app *a);
 /* A few words for the header ("presenting to 3", "following",
  * "on your own", "waiting for presenter"), "" without a room. */
 const char *app_room_label(const struct app *a);
+
+/* The app drew a frame (for KVLAB_ROOM_TRACE: when a follower's screen
+ * showed a presenter's message). */
+void app_room_drawn(struct app *a);
 
 /* What the text view says while a follower has no lesson yet, or NULL. */
 const char *app_room_idle_text(const struct app *a);

@@ -699,4 +699,5 @@ const char *room_pres_name(const room_pres *p) { return p->name; }
 const char *room_pres_path(const room_pres *p) { return p->path; }
 const char *room_pres_group(const room_pres *p) { return p->group; }
 int room_pres_followers(const room_pres *p) { return p->following; }
+uint64_t room_pres_seq(const room_pres *p) { return p->seq; }
 void room_pres_get_stats(const room_pres *p, room_pres_stats *out) { *out = p->stats; }

@@ -69,6 +69,9 @@ int room_pres_pollfds(const room_pres *p, struct pollfd *fds, int max);
  * Returns the number of followers a message was sent to or queued for. */
 int room_pres_publish(room_pres *p, const room_state *st);
 
+/* The number of the last message published (0 before the first). */
+uint64_t room_pres_seq(const room_pres *p);
+
 /* Figures for the benchmark and tests. */
 typedef struct room_pres_stats {
     uint64_t bytes_sent;       /* to all followers, frames as encoded */

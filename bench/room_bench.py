@@ -1,0 +1,313 @@
+#!/usr/bin/env python3
+"""Classroom benchmark: one presenter and N followers (default 30), each a kvlab
+in its own pseudo-terminal on this machine, stepping through the lesson in
+bench/room_lessons (still pages, then pages over a pool animating under
+traffic at --fps). Reports:
+
+  latency_still_ms   p50/p99 from the presenter's key (written to its pty) to
+                     the first bytes each follower writes to its own pty
+                     after it, on still pages (nothing else is drawn there)
+  latency_running_ms p50/p99 from the presenter handling a key to a follower
+                     drawing the frame that shows it, on the running pages
+                     (from KVLAB_ROOM_TRACE, one monotonic clock for all)
+  bytes_per_s_per_follower  socket bytes the presenter sent while the pool
+                     ran, per second and per follower
+  presenter_cpu_pct_per_follower  (presenter CPU with N followers - with none)
+                     / N, in % of one core, over the same running pages
+  follower_rss_mib / follower_pss_mib  memory of one follower (mean)
+
+Goal (issue: classroom mode): latency p99 < 100 ms, presenter CPU < 1 % per
+follower at 30 fps. Not a timed test: run it by hand on an otherwise idle
+machine; all N+1 processes share its cores.
+
+usage: bench/room_bench.py [--kvlab build/kvlab] [--followers 30] [--size 80x24]
+                           [--fps 30] [--keys 10] [--seconds 8] [--json]
+"""
+import argparse
+import fcntl
+import json
+import os
+import pty
+import select
+import shutil
+import signal
+import struct
+import sys
+import tempfile
+import termios
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def spawn(kvlab, cols, rows, args, env):
+    pid, fd = pty.fork()
+    if pid == 0:
+        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        os.execve(kvlab, [kvlab] + args, env)
+    fl = fcntl.fcntl(fd, fcntl.F_GETFL)
+    fcntl.fcntl(fd, fcntl.F_SETFL, fl | os.O_NONBLOCK)
+    return pid, fd
+
+
+class Procs:
+    """The ptys: read everything (a full pty would block the app), note when
+    each last wrote and what it wrote recently."""
+
+    def __init__(self):
+        self.fds = {}        # fd -> name
+        self.last = {}       # name -> monotonic time of its last bytes
+        self.first_after = {}  # name -> first bytes after a mark
+        self.tail = {}       # name -> last 64 KiB of output
+        self.mark = None
+
+    def add(self, name, fd):
+        self.fds[fd] = name
+        self.last[name] = time.monotonic()
+        self.tail[name] = b""
+
+    def pump(self, seconds):
+        end = time.monotonic() + seconds
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            r, _, _ = select.select(list(self.fds), [], [], min(left, 0.05))
+            now = time.monotonic()
+            for fd in r:
+                try:
+                    data = os.read(fd, 65536)
+                except OSError:
+                    data = b""
+                if not data:
+                    continue
+                name = self.fds[fd]
+                self.last[name] = now
+                if self.mark is not None and name not in self.first_after:
+                    self.first_after[name] = now
+                self.tail[name] = (self.tail[name] + data)[-65536:]
+
+    def wait_quiet(self, names, quiet_s, timeout_s):
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            self.pump(0.05)
+            now = time.monotonic()
+            if all(now - self.last[n] >= quiet_s for n in names):
+                return True
+        return False
+
+    def wait_text(self, names, text, timeout_s):
+        end = time.monotonic() + timeout_s
+        want = text.encode()
+        while time.monotonic() < end:
+            self.pump(0.05)
+            if all(want in self.tail[n] for n in names):
+                return True
+        return False
+
+
+def cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        rest = f.read().rsplit(")", 1)[1].split()
+    return (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def mem_kib(pid):
+    rss = pss = 0
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                rss = int(line.split()[1])
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    pss = int(line.split()[1])
+    except OSError:
+        pass
+    return rss, pss
+
+
+def pct(v, p):
+    if not v:
+        return float("nan")
+    v = sorted(v)
+    k = min(len(v) - 1, max(0, int(round(p / 100.0 * (len(v) - 1)))))
+    return v[k]
+
+
+def read_trace(path):
+    """KVLAB_ROOM_TRACE lines: keys {seq: t}, drawn [(seq, t)], stats [[t, bytes, states, deltas, skipped, n]]."""
+    keys, drawn, stats = {}, [], []
+    try:
+        with open(path) as f:
+            for line in f:
+                w = line.split()
+                if len(w) >= 3 and w[0] == "key":
+                    keys[int(w[1])] = float(w[2])
+                elif len(w) >= 3 and w[0] == "drawn":
+                    drawn.append((int(w[1]), float(w[2])))
+                elif len(w) >= 7 and w[0] == "stats":
+                    stats.append([float(w[1])] + [int(x) for x in w[2:]])
+    except OSError:
+        pass
+    return keys, drawn, stats
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--kvlab", default=os.path.join(ROOT, "build", "kvlab"))
+    ap.add_argument("--followers", type=int, default=30)
+    ap.add_argument("--size", default="80x24")
+    ap.add_argument("--fps", type=int, default=30)
+    ap.add_argument("--keys", type=int, default=10, help="n presses measured on running pages and on still pages")
+    ap.add_argument("--seconds", type=float, default=8.0, help="CPU and bytes window on the running pages")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    a.keys = max(1, min(a.keys, 11))
+    cols, rows = (int(x) for x in a.size.split("x"))
+    tmp = tempfile.mkdtemp(prefix="kvlab-roombench-")
+    rooms = os.path.join(tmp, "rooms")
+    os.mkdir(rooms)
+    os.chmod(rooms, 0o1777)
+    run = os.path.join(tmp, "run")
+    os.mkdir(run, 0o700)
+    env = dict(os.environ, TERM="xterm-256color", KVLAB_ROOMS_DIR=rooms, XDG_RUNTIME_DIR=run,
+               XDG_STATE_HOME=os.path.join(tmp, "state"), KVLAB_LESSONS_DIR=os.path.join(HERE, "room_lessons"),
+               KVLAB_DEVICE="host", KVLAB_DATA_DIR=ROOT)
+    ptrace = os.path.join(tmp, "presenter.trace")
+    pids = []
+    procs = Procs()
+    try:
+        ppid, pfd = spawn(a.kvlab, cols, rows, ["--present", "bench", "--lesson", "1", "--fps", str(a.fps)],
+                          dict(env, KVLAB_ROOM_TRACE=ptrace))
+        pids.append(ppid)
+        procs.add("presenter", pfd)
+        if not procs.wait_text(["presenter"], "Intro", 20):
+            sys.exit("room_bench: the presenter did not show its lesson")
+        procs.wait_quiet(["presenter"], 0.5, 10)
+
+        def press(key):
+            os.write(pfd, key)
+
+        def last_seq():
+            k = read_trace(ptrace)[0]
+            return max(k) if k else 0
+
+        # 1. The presenter alone over the running pool.
+        press(b"n")
+        procs.pump(1.5)
+        c0, t0 = cpu_s(ppid), time.monotonic()
+        procs.pump(a.seconds)
+        cpu_alone = (cpu_s(ppid) - c0) / (time.monotonic() - t0)
+
+        # 2. N followers join the running lesson late: time to their first
+        # frame showing the presenter's state.
+        names, traces, spawned = [], {}, {}
+        for i in range(a.followers):
+            name = f"f{i}"
+            traces[name] = os.path.join(tmp, f"{name}.trace")
+            spawned[name] = time.monotonic()
+            pid, fd = spawn(a.kvlab, cols, rows, ["--follow", "bench", "--fps", str(a.fps)],
+                            dict(env, KVLAB_ROOM_TRACE=traces[name]))
+            pids.append(pid)
+            procs.add(name, fd)
+            names.append(name)
+        end = time.monotonic() + 60
+        while time.monotonic() < end and not all(read_trace(traces[n])[1] for n in names):
+            procs.pump(0.1)
+        joined = [read_trace(traces[n])[1] for n in names]
+        if not all(joined):
+            sys.exit(f"room_bench: {sum(1 for j in joined if not j)} followers never showed the lesson")
+        # the traces' T and this script's time.monotonic() are one clock (CLOCK_MONOTONIC)
+        join_ms = [(joined[i][0][1] - spawned[n]) * 1e3 for i, n in enumerate(names)]
+
+        # 3. Presenter CPU and socket bytes with N followers, same pages.
+        procs.pump(1.0)
+        st0 = read_trace(ptrace)[2]
+        c0, t0 = cpu_s(ppid), time.monotonic()
+        procs.pump(a.seconds)
+        cpu_with = (cpu_s(ppid) - c0) / (time.monotonic() - t0)
+        st1 = read_trace(ptrace)[2]
+        bps = float("nan")
+        if st0 and st1 and st1[-1][0] > st0[-1][0]:
+            bps = (st1[-1][1] - st0[-1][1]) / (st1[-1][0] - st0[-1][0]) / max(1, st1[-1][5])
+
+        # 4. Keys on the running pages: presenter key -> follower frame.
+        def key_latencies(count, gap):
+            seqs = []
+            for _ in range(count):
+                before = last_seq()
+                press(b"n")
+                end = time.monotonic() + 10
+                while time.monotonic() < end and last_seq() == before:
+                    procs.pump(0.02)
+                procs.pump(gap)
+                seqs.append(last_seq())
+            keys = read_trace(ptrace)[0]
+            out = []
+            for n in names:
+                drawn = read_trace(traces[n])[1]
+                for s in seqs:
+                    t = next((t for (q, t) in drawn if q >= s), None)
+                    if t is not None and s in keys:
+                        out.append((t - keys[s]) * 1e3)
+            return out
+
+        running = key_latencies(a.keys, 0.6)
+        mem = [mem_kib(p) for p in pids[1:]]
+        # 5. Still pages: key -> the first bytes on each follower's pty.
+        while b"Still page 1" not in procs.tail["presenter"]:
+            press(b"n")
+            procs.pump(0.5)
+        still = []
+        for _ in range(a.keys):
+            procs.wait_quiet(["presenter"] + names, 0.5, 20)
+            procs.first_after = {}
+            procs.mark = time.monotonic()
+            press(b"n")
+            procs.pump(0.8)
+            for n in names:
+                if n in procs.first_after:
+                    still.append((procs.first_after[n] - procs.mark) * 1e3)
+            procs.mark = None
+
+        out = {
+            "followers": a.followers, "size": a.size, "fps": a.fps, "cores": os.cpu_count(),
+            "join_ms": {"p50": round(pct(join_ms, 50), 1), "p99": round(pct(join_ms, 99), 1), "n": len(join_ms)},
+            "latency_running_ms": {"p50": round(pct(running, 50), 1), "p99": round(pct(running, 99), 1),
+                                   "n": len(running)},
+            "latency_still_ms": {"p50": round(pct(still, 50), 1), "p99": round(pct(still, 99), 1), "n": len(still)},
+            "bytes_per_s_per_follower": round(bps),
+            "presenter_cpu_pct_alone": round(cpu_alone * 100, 2),
+            "presenter_cpu_pct_with": round(cpu_with * 100, 2),
+            "presenter_cpu_pct_per_follower": round((cpu_with - cpu_alone) * 100 / max(1, a.followers), 3),
+            "follower_rss_mib": round(sum(m[0] for m in mem) / len(mem) / 1024, 1),
+            "follower_pss_mib": round(sum(m[1] for m in mem) / len(mem) / 1024, 1),
+        }
+        if a.json:
+            print(json.dumps(out, indent=1))
+        else:
+            print(f"{a.followers} followers at {a.size}, {a.fps} fps, {os.cpu_count()} cores")
+            for k in ("join_ms", "latency_running_ms", "latency_still_ms"):
+                print(f"  {k:32s} p50 {out[k]['p50']:7.1f}   p99 {out[k]['p99']:7.1f}   ({out[k]['n']} samples)")
+            for k in ("bytes_per_s_per_follower", "presenter_cpu_pct_alone", "presenter_cpu_pct_with",
+                      "presenter_cpu_pct_per_follower", "follower_rss_mib", "follower_pss_mib"):
+                print(f"  {k:32s} {out[k]}")
+    finally:
+        for p in pids:
+            try:
+                os.kill(p, signal.SIGTERM)
+            except OSError:
+                pass
+        for p in pids:
+            try:
+                os.waitpid(p, 0)
+            except OSError:
+                pass
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
