@@ -502,7 +502,7 @@ static void test_device_or_fallback(void **state)
                 kv_bench_req q = {(kv_bench_kind)k, 100, 3};
                 kv_bench_result r;
                 if (d->ops->bench(d, 0, &q, &r, err, sizeof err) != 0) fail_msg("bench %d: %s", k, err);
-                assert_true(r.runs == 3 && r.best_ms > 0 && r.best_ms <= r.median_ms && r.bytes > 0);
+                assert_true(r.runs == 3 && r.best_ms >= 0 && r.best_ms <= r.median_ms && r.bytes > 0);
                 if (k >= KV_BENCH_WRITE && r.mismatches != 0)
                     fail_msg("%s bench %d: %lld mismatches", kv_dtype_name(dt), k, (long long)r.mismatches);
             }
@@ -511,7 +511,7 @@ static void test_device_or_fallback(void **state)
         }
     }
     /* a pool the card cannot hold: the PyTorch-style line, naming rank and pool */
-    kv_pool_layout huge = {2000000000, 16, 64, 64, 128, 2, KV_DTYPE_FP32, 0};
+    kv_pool_layout huge = {51200000, 16, 32, 8, 128, 2, KV_DTYPE_BF16, 0}; /* 100,000 GiB */
     assert_int_equal(d->ops->alloc_pool(d, 0, &huge, NULL, err, sizeof err), KV_DEV_ENOMEM);
     assert_non_null(strstr(err, "CUDA out of memory. Tried to allocate"));
     assert_non_null(strstr(err, "(KV cache pool, rank 0)"));
