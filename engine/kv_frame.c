@@ -11,6 +11,8 @@
 
 #define EVENTS_PER_READ 1024
 
+static const kv_frame_opts no_opts = { .blocks_prefix = 0, .extra_req = -1 };
+
 void kv_frame_init(kv_frame *f) { memset(f, 0, sizeof *f); }
 
 void kv_frame_free(kv_frame *f)
@@ -25,6 +27,7 @@ void kv_frame_free(kv_frame *f)
 
 void kv_frame_forget(kv_frame *f)
 {
+    f->captured = 0;
     f->src = NULL;
     f->nlog = 0;
     f->log_seq = 0;
@@ -194,13 +197,14 @@ static int read_reqs(kv_frame *f, const kv_engine *e, int64_t extra)
 int kv_frame_capture(kv_frame *f, const kv_engine *e, const kv_plan *plan, const kv_frame_opts *opts,
                      char *err, size_t errlen)
 {
-    static const kv_frame_opts none = { .blocks_prefix = 0, .extra_req = -1 };
-    if (!opts) opts = &none;
+    if (!opts) opts = &no_opts;
     f->has_plan = plan != NULL;
     if (plan) memcpy(&f->plan, plan, sizeof f->plan);
     if (!e) {
         clear_live(f);
         kv_frame_forget(f);
+        f->captured = 1;
+        f->opts = *opts;
         return 0;
     }
     f->has_engine = 1;
@@ -221,9 +225,14 @@ int kv_frame_capture(kv_frame *f, const kv_engine *e, const kv_plan *plan, const
         f->events = malloc(EVENTS_PER_READ * sizeof *f->events);
         if (!f->events) goto nomem;
     }
-    if (!grow((void **)&f->blocks, &f->cap_blocks, f->info.num_blocks, sizeof *f->blocks)) goto nomem;
     read_log(f, e);
-    read_blocks(f, e, opts->blocks_prefix);
+    if (opts->blocks_prefix < 0) {
+        f->nblocks = 0;
+        f->blocks_total = 0;   /* the next copy is a fresh one */
+    } else {
+        if (!grow((void **)&f->blocks, &f->cap_blocks, f->info.num_blocks, sizeof *f->blocks)) goto nomem;
+        read_blocks(f, e, opts->blocks_prefix);
+    }
     f->src = e;
     if (read_reqs(f, e, opts->extra_req) != 0) goto nomem;
     f->ntimeline = kv_engine_timeline(e, f->timeline, KV_FRAME_TIMELINE);
@@ -232,6 +241,8 @@ int kv_frame_capture(kv_frame *f, const kv_engine *e, const kv_plan *plan, const
     f->nranks = 0;
     for (int32_t r = 0; r < tp; r++)
         if (kv_engine_rank(e, r, &f->ranks[f->nranks]) == 0) f->nranks++;
+    f->captured = 1;
+    f->opts = *opts;
     return 0;
 nomem:
     {
@@ -240,6 +251,23 @@ nomem:
         kv_frame_forget(f);
         return kv_errf(err, errlen, KV_ENGINE_ENOMEM, "out of memory taking a frame of a %d-block pool", (int)n);
     }
+}
+
+int kv_frame_current(const kv_frame *f, const kv_engine *e, const kv_plan *plan, const kv_frame_opts *opts)
+{
+    if (!opts) opts = &no_opts;
+    if (!f->captured || f->src != e || f->has_plan != (plan != NULL)) return 0;
+    if (f->opts.blocks_prefix != opts->blocks_prefix || f->opts.extra_req != opts->extra_req) return 0;
+    if (plan && memcmp(&f->plan, plan, sizeof *plan)) return 0;
+    if (!e) return !f->has_engine;
+    kv_engine_info i;
+    kv_engine_get_info(e, &i);
+    const kv_engine_info *o = &f->info;
+    return kv_engine_last_event_seq(e) == f->last_event_seq && i.step == o->step &&
+           i.num_submitted == o->num_submitted && i.num_finished == o->num_finished &&
+           i.num_running == o->num_running && i.num_waiting == o->num_waiting &&
+           i.num_free_blocks == o->num_free_blocks && i.num_cached_blocks == o->num_cached_blocks &&
+           i.num_blocks == o->num_blocks && i.mode == o->mode && i.clock_s == o->clock_s;
 }
 
 const kv_frame_req *kv_frame_find_req(const kv_frame *f, int64_t id)

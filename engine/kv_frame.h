@@ -40,7 +40,8 @@ typedef struct kv_frame_req {
 
 /* What kv_frame_capture should take beyond the always-taken summary. */
 typedef struct kv_frame_opts {
-    /* Blocks to copy from id 0 (0 = the whole pool). On a large pool whose
+    /* Blocks to copy from id 0 (0 = the whole pool, < 0 = none: no view
+     * draws the pool, nblocks is 0). On a large pool whose
      * use sits at its low ids (the free queue hands them out first) a view
      * zoomed there needs only a prefix; the capture widens it to the whole
      * pool when a block past it is in use or cached, so blocks
@@ -101,6 +102,8 @@ typedef struct kv_frame {
     uint8_t log_level[KV_FRAME_LOG_LINES];
 
     /* ---- Private: buffer sizes and what the last capture came from. */
+    int captured;                   /* a capture filled it since init/forget */
+    kv_frame_opts opts;             /* the opts of that capture */
     int32_t cap_blocks, cap_reqs, cap_tables, cap_ids;
     int64_t *ids;                   /* scratch: request ids */
     kv_event *events;               /* scratch: events read per call */
@@ -132,6 +135,14 @@ void kv_frame_forget(kv_frame *f);
  * line in err (the frame is then an empty frame, buffers kept). */
 int kv_frame_capture(kv_frame *f, const kv_engine *e, const kv_plan *plan, const kv_frame_opts *opts,
                      char *err, size_t errlen);
+
+/* 1 when a capture of (e, plan, opts) now would give this frame again: the
+ * same engine (or none again), which has not moved since (no new event,
+ * step, request, finished request, clock advance, block freed or cached,
+ * mode switch), an equal plan (compared by content) and equal opts. One
+ * kv_engine_get_info; lets a caller that asks several times a frame (the
+ * layout, then the drawing) capture only once. */
+int kv_frame_current(const kv_frame *f, const kv_engine *e, const kv_plan *plan, const kv_frame_opts *opts);
 
 /* The frame's copy of request id (running, waiting or extra), or NULL. */
 const kv_frame_req *kv_frame_find_req(const kv_frame *f, int64_t id);

@@ -282,8 +282,29 @@ static void test_reuse_and_new_engine(void **state)
     int once = 0;
     for (int i = 0; i < f.nlog; i++) once += !strcmp(f.log[i], "INFO line one");
     assert_int_equal(once, 1);
+    /* Current until the engine moves, the plan or the opts change. */
+    assert_true(kv_frame_current(&f, e, NULL, NULL));
+    kv_frame_opts o = { .blocks_prefix = 0, .extra_req = 7 };
+    assert_false(kv_frame_current(&f, e, NULL, &o));
+    kv_plan p0;
+    memset(&p0, 0, sizeof p0);
+    assert_false(kv_frame_current(&f, e, &p0, NULL));
+    capture(&f, e, &p0, NULL);
+    assert_true(kv_frame_current(&f, e, &p0, NULL));
+    p0.num_blocks = 3;
+    assert_false(kv_frame_current(&f, e, &p0, NULL));
+    capture(&f, e, NULL, NULL);
+    submit_ids(e, 20, 0, 7, 2); /* a submit records no event */
+    assert_false(kv_frame_current(&f, e, NULL, NULL));
+    capture(&f, e, NULL, NULL);
+    assert_int_equal(f.nwaiting, 2);
+    kv_engine_advance_clock(e, f.info.clock_s + 1.0);
+    assert_false(kv_frame_current(&f, e, NULL, NULL));
+    capture(&f, e, NULL, NULL);
+    assert_true(kv_frame_current(&f, e, NULL, NULL));
     /* The block copy follows a step (a new event and step number). */
     step(e);
+    assert_false(kv_frame_current(&f, e, NULL, NULL));
     capture(&f, e, NULL, NULL);
     static kv_block_view bv[33];
     kv_engine_blocks_brief(e, bv, 33);
@@ -302,6 +323,8 @@ static void test_reuse_and_new_engine(void **state)
     assert_int_equal(f.nrunning + f.nwaiting + f.nextra, 0);
     assert_int_equal(f.nlog, 0);
     assert_int_equal(f.nranks, 0);
+    assert_true(kv_frame_current(&f, NULL, &plan, NULL));
+    assert_false(kv_frame_current(&f, NULL, NULL, NULL));
 
     /* A new engine: nothing of the old one is kept. */
     kv_engine *e2 = mk(17, 4, 1);
@@ -433,6 +456,15 @@ static void test_blocks_prefix(void **state)
     capture(&f, e, NULL, &o);
     assert_int_equal(f.nblocks, 1025);
     assert_prefix_holds_all(&f);
+    /* No blocks wanted: none copied, and the next copy is fresh. */
+    o.blocks_prefix = -1;
+    capture(&f, e, NULL, &o);
+    assert_int_equal(f.nblocks, 0);
+    assert_null(kv_frame_block(&f, 1));
+    assert_int_equal(f.nrunning, 2);
+    o.blocks_prefix = 0;
+    capture(&f, e, NULL, &o);
+    assert_int_equal(f.nblocks, 1025);
     kv_engine_destroy(e);
     kv_frame_free(&f);
 }
