@@ -1,13 +1,15 @@
 /* app: the lesson app's shared state. app_main.c owns it (terminal set-up,
- * the main loop, keys, the event feed); the ui_*.c views read it to draw.
- * Views change nothing in the engine or the lesson: flag edits go through
- * lsn_set_flag, exactly as a lesson's own changes do. */
+ * the main loop, keys, the event feed); the ui_*.c views (ui_views.h) draw
+ * from it and from `frame`, the engine as of this frame, never from the
+ * engine itself. Views change nothing in the engine or the lesson: flag
+ * edits go through lsn_set_flag, exactly as a lesson's own changes do. */
 #ifndef APP_H
 #define APP_H
 
 #include <stdint.h>
 
 #include "kv_engine.h"
+#include "kv_frame.h"
 #include "kv_plan.h"
 #include "lsn.h"
 #include "ui_layout.h"
@@ -30,8 +32,9 @@ typedef struct app {
 
     lsn_runner *lsn;         /* the lesson runner (owns the engine) */
     struct app_room *room;   /* classroom mode (app_room.h), NULL when off */
-    kv_engine *eng;          /* lsn_engine(); NULL when no server runs */
-    const kv_plan *plan;     /* last start-up plan (also after a failed start), or NULL */
+    kv_engine *eng;          /* lsn_engine(); NULL when no server runs (not for views) */
+    const kv_plan *plan;     /* last start-up plan (also after a failed start), or NULL (not for views) */
+    kv_frame frame;          /* what every view draws: eng and plan as of this frame (app_frame_update) */
 
     /* Screen. */
     int rows, cols;
@@ -88,11 +91,6 @@ typedef struct app {
     int64_t sel_req;         /* request whose block table is shown (t), -1 none */
     int32_t sel_block;       /* block picked with the mouse, -1 none */
 
-    /* Log view: engine log lines after start-up (copied; the ring reuses its text). */
-    char logbuf[64][200];
-    uint8_t loglevel[64];
-    int nlog;                /* lines held (<= 64; oldest dropped) */
-
     /* Overlays. */
     int overlay;             /* APP_OV_* */
     int list_sel;            /* lesson list selection */
@@ -127,7 +125,10 @@ void app_handle_key(app *a, int ch, int *quit);
 
 /* ---- app_feed.c --------------------------------------------------------- */
 
-void app_reset_flashes(app *a);     /* a new engine: no flashes, arrays sized to its pool */
+void app_reset_flashes(app *a);     /* a new engine: no flashes, arrays sized to its pool; the frame forgets the old one */
+/* Bring a->frame up to date with the engine and plan (a capture only when
+ * the engine moved, the plan or the views' needs changed since the last). */
+void app_frame_update(app *a);
 void app_feed_events(app *a);       /* consume the engine's new events */
 void app_update_flashing(app *a);   /* end flashes whose time is over */
 

@@ -1,7 +1,8 @@
-/* app_feed: what the views animate. The engine's event stream becomes
- * block flashes (hits, evictions, a preemption victim's blocks), status
- * lines and the log view's engine lines; the start-up replay reveals the
- * plan's log line by line and the memory bar term by term. */
+/* app_feed: what the views draw and animate. The frame: the engine and its
+ * plan as of this frame, captured for the views (kv_frame.h). The engine's
+ * event stream becomes block flashes (hits, evictions, a preemption
+ * victim's blocks) and status lines; the start-up replay reveals the plan's
+ * log line by line and the memory bar term by term. */
 #include "app.h"
 
 #include <stdio.h>
@@ -10,6 +11,7 @@
 
 #include "lsn_server.h"
 #include "ui_mem.h"
+#include "ui_pool.h"
 #include "ui_style.h"
 
 /* ---- helpers the views use -------------------------------------------- */
@@ -131,6 +133,18 @@ void app_reset_flashes(app *a)
         memset(a->flash_until, 0, (size_t)n * sizeof *a->flash_until);
     }
     a->flashing = 0;
+    kv_frame_forget(&a->frame);
+}
+
+void app_frame_update(app *a)
+{
+    kv_frame_opts o;
+    /* Blocks only while the pool view is placed, and then the prefix its zoom needs. */
+    o.blocks_prefix = (a->lay.placed & UI_PANE_BIT(UI_PANE_POOL)) ? ui_pool_blocks_wanted(&a->lay.r[UI_PANE_POOL]) : -1;
+    o.extra_req = a->sel_req;
+    if (kv_frame_current(&a->frame, a->eng, a->plan, &o)) return;
+    char err[160];
+    if (kv_frame_capture(&a->frame, a->eng, a->plan, &o, err, sizeof err) != 0) app_status(a, UI_R_ERROR, "%s", err);
 }
 
 static void flash_block(app *a, int32_t b, int kind, double secs)
@@ -141,26 +155,6 @@ static void flash_block(app *a, int32_t b, int kind, double secs)
     a->flash_kind[b] = (uint8_t)kind;
     a->flash_until[b] = a->now + secs;
     a->flashing = 1;
-}
-
-static int is_plan_line(const app *a, const char *text)
-{
-    if (!a->plan || !text) return 0;
-    for (int i = 0; i < a->plan->num_log; i++)
-        if (!strcmp(a->plan->log[i], text)) return 1;
-    return 0;
-}
-
-static void add_log(app *a, const char *text, int level)
-{
-    if (a->nlog == 64) {
-        memmove(a->logbuf[0], a->logbuf[1], sizeof a->logbuf[0] * 63);
-        memmove(a->loglevel, a->loglevel + 1, 63);
-        a->nlog = 63;
-    }
-    snprintf(a->logbuf[a->nlog], sizeof a->logbuf[0], "%s", text);
-    a->loglevel[a->nlog] = (uint8_t)level;
-    a->nlog++;
 }
 
 void app_feed_events(app *a)
@@ -199,9 +193,6 @@ void app_feed_events(app *a)
             case KV_EV_RESUME:
                 app_status(a, UI_R_WARN, "Request #%lld is back from the queue: it recomputes what it lost",
                            (long long)e->req_id);
-                break;
-            case KV_EV_LOG:
-                if (e->text && !is_plan_line(a, e->text)) add_log(a, e->text, e->level);
                 break;
             default: break;
             }

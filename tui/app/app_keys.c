@@ -1,6 +1,8 @@
 /* app_keys: keys and mouse. The main keys (footer and ? help), the flags
  * view when it has the keys, the answer box, the overlays, mouse clicks on
- * blocks and flags. Changes reach the lesson only through lsn_* calls. */
+ * blocks and flags (handed to the view under the pointer, ui_views.h).
+ * Changes reach the lesson only through lsn_* calls; what they need of the
+ * engine they read from the frame, as the views do. */
 #include "app.h"
 #include "app_room.h"
 
@@ -12,6 +14,7 @@
 #include "ui_reqs.h"
 #include "ui_style.h"
 #include "ui_text.h"
+#include "ui_views.h"
 
 /* ---- keys ---------------------------------------------------------------- */
 
@@ -146,7 +149,8 @@ static void flags_key(app *a, int ch)
         char v[APP_INPUT_MAX];
         int dir = (ch == KEY_RIGHT || ch == '+' || ch == '=' || ch == '>') ? 1 : -1;
         char cur[APP_INPUT_MAX];
-        ui_flags_effective(a, f, cur, sizeof cur);
+        app_frame_update(a);
+        ui_flags_effective(&a->frame, f, cur, sizeof cur);
         if (lsn_catalog_step(a->lsn, f->name, cur, dir, v, sizeof v) || ui_flags_step(cur, f, dir, v, sizeof v)) {
             char name[64];
             snprintf(name, sizeof name, "%s", f->name);
@@ -158,7 +162,8 @@ static void flags_key(app *a, int ch)
     }
     case '\n': case '\r': case KEY_ENTER: case 'e':
         a->flag_editing = 1;
-        ui_flags_effective(a, f, a->flag_buf, sizeof a->flag_buf);
+        app_frame_update(a);
+        ui_flags_effective(&a->frame, f, a->flag_buf, sizeof a->flag_buf);
         a->flag_len = (int)strlen(a->flag_buf);
         a->flag_selall = a->flag_len > 0;
         app_status(a, UI_R_DIM, "Editing %s: type a value, Enter applies, Esc cancels", f->name);
@@ -216,35 +221,13 @@ static void mouse_key(app *a)
 {
     MEVENT me;
     if (getmouse(&me) != OK) return;
-    if (a->lay.too_small) return;
-    for (int p = 0; p < UI_PANE_COUNT; p++) {
-        if (!(a->lay.placed & UI_PANE_BIT(p))) continue;
-        ui_rect r = a->lay.r[p];
-        if (me.y < r.y || me.y >= r.y + r.h || me.x < r.x || me.x >= r.x + r.w) continue;
-        int y = me.y - r.y, x = me.x - r.x;
-        if (me.bstate & (BUTTON4_PRESSED)) { if (p == UI_PANE_TEXT) ui_text_scroll(a, -3); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); return; }
+    ui_mouse m = UI_MOUSE_CLICK;
+    if (me.bstate & BUTTON4_PRESSED) m = UI_MOUSE_WHEEL_UP;
 #ifdef BUTTON5_PRESSED
-        if (me.bstate & (BUTTON5_PRESSED)) { if (p == UI_PANE_TEXT) ui_text_scroll(a, 3); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); return; }
+    else if (me.bstate & BUTTON5_PRESSED) m = UI_MOUSE_WHEEL_DOWN;
 #endif
-        if (p == UI_PANE_POOL && a->eng) {
-            int32_t b = ui_pool_block_at(a, y, x);
-            a->sel_block = b == a->sel_block ? -1 : b;
-            if (a->sel_block >= 0) {
-                kv_block_view bv;
-                if (kv_engine_block(a->eng, a->sel_block, &bv) == 0 && bv.owner >= 0) a->sel_req = bv.owner;
-            }
-            app_relayout(a, 0);
-            a->dirty |= UI_PANE_BIT(UI_PANE_POOL) | UI_PANE_BIT(UI_PANE_REQUESTS);
-        } else if (p == UI_PANE_FLAGS) {
-            int row = ui_flags_row_at(a, y);
-            if (row >= 0) {
-                a->flag_sel = row;
-                a->key_focus = UI_PANE_FLAGS;
-                a->dirty |= UI_PANE_BIT(UI_PANE_FLAGS) | UI_PANE_BIT(UI_PANE_FOOTER);
-            }
-        }
-        return;
-    }
+    app_frame_update(a);
+    ui_views_mouse(a, me.y, me.x, m);
 }
 
 static void overlay_key(app *a, int ch, int *quit)
@@ -370,7 +353,8 @@ void app_handle_key(app *a, int ch, int *quit)
     case 'l': a->list_sel = lsn_current(a->lsn) - 1; app_open_overlay(a, APP_OV_LESSONS); break;
     case '?': app_open_overlay(a, APP_OV_HELP); break;
     case 't':
-        a->sel_req = ui_reqs_next(a);
+        app_frame_update(a);
+        a->sel_req = ui_reqs_next(&a->frame, a->sel_req);
         app_relayout(a, 0);
         a->dirty |= UI_PANE_BIT(UI_PANE_POOL) | UI_PANE_BIT(UI_PANE_REQUESTS);
         break;

@@ -24,16 +24,8 @@
 #include "lsn_server.h"
 #include "paths.h"
 #include "ui_chrome.h"
-#include "ui_flags.h"
-#include "ui_log.h"
-#include "ui_mem.h"
-#include "ui_metrics.h"
-#include "ui_plot.h"
-#include "ui_pool.h"
-#include "ui_reqs.h"
 #include "ui_style.h"
-#include "ui_text.h"
-#include "ui_tp.h"
+#include "ui_views.h"
 
 #ifndef KVLAB_VERSION
 #define KVLAB_VERSION "0.0.0"
@@ -167,28 +159,7 @@ void app_relayout(app *a, int force)
     req.focus = a->view_focus >= 0 ? a->view_focus : a->key_focus >= 0 ? a->key_focus : lesson_focus;
     int side_w = a->cols - a->cols / 2;
     if (side_w < 30) side_w = 30;
-    req.want_h[UI_PANE_MEMORY] = ui_mem_want_h(a, side_w);
-    req.want_h[UI_PANE_FLAGS] = ui_flags_want_h(a);
-    req.want_h[UI_PANE_METRICS] = ui_metrics_want_h(a);
-    req.want_h[UI_PANE_REQUESTS] = 4;
-    if (a->eng) {
-        /* The pool asks for one cell per block, up to half the screen. */
-        kv_engine_info info;
-        kv_engine_get_info(a->eng, &info);
-        int cols = side_w - 2 > 1 ? side_w - 2 : 1;
-        int need = (info.num_blocks + cols - 1) / cols + 3;
-        int cap = a->rows / 2 > 5 ? a->rows / 2 : 5;
-        req.want_h[UI_PANE_POOL] = need < cap ? need : cap;
-        /* Room for the live requests, in steps so the layout does not
-         * change with every admission. */
-        int live = info.num_running + info.num_waiting;
-        int rows = live <= 2 ? 2 : live <= 4 ? 4 : live <= 8 ? 8 : 12;
-        req.want_h[UI_PANE_REQUESTS] = 2 + rows;
-    }
-    int tp = a->plan ? a->plan->tensor_parallel_size : 1;
-    int kvh = a->eng ? kv_engine_get_config(a->eng)->num_kv_heads : 0;
-    int groups = kvh > 0 && tp > kvh ? kvh : (tp > 0 ? tp : 1);
-    req.want_h[UI_PANE_TP] = 2 * groups + 3;
+    ui_views_want(a, side_w, &req);
     ui_layout nl;
     ui_layout_compute(a->rows, a->cols, &req, &nl);
     if (!force && !memcmp(&nl, &a->lay, sizeof nl) && (a->win[UI_PANE_HEADER] || (nl.too_small && g_small)))
@@ -247,26 +218,14 @@ void app_open_overlay(app *a, int kind)
 
 static void draw(app *a)
 {
+    app_frame_update(a); /* one snapshot of the engine for every view */
     if (a->lay.too_small) {
         if (g_small && a->dirty) ui_chrome_small(a, g_small);
     } else {
         for (int p = 0; p < UI_PANE_COUNT; p++) {
             WINDOW *w = a->win[p];
             if (!w || !(a->dirty & UI_PANE_BIT(p))) continue;
-            switch (p) {
-            case UI_PANE_HEADER:   ui_chrome_header(a, w); break;
-            case UI_PANE_FOOTER:   ui_chrome_footer(a, w); break;
-            case UI_PANE_TEXT:     ui_text_draw(a, w); break;
-            case UI_PANE_MEMORY:   ui_mem_draw(a, w); break;
-            case UI_PANE_POOL:     ui_pool_draw(a, w); break;
-            case UI_PANE_REQUESTS: ui_reqs_draw(a, w); break;
-            case UI_PANE_TP:       ui_tp_draw(a, w); break;
-            case UI_PANE_PLOT:     ui_plot_draw(a, w); break;
-            case UI_PANE_FLAGS:    ui_flags_draw(a, w); break;
-            case UI_PANE_METRICS:  ui_metrics_draw(a, w); break;
-            case UI_PANE_LOG:      ui_log_draw(a, w); break;
-            default: break;
-            }
+            ui_views_draw(a, (ui_pane)p, w);
         }
         if (g_ov && a->dirty) {
             ui_chrome_overlay(a, g_ov);
@@ -300,7 +259,6 @@ static void server_changed(app *a)
     a->eng = a->lsn ? lsn_engine(a->lsn) : NULL;
     a->plan = a->lsn ? lsn_plan(a->lsn) : NULL;
     a->last_seq = 0;
-    a->nlog = 0;
     a->sel_block = -1;
     a->sel_req = -1;
     a->victim = -1;
@@ -683,6 +641,7 @@ int app_main(int argc, char **argv)
     if (dev) dev->ops->destroy(dev);
     free(a->flash_kind);
     free(a->flash_until);
+    kv_frame_free(&a->frame);
     if (g_quit_signal) return 128 + (int)g_quit_signal;
     return 0;
 }

@@ -253,3 +253,15 @@ void ui_chrome_overlay(app *a, WINDOW *win)
         ui_puts(win, h - 2, 2, w - 4, "y: yes   n or Esc: no", ui_attr(UI_R_KEY));
     }
 }
+
+static void header_draw(const ui_view_ctx *c, WINDOW *win) { ui_chrome_header(c->a, win); }
+static void footer_draw(const ui_view_ctx *c, WINDOW *win) { ui_chrome_footer(c->a, win); }
+
+const ui_view_class ui_view_header = {
+    .pane = UI_PANE_HEADER, .name = "header", .focusable = 0,
+    .want_h = NULL, .draw = header_draw, .on_mouse = NULL,
+};
+const ui_view_class ui_view_footer = {
+    .pane = UI_PANE_FOOTER, .name = "footer", .focusable = 0,
+    .want_h = NULL, .draw = footer_draw, .on_mouse = NULL,
+};

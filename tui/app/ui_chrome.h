@@ -5,7 +5,11 @@
 #ifndef UI_CHROME_H
 #define UI_CHROME_H
 
-#include "app.h"
+#include "ui_views.h"
+
+/* The header row and the key footer as view classes (one row each). */
+extern const ui_view_class ui_view_header;
+extern const ui_view_class ui_view_footer;
 
 void ui_chrome_header(app *a, WINDOW *win);
 void ui_chrome_footer(app *a, WINDOW *win);

@@ -10,13 +10,15 @@
 
 static int g_first, g_rows; /* scroll of the last draw */
 
-int ui_flags_want_h(const app *a)
+static int flags_want_h(const ui_view_ctx *c, int w)
 {
-    int n = a->lsn ? lsn_flag_count(a->lsn) : 0;
+    (void)w;
+    int n = c->a->lsn ? lsn_flag_count(c->a->lsn) : 0;
     return n + 3;
 }
 
-int ui_flags_row_at(const app *a, int y)
+/* The flag on row y of the window at the last draw, or -1. */
+static int row_at(const app *a, int y)
 {
     int n = a->lsn ? lsn_flag_count(a->lsn) : 0;
     int r = y - 1;
@@ -25,11 +27,11 @@ int ui_flags_row_at(const app *a, int y)
     return r < n ? r : -1;
 }
 
-int ui_flags_effective(const app *a, const lsn_flag *f, char *out, size_t len)
+int ui_flags_effective(const kv_frame *fr, const lsn_flag *f, char *out, size_t len)
 {
     snprintf(out, len, "%s", f->value ? f->value : "");
-    if (*out || !a->plan) return 0;
-    const kv_plan *p = a->plan;
+    if (*out || !fr->has_plan) return 0;
+    const kv_plan *p = &fr->plan;
     const char *n = f->name;
     if (!strcmp(n, "max-num-seqs")) snprintf(out, len, "%lld", (long long)p->max_num_seqs);
     else if (!strcmp(n, "max-num-batched-tokens")) snprintf(out, len, "%lld", (long long)p->max_num_batched_tokens);
@@ -43,7 +45,7 @@ int ui_flags_effective(const app *a, const lsn_flag *f, char *out, size_t len)
     else if (!strcmp(n, "gpu")) snprintf(out, len, "%s", p->gpu_id);
     else if (!strcmp(n, "vllm-version")) snprintf(out, len, "%s", p->vllm_version[0] ? p->vllm_version : "textbook");
     else if (!strcmp(n, "accounting")) snprintf(out, len, "%s", p->accounting ? "textbook" : "release");
-    else if (!strcmp(n, "kv-heads") && a->eng) snprintf(out, len, "%d", (int)kv_engine_get_config(a->eng)->num_kv_heads);
+    else if (!strcmp(n, "kv-heads") && fr->has_engine) snprintf(out, len, "%d", (int)fr->num_kv_heads);
     return *out != 0;
 }
 
@@ -88,8 +90,9 @@ static int flag_hilited(const app *a, const char *name)
     return 0;
 }
 
-void ui_flags_draw(app *a, WINDOW *win)
+static void flags_draw(const ui_view_ctx *c, WINDOW *win)
 {
+    app *a = c->a;
     int h, w;
     getmaxyx(win, h, w);
     werase(win);
@@ -132,7 +135,7 @@ void ui_flags_draw(app *a, WINDOW *win)
             ui_put(win, 1 + r, vx + u, L' ', ia | A_REVERSE);
         } else {
             char eff[128];
-            int dflt = ui_flags_effective(a, f, eff, sizeof eff);
+            int dflt = ui_flags_effective(c->f, f, eff, sizeof eff);
             const char *v = *eff ? eff : "(default)";
             char shown[176];
             /* A value too long for the row (a model id) keeps its start and
@@ -164,3 +167,19 @@ void ui_flags_draw(app *a, WINDOW *win)
         }
     }
 }
+
+static unsigned flags_mouse(const ui_view_ctx *c, int y, int x, ui_mouse m)
+{
+    (void)x;
+    if (m != UI_MOUSE_CLICK) return 0;
+    int row = row_at(c->a, y);
+    if (row < 0) return 0;
+    c->a->flag_sel = row;
+    c->a->key_focus = UI_PANE_FLAGS;
+    return UI_PANE_BIT(UI_PANE_FLAGS) | UI_PANE_BIT(UI_PANE_FOOTER);
+}
+
+const ui_view_class ui_view_flags = {
+    .pane = UI_PANE_FLAGS, .name = "flags", .focusable = 1,
+    .want_h = flags_want_h, .draw = flags_draw, .on_mouse = flags_mouse,
+};

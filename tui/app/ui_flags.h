@@ -8,10 +8,9 @@
 
 #include <stddef.h>
 
-#include "app.h"
+#include "ui_views.h"
 
-int ui_flags_want_h(const app *a);
-void ui_flags_draw(app *a, WINDOW *win);
+extern const ui_view_class ui_view_flags;
 
 /* The value one step up (dir > 0) or down from value (f's current one): the
  * next choice, on/off toggled, a fraction by 0.01, an integer doubled or
@@ -19,12 +18,10 @@ void ui_flags_draw(app *a, WINDOW *win);
  * current value: the learner types one). */
 int ui_flags_step(const char *value, const lsn_flag *f, int dir, char *out, size_t len);
 
-/* f's value as the server runs with it: the value the learner set, else
- * the default the start-up plan resolved ("1024" for max-num-seqs on an
- * H100), else "". Returns 1 when it is such a resolved default. */
-int ui_flags_effective(const app *a, const lsn_flag *f, char *out, size_t len);
-
-/* The flag row under window cell y of the flags pane at its last draw, or -1. */
-int ui_flags_row_at(const app *a, int y);
+/* f's value as the server of frame fr runs with it: the value the learner
+ * set, else the default the start-up plan resolved ("1024" for
+ * max-num-seqs on an H100), else "". Returns 1 when it is such a resolved
+ * default. */
+int ui_flags_effective(const kv_frame *fr, const lsn_flag *f, char *out, size_t len);
 
 #endif

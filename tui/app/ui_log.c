@@ -59,18 +59,20 @@ static int hilite(const app *a, const char *line)
     return 0;
 }
 
-void ui_log_draw(app *a, WINDOW *win)
+static void log_draw(const ui_view_ctx *c, WINDOW *win)
 {
     static wrapped wr;
+    const app *a = c->a;
+    const kv_frame *f = c->f;
     int h, w;
     getmaxyx(win, h, w);
     werase(win);
-    ui_box(win, "start-up log", app_starting(a) ? "starting" : "", a->view_focus == UI_PANE_LOG);
+    ui_box(win, "start-up log", app_starting(a) ? "starting" : "", c->focused);
     int iw = w - 4, ih = h - 2;
     if (iw < 8 || ih < 1) return;
     wr.count = 0;
     int hl_first = -1;   /* first wrapped line of the first highlighted log line */
-    const kv_plan *p = a->plan;
+    const kv_plan *p = f->has_plan ? &f->plan : NULL;
     int shown = 0;
     char buf[600];
     for (int i = 0; p && i < p->num_log && shown < a->startup_shown; i++) {
@@ -84,10 +86,10 @@ void ui_log_draw(app *a, WINDOW *win)
         else ui_text_wrap(buf, iw, wrap_cb, &wr);
     }
     if (app_engine_log_visible(a)) {
-        for (int i = 0; i < a->nlog; i++) {
-            shorten(a->logbuf[i], buf, sizeof buf, iw < 110);
-            int lv = a->loglevel[i];
-            wr.cur = hilite(a, a->logbuf[i]) ? UI_R_HILITE : lv == 2 ? UI_R_ERROR : lv == 1 ? UI_R_WARN : UI_R_DIM;
+        for (int i = 0; i < f->nlog; i++) {
+            shorten(f->log[i], buf, sizeof buf, iw < 110);
+            int lv = f->log_level[i];
+            wr.cur = hilite(a, f->log[i]) ? UI_R_HILITE : lv == 2 ? UI_R_ERROR : lv == 1 ? UI_R_WARN : UI_R_DIM;
             if (wr.cur == UI_R_HILITE && hl_first < 0) hl_first = wr.count;
             if (lv == 2) { char t[620]; snprintf(t, sizeof t, "! %s", buf); ui_text_wrap(t, iw, wrap_cb, &wr); }
             else ui_text_wrap(buf, iw, wrap_cb, &wr);
@@ -116,3 +118,8 @@ void ui_log_draw(app *a, WINDOW *win)
         ui_put(win, h - 1, w - 4, ui_gl()->arrow_down, ui_attr(UI_R_KEY));
     }
 }
+
+const ui_view_class ui_view_log = {
+    .pane = UI_PANE_LOG, .name = "log", .focusable = 1,
+    .want_h = NULL, .draw = log_draw, .on_mouse = NULL,
+};

@@ -5,9 +5,9 @@
 #ifndef UI_LOG_H
 #define UI_LOG_H
 
-#include "app.h"
+#include "ui_views.h"
 
-void ui_log_draw(app *a, WINDOW *win);
+extern const ui_view_class ui_view_log;
 
 /* Level of a log line from its text: 0 info, 1 warning, 2 error. */
 int ui_log_level(const char *line);

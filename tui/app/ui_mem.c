@@ -120,21 +120,22 @@ static int legend(const app *a, WINDOW *win, int y, int x, int width, int maxrow
     return row + 1;
 }
 
-int ui_mem_want_h(const app *a, int w)
+static int mem_want_h(const ui_view_ctx *c, int w)
 {
-    if (!a->plan) return 5;
-    return 2 + 4 + legend(a, NULL, 0, 0, w - 4, 8, a->plan, ~0u, 0);
+    if (!c->f->has_plan) return 5;
+    return 2 + 4 + legend(c->a, NULL, 0, 0, w - 4, 8, &c->f->plan, ~0u, 0);
 }
 
-void ui_mem_draw(app *a, WINDOW *win)
+static void mem_draw(const ui_view_ctx *c, WINDOW *win)
 {
+    const app *a = c->a;
     int h, w;
     getmaxyx(win, h, w);
     werase(win);
-    const kv_plan *p = a->plan;
+    const kv_plan *p = c->f->has_plan ? &c->f->plan : NULL;
     char right[64] = "";
     if (p && p->tensor_parallel_size > 1) snprintf(right, sizeof right, "per GPU, %d GPUs", p->tensor_parallel_size);
-    ui_box(win, "GPU memory", right, a->view_focus == UI_PANE_MEMORY);
+    ui_box(win, "GPU memory", right, c->focused);
     int iw = w - 4, ih = h - 2;
     if (iw < 8 || ih < 1) return;
     if (!p) {
@@ -191,3 +192,8 @@ void ui_mem_draw(app *a, WINDOW *win)
                       kv_fmt_thousands(t1, sizeof t1, p->kv_cache_tokens), kv_fmt_thousands(t2, sizeof t2, p->num_blocks));
     }
 }
+
+const ui_view_class ui_view_memory = {
+    .pane = UI_PANE_MEMORY, .name = "memory", .focusable = 1,
+    .want_h = mem_want_h, .draw = mem_draw, .on_mouse = NULL,
+};

@@ -6,12 +6,10 @@
 #ifndef UI_MEM_H
 #define UI_MEM_H
 
-#include "app.h"
+#include "ui_views.h"
 
-/* Rows the view would like (border included) at width w. */
-int ui_mem_want_h(const app *a, int w);
-
-void ui_mem_draw(app *a, WINDOW *win);
+/* The memory view (its want_h: bar, legend and summary at that width). */
+extern const ui_view_class ui_view_memory;
 
 /* Draw only the bar for plan p into win at (y, x), width cells, with the
  * terms in mask (bit UI_MEM_T_*) revealed (the tp view draws one per rank).

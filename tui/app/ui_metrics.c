@@ -7,8 +7,6 @@
 #include "kv_util.h"
 #include "ui_style.h"
 
-#define NSAMP 512
-
 enum { M_USAGE, M_RUNNING, M_WAITING, M_PREEMPT, M_HITS, M_GEN, M_TPUT, M_COUNT };
 
 static const char *const mnames[M_COUNT] = {
@@ -17,9 +15,10 @@ static const char *const mnames[M_COUNT] = {
     "throughput (tokens/s)",
 };
 
-int ui_metrics_want_h(const app *a)
+static int metrics_want_h(const ui_view_ctx *c, int w)
 {
-    (void)a;
+    (void)c;
+    (void)w;
     return M_COUNT + 2;
 }
 
@@ -60,23 +59,23 @@ static int hilited(const app *a, const char *name)
     return 0;
 }
 
-void ui_metrics_draw(app *a, WINDOW *win)
+static void metrics_draw(const ui_view_ctx *c, WINDOW *win)
 {
-    static kv_timeline_sample tl[NSAMP];
-    static double series[NSAMP];
+    static double series[KV_FRAME_TIMELINE];
+    const app *a = c->a;
     int h, w;
     getmaxyx(win, h, w);
     werase(win);
-    ui_box(win, "metrics", "", a->view_focus == UI_PANE_METRICS);
+    ui_box(win, "metrics", "", c->focused);
     int iw = w - 4, ih = h - 2;
     if (iw < 10 || ih < 1) return;
-    if (!a->eng) {
+    if (!c->f->has_engine) {
         ui_puts(win, 1, 2, iw, "No server is running.", ui_attr(UI_R_DIM));
         return;
     }
-    kv_engine_metrics m;
-    kv_engine_get_metrics(a->eng, &m);
-    int n = kv_engine_timeline(a->eng, tl, NSAMP);
+    const kv_engine_metrics *m = &c->f->metrics;
+    const kv_timeline_sample *tl = c->f->timeline;
+    int n = c->f->ntimeline;
     int strip = iw < 56; /* drop "vllm:" on narrow panes; the rest is vLLM's name */
     int namew = strip ? 23 : 28;
     if (namew > iw - 12) namew = iw - 12;
@@ -102,7 +101,7 @@ void ui_metrics_draw(app *a, WINDOW *win)
             /* A counter only grows: plot its running total (ending at the
              * value shown), not the per-step preemptions. */
             double step_next = series[n - 1];
-            series[n - 1] = (double)m.num_preemptions_total;
+            series[n - 1] = (double)m->num_preemptions_total;
             for (int i = n - 2; i >= 0; i--) {
                 double here = series[i];
                 series[i] = series[i + 1] - step_next;
@@ -111,15 +110,15 @@ void ui_metrics_draw(app *a, WINDOW *win)
             }
         }
         switch (k) {
-        case M_USAGE:   snprintf(val, sizeof val, "%.1f%%", m.kv_cache_usage_perc * 100.0); break;
-        case M_RUNNING: snprintf(val, sizeof val, "%d", m.num_requests_running); break;
-        case M_WAITING: snprintf(val, sizeof val, "%d", m.num_requests_waiting); break;
-        case M_PREEMPT: kv_fmt_thousands(val, sizeof val, m.num_preemptions_total); break;
+        case M_USAGE:   snprintf(val, sizeof val, "%.1f%%", m->kv_cache_usage_perc * 100.0); break;
+        case M_RUNNING: snprintf(val, sizeof val, "%d", m->num_requests_running); break;
+        case M_WAITING: snprintf(val, sizeof val, "%d", m->num_requests_waiting); break;
+        case M_PREEMPT: kv_fmt_thousands(val, sizeof val, m->num_preemptions_total); break;
         case M_HITS:
             snprintf(val, sizeof val, "%.0f%%",
-                     m.prefix_cache_queries > 0 ? 100.0 * (double)m.prefix_cache_hits / (double)m.prefix_cache_queries : 0.0);
+                     m->prefix_cache_queries > 0 ? 100.0 * (double)m->prefix_cache_hits / (double)m->prefix_cache_queries : 0.0);
             break;
-        case M_GEN:     kv_fmt_thousands(val, sizeof val, m.generation_tokens_total); break;
+        case M_GEN:     kv_fmt_thousands(val, sizeof val, m->generation_tokens_total); break;
         default:
             kv_fmt_thousands(t1, sizeof t1, n > 0 ? (long long)tl[n - 1].tokens_per_s : 0);
             snprintf(val, sizeof val, "%s", t1);
@@ -129,9 +128,14 @@ void ui_metrics_draw(app *a, WINDOW *win)
         ui_puts(win, 1 + k, 2, namew, name, at);
         int vl = (int)strlen(val);
         ui_puts(win, 1 + k, 2 + namew + (valw - vl > 0 ? valw - vl : 0), valw, val,
-                k == M_PREEMPT && m.num_preemptions_total > 0 ? ui_attr(UI_R_WARN) : ui_attr(UI_R_TITLE));
+                k == M_PREEMPT && m->num_preemptions_total > 0 ? ui_attr(UI_R_WARN) : ui_attr(UI_R_TITLE));
         if (sparkw >= 3)
             ui_sparkline(win, 1 + k, 2 + namew + valw + 2, sparkw, series, n, vmax,
                          ui_attr((ui_role)(UI_R_SERIES0 + k % 4)));
     }
 }
+
+const ui_view_class ui_view_metrics = {
+    .pane = UI_PANE_METRICS, .name = "metrics", .focusable = 1,
+    .want_h = metrics_want_h, .draw = metrics_draw, .on_mouse = NULL,
+};

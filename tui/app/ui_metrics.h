@@ -4,10 +4,9 @@
 #ifndef UI_METRICS_H
 #define UI_METRICS_H
 
-#include "app.h"
+#include "ui_views.h"
 
-int ui_metrics_want_h(const app *a);
-void ui_metrics_draw(app *a, WINDOW *win);
+extern const ui_view_class ui_view_metrics;
 
 /* Draw a sparkline of v[0..n) (oldest first) scaled to [0, vmax] (vmax <= 0:
  * the series' own maximum) into width cells at (y, x); the newest sample is

@@ -18,13 +18,14 @@ static void fmt_num(char *b, size_t n, double v)
     else snprintf(b, n, "%.4g", v);
 }
 
-void ui_plot_draw(app *a, WINDOW *win)
+static void plot_draw(const ui_view_ctx *c, WINDOW *win)
 {
+    const app *a = c->a;
     int h, w;
     getmaxyx(win, h, w);
     werase(win);
     const lsn_plot *pl = a->lsn ? lsn_get_plot(a->lsn) : NULL;
-    ui_box(win, pl && pl->title && *pl->title ? pl->title : "plot", pl && pl->logy ? "log y" : "", a->view_focus == UI_PANE_PLOT);
+    ui_box(win, pl && pl->title && *pl->title ? pl->title : "plot", pl && pl->logy ? "log y" : "", c->focused);
     int iw = w - 4, ih = h - 2;
     if (iw < 20 || ih < 4) return;
     if (!pl || pl->nseries == 0) {
@@ -96,3 +97,8 @@ void ui_plot_draw(app *a, WINDOW *win)
         }
     }
 }
+
+const ui_view_class ui_view_plot = {
+    .pane = UI_PANE_PLOT, .name = "plot", .focusable = 1,
+    .want_h = NULL, .draw = plot_draw, .on_mouse = NULL,
+};

@@ -5,8 +5,8 @@
 #ifndef UI_PLOT_H
 #define UI_PLOT_H
 
-#include "app.h"
+#include "ui_views.h"
 
-void ui_plot_draw(app *a, WINDOW *win);
+extern const ui_view_class ui_view_plot;
 
 #endif

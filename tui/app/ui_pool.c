@@ -8,31 +8,32 @@
 #include "kv_util.h"
 #include "ui_style.h"
 
-static kv_block_view *g_blk;
-static int32_t g_cap;
+/* Geometry of the last draw, for hit-testing and the next frame's prefix. */
+static int32_t g_per_cell = 1, g_cols = 1, g_rows = 0, g_range = 0;
 static uint8_t *g_mark;      /* per block: 1 = highlighted, 2 = selected request's table */
-static int32_t g_per_cell = 1, g_cols = 1, g_rows = 0, g_nblocks = 0, g_range = 0;
-/* The last snapshot: which engine, at which event and step, how many blocks. */
-static const kv_engine *g_snap_eng;
-static uint64_t g_snap_seq;
-static int64_t g_snap_step = -1;
-static int32_t g_snap_n, g_snap_total;
+static int32_t g_cap;
 
-int32_t ui_pool_block_at(const app *a, int y, int x)
+int32_t ui_pool_blocks_wanted(const ui_rect *r)
 {
-    (void)a;
+    /* Zoomed into the start of a large pool: that start, plus room to
+     * notice it grew (kv_frame widens it when a block past it is used). */
+    int64_t cells = (int64_t)(r->w - 2) * (r->h - 3);
+    if (g_range <= 0 || cells <= 0) return 0;
+    int64_t w = (int64_t)g_range * 2 + cells;
+    return w < INT32_MAX ? (int32_t)w : 0;
+}
+
+static int32_t block_at(int y, int x)
+{
     int gy = y - 1, gx = x - 1;
     if (gy < 0 || gx < 0 || gy >= g_rows || gx >= g_cols) return -1;
     int64_t b = ((int64_t)gy * g_cols + gx) * g_per_cell;
     return b < g_range ? (int32_t)b : -1;
 }
 
-static int ensure(int32_t n)
+static int ensure_marks(int32_t n)
 {
     if (n <= g_cap) return 1;
-    kv_block_view *b = realloc(g_blk, (size_t)n * sizeof *b);
-    if (!b) return 0;
-    g_blk = b;
     uint8_t *m = realloc(g_mark, (size_t)n);
     if (!m) return 0;
     g_mark = m;
@@ -40,34 +41,36 @@ static int ensure(int32_t n)
     return 1;
 }
 
-static void mark_request(const app *a, int64_t id, uint8_t v, int32_t n)
+static void mark_request(const kv_frame *f, int64_t id, uint8_t v, int32_t n)
 {
-    static int32_t table[65536];
-    int32_t len = kv_engine_block_table(a->eng, id, table, 65536);
-    for (int32_t i = 0; i < len && i < 65536; i++)
-        if (table[i] >= 0 && table[i] < n) g_mark[table[i]] |= v;
+    const kv_frame_req *r = kv_frame_find_req(f, id);
+    if (!r) return;
+    const int32_t *t = kv_frame_table(f, r);
+    for (int32_t i = 0; i < r->req.num_blocks; i++)
+        if (t[i] >= 0 && t[i] < n) g_mark[t[i]] |= v;
 }
 
-static void mark_highlights(const app *a, int32_t n)
+static void mark_highlights(const ui_view_ctx *c, int32_t n)
 {
+    const kv_frame *f = c->f;
     memset(g_mark, 0, (size_t)n);
-    const lsn_view *v = app_view(a, "pool");
+    const lsn_view *v = app_view(c->a, "pool");
     if (v) {
         for (int i = 0; i < v->nhighlights; i++) {
             const lsn_highlight *h = &v->highlights[i];
             if (!h->target) continue;
             if (!strcmp(h->target, "request") || !strcmp(h->target, "requests")) {
-                for (int k = 0; k < h->nids; k++) mark_request(a, h->ids[k], 1, n);
+                for (int k = 0; k < h->nids; k++) mark_request(f, h->ids[k], 1, n);
             } else if (!strcmp(h->target, "blocks")) {
                 for (int k = 0; k < h->nids; k++)
                     if (h->ids[k] >= 0 && h->ids[k] < n) g_mark[h->ids[k]] |= 1;
             } else if (!strcmp(h->target, "layers")) {
                 for (int32_t b = 0; b < n; b++)
-                    if (!g_blk[b].is_free && !g_blk[b].is_null) g_mark[b] |= 1;
+                    if (!f->blocks[b].is_free && !f->blocks[b].is_null) g_mark[b] |= 1;
             }
         }
     }
-    if (a->sel_req >= 0) mark_request(a, a->sel_req, 2, n);
+    if (c->a->sel_req >= 0) mark_request(f, c->a->sel_req, 2, n);
 }
 
 static ui_role flash_role(int f)
@@ -107,66 +110,39 @@ static void one_block(const app *a, const kv_block_view *b, wchar_t *c, attr_t *
     if (f == APP_FL_ALLOC) *at |= A_BOLD;
 }
 
-void ui_pool_draw(app *a, WINDOW *win)
+static void pool_draw(const ui_view_ctx *c, WINDOW *win)
 {
     const ui_glyphs *g = ui_gl();
+    const kv_frame *f = c->f;
+    const app *a = c->a;
     int h, w;
     getmaxyx(win, h, w);
     werase(win);
     g_rows = 0;
-    if (!a->eng) {
+    if (!f->has_engine) {
         ui_box(win, "block pool", "", 0);
         ui_puts(win, 1, 2, w - 4, "No server is running.", ui_attr(UI_R_DIM));
         return;
     }
-    kv_engine_info info;
-    kv_engine_get_info(a->eng, &info);
-    int32_t n = info.num_blocks;
+    const kv_engine_info *info = &f->info;
+    int32_t n = info->num_blocks;
     char right[96], t1[32];
-    snprintf(right, sizeof right, "%s blocks x %d tokens", kv_fmt_thousands(t1, sizeof t1, n), info.block_size);
-    ui_box(win, info.mode == KV_MODE_CONTIGUOUS ? "block pool (contiguous slabs)" : "block pool", right, a->view_focus == UI_PANE_POOL);
+    snprintf(right, sizeof right, "%s blocks x %d tokens", kv_fmt_thousands(t1, sizeof t1, n), info->block_size);
+    ui_box(win, info->mode == KV_MODE_CONTIGUOUS ? "block pool (contiguous slabs)" : "block pool", right, c->focused);
     int cols = w - 2, rows = h - 3;
-    if (cols < 4 || rows < 1 || n <= 0 || !ensure(n)) return;
+    if (cols < 4 || rows < 1 || n <= 0 || !ensure_marks(n)) return;
     int64_t cells = (int64_t)cols * rows;
-    /* Snapshot only when the engine moved (flashes alone reuse it), and
-     * while the view is zoomed into the start of the pool only that start
-     * (plus room to notice it grew). */
-    uint64_t seq = kv_engine_last_event_seq(a->eng);
-    int32_t want = n;
-    if (g_range > 0 && (int64_t)g_range * 2 < n) {
-        int64_t w2 = (int64_t)g_range * 2 + cells;
-        if (w2 < n) want = (int32_t)w2;
-    }
-    if (a->eng != g_snap_eng || seq != g_snap_seq || info.step != g_snap_step || want > g_snap_n ||
-        n != g_snap_total) {
-        g_snap_n = kv_engine_blocks_brief(a->eng, g_blk, want);
-        g_snap_eng = a->eng;
-        g_snap_seq = seq;
-        g_snap_step = info.step;
-        g_snap_total = n;
-        if (g_snap_n < n) {
-            /* The prefix must hold every used and every cached block (the
-             * engine's counts say how many there are), with room to spare. */
-            int32_t act = 0, used = 0, hashed = 0;
-            for (int32_t i = 0; i < g_snap_n; i++) {
-                if (g_blk[i].is_null) continue;
-                if (!g_blk[i].is_free) used++;
-                if (g_blk[i].has_hash) hashed++;
-                if (!g_blk[i].is_free || g_blk[i].cached_free) act = i + 1; /* null is skipped above */
-            }
-            if ((int64_t)act + act / 4 + 1 >= g_snap_n || used != n - 1 - info.num_free_blocks ||
-                hashed != info.num_cached_blocks)
-                g_snap_n = kv_engine_blocks_brief(a->eng, g_blk, n);
-        }
-    }
-    int32_t snap = g_snap_n;
-    mark_highlights(a, snap);
+    const kv_block_view *blk = f->blocks;
+    /* The frame holds a prefix of the pool when only its start is in use
+     * (every block past it is free and unhashed). */
+    int32_t snap = f->nblocks;
+    mark_highlights(c, snap);
     /* Zoom: the free queue hands out low block ids first, so while only the
      * start of a large pool is in use, show that part larger (the range
      * doubles as use grows); the status line says which blocks are shown. */
     int32_t active = 0;
     for (int32_t i = snap - 1; i >= 0; i--)
-        if (!g_blk[i].is_null && (!g_blk[i].is_free || g_blk[i].cached_free || app_flash(a, i))) { active = i + 1; break; }
+        if (!blk[i].is_null && (!blk[i].is_free || blk[i].cached_free || app_flash(a, i))) { active = i + 1; break; }
     /* An empty pool is shown whole: its size is the point then. */
     int64_t range = active > 0 ? cells : n;
     while (range < n && range < (int64_t)active + active / 4 + 1) range *= 2;
@@ -177,72 +153,71 @@ void ui_pool_draw(app *a, WINDOW *win)
     if (per < 1) per = 1;
     g_per_cell = per;
     g_cols = cols;
-    g_nblocks = n;
     int64_t used_cells = (range + per - 1) / per;
     g_rows = (int)((used_cells + cols - 1) / cols);
     int32_t nused = 0, ncached = 0, nshared = 0;
     for (int32_t i = 0; i < snap; i++) {
-        if (g_blk[i].is_null) continue;
-        if (!g_blk[i].is_free) nused++;
-        if (g_blk[i].cached_free) ncached++;
-        if (g_blk[i].ref_cnt > 1) nshared++;
+        if (blk[i].is_null) continue;
+        if (!blk[i].is_free) nused++;
+        if (blk[i].cached_free) ncached++;
+        if (blk[i].ref_cnt > 1) nshared++;
     }
     for (int64_t cell = 0; cell < used_cells; cell++) {
         int y = 1 + (int)(cell / cols), x = 1 + (int)(cell % cols);
         int32_t b0 = (int32_t)(cell * per), b1 = b0 + per;
         if (b1 > (int32_t)range) b1 = (int32_t)range;
-        wchar_t c;
+        wchar_t ch;
         attr_t at;
         int mark = 0;
         for (int32_t b = b0; b < b1; b++) mark |= g_mark[b];
         if (per == 1) {
-            one_block(a, &g_blk[b0], &c, &at);
+            one_block(a, &blk[b0], &ch, &at);
         } else {
             int32_t u = 0, cached = 0, fl = 0, owner_b = -1, nul = 0, maxref = 0;
             for (int32_t b = b0; b < b1; b++) {
-                const kv_block_view *bv = &g_blk[b];
+                const kv_block_view *bv = &blk[b];
                 if (bv->is_null) { nul = 1; continue; }
-                int f = app_flash(a, b);
-                if (f == APP_FL_PREEMPT || (f == APP_FL_HIT && fl != APP_FL_PREEMPT) ||
-                    (f == APP_FL_EVICT && !fl))
-                    fl = f;
+                int fk = app_flash(a, b);
+                if (fk == APP_FL_PREEMPT || (fk == APP_FL_HIT && fl != APP_FL_PREEMPT) ||
+                    (fk == APP_FL_EVICT && !fl))
+                    fl = fk;
                 if (!bv->is_free) { u++; if (owner_b < 0) owner_b = b; }
                 if (bv->ref_cnt > maxref) maxref = bv->ref_cnt;
                 else if (bv->cached_free) cached++;
             }
             int32_t real = b1 - b0 - nul;
             if (fl) {
-                c = fl == APP_FL_HIT ? g->hit : fl == APP_FL_EVICT ? g->evict : g->preempt;
+                ch = fl == APP_FL_HIT ? g->hit : fl == APP_FL_EVICT ? g->evict : g->preempt;
                 at = ui_attr(flash_role(fl));
             } else if (maxref > 1) {
                 /* Shared blocks in the cell: the highest reference count. */
-                c = maxref > 9 ? g->more_refs : (wchar_t)(L'0' + maxref);
-                at = ui_attr(ui_req_role(g_blk[owner_b].owner)) | A_REVERSE | A_BOLD;
+                ch = maxref > 9 ? g->more_refs : (wchar_t)(L'0' + maxref);
+                at = ui_attr(ui_req_role(blk[owner_b].owner)) | A_REVERSE | A_BOLD;
             } else if (u == 0) {
-                c = cached ? g->cached_blk : (nul ? g->null_blk : g->free_blk);
+                ch = cached ? g->cached_blk : (nul ? g->null_blk : g->free_blk);
                 at = ui_attr(cached ? UI_R_CACHED : nul ? UI_R_NULL : UI_R_FREE);
             } else {
                 int lvl = real > 0 ? (int)((u * 4 + real - 1) / real) : 4;
                 if (lvl < 1) lvl = 1;
                 if (lvl > 4) lvl = 4;
-                c = g->level[lvl];
+                ch = g->level[lvl];
                 /* Without colour a full cell shows its first request's letter. */
-                if (lvl == 4 && ui_style_mode() == UI_COLOR_NONE && g_blk[owner_b].owner >= 0)
-                    c = ui_req_letter(g_blk[owner_b].owner);
-                at = ui_attr(ui_req_role(g_blk[owner_b].owner));
+                if (lvl == 4 && ui_style_mode() == UI_COLOR_NONE && blk[owner_b].owner >= 0)
+                    ch = ui_req_letter(blk[owner_b].owner);
+                at = ui_attr(ui_req_role(blk[owner_b].owner));
             }
         }
         if (mark & 1) at = (at & ~A_COLOR) | ui_attr(UI_R_HILITE);
         else if (mark & 2) at |= A_UNDERLINE | A_BOLD;
-        ui_put(win, y, x, c, at);
+        ui_put(win, y, x, ch, at);
     }
     /* Status line: the selected block, else the counts. */
     char st[256], a1[32], a2[32], a3[32];
     int sy = h - 2;
     if (a->sel_block >= 0 && a->sel_block < snap) {
-        const kv_block_view *b = &g_blk[a->sel_block];
+        const kv_block_view *b = &blk[a->sel_block];
         int64_t owners[8];
-        int32_t no = kv_engine_block_owners(a->eng, b->block_id, owners, 8);
+        int32_t no = kv_frame_block_owners(f, b->block_id, owners, 8);
         char ob[96] = "";
         size_t ol = 0;
         for (int i = 0; i < no && i < 8; i++)
@@ -257,7 +232,36 @@ void ui_pool_draw(app *a, WINDOW *win)
         else if (per > 1) snprintf(pc, sizeof pc, "%s blocks/cell  ", kv_fmt_thousands(t1, sizeof t1, per));
         snprintf(st, sizeof st, "%sused %s  cached %s  shared %s  %.0f%%", pc,
                  kv_fmt_thousands(a1, sizeof a1, nused), kv_fmt_thousands(a2, sizeof a2, ncached),
-                 kv_fmt_thousands(a3, sizeof a3, nshared), info.kv_usage * 100.0);
+                 kv_fmt_thousands(a3, sizeof a3, nshared), info->kv_usage * 100.0);
         ui_puts(win, sy, 2, w - 4, st, ui_attr(UI_R_DIM));
     }
 }
+
+static int pool_want_h(const ui_view_ctx *c, int w)
+{
+    /* One cell per block, up to half the screen; no server: grows. */
+    if (!c->f->has_engine) return 0;
+    int cols = w - 2 > 1 ? w - 2 : 1;
+    int need = (c->f->info.num_blocks + cols - 1) / cols + 3;
+    int cap = c->a->rows / 2 > 5 ? c->a->rows / 2 : 5;
+    return need < cap ? need : cap;
+}
+
+static unsigned pool_mouse(const ui_view_ctx *c, int y, int x, ui_mouse m)
+{
+    app *a = c->a;
+    if (m != UI_MOUSE_CLICK || !c->f->has_engine) return 0;
+    int32_t b = block_at(y, x);
+    a->sel_block = b == a->sel_block ? -1 : b;
+    if (a->sel_block >= 0) {
+        const kv_block_view *bv = kv_frame_block(c->f, a->sel_block);
+        if (bv && bv->owner >= 0) a->sel_req = bv->owner;
+    }
+    app_relayout(a, 0);
+    return UI_PANE_BIT(UI_PANE_POOL) | UI_PANE_BIT(UI_PANE_REQUESTS);
+}
+
+const ui_view_class ui_view_pool = {
+    .pane = UI_PANE_POOL, .name = "pool", .focusable = 1,
+    .want_h = pool_want_h, .draw = pool_draw, .on_mouse = pool_mouse,
+};

@@ -6,36 +6,38 @@
 
 #include "ui_style.h"
 
-#define MAXR 256
-
-int64_t ui_reqs_next(const app *a)
+int64_t ui_reqs_next(const kv_frame *f, int64_t sel)
 {
-    static int64_t ids[2 * MAXR];
-    if (!a->eng) return -1;
-    int32_t nr = kv_engine_running(a->eng, ids, MAXR);
-    if (nr > MAXR) nr = MAXR;
-    int32_t nw = kv_engine_waiting(a->eng, ids + nr, MAXR);
-    if (nw > MAXR) nw = MAXR;
-    int n = nr + nw;
+    int n = f->nrunning + f->nwaiting;
     if (n == 0) return -1;
-    if (a->sel_req < 0) return ids[0];
+    if (sel < 0) return f->reqs[0].req.id;
     for (int i = 0; i < n; i++)
-        if (ids[i] == a->sel_req) return i + 1 < n ? ids[i + 1] : -1;
-    return ids[0];
+        if (f->reqs[i].req.id == sel) return i + 1 < n ? f->reqs[i + 1].req.id : -1;
+    return f->reqs[0].req.id;
 }
 
-static int row(app *a, WINDOW *win, int y, int iw, int64_t id, int is_victim_next)
+static const char *status_word(kv_req_status s)
 {
-    kv_request_view rv;
-    if (kv_engine_request(a->eng, id, &rv) != 0) return 0;
+    switch (s) {
+    case KV_REQ_RUNNING:   return "run ";
+    case KV_REQ_PREEMPTED: return "wait!";
+    case KV_REQ_WAITING:   return "wait";
+    default:               return "done";
+    }
+}
+
+static int row(const ui_view_ctx *c, WINDOW *win, int y, int iw, const kv_frame_req *r, int is_victim_next)
+{
+    const app *a = c->a;
     const ui_glyphs *g = ui_gl();
-    int32_t table[64];
-    int32_t nt = kv_engine_block_table(a->eng, id, table, 64);
+    const kv_request_view *rv = &r->req;
+    const int32_t *table = kv_frame_table(c->f, r);
+    int64_t id = rv->id;
+    int32_t nt = rv->num_blocks;
     char line[512];
     size_t l = 0;
-    const char *st = rv.status == KV_REQ_RUNNING ? "run " : rv.status == KV_REQ_PREEMPTED ? "wait!" : "wait";
-    l += (size_t)snprintf(line + l, sizeof line - l, " #%-3lld %-5s %5d/%-5d tok  ", (long long)id, st,
-                          rv.num_computed_tokens, rv.prompt_tokens + rv.output_tokens);
+    l += (size_t)snprintf(line + l, sizeof line - l, " #%-3lld %-5s %5d/%-5d tok  ", (long long)id,
+                          status_word(rv->status), rv->num_computed_tokens, rv->prompt_tokens + rv->output_tokens);
     for (int i = 0; i < nt && i < 64 && l < sizeof line - 16; i++)
         l += (size_t)snprintf(line + l, sizeof line - l, "%d ", table[i]);
     if (nt > 64) snprintf(line + l, sizeof line - l, "...");
@@ -50,32 +52,49 @@ static int row(app *a, WINDOW *win, int y, int iw, int64_t id, int is_victim_nex
     return 1;
 }
 
-void ui_reqs_draw(app *a, WINDOW *win)
+static void reqs_draw(const ui_view_ctx *c, WINDOW *win)
 {
-    static int64_t run[MAXR], wait[MAXR];
+    const kv_frame *f = c->f;
+    int64_t sel = c->a->sel_req;
     int h, w;
     getmaxyx(win, h, w);
     werase(win);
     int iw = w - 4, ih = h - 2;
-    if (!a->eng) {
+    if (!f->has_engine) {
         ui_box(win, "requests", "", 0);
         if (iw > 4 && ih > 0) ui_puts(win, 1, 2, iw, "No server is running.", ui_attr(UI_R_DIM));
         return;
     }
-    int32_t nr = kv_engine_running(a->eng, run, MAXR);
-    int32_t nw = kv_engine_waiting(a->eng, wait, MAXR);
+    int32_t nr = f->info.num_running, nw = f->info.num_waiting;
     char right[64];
     snprintf(right, sizeof right, "%d running, %d waiting", nr, nw);
-    ui_box(win, "requests and block tables", right, a->view_focus == UI_PANE_REQUESTS);
+    ui_box(win, "requests and block tables", right, c->focused);
     if (iw < 10 || ih < 1) return;
     int y = 1;
-    if (nr > MAXR) nr = MAXR;
-    if (nw > MAXR) nw = MAXR;
+    const kv_frame_req *run = f->reqs, *wait = f->reqs + f->nrunning;
     /* The selected request first when its table is asked for. */
-    if (a->sel_req >= 0 && y <= ih) y += row(a, win, y, iw, a->sel_req, 0);
+    const kv_frame_req *s = sel >= 0 ? kv_frame_find_req(f, sel) : NULL;
+    if (s && y <= ih) y += row(c, win, y, iw, s, 0);
+    nr = f->nrunning;
     for (int i = 0; i < nr && y <= ih; i++)
-        if (run[i] != a->sel_req) y += row(a, win, y, iw, run[i], i == nr - 1 && nr > 1);
-    for (int i = 0; i < nw && y <= ih; i++)
-        if (wait[i] != a->sel_req) y += row(a, win, y, iw, wait[i], 0);
+        if (run[i].req.id != sel) y += row(c, win, y, iw, &run[i], i == nr - 1 && nr > 1);
+    for (int i = 0; i < f->nwaiting && y <= ih; i++)
+        if (wait[i].req.id != sel) y += row(c, win, y, iw, &wait[i], 0);
     if (y == 1) ui_puts(win, 1, 2, iw, "No requests.", ui_attr(UI_R_DIM));
 }
+
+static int reqs_want_h(const ui_view_ctx *c, int w)
+{
+    (void)w;
+    if (!c->f->has_engine) return 4;
+    /* Room for the live requests, in steps so the layout does not change
+     * with every admission. */
+    int live = c->f->info.num_running + c->f->info.num_waiting;
+    int rows = live <= 2 ? 2 : live <= 4 ? 4 : live <= 8 ? 8 : 12;
+    return 2 + rows;
+}
+
+const ui_view_class ui_view_requests = {
+    .pane = UI_PANE_REQUESTS, .name = "requests", .focusable = 1,
+    .want_h = reqs_want_h, .draw = reqs_draw, .on_mouse = NULL,
+};

@@ -2,16 +2,17 @@
  * is the next preemption victim), then the waiting queue (preempted ones
  * marked "!"), each with its tokens and its block table. t picks a request
  * whose whole block table is listed and whose blocks are underlined in the
- * pool. */
+ * pool; one that has finished since shows as "done". */
 #ifndef UI_REQS_H
 #define UI_REQS_H
 
-#include "app.h"
+#include "ui_views.h"
 
-void ui_reqs_draw(app *a, WINDOW *win);
+extern const ui_view_class ui_view_requests;
 
-/* The next live request after a->sel_req (running first, then waiting),
- * or -1 when none (t cycles through them, then off). */
-int64_t ui_reqs_next(const app *a);
+/* The live request after sel in frame f (running first, then waiting), the
+ * first when sel is -1 or gone, or -1 after the last or when none (t cycles
+ * through them, then off). */
+int64_t ui_reqs_next(const kv_frame *f, int64_t sel);
 
 #endif

@@ -149,7 +149,9 @@ void ui_text_scroll(app *a, int delta)
     if (a->text_scroll < 0) a->text_scroll = 0;
 }
 
-void ui_text_draw(app *a, WINDOW *win)
+/* Draws into win (its whole area, border included) and records
+ * a->text_lines / a->text_rows so scrolling knows the limits. */
+static void text_draw_app(app *a, WINDOW *win)
 {
     static tline nar_l[TEXT_MAX_LINES], bot_l[512];
     static wchar_t nar_s[TEXT_MAX_WCHARS], bot_s[16384];
@@ -312,3 +314,19 @@ void ui_text_draw(app *a, WINDOW *win)
         ui_put(win, y, w - 4, g->arrow_down, ui_attr(UI_R_KEY));
     }
 }
+
+static void text_draw(const ui_view_ctx *c, WINDOW *win) { text_draw_app(c->a, win); }
+
+static unsigned text_mouse(const ui_view_ctx *c, int y, int x, ui_mouse m)
+{
+    (void)y;
+    (void)x;
+    if (m == UI_MOUSE_CLICK) return 0;
+    ui_text_scroll(c->a, m == UI_MOUSE_WHEEL_UP ? -3 : 3);
+    return UI_PANE_BIT(UI_PANE_TEXT);
+}
+
+const ui_view_class ui_view_text = {
+    .pane = UI_PANE_TEXT, .name = "text", .focusable = 0,
+    .want_h = NULL, .draw = text_draw, .on_mouse = text_mouse,
+};

@@ -5,11 +5,10 @@
 #ifndef UI_TEXT_H
 #define UI_TEXT_H
 
-#include "app.h"
+#include "ui_views.h"
 
-/* Draw the view into win (its whole area, border included). Updates
- * a->text_lines / a->text_rows so scrolling knows the limits. */
-void ui_text_draw(app *a, WINDOW *win);
+/* The text view (the wheel scrolls it; its draw records the scroll limits). */
+extern const ui_view_class ui_view_text;
 
 /* Scroll by delta lines (negative = up), clamped. */
 void ui_text_scroll(app *a, int delta);

@@ -8,25 +8,26 @@
 #include "ui_mem.h"
 #include "ui_style.h"
 
-void ui_tp_draw(app *a, WINDOW *win)
+static void tp_draw(const ui_view_ctx *c, WINDOW *win)
 {
+    const kv_frame *f = c->f;
+    const app *a = c->a;
     int h, w;
     getmaxyx(win, h, w);
     werase(win);
-    const kv_plan *p = a->plan;
-    int tp = a->eng ? kv_engine_get_config(a->eng)->tensor_parallel_size : p ? p->tensor_parallel_size : 1;
-    int kvh = a->eng ? kv_engine_get_config(a->eng)->num_kv_heads : 0;
+    const kv_plan *p = f->has_plan ? &f->plan : NULL;
+    int tp = f->has_engine ? f->tensor_parallel_size : p ? p->tensor_parallel_size : 1;
+    int kvh = f->has_engine ? f->num_kv_heads : 0;
     char right[64];
     snprintf(right, sizeof right, "tp=%d, %d KV heads", tp, kvh);
-    ui_box(win, "tensor parallel ranks", kvh ? right : "", a->view_focus == UI_PANE_TP);
+    ui_box(win, "tensor parallel ranks", kvh ? right : "", c->focused);
     int iw = w - 4, ih = h - 2;
     if (iw < 16 || ih < 1) return;
-    if (!a->eng) {
+    if (!f->has_engine) {
         ui_puts(win, 1, 2, iw, p ? "The server did not start." : "No server is running.", ui_attr(UI_R_DIM));
         return;
     }
-    kv_engine_info info;
-    kv_engine_get_info(a->eng, &info);
+    const kv_engine_info info = f->info;
     const ui_glyphs *g = ui_gl();
     int groups = kvh > 0 && tp > kvh ? kvh : tp;
     int lines_per = ih >= 2 * groups + 1 ? 2 : 1;
@@ -39,13 +40,12 @@ void ui_tp_draw(app *a, WINDOW *win)
     }
     int y = 1;
     for (int r = 0; r < tp && y <= ih; r++) {
-        kv_rank_view rv;
-        if (kv_engine_rank(a->eng, r, &rv) != 0) break;
+        if (r >= f->nranks) break;
+        const kv_rank_view rv = f->ranks[r];
         /* Ranks holding copies of the same heads share one row. */
         int last = r;
         while (rv.replicated && last + 1 < tp) {
-            kv_rank_view nx;
-            if (kv_engine_rank(a->eng, last + 1, &nx) != 0 || nx.first_kv_head != rv.first_kv_head) break;
+            if (last + 1 >= f->nranks || f->ranks[last + 1].first_kv_head != rv.first_kv_head) break;
             last++;
         }
         int x = 2;
@@ -85,3 +85,20 @@ void ui_tp_draw(app *a, WINDOW *win)
         ui_puts(win, y, 2, iw, note, ui_attr(tp > kvh ? UI_R_WARN : UI_R_DIM));
     }
 }
+
+static int tp_want_h(const ui_view_ctx *c, int w)
+{
+    (void)w;
+    /* A row and a bar per group of ranks (ranks holding copies of the same
+     * heads share one), the border and the note. */
+    const kv_frame *f = c->f;
+    int tp = f->has_plan ? f->plan.tensor_parallel_size : 1;
+    int kvh = f->has_engine ? f->num_kv_heads : 0;
+    int groups = kvh > 0 && tp > kvh ? kvh : (tp > 0 ? tp : 1);
+    return 2 * groups + 3;
+}
+
+const ui_view_class ui_view_tp = {
+    .pane = UI_PANE_TP, .name = "tp", .focusable = 1,
+    .want_h = tp_want_h, .draw = tp_draw, .on_mouse = NULL,
+};

@@ -5,8 +5,8 @@
 #ifndef UI_TP_H
 #define UI_TP_H
 
-#include "app.h"
+#include "ui_views.h"
 
-void ui_tp_draw(app *a, WINDOW *win);
+extern const ui_view_class ui_view_tp;
 
 #endif

@@ -1,0 +1,75 @@
+/* ui_views: see ui_views.h. The table, indexed by pane; each class lives
+ * in its own ui_*.c file. */
+#include "ui_views.h"
+
+#include <stddef.h>
+
+#include "ui_chrome.h"
+#include "ui_flags.h"
+#include "ui_log.h"
+#include "ui_mem.h"
+#include "ui_metrics.h"
+#include "ui_plot.h"
+#include "ui_pool.h"
+#include "ui_reqs.h"
+#include "ui_text.h"
+#include "ui_tp.h"
+
+static const ui_view_class *const classes[UI_PANE_COUNT] = {
+    [UI_PANE_HEADER] = &ui_view_header,
+    [UI_PANE_FOOTER] = &ui_view_footer,
+    [UI_PANE_TEXT] = &ui_view_text,
+    [UI_PANE_MEMORY] = &ui_view_memory,
+    [UI_PANE_POOL] = &ui_view_pool,
+    [UI_PANE_REQUESTS] = &ui_view_requests,
+    [UI_PANE_TP] = &ui_view_tp,
+    [UI_PANE_PLOT] = &ui_view_plot,
+    [UI_PANE_FLAGS] = &ui_view_flags,
+    [UI_PANE_METRICS] = &ui_view_metrics,
+    [UI_PANE_LOG] = &ui_view_log,
+};
+
+const ui_view_class *ui_view_class_of(ui_pane p)
+{
+    return p >= 0 && p < UI_PANE_COUNT ? classes[p] : NULL;
+}
+
+ui_view_ctx ui_view_ctx_of(app *a, ui_pane p)
+{
+    ui_view_ctx c = { .f = &a->frame, .a = a, .pane = p, .focused = a->view_focus == (int)p };
+    return c;
+}
+
+void ui_views_want(app *a, int side_w, ui_layout_req *req)
+{
+    app_frame_update(a);
+    for (int p = UI_PANE_MEMORY; p < UI_PANE_COUNT; p++) {
+        const ui_view_class *k = classes[p];
+        ui_view_ctx c = ui_view_ctx_of(a, (ui_pane)p);
+        req->want_h[p] = k && k->want_h ? k->want_h(&c, side_w) : 0;
+    }
+}
+
+void ui_views_draw(app *a, ui_pane p, WINDOW *win)
+{
+    const ui_view_class *k = ui_view_class_of(p);
+    if (!k || !k->draw || !win) return;
+    ui_view_ctx c = ui_view_ctx_of(a, p);
+    k->draw(&c, win);
+}
+
+void ui_views_mouse(app *a, int sy, int sx, ui_mouse m)
+{
+    if (a->lay.too_small) return;
+    for (int p = 0; p < UI_PANE_COUNT; p++) {
+        if (!(a->lay.placed & UI_PANE_BIT(p))) continue;
+        ui_rect r = a->lay.r[p];
+        if (sy < r.y || sy >= r.y + r.h || sx < r.x || sx >= r.x + r.w) continue;
+        const ui_view_class *k = classes[p];
+        if (k && k->on_mouse) {
+            ui_view_ctx c = ui_view_ctx_of(a, (ui_pane)p);
+            a->dirty |= k->on_mouse(&c, sy - r.y, sx - r.x, m);
+        }
+        return;
+    }
+}

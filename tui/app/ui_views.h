@@ -1,0 +1,62 @@
+/* ui_views: the lesson app's views as one table of view classes, the way
+ * htop has Panel and Meter classes and nvtop its per-vendor interfaces:
+ * each view says how tall it wants to be for a width, draws itself and
+ * takes the mouse. The layout (ui_layout.c, a pure function) places them
+ * from their want_h; the app draws whatever is placed and dirty through
+ * this table, and hands a click to the view under it.
+ *
+ * Every view draws from one context: the frame (kv_frame.h, the engine as
+ * of this frame, captured once before drawing by app_frame_update) and the
+ * app's own state (the lesson, what the learner selected, focus, flashes,
+ * typed text). Views never call the engine and never read a->eng or
+ * a->plan: whatever they show of the engine or its start-up plan is in the
+ * frame, so a frame from elsewhere (a past step, another machine) draws the
+ * same way. */
+#ifndef UI_VIEWS_H
+#define UI_VIEWS_H
+
+#include "app.h"
+#include "kv_frame.h"
+
+/* What the mouse did, in a view's own cells. */
+typedef enum ui_mouse { UI_MOUSE_CLICK = 0, UI_MOUSE_WHEEL_UP, UI_MOUSE_WHEEL_DOWN } ui_mouse;
+
+typedef struct ui_view_ctx {
+    const kv_frame *f;   /* the engine as of this frame (f->has_engine 0: no server) */
+    app *a;              /* the app's state; views write only their own draw-time
+                            figures (text scroll limits, a clamped selection) */
+    ui_pane pane;        /* the view's slot in the layout */
+    int focused;         /* Tab gave this view the focus (its border shows it) */
+} ui_view_ctx;
+
+typedef struct ui_view_class {
+    ui_pane pane;        /* its slot in the layout (UI_PANE_*) */
+    const char *name;    /* the lesson API's view name (lessons/API.md: "pool", ...) */
+    int focusable;       /* Tab stops at it */
+    /* Rows it would like, border included, at width w (columns); 0 = it
+     * grows to fill what is left. NULL: 0. Header and footer are one row. */
+    int (*want_h)(const ui_view_ctx *c, int w);
+    void (*draw)(const ui_view_ctx *c, WINDOW *win);
+    /* A click or wheel at cell (y, x) of its window. Returns UI_PANE_BIT of
+     * the panes to redraw (0: nothing happened). NULL: it ignores the mouse. */
+    unsigned (*on_mouse)(const ui_view_ctx *c, int y, int x, ui_mouse m);
+} ui_view_class;
+
+/* The class of pane p, or NULL when out of range. */
+const ui_view_class *ui_view_class_of(ui_pane p);
+
+/* The context a view of pane p draws with this frame. */
+ui_view_ctx ui_view_ctx_of(app *a, ui_pane p);
+
+/* Fill req->want_h for every side pane from its class (the frame is
+ * brought up to date first). side_w: the width a side pane gets. */
+void ui_views_want(app *a, int side_w, ui_layout_req *req);
+
+/* Draw pane p into win through its class. */
+void ui_views_draw(app *a, ui_pane p, WINDOW *win);
+
+/* Hand a mouse event at screen cell (sy, sx) to the placed view under it;
+ * marks what it changed dirty. */
+void ui_views_mouse(app *a, int sy, int sx, ui_mouse m);
+
+#endif
