@@ -163,6 +163,7 @@ static const char *const help_lines[] = {
     "  l             lesson list",
     "  q             quit (progress is saved)",
     "  mouse         click a block or a flag",
+    "  x             following a room (--follow): explore on your own, rejoin",
     "",
     "Block pool",
     NULL, /* legend row, drawn with glyphs */

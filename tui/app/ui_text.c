@@ -203,7 +203,7 @@ static void text_draw_app(app *a, WINDOW *win)
         char g[600];
         snprintf(g, sizeof g, "%s %s", goal->met ? "Goal reached:" : "Goal:", goal->text);
         add_text(&bot, g, iw, goal->met ? UI_R_OK : UI_R_TITLE);
-        if (!goal->met) add_text(&bot, "f: change flags   h: hint", iw, UI_R_DIM);
+        if (!goal->met && !app_room_drives(a)) add_text(&bot, "f: change flags   h: hint", iw, UI_R_DIM);
     }
     const lsn_question *q = a->lsn ? lsn_get_question(a->lsn) : NULL;
     if (q) {
@@ -223,7 +223,12 @@ static void text_draw_app(app *a, WINDOW *win)
     if (q && a->verdict_kind >= 0 && a->verdict[0])
         add_text(&bot, a->verdict, iw, a->verdict_kind == LSN_V_CORRECT ? UI_R_OK : UI_R_ERROR);
     int input_row = -1;
-    if (q) {
+    if (app_room_drives(a)) {
+        /* A follower: the presenter answers and moves on. */
+        add_blank(&bot);
+        add_text(&bot, q ? "the presenter answers (x: try it)" : goal ? "the presenter's goal (x: try it)"
+                         : "the presenter moves on (x: explore)", iw, UI_R_DIM);
+    } else if (q) {
         input_row = bot.n;
         collect_line(&bot, L"", 0);
         const char *how = q->kind == LSN_Q_CHOICE ? "type a letter, Enter to answer" :
