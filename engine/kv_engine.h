@@ -1,5 +1,5 @@
-/* kv_engine: the live mini serving engine, as one facade (docs/DESIGN.md, "Engine
- * vocabulary"). It owns the block pool, the KV cache manager, the scheduler,
+/* kv_engine: the live mini serving engine, as one facade (docs/DESIGN.md, "The
+ * engine"). It owns the block pool, the KV cache manager, the scheduler,
  * the tensor-parallel ranks' device pools, the virtual clock, the metrics and
  * the event stream. Lessons, views and `kvlab simulate` all drive it through
  * these functions only; views read state through the accessors and

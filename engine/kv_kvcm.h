@@ -72,6 +72,16 @@ int32_t kv_kvcm_allocate_slots_keep(kv_kvcm *m, kv_req *r, int32_t num_new_token
 int kv_kvcm_full_sequence_fits(const kv_kvcm *m, const kv_req *r, const int32_t *hit, int32_t n_hit,
                                int32_t keep_free);
 
+/* The common decode step, decided without a call: r's next n tokens fit the
+ * blocks it holds and fill none (so allocate_slots would change nothing and
+ * return 0). Paged mode. */
+static inline int kv_kvcm_fits_held(const kv_kvcm *m, const kv_req *r, int32_t n)
+{
+    int64_t end = (int64_t)r->num_computed + n;
+    return m->mode == 0 && end <= (int64_t)r->num_blocks * m->block_size && end <= m->max_model_len &&
+           (!m->caching || end / m->block_size <= r->num_cached_blocks);
+}
+
 /* Free all of r's blocks last-first (so its tail is evicted before its
  * prefix) and clear its table. */
 void kv_kvcm_free(kv_kvcm *m, kv_req *r);

@@ -305,7 +305,7 @@ static int32_t schedule_running(kv_sched *s, int32_t *budget, int32_t lpt)
             continue;
         }
         int self = 0;
-        while (kv_kvcm_allocate_slots(s->kvcm, r, n, NULL, 0) < 0) {
+        while (!kv_kvcm_fits_held(s->kvcm, r, n) && kv_kvcm_allocate_slots(s->kvcm, r, n, NULL, 0) < 0) {
             int32_t vi = pick_victim(s);
             kv_req *victim = s->running[vi];
             remove_running_at(s, vi);
@@ -436,7 +436,8 @@ void kv_sched_schedule(kv_sched *s, kv_sched_output *out)
 int kv_sched_append_token(kv_sched *s, kv_req *r, double now_s)
 {
     r->num_output++;
-    kv_req_update_hashes(r, s->kvcm->block_size, s->kvcm->none_hash);
+    if (kv_req_num_tokens(r) / s->kvcm->block_size > r->num_hashes) /* a block filled up */
+        kv_req_update_hashes(r, s->kvcm->block_size, s->kvcm->none_hash);
     if (r->first_token_s < 0)
         r->first_token_s = now_s;
     r->last_token_s = now_s;
