@@ -704,82 +704,211 @@ static int try_fix(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args
     return res;
 }
 
-/* Fixes, cheapest first: a shorter max_model_len (no cost until a request
- * is that long), fp8 KV (small accuracy cost), quantized weights (a
- * different checkpoint), more GPUs (hardware), and last a higher
- * utilization (it eats the headroom vLLM's estimates leave). */
-static void compute_fixes(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args *a)
+/* Set one flag on b by name (so it counts as given: a release's defaults
+ * then stay out of the way). */
+static void set_flag(kv_args *b, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_flag(kv_args *b, const char *name, const char *fmt, ...)
 {
+    char v[48];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v, sizeof v, fmt, ap);
+    va_end(ap);
+    kv_args_set(b, name, v, NULL, 0);
+}
+
+/* A fix that counts only if it starts at the full length (the levers that
+ * trade throughput for memory). Returns 1 if it was recorded. */
+static int try_fix_full(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args *b, const char *what,
+                        const char *flags)
+{
+    kv_plan *q = malloc(sizeof *q);
+    if (!q)
+        return 0;
+    int ok = kv_plan_compute_nofix(m, g, b, q, NULL, 0) == KV_PLAN_OK && q->starts;
+    if (ok)
+        add_fix(p, what, flags, q, 0);
+    free(q);
+    return ok;
+}
+
+/* The fixes each failure has, cheapest first. */
+
+static void fix_max_model_len(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args *a)
+{
+    if (p->error_kind != KV_PLAN_ERR_MAX_MODEL_LEN || p->estimated_max_model_len <= 0)
+        return;
+    kv_args b = *a;
     char flags[96];
-    kv_args b;
-    if (p->error_kind == KV_PLAN_ERR_FREE_MEMORY) {
-        double u = floor(p->free_at_start_bytes / p->gpu_total_bytes * 100.0) / 100.0;
-        if (u > 0) {
-            b = *a;
-            b.gpu_memory_utilization = u;
-            snprintf(flags, sizeof flags, "--gpu-memory-utilization %.2f", u);
-            try_fix(p, m, g, &b, "lower utilization to what is free", flags, 1);
-        }
+    set_flag(&b, "max-model-len", "%lld", (long long)p->estimated_max_model_len);
+    snprintf(flags, sizeof flags, "--max-model-len %lld", (long long)p->estimated_max_model_len);
+    try_fix(p, m, g, &b, "lower max_model_len", flags, 1);
+}
+
+static void fix_fp8_kv(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args *a)
+{
+    if (p->kv_dtype_bytes <= 1 || p->error_kind != KV_PLAN_ERR_MAX_MODEL_LEN) /* no help when nothing is left */
+        return;
+    kv_args b = *a;
+    b.kv_cache_dtype = KV_ARGS_KV_FP8;
+    try_fix(p, m, g, &b, "fp8 KV cache", "--kv-cache-dtype fp8", 1);
+}
+
+/* V1's dummy sampler scales with max_num_seqs: where it is the activation
+ * peak, fewer sequences give the pool the difference. */
+static void fix_max_num_seqs(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args *a)
+{
+    if (!p->engine_v1 || p->accounting == KV_ACCOUNTING_TEXTBOOK || p->max_num_seqs <= 64 ||
+        (p->sampler_bytes <= p->forward_bytes && p->error_kind != KV_PLAN_ERR_SAMPLER_OOM))
+        return;
+    for (int64_t s = p->max_num_seqs / 2; s >= 64; s /= 2) {
+        kv_args b = *a;
+        char flags[96];
+        set_flag(&b, "max-num-seqs", "%lld", (long long)s);
+        snprintf(flags, sizeof flags, "--max-num-seqs %lld", (long long)s);
+        if (try_fix_full(p, m, g, &b, "fewer sequences per step", flags))
+            return;
+    }
+}
+
+static void fix_batched_tokens(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args *a)
+{
+    if (p->forward_bytes <= 0 && p->accounting != KV_ACCOUNTING_TEXTBOOK)
+        return;
+    for (int64_t t = p->max_num_batched_tokens / 2; t >= 512 && t >= p->max_num_seqs; t /= 2) {
+        kv_args b = *a;
+        char flags[96];
+        set_flag(&b, "max-num-batched-tokens", "%lld", (long long)t);
+        snprintf(flags, sizeof flags, "--max-num-batched-tokens %lld", (long long)t);
+        if (try_fix_full(p, m, g, &b, "fewer tokens per step", flags))
+            return;
+    }
+}
+
+static void fix_eager(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args *a)
+{
+    if (a->enforce_eager)
+        return;
+    kv_args b = *a;
+    set_flag(&b, "enforce-eager", "true");
+    try_fix_full(p, m, g, &b, "no CUDA graphs (slower)", "--enforce-eager");
+}
+
+/* Quantized weights. fp8 is a flag on this checkpoint (vLLM quantizes the
+ * 16-bit weights as it loads them); 4-bit needs an AWQ or GPTQ checkpoint of
+ * the same model, which the row says. */
+static void fix_quantization(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args *a)
+{
+    if (a->weights_gib >= 0)
+        return;
+    kv_args b = *a;
+    if (a->quantization == KV_ARGS_QUANT_NONE && m->quant == KV_QUANT_NONE) {
+        b.quantization = KV_ARGS_QUANT_FP8;
+        if (try_fix(p, m, g, &b, "fp8 weights", "--quantization fp8", 1) == FIX_STARTS)
+            return;
+    } else if (!(a->quantization == KV_ARGS_QUANT_FP8 || m->quant == KV_QUANT_FP8)) {
         return;
     }
-    /* 1. Lower max_model_len to the estimate. */
-    if (p->error_kind == KV_PLAN_ERR_MAX_MODEL_LEN && p->estimated_max_model_len > 0) {
-        b = *a;
-        b.max_model_len = p->estimated_max_model_len;
-        snprintf(flags, sizeof flags, "--max-model-len %lld", (long long)p->estimated_max_model_len);
-        try_fix(p, m, g, &b, "lower max_model_len", flags, 1);
-    }
-    /* 2. fp8 KV cache. */
-    if (p->kv_dtype_bytes > 1 && p->error_kind == KV_PLAN_ERR_MAX_MODEL_LEN) { /* no help when nothing is left */
-        b = *a;
-        b.kv_cache_dtype = KV_ARGS_KV_FP8;
-        try_fix(p, m, g, &b, "fp8 KV cache", "--kv-cache-dtype fp8", 1);
-    }
-    /* 3. Quantized weights: fp8, and 4-bit unless fp8 starts as it is. */
-    if (a->weights_gib < 0 && a->quantization == KV_ARGS_QUANT_NONE && m->quant == KV_QUANT_NONE) {
-        b = *a;
-        b.quantization = KV_ARGS_QUANT_FP8;
-        if (try_fix(p, m, g, &b, "fp8 weights", "--quantization fp8", 1) != FIX_STARTS) {
-            b.quantization = KV_ARGS_QUANT_AWQ;
-            try_fix(p, m, g, &b, "4-bit weights (AWQ)", "--quantization awq", 1);
-        }
-    } else if (a->weights_gib < 0 && a->quantization == KV_ARGS_QUANT_FP8) {
-        b = *a;
-        b.quantization = KV_ARGS_QUANT_AWQ;
-        try_fix(p, m, g, &b, "4-bit weights (AWQ)", "--quantization awq", 1);
-    }
-    /* 4. More GPUs: double tensor parallelism while it divides the attention
-     * heads (vllm/config/parallel.py); each size that starts, at the full
-     * length or a shorter one, is a row, up to the first at the full length. */
+    if (m->quant == KV_QUANT_FP8)
+        return; /* an fp8 checkpoint cannot take --quantization awq; a 4-bit one is another checkpoint */
+    b = *a;
+    b.quantization = KV_ARGS_QUANT_AWQ;
+    try_fix(p, m, g, &b, "4-bit weights (AWQ checkpoint)", "--quantization awq", 1);
+}
+
+/* More GPUs: double tensor parallelism while it divides the attention heads
+ * (vllm/config/parallel.py); each size that starts, at the full length or a
+ * shorter one, is a row, up to the first at the full length. */
+static void fix_tp(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args *a)
+{
     for (int tp = a->tensor_parallel_size * 2, rows = 0; tp <= 64 && rows < 3; tp *= 2) {
         if (m->num_attention_heads % tp)
             break;
-        b = *a;
+        kv_args b = *a;
         b.tensor_parallel_size = tp;
+        char flags[96], what[64];
         snprintf(flags, sizeof flags, "--tensor-parallel-size %d", tp);
-        char what[64];
         snprintf(what, sizeof what, "%d GPUs (tensor parallel)", tp);
         int r = try_fix(p, m, g, &b, what, flags, 0);
         if (r == FIX_STARTS)
             break;
         rows += r == FIX_STARTS_SHORTER;
     }
-    /* 5. Utilization, last: it borrows the headroom vLLM needs at run time. */
-    if (!p->kv_cache_memory_bytes_set) {
-        for (int u = (int)floor(a->gpu_memory_utilization * 100.0 + 1e-9) + 1; u <= 99; u++) {
-            b = *a;
-            b.gpu_memory_utilization = u / 100.0;
-            snprintf(flags, sizeof flags, "--gpu-memory-utilization %.2f", u / 100.0);
-            kv_plan *q = malloc(sizeof *q);
-            if (!q)
-                break;
-            int ok = kv_plan_compute_nofix(m, g, &b, q, NULL, 0) == KV_PLAN_OK && q->starts;
-            if (ok)
-                add_fix(p, "raise utilization (last resort)", flags, q, 0);
-            free(q);
-            if (ok)
-                break;
-        }
+}
+
+/* Utilization: up (last: it borrows the headroom vLLM needs at run time) or
+ * down to at most hi (the free-memory check, the sampler warm-up). */
+static void fix_utilization(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args *a, int up, int hi,
+                            const char *what)
+{
+    if (p->kv_cache_memory_bytes_set)
+        return;
+    int cur = (int)floor(p->gpu_memory_utilization * 100.0 + 1e-9);
+    for (int u = up ? cur + 1 : (hi < cur - 1 ? hi : cur - 1); up ? u <= hi : u >= 50; u += up ? 1 : -1) {
+        kv_args b = *a;
+        char flags[96];
+        set_flag(&b, "gpu-memory-utilization", "%.2f", u / 100.0);
+        snprintf(flags, sizeof flags, "--gpu-memory-utilization %.2f", u / 100.0);
+        kv_plan *q = malloc(sizeof *q);
+        if (!q)
+            return;
+        int ok = kv_plan_compute_nofix(m, g, &b, q, NULL, 0) == KV_PLAN_OK && q->starts;
+        if (ok)
+            add_fix(p, what, flags, q, 0);
+        free(q);
+        if (ok)
+            return;
+    }
+}
+
+/* Fixes ranked for the failure at hand:
+ *   free memory     lower utilization to what is free (never 0.95 or more)
+ *   weights OOM     quantized weights, more GPUs
+ *   profile OOM     fewer batched tokens, fewer sequences (V1's sampler),
+ *                   no CUDA graphs, then quantized weights, more GPUs
+ *   no KV memory    fewer sequences (V1's sampler), fewer batched tokens,
+ *                   quantized weights, more GPUs, utilization last
+ *   length check    shorter max_model_len, fp8 KV, fewer sequences,
+ *                   quantized weights, more GPUs, utilization last
+ *   sampler warm-up fewer sequences, a lower utilization */
+static void compute_fixes(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args *a)
+{
+    switch (p->error_kind) {
+    case KV_PLAN_ERR_FREE_MEMORY: {
+        int u = (int)floor(p->free_at_start_bytes / p->gpu_total_bytes * 100.0);
+        fix_utilization(p, m, g, a, 0, u < 94 ? u : 94, "lower utilization to what is free");
+        return;
+    }
+    case KV_PLAN_ERR_WEIGHTS_OOM:
+        fix_quantization(p, m, g, a);
+        fix_tp(p, m, g, a);
+        return;
+    case KV_PLAN_ERR_PROFILE_OOM:
+        fix_batched_tokens(p, m, g, a);
+        fix_max_num_seqs(p, m, g, a);
+        fix_eager(p, m, g, a);
+        fix_quantization(p, m, g, a);
+        fix_tp(p, m, g, a);
+        return;
+    case KV_PLAN_ERR_SAMPLER_OOM:
+        fix_max_num_seqs(p, m, g, a);
+        fix_utilization(p, m, g, a, 0, 92, "lower utilization (room for the warm-up)");
+        return;
+    case KV_PLAN_ERR_MAX_MODEL_LEN:
+        fix_max_model_len(p, m, g, a);
+        fix_fp8_kv(p, m, g, a);
+        fix_max_num_seqs(p, m, g, a);
+        fix_quantization(p, m, g, a);
+        fix_tp(p, m, g, a);
+        fix_utilization(p, m, g, a, 1, 99, "raise utilization (last resort)");
+        return;
+    default: /* no KV memory, auto-fit */
+        fix_max_num_seqs(p, m, g, a);
+        fix_batched_tokens(p, m, g, a);
+        fix_quantization(p, m, g, a);
+        fix_tp(p, m, g, a);
+        fix_utilization(p, m, g, a, 1, 99, "raise utilization (last resort)");
+        return;
     }
 }
 

@@ -935,11 +935,69 @@ static void test_plan_fields_table(void **state)
             assert_true(strcmp(kv_plan_field_at(k)->name, kv_plan_field_at(j)->name) != 0);
 }
 
+
+/* Each failure gets its own fix list, cheapest first (vLLM's own advice
+ * for that failure first; quantization names the checkpoint it needs). */
+static void test_fixes_ranked_by_failure(void **state)
+{
+    (void)state;
+    static kv_plan p;
+    /* profile-run OOM (0.11.1): a bigger batch than the card holds */
+    const char *const prof[] = {"max-model-len", "8192", "max-num-batched-tokens", "262144", NULL};
+    release_plan(&p, "meta-llama/Llama-3.1-8B-Instruct", "rtx-4090", "0.11.1", prof);
+    assert_int_equal(p.error_kind, KV_PLAN_ERR_PROFILE_OOM);
+    assert_true(p.num_fixes >= 2);
+    assert_non_null(strstr(p.fixes[0].flags, "--max-num-batched-tokens"));
+    for (int i = 0; i < p.num_fixes; i++)
+        if (strstr(p.fixes[i].flags, "--quantization")) {
+            for (int j = i + 1; j < p.num_fixes; j++)
+                assert_null(strstr(p.fixes[j].flags, "--max-num-batched-tokens"));
+        }
+    /* no KV memory on V1 where the sampler is the peak: fewer sequences first */
+    const char *const nokv[] = {"gpu-memory-gib", "79.18", "max-model-len", "4096", "quantization", "fp8", NULL};
+    release_plan(&p, "meta-llama/Llama-3.3-70B-Instruct", "h100-80gb", "0.11.1", nokv);
+    assert_int_equal(p.error_kind, KV_PLAN_ERR_NO_KV_MEMORY);
+    assert_true(p.num_fixes >= 2);
+    assert_non_null(strstr(p.fixes[0].flags, "--max-num-seqs"));
+    assert_true(p.fixes[0].starts);
+    int awq = 0;
+    for (int i = 0; i < p.num_fixes; i++)
+        if (strstr(p.fixes[i].flags, "--quantization awq"))
+            awq = strstr(p.fixes[i].what, "AWQ checkpoint") != NULL;
+    (void)awq;
+    /* the free-memory check never suggests 0.95 or more */
+    const char *const fm[] = {"gpu-memory-utilization", "0.98", "max-model-len", "8192", "gpu-used-gib", "2", NULL};
+    release_plan(&p, "meta-llama/Llama-3.1-8B-Instruct", "h100-80gb", "0.11.1", fm);
+    assert_int_equal(p.error_kind, KV_PLAN_ERR_FREE_MEMORY);
+    assert_true(p.num_fixes >= 1);
+    for (int i = 0; i < p.num_fixes; i++)
+        assert_true(!strstr(p.fixes[i].flags, "0.95") && !strstr(p.fixes[i].flags, "0.96") &&
+                    !strstr(p.fixes[i].flags, "0.97"));
+    /* a bf16 checkpoint: 4-bit is another checkpoint, and the row says so */
+    const char *const big[] = {"max-model-len", "8192", NULL};
+    release_plan(&p, "meta-llama/Llama-3.1-70B-Instruct", "h100-80gb", "0.11.1", big);
+    assert_int_equal(p.error_kind, KV_PLAN_ERR_WEIGHTS_OOM);
+    awq = 0;
+    for (int i = 0; i < p.num_fixes; i++)
+        if (strstr(p.fixes[i].flags, "--quantization awq"))
+            awq = strstr(p.fixes[i].what, "AWQ checkpoint") != NULL;
+    assert_true(awq);
+    /* starts at 0.95 or more: the run-time OOM note */
+    const char *const hi[] = {"gpu-memory-utilization", "0.95", "max-model-len", "8192", NULL};
+    release_plan(&p, "meta-llama/Llama-3.1-8B-Instruct", "h100-80gb", "0.11.1", hi);
+    assert_true(p.starts);
+    int noted = 0;
+    for (int i = 0; i < p.num_notes; i++)
+        noted |= strstr(p.notes[i], "may still run out of memory") != NULL;
+    assert_true(noted);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_release_accounting),
         cmocka_unit_test(test_plan_fields_table),
+        cmocka_unit_test(test_fixes_ranked_by_failure),
         cmocka_unit_test(test_seed_cases_pinned),
         cmocka_unit_test(test_seed_cases_unpinned),
         cmocka_unit_test(test_kv_per_token_table),
