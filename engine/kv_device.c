@@ -177,7 +177,7 @@ double kv_device_fit_scale(kv_device *d, int num_ranks, double plan_card_bytes, 
         if (s < scale)
             scale = s;
     }
-    return scale;
+    return scale > 1.0 - 1e-6 ? 1.0 : scale; /* a total rounded to whole bytes is the same card */
 }
 
 /* ---- benchmarks ------------------------------------------------------- */

@@ -84,6 +84,8 @@ jget() {
       if (v ~ /^".*"$/) v = substr(v, 2, length(v) - 2)
       print v; exit }' "$1" 2>/dev/null
 }
+# The lines of a nested object "key": { ... } of a cJSON-printed file.
+jobj() { awk -v k="\"$2\":" 'index($0, k) && /\{[ \t]*$/ { on = 1; next } on && /^[ \t]*}/ { exit } on' "$1" 2>/dev/null; }
 fcmp() { awk "BEGIN { exit !($1) }"; }
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1f", 100 * a / b; else printf "?" }'; }
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null; }
@@ -268,9 +270,11 @@ fi
 t_sig=$(date +%s.%N)
 run_wait
 t_end=$(awk -v a="$t_sig" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-S="$tmp/serve.out"
-budget=$(jget "$S" budget_gib)
+jobj "$tmp/serve.out" device >"$tmp/serve-device.out"
+S="$tmp/serve-device.out"
+budget=$(jget "$tmp/serve.out" budget_gib)
 own=$(jget "$S" device_used_gib)
+[ "$own" = null ] && own=""
 if [ -z "$seen" ] || [ "$(jget "$S" allocated)" != true ]; then
   fail serve-footprint "serve --allocate exit $RUN_RC: $(jget "$S" error) $(head -c 300 "$tmp/serve.err")"
 else
@@ -327,7 +331,7 @@ fi
 # ---- 6. an out-of-memory on purpose, reported and survived -----------------
 run oom1 60 "$KVLAB" probe --pool-gib 100000
 run_rc1=$RUN_RC
-run oom2 60 "$KVLAB" serve "$MODEL" --gpu this --allocate --hold 0 --kv-cache-memory-bytes 100000G
+run oom2 60 "$KVLAB" serve "$MODEL" --gpu this --allocate --hold 0 --num-gpu-blocks-override 50000000
 run_rc2=$RUN_RC
 cat "$tmp/oom1.out" "$tmp/oom1.err" >"$tmp/oom1.all"; cat "$tmp/oom2.out" "$tmp/oom2.err" >"$tmp/oom2.all"
 if [ $run_rc1 -eq 1 ] && [ $run_rc2 -eq 1 ] && grep -q "CUDA out of memory. Tried to allocate" "$tmp/oom1.all" &&
