@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test: the normal build, the ASan+UBSan build, and the fuzzers.
-# FUZZ_SECONDS (default 60) per libFuzzer target.
+# FUZZ_SECONDS per libFuzzer target (default: 270 s shared among them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -21,16 +21,20 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --preset asan
 echo "== fuzzers =="
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j"$jobs"
-secs=${FUZZ_SECONDS:-60}
-for f in build-fuzz/tests/fuzz_*; do
+# The fuzz phase gets about 4.5 minutes in all, shared by the targets.
+fuzzers=(build-fuzz/tests/fuzz_*)
+secs=${FUZZ_SECONDS:-$(( 270 / ${#fuzzers[@]} ))}
+for f in "${fuzzers[@]}"; do
   [ -x "$f" ] || continue
   name=$(basename "$f")
   corpus="build-fuzz/corpus-$name"
   mkdir -p "$corpus"
   seeds="tests/fuzz/corpus/${name#fuzz_}"
   [ -d "$seeds" ] && cp -r "$seeds"/. "$corpus"/
+  dict=()
+  [ -f "tests/fuzz/${name#fuzz_}.dict" ] && dict=(-dict="tests/fuzz/${name#fuzz_}.dict")
   echo "-- $name for ${secs}s"
-  if ! "$f" -max_total_time="$secs" -print_final_stats=0 -artifact_prefix="build-fuzz/" "$corpus" \
+  if ! "$f" -max_total_time="$secs" -print_final_stats=0 -artifact_prefix="build-fuzz/" "${dict[@]}" "$corpus" \
       >"build-fuzz/$name.log" 2>&1; then
     tail -n 60 "build-fuzz/$name.log"
     echo "== $name found a crash (input saved under build-fuzz/) ==" >&2

@@ -271,6 +271,7 @@ int lsn_check(lsn_runner *r, int number, FILE *log)
     r->chk.on = 1;
     r->chk.failed = 0;
     r->chk.n_questions = r->chk.n_goals = 0;
+    r->chk.waits = r->chk.engine_steps = 0;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     const lsn_info *info = lsn_info_of(r, number);

@@ -15,7 +15,9 @@
 #include <lauxlib.h>
 #include <lualib.h>
 #include <math.h>
+#include <setjmp.h>
 #include <stdarg.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,7 +27,6 @@
 
 #define DEFAULT_HEAP ((size_t)256 << 20)   /* bytes of Lua heap per lesson */
 #define DEFAULT_INSTRUCTIONS 200000000L    /* per call into the lesson */
-#define HOOK_EVERY 100000                  /* instructions per hook call */
 #define LESSON_MAX_BYTES (8u << 20)        /* a lesson or helper file */
 
 struct lsn_vm {
@@ -36,8 +37,17 @@ struct lsn_vm {
     int started;             /* run(lab) was entered */
     int fn_ref[LSN_FN_COUNT];
     lsn_wait_req req;        /* set by the waits, read after a yield */
-    size_t mem_used, mem_cap;
-    long hook_ticks, hook_limit;
+    size_t mem_used, mem_cap, mem_limit;
+    int mem_hit;             /* the heap cap was reached */
+    double work, work_limit; /* instruction-equivalents this call, and the budget */
+    double pattern_work, pattern_limit; /* matcher steps this call, and the budget */
+    double deadline, seconds; /* wall clock (monotonic) where this call ends, its length */
+    int depth;               /* nested entries (only the outer one starts the budgets) */
+    int trip;                /* TRIP_*: a limit was hit; the lesson is over */
+    char trip_msg[768];
+    int dead;                /* the state panicked: never touch it again */
+    jmp_buf jmp;
+    int jmp_armed;
     int expect_reads;        /* engine figures an expect formula read (none: a literal, no proof) */
     lsn_strbuf error;
 };
@@ -78,7 +88,100 @@ const char *lsn_lua_version(void)
     return LUA_RELEASE;
 }
 
-/* ---- the state: memory, instructions, errors -------------------------------- */
+/* ---- the limits ---------------------------------------------------------------
+ *
+ * Every call from C into the lesson (loading it, resuming run(lab), a
+ * condition, a callback) gets a budget of work and of wall time, and the
+ * whole state a cap on its heap. Work is counted in Lua instructions: the
+ * count hook adds HOOK_EVERY each time it runs, and what runs in C on the
+ * lesson's behalf is charged as instructions too (string patterns by an
+ * upper bound of the matcher's steps, sorting and copying by their size,
+ * each coroutine resume, each lab call by what it does). Hitting a limit
+ * "trips" the state: from then on the hook, every pcall, xpcall and
+ * coroutine.resume re-raise the limit's message, so no Lua code can catch it
+ * and carry on, and the lesson ends with the message naming the limit and
+ * file:line. Finalizers (__gc) are refused: they run where no hook does. */
+
+#define HOOK_EVERY 1000                    /* instructions per hook call */
+#define DEFAULT_SECONDS 3.0                /* wall time per call into the lesson */
+#define DEFAULT_PATTERN 1e8                /* pattern matcher steps per call */
+#define HEAP_RESERVE ((size_t)8 << 20)     /* heap opened once the cap is hit: room for the message */
+
+enum { TRIP_NONE = 0, TRIP_WORK, TRIP_TIME, TRIP_MEMORY, TRIP_PATTERN, TRIP_STOP };
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* "lessons/x.lua:12:" of the innermost Lua function running on L (C
+ * functions have no line), or "" when none. Allocates nothing. */
+static void lua_where(lua_State *L, char *out, size_t outl)
+{
+    lua_Debug ar;
+    out[0] = '\0';
+    for (int level = 0; level < 64 && lua_getstack(L, level, &ar); level++) {
+        if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
+            snprintf(out, outl, "%s:%d:", ar.short_src, ar.currentline);
+            return;
+        }
+    }
+}
+
+/* Trip the state with a message located on L. The first trip stands. */
+static void trip(lsn_vm *vm, lua_State *L, int kind, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void trip(lsn_vm *vm, lua_State *L, int kind, const char *fmt, ...)
+{
+    if (vm->trip)
+        return;
+    char where[600], msg[600];
+    lua_where(L, where, sizeof where);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(vm->trip_msg, sizeof vm->trip_msg, "%s%s%s", where, where[0] ? " " : "", msg);
+    vm->trip = kind;
+    /* make the hook come back soon, in every thread it runs in */
+    lua_sethook(L, lua_gethook(L), LUA_MASKCOUNT, 100);
+}
+
+/* A memory failure seen on L: name it as a limit. */
+static void trip_memory(lsn_vm *vm, lua_State *L)
+{
+    if (vm->mem_hit && !vm->trip)
+        trip(vm, L, TRIP_MEMORY, "the lesson used all of its %zu MiB of Lua memory (a table or string that "
+             "keeps growing?)", vm->mem_limit >> 20);
+}
+
+/* Raise the trip's message (when tripped). */
+static void reraise(lsn_vm *vm, lua_State *L)
+{
+    trip_memory(vm, L);
+    if (vm->trip) {
+        lua_pushstring(L, vm->trip_msg);
+        lua_error(L);
+    }
+}
+
+/* Check the budgets after `work` more instruction-equivalents. */
+static void spend(lsn_vm *vm, lua_State *L, double work)
+{
+    vm->work += work;
+    if (!vm->trip) {
+        if (vm->work > vm->work_limit)
+            trip(vm, L, TRIP_WORK, "the lesson ran too long without waiting (an endless loop?): more than %.0f "
+                 "million Lua instructions", vm->work_limit / 1e6);
+        else if (vm->env.interrupt && *vm->env.interrupt)
+            trip(vm, L, TRIP_STOP, "stopped: the program is closing");
+        else if (now_s() > vm->deadline)
+            trip(vm, L, TRIP_TIME, "the lesson ran too long without waiting (an endless loop?): more than %g s",
+                 vm->seconds);
+    }
+    reraise(vm, L);
+}
 
 static void *l_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
@@ -90,8 +193,13 @@ static void *l_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
         vm->mem_used -= osize;
         return NULL;
     }
-    if (nsize > osize && vm->mem_used + (nsize - osize) > vm->mem_cap)
+    if (nsize > osize && vm->mem_used + (nsize - osize) > vm->mem_cap) {
+        if (!vm->mem_hit) { /* once: room to build the message and unwind */
+            vm->mem_hit = 1;
+            vm->mem_cap += HEAP_RESERVE;
+        }
         return NULL;
+    }
     void *p = realloc(ptr, nsize);
     if (p)
         vm->mem_used = vm->mem_used - osize + nsize;
@@ -101,20 +209,16 @@ static void *l_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 static void hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
-    lsn_vm *vm = V(L);
-    if (++vm->hook_ticks > vm->hook_limit) {
-        vm->hook_ticks = 0;
-        luaL_where(L, 0); /* the running Lua function: where the loop is */
-        lua_pushstring(L, "the lesson ran too long without waiting (an endless loop?)");
-        lua_concat(L, 2);
-        lua_error(L);
-    }
+    spend(V(L), L, HOOK_EVERY);
 }
 
-/* Message handler of every protected call: the error with a traceback. */
+/* Message handler of every protected call: the error (or the limit that
+ * tripped) with a traceback. */
 static int msgh(lua_State *L)
 {
-    const char *m = lua_tostring(L, 1);
+    lsn_vm *vm = V(L);
+    trip_memory(vm, L);
+    const char *m = vm->trip ? vm->trip_msg : lua_tostring(L, 1);
     if (!m) {
         if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
             m = lua_tostring(L, -1);
@@ -123,6 +227,332 @@ static int msgh(lua_State *L)
     }
     luaL_traceback(L, L, m, 1);
     return 1;
+}
+
+/* Nothing calls Lua unprotected, so a panic means a bug here; even then
+ * the program must not abort with the terminal in raw mode: jump back to
+ * the entry, which gives the lesson up. */
+static int at_panic(lua_State *L)
+{
+    lsn_vm *vm = V(L);
+    const char *m = lua_tostring(L, -1);
+    snprintf(vm->trip_msg, sizeof vm->trip_msg, "the lesson's Lua state failed: %s", m ? m : "?");
+    vm->dead = 1;
+    if (vm->jmp_armed)
+        longjmp(vm->jmp, 1);
+    return 0;
+}
+
+/* ---- what the sandbox puts in front of the standard library ---------------- */
+
+/* pcall and xpcall as Lua's own (lbaselib.c), but a tripped limit is raised
+ * again instead of handed back as a result. */
+static int finish_pcall(lua_State *L, int status, lua_KContext extra)
+{
+    reraise(V(L), L);
+    if (status != LUA_OK && status != LUA_YIELD) {
+        lua_pushboolean(L, 0);
+        lua_pushvalue(L, -2);
+        return 2;
+    }
+    return lua_gettop(L) - (int)extra;
+}
+
+static int l_pcall(lua_State *L)
+{
+    luaL_checkany(L, 1);
+    lua_pushboolean(L, 1);
+    lua_insert(L, 1);
+    int status = lua_pcallk(L, lua_gettop(L) - 2, LUA_MULTRET, 0, 0, finish_pcall);
+    return finish_pcall(L, status, 0);
+}
+
+/* xpcall's message handler, in front of the lesson's. An error raised by
+ * the hook (a tripped limit) calls the handler from inside the hook, where
+ * hooks are off: the lesson's handler must not run then, or an endless
+ * loop in it could never be stopped. */
+static int xpcall_handler(lua_State *L)
+{
+    lsn_vm *vm = V(L);
+    if (vm->trip || vm->mem_hit)
+        return 1; /* the error as it is; finish_pcall raises the limit */
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
+static int l_xpcall(lua_State *L)
+{
+    int n = lua_gettop(L);
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_pushvalue(L, 2);
+    lua_pushcclosure(L, xpcall_handler, 1);
+    lua_replace(L, 2);
+    lua_pushboolean(L, 1);
+    lua_pushvalue(L, 1);
+    lua_rotate(L, 3, 2);
+    int status = lua_pcallk(L, n - 2, LUA_MULTRET, 2, 2, finish_pcall);
+    return finish_pcall(L, status, 2);
+}
+
+/* coroutine.resume / coroutine.close: the library's, charged and re-raising. */
+static int l_co_call(lua_State *L)
+{
+    lsn_vm *vm = V(L);
+    spend(vm, L, HOOK_EVERY); /* a resumed thread may run less than a hook period: count one */
+    int n = lua_gettop(L);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, n, LUA_MULTRET);
+    reraise(vm, L);
+    return lua_gettop(L);
+}
+
+/* coroutine.wrap, on the wrapped resume above (the library's own wrap
+ * resumes without passing through it). */
+static int l_wrap_call(lua_State *L)
+{
+    lsn_vm *vm = V(L);
+    int n = lua_gettop(L);
+    lua_pushvalue(L, lua_upvalueindex(1)); /* resume */
+    lua_pushvalue(L, lua_upvalueindex(2)); /* the thread */
+    lua_rotate(L, 1, 2);
+    lua_call(L, n + 1, LUA_MULTRET);
+    reraise(vm, L);
+    if (!lua_toboolean(L, 1)) { /* the coroutine failed: its error goes on, as wrap's does */
+        lua_settop(L, 2);
+        return lua_error(L);
+    }
+    return lua_gettop(L) - 1;
+}
+
+static int l_co_wrap(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    lua_getglobal(L, "coroutine");
+    lua_getfield(L, -1, "create");
+    lua_pushvalue(L, 1);
+    lua_call(L, 1, 1);
+    lua_getfield(L, -2, "resume"); /* the wrapped resume */
+    lua_insert(L, -2);
+    lua_pushcclosure(L, l_wrap_call, 2);
+    return 1;
+}
+
+/* setmetatable, refusing finalizers: a __gc runs inside the collector,
+ * where no hook counts or stops it (at lesson switch and quit too). */
+static int l_setmetatable(lua_State *L)
+{
+    if (lua_istable(L, 2)) {
+        lua_pushliteral(L, "__gc");
+        if (lua_rawget(L, 2) != LUA_TNIL)
+            return luaL_error(L, "setmetatable: lessons cannot use __gc finalizers (they run where no limit "
+                                 "can stop them)");
+        lua_pop(L, 1);
+    }
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
+/* An upper bound on the steps Lua's matcher (lstrlib.c) takes for pattern p
+ * on a subject of n bytes: each repeated item (*, +, -) may retry the rest
+ * of the pattern once per position, an optional one (?) twice, a balance
+ * (%b) or back-reference (%1) scans the subject; the whole is tried from
+ * every start unless anchored. Plain text is a naive search. */
+static double pattern_bound(const char *p, size_t plen, size_t n, int plain)
+{
+    double dn = (double)n + 1;
+    if (plain || !strpbrk(p, "^$*+?.([%-") || strlen(p) != plen)
+        return dn * ((double)plen + 1);
+    int anchored = p[0] == '^';
+    size_t i = anchored;
+    double items[512];
+    int kinds[512], k = 0;
+    while (i < plen && k < 512) {
+        size_t start = i;
+        int kind = 0; /* 0 single, 1 repeat, 2 optional, 3 scan */
+        if (p[i] == '(' || p[i] == ')') {
+            i++;
+        } else if (p[i] == '$' && i + 1 == plen) {
+            i++;
+        } else if (p[i] == '%' && i + 1 < plen) {
+            if (p[i + 1] == 'b') {
+                i += 4;
+                kind = 3;
+            } else if (p[i + 1] == 'f') {
+                i += 2;
+                if (i < plen && p[i] == '[')
+                    goto set;
+            } else {
+                kind = p[i + 1] >= '0' && p[i + 1] <= '9' ? 3 : 0;
+                i += 2;
+            }
+        } else if (p[i] == '[') {
+        set:
+            i++;
+            if (i < plen && p[i] == '^')
+                i++;
+            do { /* the first ']' is a member */
+                if (i < plen && p[i] == '%')
+                    i++;
+                i++;
+            } while (i < plen && p[i] != ']');
+            i++;
+        } else {
+            i++;
+        }
+        if (kind == 0 && i < plen && (p[i] == '*' || p[i] == '+' || p[i] == '-')) {
+            kind = 1;
+            i++;
+        } else if (kind == 0 && i < plen && p[i] == '?') {
+            kind = 2;
+            i++;
+        }
+        items[k] = (double)(i - start);
+        kinds[k++] = kind;
+    }
+    if (k == 512)
+        return INFINITY;
+    double rest = 1;
+    for (int j = k - 1; j >= 0; j--) {
+        double unit = items[j];
+        switch (kinds[j]) {
+        case 1: rest = dn * (unit + rest); break;
+        case 2: rest = 2 * (unit + rest); break;
+        case 3: rest = dn + rest; break;
+        default: rest = unit + rest; break;
+        }
+    }
+    return (anchored ? 1 : dn) * rest;
+}
+
+enum { CHARGE_FIND, CHARGE_MATCH, CHARGE_GMATCH, CHARGE_GSUB, CHARGE_LEN1, CHARGE_REP, CHARGE_SORT,
+       CHARGE_RANGE23, CHARGE_RANGE34, CHARGE_TLEN };
+
+static double arg_len(lua_State *L, int i)
+{
+    size_t n = 0;
+    if (lua_type(L, i) == LUA_TSTRING)
+        lua_tolstring(L, i, &n);
+    return (double)n;
+}
+
+/* n from #t of a table argument, without metamethods. */
+static double arg_rawlen(lua_State *L, int i)
+{
+    return lua_istable(L, i) ? (double)lua_rawlen(L, i) : 0;
+}
+
+/* The size of a range [i, j] given at arguments a and b (defaults 1 and
+ * #t of argument 1). */
+static double arg_range(lua_State *L, int a, int b)
+{
+    double lo = lua_isnumber(L, a) ? lua_tonumber(L, a) : 1;
+    double hi = lua_isnumber(L, b) ? lua_tonumber(L, b) : arg_rawlen(L, 1);
+    return hi >= lo ? hi - lo + 1 : 0;
+}
+
+/* A library function with its work charged first (upvalue 1: the function,
+ * 2: its kind, 3: its name). */
+static int l_charged(lua_State *L)
+{
+    lsn_vm *vm = V(L);
+    int kind = (int)lua_tointeger(L, lua_upvalueindex(2));
+    double work = 1;
+    if (kind <= CHARGE_GSUB) {
+        size_t n = 0, plen = 0;
+        const char *s = lua_type(L, 1) == LUA_TSTRING ? lua_tolstring(L, 1, &n) : NULL;
+        const char *p = lua_type(L, 2) == LUA_TSTRING ? lua_tolstring(L, 2, &plen) : NULL;
+        (void)s;
+        if (p) {
+            int plain = kind == CHARGE_FIND && lua_toboolean(L, 4);
+            double steps = pattern_bound(p, plen, n, plain);
+            if (!vm->trip && (steps > vm->pattern_limit - vm->pattern_work || !isfinite(steps)))
+                trip(vm, L, TRIP_PATTERN, "%s: this pattern could take up to %.3g matching steps on %zu bytes, "
+                     "more than a lesson may use between waits (%.3g): simplify it or match less text",
+                     lua_tostring(L, lua_upvalueindex(3)), steps, n, vm->pattern_limit);
+            vm->pattern_work += steps;
+            work = steps / 16;
+        }
+    } else if (kind == CHARGE_LEN1) {
+        work = arg_len(L, 1) / 8;
+    } else if (kind == CHARGE_REP) {
+        double reps = lua_isnumber(L, 2) ? lua_tonumber(L, 2) : 0;
+        work = reps > 0 ? reps * (arg_len(L, 1) + arg_len(L, 3)) / 8 + reps / 8 : 0;
+    } else if (kind == CHARGE_SORT) {
+        double n = arg_rawlen(L, 1);
+        work = 4 * n * log2(n + 2);
+    } else if (kind == CHARGE_RANGE23) {
+        work = arg_range(L, 2, 3);
+    } else if (kind == CHARGE_RANGE34) {
+        work = arg_range(L, 3, 4);
+    } else if (kind == CHARGE_TLEN) {
+        work = arg_rawlen(L, 1);
+    }
+    spend(vm, L, work);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
+/* Replace lib[name] (the table on top) with its charged version. */
+static void charge(lua_State *L, const char *lib, const char *name, int kind)
+{
+    lua_getfield(L, -1, name);
+    lua_pushinteger(L, kind);
+    lua_pushfstring(L, "%s.%s", lib, name);
+    lua_pushcclosure(L, l_charged, 3);
+    lua_setfield(L, -2, name);
+}
+
+static void guard_library(lua_State *L)
+{
+    lua_pushcfunction(L, l_pcall);
+    lua_setglobal(L, "pcall");
+    lua_pushcfunction(L, l_xpcall);
+    lua_setglobal(L, "xpcall");
+    lua_getglobal(L, "setmetatable");
+    lua_pushcclosure(L, l_setmetatable, 1);
+    lua_setglobal(L, "setmetatable");
+    /* the collector's work is the lesson's own: no manual collections */
+    lua_pushnil(L);
+    lua_setglobal(L, "collectgarbage");
+    lua_getglobal(L, "coroutine");
+    static const char *const co_calls[] = {"resume", "close"};
+    for (size_t i = 0; i < sizeof co_calls / sizeof co_calls[0]; i++) {
+        lua_getfield(L, -1, co_calls[i]);
+        lua_pushcclosure(L, l_co_call, 1);
+        lua_setfield(L, -2, co_calls[i]);
+    }
+    lua_pushcfunction(L, l_co_wrap);
+    lua_setfield(L, -2, "wrap");
+    lua_pop(L, 1);
+    lua_getglobal(L, "string");
+    charge(L, "string", "find", CHARGE_FIND);
+    charge(L, "string", "match", CHARGE_MATCH);
+    charge(L, "string", "gmatch", CHARGE_GMATCH);
+    charge(L, "string", "gsub", CHARGE_GSUB);
+    charge(L, "string", "rep", CHARGE_REP);
+    static const char *const by_len[] = {"upper", "lower", "reverse", "byte"};
+    for (size_t i = 0; i < sizeof by_len / sizeof by_len[0]; i++)
+        charge(L, "string", by_len[i], CHARGE_LEN1);
+    lua_pop(L, 1);
+    lua_getglobal(L, "table");
+    charge(L, "table", "sort", CHARGE_SORT);
+    charge(L, "table", "concat", CHARGE_RANGE34);
+    charge(L, "table", "unpack", CHARGE_RANGE23);
+    charge(L, "table", "move", CHARGE_RANGE23);
+    charge(L, "table", "insert", CHARGE_TLEN);
+    charge(L, "table", "remove", CHARGE_TLEN);
+    lua_pop(L, 1);
+    lua_getglobal(L, "utf8");
+    charge(L, "utf8", "len", CHARGE_LEN1);
+    charge(L, "utf8", "codepoint", CHARGE_LEN1);
+    lua_pop(L, 1);
 }
 
 /* One entry from C into Lua: fn runs inside lua_pcall on the main thread
@@ -159,17 +589,42 @@ static int protect(lsn_vm *vm, entry *e)
         set_errf(vm, "%s: the lesson ran out of Lua stack", vm->env.shown_path);
         return -1;
     }
+    e->vm = vm;
+    if (vm->dead || vm->trip) { /* a lesson that hit a limit stays stopped */
+        set_errf(vm, "%s", vm->trip_msg);
+        return -1;
+    }
     int base = lua_gettop(L);
+    if (vm->depth++ == 0) {
+        vm->work = vm->pattern_work = 0;
+        vm->deadline = now_s() + vm->seconds;
+    }
+    int outer = !vm->jmp_armed;
+    if (outer) {
+        vm->jmp_armed = 1;
+        if (setjmp(vm->jmp)) { /* at_panic: the state is gone */
+            vm->jmp_armed = 0;
+            vm->depth = 0;
+            set_errf(vm, "%s", vm->trip_msg);
+            return -1;
+        }
+    }
     lua_pushcfunction(L, msgh);
     lua_pushcfunction(L, trampoline);
     lua_pushlightuserdata(L, e);
-    vm->hook_ticks = 0;
-    e->vm = vm;
     int st = lua_pcall(L, 1, 0, base + 1);
+    if (outer)
+        vm->jmp_armed = 0;
+    vm->depth--;
     if (st != LUA_OK) {
         size_t n = 0;
         const char *m = lua_tolstring(L, -1, &n);
-        set_err_text(vm, m, n);
+        /* the handler's traceback starts with the limit's message; if even it
+         * failed (no memory), the message alone */
+        if (vm->trip && (!m || strncmp(m, vm->trip_msg, strlen(vm->trip_msg))))
+            set_errf(vm, "%s", vm->trip_msg);
+        else
+            set_err_text(vm, m, n);
     }
     lua_settop(L, base);
     return st == LUA_OK && e->result >= 0 ? 0 : -1;
@@ -316,6 +771,7 @@ static int open_sandbox(lua_State *L, entry *e)
     lua_setglobal(L, "require");
     lua_pushcfunction(L, l_print);
     lua_setglobal(L, "print");
+    guard_library(L);
     if (luaL_loadbufferx(L, prelude, sizeof prelude - 1, "=prelude", "t") != LUA_OK)
         return lua_error(L);
     lua_call(L, 0, 0);
@@ -330,9 +786,10 @@ lsn_vm *lsn_vm_new(const lsn_lab_env *env, char *err, size_t errlen)
         return NULL;
     }
     vm->env = *env;
-    vm->mem_cap = env->limits.heap_bytes ? env->limits.heap_bytes : DEFAULT_HEAP;
-    long instr = env->limits.instructions > 0 ? env->limits.instructions : DEFAULT_INSTRUCTIONS;
-    vm->hook_limit = instr / HOOK_EVERY > 0 ? instr / HOOK_EVERY : 1;
+    vm->mem_limit = vm->mem_cap = env->limits.heap_bytes ? env->limits.heap_bytes : DEFAULT_HEAP;
+    vm->work_limit = env->limits.instructions > 0 ? (double)env->limits.instructions : (double)DEFAULT_INSTRUCTIONS;
+    vm->seconds = env->limits.seconds > 0 ? env->limits.seconds : DEFAULT_SECONDS;
+    vm->pattern_limit = env->limits.pattern_work > 0 ? env->limits.pattern_work : DEFAULT_PATTERN;
     for (int i = 0; i < LSN_FN_COUNT; i++)
         vm->fn_ref[i] = LUA_NOREF;
     vm->co_ref = vm->lab_ref = LUA_NOREF;
@@ -343,6 +800,7 @@ lsn_vm *lsn_vm_new(const lsn_lab_env *env, char *err, size_t errlen)
         return NULL;
     }
     *(lsn_vm **)lua_getextraspace(vm->L) = vm;
+    lua_atpanic(vm->L, at_panic);
     entry e = {.fn = open_sandbox};
     if (protect(vm, &e) < 0) {
         snprintf(err, errlen, "could not set up the Lua sandbox: %s", lsn_vm_error(vm));
@@ -357,7 +815,9 @@ void lsn_vm_free(lsn_vm *vm)
 {
     if (!vm)
         return;
-    if (vm->L)
+    /* no finalizers can run here (setmetatable refuses __gc); a state that
+     * panicked is left as it is, leaked rather than touched */
+    if (vm->L && !vm->dead)
         lua_close(vm->L);
     lsn_sb_free(&vm->error);
     free(vm);
@@ -481,7 +941,8 @@ static int do_resume(lua_State *L, entry *e)
         lua_pop(co, nres);
         e->wait = W_DONE;
     } else {
-        const char *m = lua_tostring(co, -1);
+        trip_memory(vm, co);
+        const char *m = vm->trip ? vm->trip_msg : lua_tostring(co, -1);
         luaL_traceback(L, co, m ? m : "(error object is not a string)", 0);
         size_t n = 0;
         const char *t = lua_tolstring(L, -1, &n);
@@ -528,7 +989,7 @@ static void keep_fn(lua_State *L, lsn_vm *vm, lsn_fn which, int idx)
 
 void lsn_vm_drop(lsn_vm *vm, lsn_fn which)
 {
-    if (vm && vm->L)
+    if (vm && vm->L && !vm->dead)
         drop_ref(vm->L, vm, which); /* luaL_unref frees a slot: no allocation */
 }
 
@@ -1179,6 +1640,7 @@ static int f_step_time(lua_State *L)
     };
     kv_step_work w = {0};
     lua_Integer n = luaL_len(L, 1);
+    spend(V(L), L, 10.0 * (double)n);
     for (lua_Integer i = 1; i <= n; i++) {
         lua_rawgeti(L, 1, i);
         if (!lua_istable(L, -1))
@@ -1367,9 +1829,11 @@ static int f_requests(lua_State *L)
     kv_engine_get_info(e, &info);
     int k = 0;
     int64_t from = info.num_submitted > 20000 ? info.num_submitted - 20000 : 0;
+    spend(V(L), L, 20.0 * (double)(info.num_submitted - from));
     for (int64_t id = from; id < info.num_submitted; id++)
         if (push_request(L, e, id))
             lua_rawseti(L, -2, ++k);
+    spend(V(L), L, 200.0 * k);
     return 1;
 }
 
@@ -1424,6 +1888,7 @@ static int f_events(lua_State *L)
         return 1;
     static kv_event ev[4096];
     int32_t n = kv_engine_events_since(e, since, ev, 4096);
+    spend(V(L), L, 100.0 * n);
     for (int32_t i = 0; i < n; i++) {
         lua_createtable(L, 0, 7);
         setint(L, "seq", (int64_t)ev[i].seq);
@@ -1454,6 +1919,7 @@ static int f_timeline(lua_State *L)
     if (!tl)
         return luaL_error(L, "out of memory");
     int32_t n = kv_engine_timeline(e, tl, (int32_t)want);
+    spend(V(L), L, 100.0 * n);
     /* the newest `want` samples, oldest first */
     for (int32_t i = 0; i < n; i++) {
         const kv_timeline_sample *t = &tl[i];
@@ -1542,6 +2008,13 @@ static int64_t submit_table(lsn_vm *vm, lua_State *L, int idx, kv_engine *e, cha
 {
     if (!e) {
         snprintf(err, errlen, "no server is running (lab.start first)");
+        return -1;
+    }
+    kv_engine_info info;
+    kv_engine_get_info(e, &info);
+    if ((int64_t)info.num_running + info.num_waiting >= LSN_MAX_LIVE_REQUESTS) {
+        snprintf(err, errlen, "%d requests are waiting or running already: let some finish first",
+                 LSN_MAX_LIVE_REQUESTS);
         return -1;
     }
     kv_request_spec spec = {0};
@@ -1662,6 +2135,8 @@ static int f_step(lua_State *L)
     lua_Integer n = luaL_optinteger(L, 1, 1);
     if (n < 1)
         return 0;
+    if (n > LSN_MAX_WAIT_STEPS)
+        return luaL_error(L, "lab.step: at most %d engine steps at a time", LSN_MAX_WAIT_STEPS);
     vm->req.steps = n;
     vm->req.wait = W_STEPS;
     return lua_yield(L, 0);
@@ -1673,8 +2148,8 @@ static int wait_cond(lua_State *L, lsn_wait kind, const char *what)
     need_coroutine(L, vm, what);
     luaL_checktype(L, 1, LUA_TFUNCTION);
     lua_Integer max = luaL_optinteger(L, 2, 10000);
-    if (max < 1)
-        return luaL_error(L, "%s: max_steps must be >= 1", what);
+    if (max < 1 || max > LSN_MAX_WAIT_STEPS)
+        return luaL_error(L, "%s: max_steps must be from 1 to %d", what, LSN_MAX_WAIT_STEPS);
     keep_fn(L, vm, LSN_FN_COND, 1);
     vm->req.max_steps = max;
     vm->req.wait = kind;
@@ -1714,7 +2189,12 @@ static int f_random(lua_State *L)
     }
     if (hi < lo)
         return luaL_error(L, "lab.random: interval is empty");
-    lua_pushinteger(L, lo + (lua_Integer)(u * (double)(hi - lo + 1)));
+    /* hi - lo in unsigned arithmetic: the whole integer range has no overflow */
+    lua_Unsigned span = (lua_Unsigned)hi - (lua_Unsigned)lo;
+    lua_Unsigned off = (lua_Unsigned)(u * ((double)span + 1.0));
+    if (off > span)
+        off = span;
+    lua_pushinteger(L, (lua_Integer)((lua_Unsigned)lo + off));
     return 1;
 }
 
@@ -2068,6 +2548,8 @@ static int f_goal(lua_State *L)
     lua_getfield(L, 1, "steps");
     g->steps = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;
     lua_pop(L, 1);
+    if (g->steps < 0 || g->steps > LSN_MAX_WAIT_STEPS)
+        return luaL_error(L, "lab.goal: steps must be from 0 to %d", LSN_MAX_WAIT_STEPS);
     g->active = 1;
     vm->req.wait = W_GOAL;
     *vm->env.changes |= LSN_CH_GOAL | LSN_CH_STATE;
@@ -2106,9 +2588,40 @@ static const luaL_Reg lab_funcs[] = {
     {"on_flag", f_on_flag},   {"on_step", f_on_step},   {NULL, NULL},
 };
 
+/* What a lab call costs in instruction-equivalents, charged before it runs
+ * (the default is LAB_COST): starting a server creates an engine, a plan
+ * computes one, the catalogue lists folders. Calls whose work grows with
+ * the engine's state charge the rest themselves. */
+#define LAB_COST 100
+static const struct { const char *name; double cost; } lab_costs[] = {
+    {"start", 1e6},   {"restart", 1e6}, {"what_if", 2e5}, {"plan", 5e3},  {"model", 2e4},
+    {"config", 5e4},  {"catalog", 1e5}, {"figure", 3e4},  {"traffic", 2e4}, {"log", 2e3},
+    {"submit", 500},
+};
+
+/* Every lab function runs through here: charged, and stopped once a limit
+ * tripped. (Upvalue 1: the function, 2: its cost.) The function runs in
+ * this same call, not a nested one, so its errors still name the lesson's
+ * line and its yields are the lesson's. */
+static int lab_entry(lua_State *L)
+{
+    spend(V(L), L, lua_tonumber(L, lua_upvalueindex(2)));
+    return lua_tocfunction(L, lua_upvalueindex(1))(L);
+}
+
 static void lab_push(lua_State *L, lsn_vm *vm)
 {
-    luaL_newlib(L, lab_funcs);
+    lua_createtable(L, 0, (int)(sizeof lab_funcs / sizeof lab_funcs[0]) + 2);
+    for (const luaL_Reg *f = lab_funcs; f->name; f++) {
+        double cost = LAB_COST;
+        for (size_t i = 0; i < sizeof lab_costs / sizeof lab_costs[0]; i++)
+            if (!strcmp(lab_costs[i].name, f->name))
+                cost = lab_costs[i].cost;
+        lua_pushcfunction(L, f->func);
+        lua_pushnumber(L, cost);
+        lua_pushcclosure(L, lab_entry, 2);
+        lua_setfield(L, -2, f->name);
+    }
     lua_pushboolean(L, vm->env.headless);
     lua_setfield(L, -2, "headless");
     lua_createtable(L, 0, 3);

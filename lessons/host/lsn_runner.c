@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "kv_args.h"
 #include "lsn_runner_int.h"
@@ -174,6 +175,8 @@ lsn_runner *lsn_new(const lsn_config *cfg, char *err, size_t errlen)
     r->verbose = cfg->verbose;
     r->device = cfg->device;
     r->limits = cfg->limits;
+    r->chk.max_waits = cfg->limits.check_waits > 0 ? cfg->limits.check_waits : 100000;
+    r->chk.max_engine_steps = cfg->limits.check_engine_steps > 0 ? cfg->limits.check_engine_steps : 10000000;
     r->interrupt = cfg->interrupt;
     r->pace.speed = DEFAULT_SPEED;
     r->pace.speed_factor = 1;
@@ -376,6 +379,11 @@ int lsn_run_engine_step(lsn_runner *r)
     kv_engine_info info;
     kv_engine_get_info(e, &info);
     lsn_traffic *t = &r->traffic;
+    if (r->chk.on && ++r->chk.engine_steps > r->chk.max_engine_steps) {
+        lsn_run_error(r, "%s: kvlab check: the lesson ran more than %ld engine steps (an endless run?)",
+                      r->les.shown_path, r->chk.max_engine_steps);
+        return -1;
+    }
     if (t->active && t->fn) {
         if (lsn_vm_traffic(r->vm, e, info.step, info.clock_s) < 0) {
             vm_error(r);
@@ -412,9 +420,36 @@ int lsn_run_engine_step(lsn_runner *r)
 }
 
 /* Finish a step wait at once (headless, replay, or "next" while animating). */
+/* Wall-clock seconds, monotonic. */
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Has more than budget_s passed since t0 (checked every 16 calls)? 0 = no budget. */
+static int over_time(double t0, double budget_s, long i)
+{
+    return budget_s > 0 && (i & 15) == 15 && mono_s() - t0 > budget_s;
+}
+
+/* In the app, "next" finishes an animation at once, but never takes longer
+ * than this: what is left goes on animating (lsn_tick), keys stay live. */
+#define FINISH_BUDGET_S 0.25
+#define TICK_BUDGET_S 0.05
+
+static double finish_budget(const lsn_runner *r)
+{
+    return r->headless || r->pace.replaying || r->chk.on ? 0 : FINISH_BUDGET_S;
+}
+
 static void finish_steps(lsn_runner *r)
 {
-    while (r->pace.wait == W_STEPS && r->pace.steps_left > 0) {
+    double t0 = mono_s(), budget = finish_budget(r);
+    for (long i = 0; r->pace.wait == W_STEPS && r->pace.steps_left > 0; i++) {
+        if (over_time(t0, budget, i))
+            return;
         if (lsn_run_engine_step(r) < 0)
             return;
         r->pace.steps_left--;
@@ -441,7 +476,8 @@ static int run_until_step(lsn_runner *r)
 
 static void finish_run_until(lsn_runner *r)
 {
-    while (r->pace.wait == W_RUN_UNTIL && !run_until_step(r)) {
+    double t0 = mono_s(), budget = finish_budget(r);
+    for (long i = 0; r->pace.wait == W_RUN_UNTIL && !over_time(t0, budget, i) && !run_until_step(r); i++) {
     }
 }
 
@@ -534,6 +570,11 @@ void lsn_run_drive(lsn_runner *r, int target)
 {
     lsn_pace *p = &r->pace;
     for (long guard = 0; guard < 1000000; guard++) {
+        if (r->chk.on && p->wait != W_DONE && p->wait != W_ERROR && ++r->chk.waits > r->chk.max_waits) {
+            lsn_run_error(r, "%s: kvlab check: the lesson waited more than %ld times (an endless loop of waits?)",
+                          r->les.shown_path, r->chk.max_waits);
+            return;
+        }
         if (p->replaying && p->stop_early && p->step >= target &&
             (p->wait == W_STEPS || p->wait == W_RUN_UNTIL || p->wait == W_COND))
             return; /* lsn_replay: the follower runs the engine from here */
@@ -776,7 +817,8 @@ unsigned lsn_tick(lsn_runner *r, double dt)
         p->accum -= (double)k;
         if (k > MAX_STEPS_PER_TICK)
             k = MAX_STEPS_PER_TICK;
-        for (long i = 0; i < k && p->wait != W_ERROR; i++)
+        double t0 = mono_s();
+        for (long i = 0; i < k && p->wait != W_ERROR && !over_time(t0, TICK_BUDGET_S, i); i++)
             if (step_wait(r) != 1)
                 break;
     }

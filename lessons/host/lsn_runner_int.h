@@ -73,6 +73,8 @@ typedef struct lsn_checking {
     FILE *log;
     int failed;
     int n_questions, n_goals;
+    long waits, max_waits;   /* waits passed, and the cap (a lesson that pauses forever) */
+    long engine_steps, max_engine_steps;
 } lsn_checking;
 
 struct lsn_runner {

@@ -19,7 +19,7 @@
 
 #define LSN_TRAFFIC_MAX_RATE 1e6          /* requests per virtual second */
 #define LSN_TRAFFIC_MAX_PER_STEP 4096     /* requests added before one engine step */
-#define LSN_MAX_LIVE_REQUESTS 100000      /* waiting + running, for lab.submit too */
+#define LSN_MAX_LIVE_REQUESTS 10000       /* waiting + running, for lab.submit too */
 #define LSN_TRAFFIC_CHUNK 1024            /* requests generated at a time */
 
 /* A length as lab.traffic takes it: a number, {min=, max=} or {mean=, p99=}. */

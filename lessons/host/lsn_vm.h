@@ -24,6 +24,8 @@
 #include "lsn_stage.h"
 #include "lsn_traffic.h"
 
+#define LSN_MAX_WAIT_STEPS 1000000   /* engine steps one wait may ask for (lab.step, run_until, goal steps) */
+
 /* What the lesson's coroutine waits for (the runner's state machine). */
 typedef enum lsn_wait {
     W_NONE = 0,    /* running Lua, or nothing loaded */

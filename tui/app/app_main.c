@@ -489,6 +489,7 @@ int app_main(int argc, char **argv)
      * pools); without one this says so once and the host backend runs. */
     kv_device *dev = kvlab_backend_open_app(8);
     cfg.device = dev;
+    cfg.interrupt = &g_quit_signal; /* a signal also stops lesson code that is running */
     cfg.lessons_dir = kvlab_lessons_dir_for(g_lessons_dir);
     cfg.assets_dir = kvlab_assets_dir();
     if (g_room_mode == APP_ROOM_FOLLOW)

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Hostile lessons in the app (tests/lessons/hostile): a heap bomb and an
+# endless loop inside pcall end with a message naming the limit within 2 s
+# (waits scale with TUI_TIMEOUT_SCALE), the app stays responsive, and it
+# still quits on q with the terminal restored; a lesson that tried a __gc
+# finalizer can be left (switching lessons, resetting, quitting) without a
+# hang; SIGTERM during a running loop ends the app at once, terminal restored.
+. "$(dirname "$0")/tui_lib.sh"
+H="$KVLAB_SOURCE_DIR/tests/lessons/hostile"
+
+tui_start 80 24 -- --lessons "$H" --lesson 1
+tui_wait "256 MiB of Lua" 2 || fail "heap bomb: no message"
+tui_wait "r: start the lesson again" 2
+tui_quit_clean || fail "heap bomb: q did not quit cleanly"
+tui_stop
+
+tui_start 80 24 -- --lessons "$H" --lesson 2
+tui_wait "ran too long without" 2 || fail "pcall'd loop: no message"
+tui_wait "02-pcall-loop.lua:3:" 2
+tui_keys '?'
+tui_wait "Block pool" 5 || fail "pcall'd loop: the app does not answer keys"
+tui_keys Escape
+tui_quit_clean || fail "pcall'd loop: q did not quit cleanly"
+tui_stop
+
+# __gc: refused, so switching away, resetting and quitting cannot hang.
+tui_start 80 24 -- --lessons "$H" --lesson 11
+tui_wait "setmetatable with __gc: false" 5 || fail "__gc: the refusal is not shown"
+tui_keys r
+tui_wait "y" 5
+tui_keys y
+tui_wait "setmetatable with __gc: false" 5 || fail "__gc: reset did not reload the lesson"
+tui_keys l
+tui_wait "Lesson" 5
+tui_keys 1 2 Enter
+tui_wait "12-xpcall-handler.lua:2:" 2 || fail "xpcall handler: no message after switching lessons"
+tui_quit_clean || fail "__gc/xpcall: q did not quit cleanly"
+tui_stop
+
+# SIGTERM while lesson code loops: the app ends promptly, terminal restored.
+tui_start 80 24 -- --lessons "$H" --lesson 2
+tui_wait "Lesson 2/" 10
+apppid=$(tui_app_pid) || fail "cannot find the kvlab process"
+kill -TERM "$apppid"
+tui_wait "STTY-DONE" 3 || fail "SIGTERM: the app did not end"
+s=$(tui_screen)
+echo "$s" | grep -q "EXIT:143" || fail "SIGTERM: expected exit 143"
+echo "$s" | grep -qE '(^| )icanon( |$)' || fail "SIGTERM: terminal left in raw mode"
+tui_stop
+echo "PASS"
