@@ -136,15 +136,15 @@ static void trip(lsn_vm *vm, lua_State *L, int kind, const char *fmt, ...)
 {
     if (vm->trip)
         return;
-    char where[600], msg[600];
+    char where[300], msg[400];
     lua_where(L, where, sizeof where);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    snprintf(vm->trip_msg, sizeof vm->trip_msg, "%s%s%s", where, where[0] ? " " : "", msg);
+    snprintf(vm->trip_msg, sizeof vm->trip_msg, "%.299s%s%.399s", where, where[0] ? " " : "", msg);
     vm->trip = kind;
-    /* make the hook come back soon, in every thread it runs in */
+    /* make the hook come back soon in this thread (other threads re-raise at their next hook) */
     lua_sethook(L, lua_gethook(L), LUA_MASKCOUNT, 100);
 }
 
