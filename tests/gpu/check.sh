@@ -37,6 +37,7 @@ done
 [ -z "$JSON" ] && JSON=${OUT:+$OUT/gpu-check.json}
 [ -z "$JSON" ] && JSON=./gpu-check.json
 LIMIT_S=480
+HARD_S=${KVLAB_CHECK_HARD_S:-570} # no run goes past this (a 600 s caller limit still gets the JSON)
 MODEL=${KVLAB_CHECK_MODEL:-meta-llama/Llama-3.1-8B-Instruct}
 MINROOF=${KVLAB_CHECK_MIN_ROOFLINE:-0.75}
 
@@ -92,7 +93,11 @@ ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null; }
 # run NAME SECONDS cmd...: runs cmd in the background so $RUN_PID is the
 # program itself (not a timeout wrapper), kills it after SECONDS; $RUN_RC.
 run_bg() {
-  local secs=$1; shift
+  local secs=$1 left; shift
+  # every run ends before the hard stop, so the figures are always written
+  left=$(awk -v a="$T0" -v b="$(date +%s.%N)" -v h="$HARD_S" 'BEGIN { printf "%d", h - (b - a) }')
+  [ "$left" -lt "$secs" ] && secs=$left
+  [ "$secs" -lt 1 ] && secs=1
   "$@" >"$tmp/$RUN_NAME.out" 2>"$tmp/$RUN_NAME.err" &
   RUN_PID=$!
   ( sleep "$secs"; kill -TERM "$RUN_PID" 2>/dev/null; sleep 5; kill -KILL "$RUN_PID" 2>/dev/null ) &
