@@ -13,6 +13,7 @@
 #include "kv_gpu.h"
 #include "kv_model.h"
 #include "kv_plan.h"
+#include "kv_release.h"
 #include "kv_util.h"
 #include "paths.h"
 
@@ -31,8 +32,20 @@ static void serve_usage(FILE *f)
             "                    peak, CUDA graphs and NCCL, and the KV pool with K/V written\n"
             "  --no-placeholders with --allocate: the KV pool only (a shared card)\n"
             "  --hold S          with --allocate: keep it S seconds (default: until Enter)\n"
+            "which rules:\n"
+            "  --vllm-version X.Y[.Z]  the vLLM release to follow, %s to %s (default %s): its\n"
+            "                    budget, defaults, activation peak and the wording of its log\n"
+            "  --accounting release|textbook  release (default): what that release subtracts;\n"
+            "                    textbook: the course's arithmetic (0.60 GiB graphs, 0.60 GiB\n"
+            "                    context, 1 GiB NCCL at tp > 1, all off the budget)\n"
+            "terms by release: V0 <= 0.6.4 and V1 0.8.0-0.9.0 take the peak torch memory plus\n"
+            "  all non-torch memory (CUDA context inside); V0 0.6.5-0.7 and V1 from 0.9.1\n"
+            "  measure from a snapshot taken after the context (outside); V1 adds a dummy\n"
+            "  sampler pass (max_num_seqs x vocab) to the activation peak; from 0.20 a CUDA\n"
+            "  graph estimate is taken before the pool and the default utilization is 0.92.\n"
+            "  README.md (Which vLLM release) has the table.\n"
             "flags (vLLM's names; 32k = 32000, 128K = 131072):\n",
-            DEFAULT_GPU);
+            DEFAULT_GPU, kv_release_at(0)->first, kv_release_newest()->first, kv_release_newest()->first);
     for (int i = 0; i < kv_args_flag_count(); i++) {
         const kv_args_flag *fl = kv_args_flag_at(i);
         if (fl->kind == KV_ARG_NOTE || fl->kind == KV_ARG_NOTE_BOOL)
