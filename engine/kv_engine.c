@@ -371,7 +371,8 @@ kv_engine *kv_engine_create(const kv_engine_config *cfg, char *err, size_t errle
     setup_ranks(e);
     int32_t planned_blocks = c->num_blocks;
     fit_to_device(e);
-    if (build_core(e, err, errlen) != 0 || open_device(e, err, errlen) != 0) {
+    /* the device first: a pool it cannot hold fails before the host allocates one */
+    if (open_device(e, err, errlen) != 0 || build_core(e, err, errlen) != 0) {
         kv_engine_destroy(e);
         return NULL;
     }

@@ -87,6 +87,20 @@ grep -q "requests finished     20 of 20" "$tmp/out" || fail "gemma-2 summary: $(
   --trace gen:requests=5 >/dev/null 2>"$tmp/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "num_blocks 3,000,000,000 is more than the engine holds" "$tmp/err" \
   || fail "3e9 blocks: exit $rc $(cat "$tmp/err")"
+# a pool the card cannot hold fails on the device before the host allocates
+# its ~6 GB of block records (under a 3 GB address-space limit that allocation
+# would fail first, with another message)
+( ulimit -v 3000000; timeout 20 "$K" simulate $M --gpu h100-80gb --max-model-len 8192 \
+    --num-gpu-blocks-override 100000000 --trace gen:requests=5 ) >/dev/null 2>"$tmp/err"; rc=$?
+if ! grep -q "AddressSanitizer" "$tmp/err"; then # ASan cannot start under an address-space limit
+  [ $rc -eq 1 ] && grep -q "CUDA out of memory (simulated)" "$tmp/err" || fail "1e8 blocks: exit $rc $(cat "$tmp/err")"
+fi
+# a pool whose host memory exceeds what the machine has: refused before allocating
+"$K" simulate $M --gpu h100-80gb --max-model-len 8192 --num-gpu-blocks-override 2000000000 \
+  --trace gen:requests=5 >/dev/null 2>"$tmp/err"; rc=$?
+if grep -q "host memory" "$tmp/err"; then
+  [ $rc -eq 2 ] && grep -q "more than the .* GiB available here" "$tmp/err" || fail "host memory refusal: exit $rc $(cat "$tmp/err")"
+fi
 # a trace that is not a regular file: refused at once, one line, exit 2
 timeout 10 "$K" simulate $M --trace /dev/zero >/dev/null 2>"$tmp/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "/dev/zero: is a device, not a regular file" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -eq 1 ] \
