@@ -81,12 +81,31 @@ static void logv(kv_engine *e, int level, const char *fmt, va_list ap)
     kv_events_log(e->ev, level, line, e->step, e->clock);
 }
 
-void kv_engine_log(kv_engine *e, int level, const char *fmt, ...)
+/* A line the engine logs itself (not an input: a replay logs it again). */
+static void engine_log(kv_engine *e, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void engine_log(kv_engine *e, int level, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     logv(e, level, fmt, ap);
     va_end(ap);
+}
+
+void kv_engine_set_journal(kv_engine *e, kv_engine_journal_fn fn, void *ctx)
+{
+    e->journal = fn;
+    e->journal_ctx = fn ? ctx : NULL;
+}
+
+void kv_engine_log(kv_engine *e, int level, const char *fmt, ...)
+{
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    kv_eng_journal(e, &(kv_engine_input){.type = KV_IN_LOG, .level = level, .text = line});
+    kv_events_log(e->ev, level, line, e->step, e->clock);
 }
 
 /* ---- creation ---------------------------------------------------------- */
@@ -377,14 +396,14 @@ kv_engine *kv_engine_create(const kv_engine_config *cfg, char *err, size_t errle
         return NULL;
     }
     int32_t usable = c->num_blocks - 1;
-    kv_engine_log(e, 0, "block pool: %d blocks of %d tokens (block 0 is the null block, %d usable), %s backend, tp=%d",
+    engine_log(e, 0, "block pool: %d blocks of %d tokens (block 0 is the null block, %d usable), %s backend, tp=%d",
                   (int)c->num_blocks, (int)c->block_size, (int)usable, e->dev->name, (int)c->tensor_parallel_size);
     if (c->enable_chunked_prefill)
-        kv_engine_log(e, 0, "Chunked prefill is enabled with max_num_batched_tokens=%d.", (int)c->max_num_batched_tokens);
+        engine_log(e, 0, "Chunked prefill is enabled with max_num_batched_tokens=%d.", (int)c->max_num_batched_tokens);
     if (e->dev_scale < 1.0)
-        kv_engine_log(e, 1, "the %s backend's cards hold %.1f%% of this plan (ranks that share a card split it): "
-                            "every term and the pool scaled to fit, %d blocks instead of %d",
-                      e->dev->name, 100.0 * e->dev_scale, (int)c->num_blocks, (int)planned_blocks);
+        engine_log(e, 1, "the %s backend's cards hold %.1f%% of this plan (ranks that share a card split it): "
+                         "every term and the pool scaled to fit, %d blocks instead of %d",
+                   e->dev->name, 100.0 * e->dev_scale, (int)c->num_blocks, (int)planned_blocks);
     return e;
 }
 
@@ -398,6 +417,7 @@ void kv_engine_destroy(kv_engine *e)
 {
     if (!e)
         return;
+    kv_eng_journal(e, &(kv_engine_input){.type = KV_IN_DESTROY});
     for (int64_t i = 0; i < e->num_ids; i++)
         if (e->by_id[i])
             free_req(e->by_id[i]);
@@ -495,6 +515,7 @@ static void prefix_hashes(kv_engine *e, kv_req *r)
 
 int64_t kv_engine_submit(kv_engine *e, const kv_request_spec *sp, char *err, size_t errlen)
 {
+    kv_eng_journal(e, &(kv_engine_input){.type = KV_IN_SUBMIT, .spec = sp});
     const kv_engine_config *c = &e->cfg;
     int32_t prefix = sp->prefix_id && sp->prefix_tokens > 0 ? sp->prefix_tokens : 0;
     int32_t body = sp->prompt_token_ids ? sp->num_prompt_token_ids : sp->prompt_tokens;
@@ -572,7 +593,8 @@ int64_t kv_engine_submit(kv_engine *e, const kv_request_spec *sp, char *err, siz
             ids = n;
             r->prompt_ids_cap = body;
         }
-        memcpy(ids, sp->prompt_token_ids, (size_t)body * sizeof *ids);
+        if (body > 0) /* a prompt that is all shared prefix has no ids of its own */
+            memcpy(ids, sp->prompt_token_ids, (size_t)body * sizeof *ids);
         r->prompt_ids = ids;
     } else {
         free(ids);
@@ -625,6 +647,7 @@ void kv_eng_retire(kv_engine *e, kv_req *r)
 
 int kv_engine_abort(kv_engine *e, int64_t id, char *err, size_t errlen)
 {
+    kv_eng_journal(e, &(kv_engine_input){.type = KV_IN_ABORT, .req_id = id});
     kv_req *r = kv_eng_live_req(e, id);
     if (!r || r->status == KV_REQ_FINISHED || r->status == KV_REQ_ABORTED)
         return kv_errf(err, errlen, KV_ENGINE_ENOTFOUND, "no live request %lld", (long long)id);
@@ -649,17 +672,19 @@ int kv_engine_abort_all(kv_engine *e)
 
 int kv_engine_reset_prefix_cache(kv_engine *e)
 {
+    kv_eng_journal(e, &(kv_engine_input){.type = KV_IN_RESET_PREFIX_CACHE});
     int32_t held = 0;
     if (!kv_pool_reset_prefix_cache(e->pool, &held)) {
-        kv_engine_log(e, 1, "Failed to reset prefix cache because some blocks (%d) are not freed yet", (int)held);
+        engine_log(e, 1, "Failed to reset prefix cache because some blocks (%d) are not freed yet", (int)held);
         return 0;
     }
-    kv_engine_log(e, 0, "Successfully reset prefix cache");
+    engine_log(e, 0, "Successfully reset prefix cache");
     return 1;
 }
 
 int kv_engine_set_mode(kv_engine *e, kv_engine_mode mode, char *err, size_t errlen)
 {
+    kv_eng_journal(e, &(kv_engine_input){.type = KV_IN_SET_MODE, .mode = mode});
     if (mode < KV_MODE_PAGED || mode > KV_MODE_NO_CACHE)
         return kv_errf(err, errlen, KV_ENGINE_EINVAL, "unknown mode %d", (int)mode);
     if (kv_sched_num_running(e->sched) || kv_sched_num_waiting(e->sched))
@@ -681,7 +706,7 @@ int kv_engine_set_mode(kv_engine *e, kv_engine_mode mode, char *err, size_t errl
     e->kvcm.preempted_queries = pq;
     e->kvcm.preempted_hits = ph;
     static const char *names[] = {"paged", "contiguous", "no-cache"};
-    kv_engine_log(e, 0, "mode: %s", names[mode]);
+    engine_log(e, 0, "mode: %s", names[mode]);
     return 0;
 }
 

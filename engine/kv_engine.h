@@ -310,6 +310,43 @@ int kv_engine_set_mode(kv_engine *e, kv_engine_mode mode, char *err, size_t errl
 /* Turn the per-step device read-back on (1) or off (0). */
 void kv_engine_set_verify(kv_engine *e, int on);
 
+/* ---- Journal: every input, for a history that replays them ----------- */
+
+/* The inputs that change an engine, as kv_engine_set_journal reports them. */
+typedef enum kv_input_type {
+    KV_IN_SUBMIT = 0,          /* kv_engine_submit: spec (also one the engine will refuse) */
+    KV_IN_STEP,                /* kv_engine_step with requests to run (an idle call is not reported) */
+    KV_IN_ABORT,               /* kv_engine_abort: req_id (kv_engine_abort_all reports each) */
+    KV_IN_RESET_PREFIX_CACHE,  /* kv_engine_reset_prefix_cache */
+    KV_IN_SET_MODE,            /* kv_engine_set_mode: mode */
+    KV_IN_ADVANCE_CLOCK,       /* kv_engine_advance_clock: t (only when t is later than the clock) */
+    KV_IN_LOG,                 /* kv_engine_log: level, text (the formatted line) */
+    KV_IN_DESTROY,             /* kv_engine_destroy: the engine is about to go */
+    KV_IN_COUNT
+} kv_input_type;
+
+typedef struct kv_engine_input {
+    kv_input_type type;
+    const kv_request_spec *spec; /* SUBMIT (valid during the call only) */
+    int64_t req_id;              /* ABORT */
+    kv_engine_mode mode;         /* SET_MODE */
+    double t;                    /* ADVANCE_CLOCK, seconds */
+    int level;                   /* LOG */
+    const char *text;            /* LOG (valid during the call only) */
+} kv_engine_input;
+
+typedef void (*kv_engine_journal_fn)(void *ctx, const kv_engine *e, const kv_engine_input *in);
+
+/* Call fn(ctx, e, input) once for every input above, before it acts, so
+ * the engine's state at the call is the state the input applies to; NULL
+ * turns it off. The engine is deterministic: an engine created with the same
+ * config and fed the same inputs in the same order reaches the same state
+ * (lines the engine logs itself, start-up, refusals, mode switches, are not
+ * inputs; kv_engine_set_verify is not one either: it changes no figure). fn
+ * must not call back into e except through const accessors. One journal per
+ * engine. This is how kv_history.h records a run. */
+void kv_engine_set_journal(kv_engine *e, kv_engine_journal_fn fn, void *ctx);
+
 /* ---- Reading state (for views and tests) ------------------------------ */
 
 typedef struct kv_engine_info {

@@ -1,7 +1,10 @@
 /* kv_engine_int.h: the engine's state, shared by its modules (not a public
  * header): kv_engine.c (configuration, creation, requests, modes),
  * kv_engine_step.c (the step loop), kv_engine_read.c (accessors, snapshots,
- * checks) and kv_engine_plan.c (memory plan -> engine config). */
+ * checks) and kv_engine_plan.c (memory plan -> engine config). kv_snapshot.c
+ * saves and restores it for the history (kv_history.h): a field added here is
+ * state a snapshot must carry (test_history compares every public figure
+ * after a round trip). */
 #ifndef KV_ENGINE_INT_H
 #define KV_ENGINE_INT_H
 
@@ -72,7 +75,17 @@ struct kv_engine {
     /* hashes of shared-prefix blocks, computed once per (prefix, salt) */
     struct kv_prefix_hashes *prefix_hashes;
     int32_t num_prefix_hashes;
+    /* inputs are reported here before they act (kv_engine_set_journal) */
+    kv_engine_journal_fn journal;
+    void *journal_ctx;
 };
+
+/* Report an input to the journal, if one is set. */
+static inline void kv_eng_journal(kv_engine *e, const kv_engine_input *in)
+{
+    if (e->journal)
+        e->journal(e->journal_ctx, e, in);
+}
 
 /* The block hashes of a shared prefix's full blocks: every request naming
  * the same prefix (and salt) starts with the same chain, so it is hashed

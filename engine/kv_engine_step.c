@@ -23,6 +23,7 @@ void kv_engine_advance_clock(kv_engine *e, double t)
 {
     if (t <= e->clock)
         return;
+    kv_eng_journal(e, &(kv_engine_input){.type = KV_IN_ADVANCE_CLOCK, .t = t});
     kv_eng_accumulate_time(e, t - e->clock, kv_pool_usage(e->pool));
     e->clock = t;
 }
@@ -155,6 +156,7 @@ int kv_engine_step(kv_engine *e, kv_step_result *out, char *err, size_t errlen)
         *out = res;
     if (kv_sched_num_running(e->sched) == 0 && kv_sched_num_waiting(e->sched) == 0)
         return 0;
+    kv_eng_journal(e, &(kv_engine_input){.type = KV_IN_STEP});
     kv_sched_output o;
     double start = e->clock;
     kv_sched_schedule(e->sched, &o);

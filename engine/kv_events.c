@@ -20,6 +20,7 @@ struct kv_events {
     uint32_t mask;
     uint64_t next_seq;       /* seq of the next event (first is 1) */
     char (*logs)[LOG_LEN];
+    uint64_t log_seq[LOG_LINES]; /* seq of each kept line's event */
     uint64_t next_log;
     int block_events;
 };
@@ -89,6 +90,7 @@ uint64_t kv_events_log(kv_events *ev, int level, const char *text, int64_t step,
     memcpy(ev->logs[li], text, n);
     ev->logs[li][n] = '\0';
     rec *r = slot(ev);
+    ev->log_seq[li] = r->seq;
     r->type = KV_EV_LOG;
     r->level = (uint8_t)level;
     r->block_id = -1;
@@ -114,6 +116,8 @@ int32_t kv_events_since(const kv_events *ev, uint64_t since, kv_event *out, int3
     uint64_t oldest_log_ok = ev->next_log > LOG_LINES ? ev->next_log - LOG_LINES : 0;
     for (uint64_t s = first; s <= last && n < max; s++) {
         const rec *r = &ev->ring[s & ev->mask];
+        if (r->seq != s)
+            continue; /* a slot a restore did not fill */
         kv_event *o = &out[n++];
         o->seq = r->seq;
         o->type = (kv_event_type)r->type;
@@ -130,4 +134,51 @@ int32_t kv_events_since(const kv_events *ev, uint64_t since, kv_event *out, int3
         }
     }
     return n;
+}
+
+uint64_t kv_events_num_logs(const kv_events *ev) { return ev->next_log; }
+
+void kv_events_clear(kv_events *ev, uint64_t next_seq, uint64_t next_log)
+{
+    memset(ev->ring, 0, ((size_t)ev->mask + 1) * sizeof *ev->ring);
+    memset(ev->log_seq, 0, sizeof ev->log_seq);
+    ev->next_seq = next_seq ? next_seq : 1;
+    ev->next_log = next_log;
+}
+
+void kv_events_put(kv_events *ev, const kv_event *e, uint64_t log_no)
+{
+    if (e->seq == 0 || e->seq >= ev->next_seq || ev->next_seq - e->seq > (uint64_t)ev->mask + 1)
+        return;
+    rec *r = &ev->ring[e->seq & ev->mask];
+    r->seq = e->seq;
+    r->type = (uint8_t)e->type;
+    r->level = (uint8_t)e->level;
+    r->block_id = e->block_id;
+    r->req_id = e->req_id;
+    r->value = e->value;
+    r->step = e->step;
+    r->clock_s = e->clock_s;
+    r->log_idx = 0;
+    if (e->type == KV_EV_LOG) {
+        uint32_t li = (uint32_t)(log_no % LOG_LINES);
+        const char *text = e->text ? e->text : "";
+        size_t n = strlen(text);
+        if (n > LOG_LEN - 1)
+            n = LOG_LEN - 1;
+        memcpy(ev->logs[li], text, n);
+        ev->logs[li][n] = '\0';
+        r->value = (int64_t)log_no;
+        r->log_idx = (uint16_t)li;
+        ev->log_seq[li] = e->seq;
+    }
+}
+
+uint64_t kv_events_log_seq(const kv_events *ev, uint64_t log_no)
+{
+    if (log_no >= ev->next_log || ev->next_log - log_no > LOG_LINES)
+        return 0;
+    uint64_t seq = ev->log_seq[log_no % LOG_LINES];
+    const rec *r = &ev->ring[seq & ev->mask];
+    return r->seq == seq && r->type == KV_EV_LOG && (uint64_t)r->value == log_no ? seq : 0;
 }

@@ -35,4 +35,24 @@ uint64_t kv_events_last(const kv_events *ev);
  * headless simulations. */
 void kv_events_set_block_events(kv_events *ev, int on);
 
+/* ---- Restoring a saved stream (engine snapshots, kv_snapshot.c) ----- */
+
+/* Log lines recorded so far (the next line's number); the newest 256
+ * keep their text. */
+uint64_t kv_events_num_logs(const kv_events *ev);
+
+/* Seq of the event of log line log_no while the ring still holds it and
+ * its text is kept (one of the newest 256 lines), else 0. */
+uint64_t kv_events_log_seq(const kv_events *ev, uint64_t log_no);
+
+/* Empty the ring: the next event gets seq next_seq, the next log line
+ * number next_log. Block-event recording is left as it was. */
+void kv_events_clear(kv_events *ev, uint64_t next_seq, uint64_t next_log);
+
+/* Put one saved event back in its ring slot (e->seq < the next seq, within
+ * the ring). A KV_EV_LOG event takes e->text as line number log_no (a line
+ * older than the newest 256 reads "(log line dropped)"). Slots nobody put
+ * back are skipped by kv_events_since, as if the ring had dropped them. */
+void kv_events_put(kv_events *ev, const kv_event *e, uint64_t log_no);
+
 #endif

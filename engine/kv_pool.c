@@ -436,6 +436,48 @@ int kv_pool_reset_prefix_cache(kv_pool *p, int32_t *held)
 
 void kv_pool_get_stats(const kv_pool *p, kv_pool_stats *out) { *out = p->stats; }
 
+kv_block *kv_pool_restore_begin(kv_pool *p)
+{
+    memset(p->map, 0xff, (size_t)(p->map_mask + 1) * sizeof(map_slot));
+    kv_pool_fq_init(&p->fq, p->blocks, p->num_blocks);
+    for (int32_t i = 0; i < p->num_blocks; i++) {
+        kv_block *b = &p->blocks[i];
+        b->prev_free = b->next_free = -1;
+        b->in_free = 0;
+    }
+    p->blocks[FQ_HEAD(&p->fq)].next_free = FQ_TAIL(&p->fq);
+    p->blocks[FQ_TAIL(&p->fq)].prev_free = FQ_HEAD(&p->fq);
+    p->fq.num_free = 0;
+    p->blocks[0].is_null = 1;
+    p->num_hashed = 0;
+    return p->blocks;
+}
+
+int kv_pool_restore_end(kv_pool *p, const int32_t *free_ids, int32_t nfree, const kv_pool_stats *stats, char *err,
+                        size_t errlen)
+{
+    for (int32_t k = 0; k < nfree; k++)
+        if (free_ids[k] <= 0 || kv_pool_fq_append(&p->fq, free_ids[k]) != 0)
+            return kv_errf(err, errlen, -1, "free queue entry %d: block %d cannot be linked", (int)k,
+                           (int)free_ids[k]);
+    p->stats = *stats;
+    for (int32_t i = 0; i < p->num_blocks; i++) {
+        kv_block *b = &p->blocks[i];
+        if (!b->has_hash)
+            continue;
+        p->num_hashed++;
+        if (!b->in_map)
+            continue;
+        uint64_t slot = map_find(p, b->hash);
+        if (p->map[slot].id >= 0)
+            return kv_errf(err, errlen, -1, "blocks %d and %d both head the map for one hash", (int)p->map[slot].id,
+                           (int)i);
+        p->map[slot].id = i;
+        p->map[slot].tag = tag_of(b->hash);
+    }
+    return 0;
+}
+
 int kv_pool_check(const kv_pool *p, char *err, size_t errlen)
 {
     const kv_pool_fq *q = &p->fq;

@@ -144,6 +144,20 @@ typedef struct kv_pool_stats {
 } kv_pool_stats;
 void kv_pool_get_stats(const kv_pool *p, kv_pool_stats *out);
 
+/* Restore a saved state (engine snapshots, kv_snapshot.c), in two calls:
+ * kv_pool_restore_begin empties the pool (every block unhashed, unlinked,
+ * ref_cnt 0, the map empty; block 0 stays the null block) and returns its
+ * block records [0, num_blocks) for the caller to fill ref_cnt, has_hash,
+ * hash, in_map and dup_next of; kv_pool_restore_end then links the free
+ * queue in the order free_ids[0..nfree) (head to tail), sets the counters
+ * to *stats, recounts the hashed blocks and rebuilds the map from the in_map
+ * blocks. 0, or -1 with the first problem in err (the pool is then
+ * inconsistent: restore again). It checks only what it links; the caller
+ * runs kv_pool_check (or kv_engine_check) on the result. */
+kv_block *kv_pool_restore_begin(kv_pool *p);
+int kv_pool_restore_end(kv_pool *p, const int32_t *free_ids, int32_t nfree, const kv_pool_stats *stats, char *err,
+                        size_t errlen);
+
 /* Check the structure: queue links and count, ref_cnt 0 <=> in the queue
  * (null excepted), each hashed block reachable from the map exactly once.
  * Returns 0 or -1 with the first problem in err. O(num_blocks). */

@@ -535,3 +535,26 @@ int32_t kv_sched_waiting(const kv_sched *s, kv_req **out, int32_t max)
     free(tmp);
     return q->n;
 }
+
+int kv_sched_restore(kv_sched *s, kv_req *const *running, int32_t nrun, kv_req *const *waiting, int32_t nwait,
+                     int64_t num_preemptions)
+{
+    s->num_running = 0;
+    s->num_scheduled = 0;
+    s->num_preempted_step = 0;
+    s->waiting.n = 0;
+    s->waiting.head = 0;
+    s->num_preemptions = num_preemptions;
+    if (nrun < 0 || nrun > s->cfg.max_num_seqs || nwait < 0)
+        return -1;
+    while (s->waiting.cap < nwait)
+        if (wq_grow(&s->waiting, &s->skipped) != 0)
+            return -1;
+    if (nrun)
+        memcpy(s->running, running, (size_t)nrun * sizeof *running);
+    s->num_running = nrun;
+    if (nwait)
+        memcpy(s->waiting.a, waiting, (size_t)nwait * sizeof *waiting);
+    s->waiting.n = nwait;
+    return 0;
+}

@@ -99,4 +99,13 @@ int32_t kv_sched_waiting(const kv_sched *s, kv_req **out, int32_t max);
 /* Total preemptions so far. */
 int64_t kv_sched_num_preemptions(const kv_sched *s);
 
+/* Restore a saved state between steps (engine snapshots, kv_snapshot.c):
+ * running[0..nrun) in scheduler order, waiting[0..nwait) in the storage
+ * order kv_sched_waiting_at gives (so a priority heap comes back as it was),
+ * and the preemption count. The requests' own fields are the caller's.
+ * -1 when nrun exceeds max_num_seqs or the waiting queue cannot grow
+ * (out of memory); the scheduler is then empty. */
+int kv_sched_restore(kv_sched *s, kv_req *const *running, int32_t nrun, kv_req *const *waiting, int32_t nwait,
+                     int64_t num_preemptions);
+
 #endif
