@@ -10,6 +10,7 @@
 
 #include "backend.h"
 #include "commands.h"
+#include "events_out.h"
 #include "kv_args.h"
 #include "kv_engine.h"
 #include "kv_gpu.h"
@@ -39,6 +40,8 @@ static void sim_usage(FILE *f)
             "  --steps-out FILE  write every step's decisions (JSONL: requests with their token ids, then per\n"
             "                    step the arrivals, scheduled tokens, admissions with prefix hits, preemptions,\n"
             "                    finishes and counters), for tests/vllm/ to replay on vLLM's own scheduler\n"
+            "  --events FILE     write the engine's event stream (JSONL: block allocations, frees, prefix-cache\n"
+            "                    hits, evictions, admissions, preemptions, finishes, log lines; docs/events.md)\n"
             "  --scheduling-policy fcfs|priority   (vLLM's flag; priority: smaller runs sooner)\n"
             "vLLM flags as in `kvlab serve` (--max-model-len, --kv-cache-dtype, --max-num-seqs, ...);\n"
             "--gpu defaults to %s; --gpu this plans for this machine's CUDA device.\n",
@@ -247,7 +250,7 @@ static void summary_text(const kv_engine *e, const kv_plan *p, const kv_model *m
 int cmd_simulate(int argc, char **argv)
 {
     int json = 0, metrics = 0, verify = 0, use_device = 0;
-    const char *trace_arg = NULL, *mode_arg = NULL, *steps_arg = NULL;
+    const char *trace_arg = NULL, *mode_arg = NULL, *steps_arg = NULL, *events_arg = NULL;
     unsigned long long seed = 0;
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     if (!rest)
@@ -267,7 +270,8 @@ int cmd_simulate(int argc, char **argv)
             sim_usage(stdout);
             free(rest);
             return 0;
-        } else if (!strcmp(s, "--trace") || !strcmp(s, "--mode") || !strcmp(s, "--seed") || !strcmp(s, "--steps-out")) {
+        } else if (!strcmp(s, "--trace") || !strcmp(s, "--mode") || !strcmp(s, "--seed") || !strcmp(s, "--steps-out") ||
+                   !strcmp(s, "--events")) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "kvlab simulate: %s needs a value\n", s);
                 free(rest);
@@ -278,6 +282,8 @@ int cmd_simulate(int argc, char **argv)
                 trace_arg = v;
             else if (!strcmp(s, "--steps-out"))
                 steps_arg = v;
+            else if (!strcmp(s, "--events"))
+                events_arg = v;
             else if (!strcmp(s, "--mode"))
                 mode_arg = v;
             else {
@@ -295,6 +301,8 @@ int cmd_simulate(int argc, char **argv)
             mode_arg = s + 7;
         else if (!strncmp(s, "--steps-out=", 12))
             steps_arg = s + 12;
+        else if (!strncmp(s, "--events=", 9))
+            events_arg = s + 9;
         else
             rest[n++] = argv[i];
     }
@@ -378,6 +386,7 @@ int cmd_simulate(int argc, char **argv)
     int code = 0;
     kv_engine *e = NULL;
     FILE *steps = NULL;
+    kvlab_events_out evo = {0};
     int64_t *arrived = NULL;
     int32_t narrived = 0;
     kv_device *dev = NULL;
@@ -407,7 +416,9 @@ int cmd_simulate(int argc, char **argv)
     cfg.seed = seed;
     cfg.verify = verify;
     cfg.write_kv = verify || use_device;
-    cfg.block_events = 0; /* nobody watches: keep request events and logs only */
+    cfg.block_events = events_arg != NULL; /* else nobody watches: request events and logs only */
+    if (events_arg)
+        cfg.event_capacity = kvlab_events_capacity(cfg.num_blocks, cfg.max_num_seqs);
     cfg.device = dev;
     if (kv_engine_config_check(&cfg, err, sizeof err) != 0) {
         fprintf(stderr, "kvlab simulate: %s\n", err);
@@ -434,6 +445,11 @@ int cmd_simulate(int argc, char **argv)
         }
         steps_config(steps, e);
     }
+    if (events_arg && !(evo.f = fopen(events_arg, "w"))) {
+        fprintf(stderr, "kvlab simulate: --events %s: cannot write it\n", events_arg);
+        code = 2;
+        goto done;
+    }
     int64_t next = 0, rejected = 0;
     char first_reject[700] = "";
     kv_engine_info info;
@@ -454,6 +470,8 @@ int cmd_simulate(int argc, char **argv)
             }
             next++;
         }
+        if (evo.f)
+            kvlab_events_drain(&evo, e);
         kv_engine_get_info(e, &info);
         if (info.num_running == 0 && info.num_waiting == 0) {
             if (next >= tr.count)
@@ -499,6 +517,17 @@ int cmd_simulate(int argc, char **argv)
         }
     }
 done:
+    if (evo.f) {
+        if (e)
+            kvlab_events_drain(&evo, e);
+        if (evo.lost && code == 0)
+            fprintf(stderr, "kvlab simulate: --events: %llu events were dropped before they were written\n",
+                    (unsigned long long)evo.lost);
+        if (fclose(evo.f) != 0 && code == 0) {
+            fprintf(stderr, "kvlab simulate: --events %s: write failed\n", events_arg);
+            code = 1;
+        }
+    }
     if (steps && fclose(steps) != 0 && code == 0) {
         fprintf(stderr, "kvlab simulate: --steps-out %s: write failed\n", steps_arg);
         code = 1;
