@@ -169,6 +169,8 @@ return {
     })
     lab.pause()
 
+    course.release_page(lab, fmt, "The same server on a real vLLM")
+
     lab.page("One request")
     lab.show("requests")
     local id = lab.submit({ prompt_tokens = PROMPT, output_tokens = OUTPUT })

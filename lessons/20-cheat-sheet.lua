@@ -172,5 +172,7 @@ return {
     lab.say("  %s tokens of cache, %s requests of %s tokens at once.",
       fmt.int(p.kv_cache_tokens), string.format("%.2f", p.max_concurrency), fmt.int(p.max_model_len))
     lab.pause()
+
+    course.release_page(lab, fmt, "Your command on a real vLLM")
   end,
 }

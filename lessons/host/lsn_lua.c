@@ -1358,6 +1358,8 @@ static int push_plan(lua_State *L, const kv_plan *p)
     setbool(L, "starts", p->starts);
     setstr(L, "error", p->error);
     setstr(L, "error_kind", kv_plan_error_name(p->error_kind));
+    setstr(L, "accounting", p->accounting == KV_ACCOUNTING_TEXTBOOK ? "textbook" : "release");
+    setstr(L, "vllm_version", p->vllm_version);
     setstr(L, "gpu_id", p->gpu_id);
     setstr(L, "gpu_name", p->gpu_name);
     setnum(L, "gpu_total_gib", kv_gib(p->gpu_total_bytes));
@@ -1411,6 +1413,7 @@ static int push_plan(lua_State *L, const kv_plan *p)
         setnum(L, "bytes", p->terms[i].bytes);
         setnum(L, "gib", kv_gib(p->terms[i].bytes));
         setbool(L, "overridden", p->terms[i].overridden);
+        setbool(L, "counted", p->terms[i].counted);
         lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, -2, "terms");
