@@ -62,10 +62,14 @@ static int write_step_kv(kv_engine *e, const kv_sched_output *o, char *err, size
 {
     int32_t bs = e->cfg.block_size, n = 0;
     for (int32_t k = 0; k < o->num_scheduled; k++) {
-        const kv_req *r = o->scheduled[k];
+        kv_req *r = o->scheduled[k];
         if (r->status != KV_REQ_RUNNING)
             continue; /* a priority victim that kept its place (vLLM 0.11.0): no blocks to write */
-        for (int32_t pos = r->num_computed - r->scheduled; pos < r->num_computed; pos++) {
+        /* such a victim, admitted again, counts tokens as computed that no block
+         * holds (vLLM 0.11.0 left them so): write them too, so the read-back holds */
+        int32_t from = r->kv_lost ? 0 : r->num_computed - r->scheduled;
+        r->kv_lost = 0;
+        for (int32_t pos = from; pos < r->num_computed; pos++) {
             kv_slot_write *w = &e->writes[n++];
             w->slot = (int64_t)r->table[pos / bs] * bs + pos % bs;
             w->token_id = kv_req_token(r, pos);

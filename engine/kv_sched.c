@@ -384,6 +384,8 @@ static void schedule_waiting(kv_sched *s, int32_t *budget, int32_t lpt, kv_sched
             break;
         if (kv_kvcm_allocate_slots_keep(s->kvcm, r, n, s->hit, n_hit, keep) < 0)
             break;
+        if (!looked)
+            r->kv_lost = 1; /* its computed tokens have no blocks behind them */
         if (looked && ru->stats_at_admission)
             kv_kvcm_record_stats_split(s->kvcm, r, hit_tokens, ru->stats_split_preempted);
         wq_pop(&s->waiting);

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "kv_engine.h"
+#include "kv_release.h"
 #include "kv_hash.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -43,16 +44,26 @@ typedef struct variant {
     int caching, chunked;
     kv_sched_policy policy;
     kv_engine_mode mode;
+    const char *release;         /* vLLM release whose scheduling rules to run (NULL: the newest) */
+    double watermark;
 } variant;
 
 static const variant variants[] = {
-    {"fcfs paged", 40, 4, 96, 8, 64, 1, 8, 1, 1, KV_POLICY_FCFS, KV_MODE_PAGED},
-    {"priority paged", 33, 4, 96, 6, 48, 1, 8, 1, 1, KV_POLICY_PRIORITY, KV_MODE_PAGED},
-    {"fcfs no chunking", 48, 8, 64, 8, 64, 1, 8, 1, 0, KV_POLICY_FCFS, KV_MODE_PAGED},
-    {"caching off, tp 2", 40, 4, 96, 8, 64, 2, 8, 0, 1, KV_POLICY_FCFS, KV_MODE_PAGED},
-    {"tp 4 over 2 KV heads (replicated)", 30, 16, 128, 4, 64, 4, 2, 1, 1, KV_POLICY_FCFS, KV_MODE_PAGED},
-    {"contiguous", 64, 4, 48, 8, 64, 1, 8, 0, 1, KV_POLICY_FCFS, KV_MODE_CONTIGUOUS},
-    {"no-cache", 16, 4, 64, 4, 64, 1, 8, 1, 1, KV_POLICY_FCFS, KV_MODE_NO_CACHE},
+    {"fcfs paged", 40, 4, 96, 8, 64, 1, 8, 1, 1, KV_POLICY_FCFS, KV_MODE_PAGED, NULL, 0},
+    {"priority paged", 33, 4, 96, 6, 48, 1, 8, 1, 1, KV_POLICY_PRIORITY, KV_MODE_PAGED, NULL, 0},
+    {"fcfs no chunking", 48, 8, 64, 8, 64, 1, 8, 1, 0, KV_POLICY_FCFS, KV_MODE_PAGED, NULL, 0},
+    {"caching off, tp 2", 40, 4, 96, 8, 64, 2, 8, 0, 1, KV_POLICY_FCFS, KV_MODE_PAGED, NULL, 0},
+    {"tp 4 over 2 KV heads (replicated)", 30, 16, 128, 4, 64, 4, 2, 1, 1, KV_POLICY_FCFS, KV_MODE_PAGED, NULL, 0},
+    {"contiguous", 64, 4, 48, 8, 64, 1, 8, 0, 1, KV_POLICY_FCFS, KV_MODE_CONTIGUOUS, NULL, 0},
+    {"no-cache", 16, 4, 64, 4, 64, 1, 8, 1, 1, KV_POLICY_FCFS, KV_MODE_NO_CACHE, NULL, 0},
+    /* older releases' rules: every freed block to the tail, stats at each
+     * lookup, unchunkable prompts skipped, first-chunk admission */
+    {"fcfs no chunking, vLLM 0.11.0 rules", 48, 8, 64, 8, 64, 1, 8, 1, 0, KV_POLICY_FCFS, KV_MODE_PAGED, "0.11.0", 0},
+    {"priority, vLLM 0.18 rules", 33, 4, 96, 6, 48, 1, 8, 1, 1, KV_POLICY_PRIORITY, KV_MODE_PAGED, "0.18.0", 0},
+    {"priority, vLLM 0.11.0 rules (a victim keeps its step)", 33, 4, 96, 6, 48, 1, 8, 1, 1, KV_POLICY_PRIORITY,
+     KV_MODE_PAGED, "0.11.0", 0},
+    {"fcfs with a watermark, vLLM 0.24 rules", 40, 4, 96, 8, 64, 1, 8, 1, 1, KV_POLICY_FCFS, KV_MODE_PAGED, "0.24.0",
+     0.1},
 };
 
 static void run_variant(const variant *v, long ops, uint64_t seed, long *steps_out, long *preempt_out)
@@ -70,6 +81,12 @@ static void run_variant(const variant *v, long ops, uint64_t seed, long *steps_o
     c.enable_chunked_prefill = v->chunked;
     c.scheduling_policy = v->policy;
     c.mode = v->mode;
+    if (v->release) {
+        const kv_release *rel = kv_release_find(v->release, NULL, 0);
+        assert_non_null(rel);
+        c.sched_rules = *rel->sched;
+    }
+    c.sched_rules.watermark = v->watermark;
     c.verify = 1;
     c.seed = seed;
     c.event_capacity = 1024;
