@@ -19,8 +19,10 @@ Both sides get every request at time 0 (a closed batch), max_num_seqs 256,
 max_num_batched_tokens 8192 and the same block size and number of blocks; nano-vllm samples each request's tokens from kvlab's own list
 (`kvlab simulate --steps-out`), so prefix sharing is the same. kvlab is timed
 two ways, its engine loop alone (build/bench_engine on the same trace and
-flags) and the whole `kvlab simulate` process; nano-vllm as its scheduler loop
-alone (schedule + postprocess, without the Python start-up). CPU time.
+flags: submitting the requests and stepping until all finish) and the whole
+`kvlab simulate` process; nano-vllm as the same loop (making and adding its
+Sequences, then schedule + postprocess until all finish), without the Python
+start-up. CPU time.
 
 usage: bench/nano_vllm_bench.py [KVLAB] [REQUESTS] [BLOCK_SIZE] [NUM_BLOCKS]
   (defaults: build/kvlab, 10000, 256 -- nano-vllm's own block size, which its
@@ -176,12 +178,14 @@ def main():
     Sequence.block_size = block_size
     s = Scheduler(c)
     outs = {}
-    for r in reqs:
-        seq = Sequence(list(r["prompt_token_ids"]), SamplingParams(max_tokens=r["max_tokens"], ignore_eos=True))
-        outs[seq.seq_id] = r["output_token_ids"]
-        s.add(seq)
+    prompts = [(list(r["prompt_token_ids"]), r["max_tokens"], r["output_token_ids"]) for r in reqs]
+    # timed like kvlab's loop: the requests are submitted inside it
     t0 = time.perf_counter()
     c0 = time.process_time()
+    for ids, max_tokens, out_ids in prompts:
+        seq = Sequence(ids, SamplingParams(max_tokens=max_tokens, ignore_eos=True))
+        outs[seq.seq_id] = out_ids
+        s.add(seq)
     nsteps = 0
     while not s.is_finished():
         seqs, _ = s.schedule()
