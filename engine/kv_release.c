@@ -191,8 +191,9 @@ static const kv_release_sched S_V1_080 = {0, 0.0, 0, 0, 0, 0, 0, 0, 0};
 /* 0.9.2 - 0.11.0: priority policy (a victim already scheduled keeps its place
  * in the step); a prompt over the budget with chunked prefill off is skipped. */
 static const kv_release_sched S_V1_092 = {0, 0.0, 0, 0, 0, 0, 0, 1, 0};
-/* 0.11.1 - 0.11.x: the victim gives its tokens back (PR "fix budget on
- * priority preemption"); resumed requests counted apart (PrefixCacheStats.preempted_*). */
+/* 0.11.1 - 0.11.x: a priority victim already scheduled gives its tokens back
+ * (scheduler.py token_budget += ...); resumed requests counted apart
+ * (PrefixCacheStats.preempted_*). */
 static const kv_release_sched S_V1_0111 = {0, 0.0, 0, 1, 0, 0, 1, 1, 0};
 /* 0.12.0 - 0.18.x: admission stops at an unchunkable prompt over the budget. */
 static const kv_release_sched S_V1_012 = {0, 0.0, 0, 1, 0, 0, 1, 0, 0};

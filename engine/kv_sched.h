@@ -11,7 +11,9 @@
  * requests, in queue order, until the budget, max_num_seqs or the pool runs
  * out (waiting requests never preempt). update() samples one token for each
  * request whose tokens are all computed and finishes requests at their
- * output length or at max_model_len, freeing their blocks. No heap
+ * output length or at max_model_len, freeing their blocks. The rules that
+ * changed between vLLM releases (full-prompt admission, watermark, priority
+ * preemption details, ...) come from cfg->rules (kv_sched_rules.h). No heap
  * allocation per step: arrays are sized at creation (the waiting queue grows
  * only when more requests wait than ever before). */
 #ifndef KV_SCHED_H
