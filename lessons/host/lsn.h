@@ -79,8 +79,11 @@ typedef struct lsn_config {
 lsn_runner *lsn_new(const lsn_config *cfg, char *err, size_t errlen);
 void lsn_free(lsn_runner *r);
 
-/* One line for the learner about something the runner did on its own (progress
- * file moved aside, saving failed, ...), or NULL. Cleared by lsn_notice_clear. */
+/* A message for the learner about something the runner did on its own
+ * (progress file moved aside, saving failed and why, saving works again ...),
+ * or NULL. It may be longer than a line (it names paths): show it whole.
+ * A failed save is said once per reason; saving is tried again after every
+ * step. Cleared by lsn_notice_clear. */
 const char *lsn_notice(const lsn_runner *r);
 void lsn_notice_clear(lsn_runner *r);
 

@@ -1,15 +1,19 @@
 #include "lsn_progress.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "kv_util.h"
 
 #define FORMAT_VERSION 1
 
@@ -100,7 +104,26 @@ void lsn_progress_truncate(lsn_progress *p, int n, int from_wait)
     l->ninputs = k;
 }
 
-/* Parse the JSON text; returns NULL on success or a reason. */
+/* A whole number in [lo, hi] (no 2147483647 for 1e300, no 2 for 2.5). */
+static int whole(const cJSON *j, double lo, double hi, int *out)
+{
+    if (!cJSON_IsNumber(j))
+        return 0;
+    double v = j->valuedouble;
+    if (!(v >= lo && v <= hi) || v != (double)(long long)v)
+        return 0;
+    *out = (int)v;
+    return 1;
+}
+
+/* A string of at most max bytes. */
+static int text_at_most(const cJSON *j, size_t max)
+{
+    return cJSON_IsString(j) && strlen(j->valuestring) <= max;
+}
+
+/* Parse the JSON text; returns NULL on success or a reason. Every value is
+ * range-checked: what this program could not have written is a reason. */
 static const char *parse(lsn_progress *p, const char *text)
 {
     cJSON *root = cJSON_Parse(text);
@@ -110,17 +133,18 @@ static const char *parse(lsn_progress *p, const char *text)
     const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "format_version");
     const cJSON *cur = cJSON_GetObjectItemCaseSensitive(root, "current");
     const cJSON *lessons = cJSON_GetObjectItemCaseSensitive(root, "lessons");
+    int v = 0;
     if (!cJSON_IsObject(root)) {
         why = "it is not a JSON object";
-    } else if (!cJSON_IsNumber(ver) || ver->valueint != FORMAT_VERSION) {
+    } else if (!whole(ver, FORMAT_VERSION, FORMAT_VERSION, &v)) {
         why = "it has no format_version 1";
     } else if (cur && !cJSON_IsNumber(cur)) {
         why = "\"current\" is not a number";
+    } else if (cur && !whole(cur, 0, LSN_MAX_LESSONS, &p->current)) {
+        why = "\"current\" is not a lesson number";
     } else if (lessons && !cJSON_IsObject(lessons)) {
         why = "\"lessons\" is not an object";
     }
-    if (!why && cur && cur->valueint >= 0 && cur->valueint <= LSN_MAX_LESSONS)
-        p->current = cur->valueint;
     const cJSON *les;
     if (!why && lessons) {
         cJSON_ArrayForEach(les, lessons) {
@@ -133,14 +157,20 @@ static const char *parse(lsn_progress *p, const char *text)
             const cJSON *step = cJSON_GetObjectItemCaseSensitive(les, "step");
             const cJSON *done = cJSON_GetObjectItemCaseSensitive(les, "done");
             const cJSON *inputs = cJSON_GetObjectItemCaseSensitive(les, "inputs");
-            if ((step && (!cJSON_IsNumber(step) || step->valueint < 0)) || (done && !cJSON_IsBool(done)) ||
-                (inputs && !cJSON_IsArray(inputs))) {
+            if ((step && !cJSON_IsNumber(step)) || (done && !cJSON_IsBool(done)) || (inputs && !cJSON_IsArray(inputs))) {
                 why = "a lesson entry has fields of the wrong type";
                 break;
             }
             lsn_lesson_progress *l = &p->lessons[n];
-            l->step = step ? step->valueint : 0;
+            if (step && !whole(step, 0, LSN_MAX_STEPS, &l->step)) {
+                why = "a lesson's step is out of range";
+                break;
+            }
             l->done = cJSON_IsTrue(done);
+            if (cJSON_GetArraySize(inputs) > LSN_MAX_INPUTS) {
+                why = "a lesson has more inputs than kvlab keeps";
+                break;
+            }
             const cJSON *in;
             cJSON_ArrayForEach(in, inputs) {
                 const cJSON *wait = cJSON_GetObjectItemCaseSensitive(in, "wait");
@@ -148,20 +178,24 @@ static const char *parse(lsn_progress *p, const char *text)
                 const cJSON *flag = cJSON_GetObjectItemCaseSensitive(in, "flag");
                 const cJSON *val = cJSON_GetObjectItemCaseSensitive(in, "value");
                 const cJSON *rev = cJSON_GetObjectItemCaseSensitive(in, "reveal");
-                if (!cJSON_IsNumber(wait) || wait->valueint < 0) {
+                int w = 0;
+                if (!cJSON_IsNumber(wait)) {
                     why = "an input has no wait number";
                     break;
                 }
+                if (!whole(wait, 0, LSN_MAX_STEPS, &w)) {
+                    why = "an input's wait is out of range";
+                    break;
+                }
                 int rc;
-                if (cJSON_IsString(ans))
-                    rc = lsn_progress_add_input(p, (int)n, wait->valueint, LSN_IN_ANSWER, NULL, ans->valuestring);
-                else if (cJSON_IsString(flag) && cJSON_IsString(val))
-                    rc = lsn_progress_add_input(p, (int)n, wait->valueint, LSN_IN_FLAG, flag->valuestring,
-                                                val->valuestring);
+                if (cJSON_IsString(ans) && text_at_most(ans, LSN_MAX_INPUT_TEXT))
+                    rc = lsn_progress_add_input(p, (int)n, w, LSN_IN_ANSWER, NULL, ans->valuestring);
+                else if (text_at_most(flag, 64) && text_at_most(val, LSN_MAX_INPUT_TEXT))
+                    rc = lsn_progress_add_input(p, (int)n, w, LSN_IN_FLAG, flag->valuestring, val->valuestring);
                 else if (cJSON_IsTrue(rev))
-                    rc = lsn_progress_add_input(p, (int)n, wait->valueint, LSN_IN_REVEAL, NULL, NULL);
+                    rc = lsn_progress_add_input(p, (int)n, w, LSN_IN_REVEAL, NULL, NULL);
                 else {
-                    why = "an input is neither an answer, a flag nor a reveal";
+                    why = "an input is neither an answer, a flag nor a reveal (or is too long)";
                     break;
                 }
                 if (rc < 0) {
@@ -177,30 +211,67 @@ static const char *parse(lsn_progress *p, const char *text)
     return why;
 }
 
+/* "<name>.tmp-<pid>" beside path, left by a save that was killed before its
+ * rename: remove those whose process is gone (never another live kvlab's). */
+static void clean_stale_temps(const char *path)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (slash)
+        *slash = '\0';
+    else
+        snprintf(dir, sizeof dir, ".");
+    char prefix[NAME_MAX + 8];
+    snprintf(prefix, sizeof prefix, "%s.tmp-", base);
+    size_t pl = strlen(prefix);
+    DIR *d = opendir(slash && !dir[0] ? "/" : dir);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strncmp(de->d_name, prefix, pl) || !de->d_name[pl])
+            continue;
+        char *end;
+        long pid = strtol(de->d_name + pl, &end, 10);
+        if (*end || pid <= 0 || pid == (long)getpid())
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue; /* alive (or not ours to ask about): its save may still finish */
+        char full[PATH_MAX + NAME_MAX + 2];
+        snprintf(full, sizeof full, "%s/%s", slash && !dir[0] ? "" : dir, de->d_name);
+        struct stat st;
+        if (lstat(full, &st) == 0 && S_ISREG(st.st_mode))
+            unlink(full);
+    }
+    closedir(d);
+}
+
 int lsn_progress_load(lsn_progress *p, const char *path, char *notice, size_t noticelen)
 {
     lsn_progress_clear(p);
     if (notice && noticelen)
         notice[0] = '\0';
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (errno == ENOENT)
-            return 0;
-        snprintf(notice, noticelen, "Could not read your progress (%s: %s); progress will not be saved.", path,
-                 strerror(errno));
-        return -1;
+    clean_stale_temps(path);
+    struct stat st;
+    int have = stat(path, &st) == 0;
+    if (!have && (errno == ENOENT || errno == ENOTDIR)) /* none yet (saving says if its folder cannot be made) */
+        return 0;
+    char *buf = NULL, err[PATH_MAX + 128];
+    size_t len = 0;
+    const char *why = NULL;
+    if (kv_read_file(path, LSN_PROGRESS_MAX_BYTES, &buf, &len, err, sizeof err) < 0) {
+        if (!have || !S_ISREG(st.st_mode) || st.st_size <= (off_t)LSN_PROGRESS_MAX_BYTES) {
+            snprintf(notice, noticelen, "Could not read your progress (%s); progress will not be saved.", err);
+            return -1;
+        }
+        why = "it is far too large";
+    } else if (strlen(buf) != len) {
+        why = "it holds a NUL byte";
+    } else {
+        why = parse(p, buf);
     }
-    /* A progress file is small; anything over 4 MiB is not ours. */
-    char *buf = malloc(4u << 20);
-    size_t n = buf ? fread(buf, 1, (4u << 20) - 1, f) : 0;
-    int big = buf && n == (4u << 20) - 1;
-    fclose(f);
-    if (!buf) {
-        snprintf(notice, noticelen, "Out of memory reading %s.", path);
-        return -1;
-    }
-    buf[n] = '\0';
-    const char *why = big ? "it is far too large" : parse(p, buf);
     free(buf);
     if (!why)
         return 0;

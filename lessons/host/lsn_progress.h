@@ -18,6 +18,10 @@
 #include <stddef.h>
 
 #define LSN_MAX_LESSONS 99
+#define LSN_MAX_STEPS 100000              /* steps of one lesson (kvlab check's cap on waits) */
+#define LSN_MAX_INPUTS 100000             /* recorded inputs of one lesson */
+#define LSN_MAX_INPUT_TEXT 4096           /* bytes of one answer or flag value */
+#define LSN_PROGRESS_MAX_BYTES (4u << 20) /* a progress file is small: more is not ours */
 
 typedef enum lsn_input_kind { LSN_IN_ANSWER = 0, LSN_IN_FLAG, LSN_IN_REVEAL } lsn_input_kind;
 
@@ -49,11 +53,15 @@ void lsn_progress_clear(lsn_progress *p);
  * buf. Returns 0, or -1 when neither XDG_STATE_HOME nor HOME is set. */
 int lsn_progress_path(const char *state_dir, char *buf, size_t buflen);
 
-/* Load path into *p (which is cleared first). Returns 0 when loaded or when
- * the file does not exist (empty progress); 1 when the file was corrupt: it
- * was renamed to "<path>.corrupt-<unix time>", *p is empty and notice holds
- * one line saying so; -1 when it could not be read (notice says why; *p is
- * empty, the file is left alone). */
+/* Load path into *p (which is cleared first), read with kv_read_file
+ * (regular files only, at most LSN_PROGRESS_MAX_BYTES). Returns 0 when
+ * loaded or when the file does not exist (empty progress); 1 when the file
+ * was corrupt or held a value this program never writes (a step, wait or
+ * lesson number out of range, a text too long): it was renamed to
+ * "<path>.corrupt-<unix time>", *p is empty and notice holds one line saying
+ * so; -1 when it could not be read (a FIFO, a folder, no permission: notice
+ * says why; *p is empty, the file is left alone). Temp files of saves whose
+ * process died ("<path>.tmp-<pid>") are removed first. */
 int lsn_progress_load(lsn_progress *p, const char *path, char *notice, size_t noticelen);
 
 /* Write *p to path atomically, creating missing folders (mode 0700).

@@ -86,10 +86,18 @@ static void save_progress(lsn_runner *r)
     sync_infos(r);
     if (!r->saving.save || r->chk.on || r->pace.replaying)
         return;
-    char err[512];
-    if (lsn_progress_save(&r->saving.progress, r->saving.path, err, sizeof err) < 0) {
-        snprintf(r->saving.notice, sizeof r->saving.notice, "Progress not saved: %s", err);
-        r->saving.save = 0; /* say it once, not at every step */
+    lsn_saving *sv = &r->saving;
+    char err[sizeof sv->failed];
+    if (lsn_progress_save(&sv->progress, sv->path, err, sizeof err) < 0) {
+        /* say it when it starts failing or fails another way, not at every
+         * step; keep trying at every step (the disk may have room again) */
+        if (strcmp(err, sv->failed))
+            snprintf(sv->notice, sizeof sv->notice, "Progress not saved: %s. kvlab tries again after every step.",
+                     err);
+        snprintf(sv->failed, sizeof sv->failed, "%s", err);
+    } else if (sv->failed[0]) {
+        sv->failed[0] = '\0';
+        snprintf(sv->notice, sizeof sv->notice, "Progress saved again (%s).", sv->path);
     }
 }
 
@@ -736,7 +744,11 @@ int lsn_save_to(lsn_runner *r, const char *state_dir, char *err, size_t errlen)
     if (notice[0])
         snprintf(sv->notice, sizeof sv->notice, "%s", notice);
     save_progress(r);
-    return sv->save ? 0 : -1;
+    if (sv->failed[0]) {
+        snprintf(err, errlen, "%s", sv->failed);
+        return -1;
+    }
+    return 0;
 }
 
 int lsn_current(const lsn_runner *r) { return r->les.number; }

@@ -23,7 +23,8 @@ typedef struct lsn_saving {
     lsn_progress progress;
     char path[PATH_MAX];
     int save;                /* path is usable */
-    char notice[768];        /* one line for the learner, "" = none */
+    char failed[PATH_MAX + 256]; /* why the last save failed, "" = it worked (saving goes on trying) */
+    char notice[PATH_MAX + 512]; /* one message for the learner, "" = none */
 } lsn_saving;
 
 /* The loaded lesson's file. */

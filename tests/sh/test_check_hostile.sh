@@ -30,7 +30,7 @@ expect 3 1 "ERROR hostile/03-gc-loop.lua:2: setmetatable: lessons cannot use __g
 expect 4 1 "ERROR hostile/04-traffic-huge.lua:3: lab.traffic: rate must be > 0 and at most 1000000"
 expect 5 1 "ERROR hostile/05-traffic-1e300.lua:3: lab.traffic: rate must be > 0 and at most 1000000"
 expect 6 1 "ERROR hostile/06-pattern.lua:4: string.find: this pattern could take up to .* matching steps"
-expect 7 1 "ERROR hostile/07-random-range.lua:10: random: every draw in range"
+expect 7 1 "ERROR hostile/07-random-range.lua:15: random: every draw in range"
 expect 8 1 "ERROR hostile/08-coroutine-dodge.lua:3: the lesson ran too long without waiting"
 expect 9 1 "ERROR hostile/09-pcall-memory.lua:3: the lesson used all of its 256 MiB of Lua memory"
 expect 10 1 "ERROR hostile/10-table-move.lua:2: the lesson ran too long without waiting"

@@ -165,8 +165,86 @@ static void test_corrupt_files(void **state)
     check_corrupt("{\"format_version\": 1, \"lessons\": {\"1\": {\"step\": \"three\"}}}", "wrong type");
     check_corrupt("{\"format_version\": 1, \"lessons\": {\"x\": {}}}", "malformed");
     check_corrupt("{\"format_version\": 1, \"lessons\": {\"1\": {\"inputs\": [{\"answer\": \"4\"}]}}}", "wait");
+    /* values this program never writes: out of range, not whole, too long */
+    check_corrupt("{\"format_version\": 1, \"lessons\": {\"1\": {\"step\": 1e300}}}", "step is out of range");
+    check_corrupt("{\"format_version\": 1, \"lessons\": {\"1\": {\"step\": 2.5}}}", "step is out of range");
+    check_corrupt("{\"format_version\": 1, \"lessons\": {\"1\": {\"step\": -1}}}", "step is out of range");
+    check_corrupt("{\"format_version\": 1, \"current\": 500}", "not a lesson number");
+    check_corrupt("{\"format_version\": 1, \"lessons\": {\"1\": {\"inputs\": [{\"wait\": 1e12, \"reveal\": true}]}}}",
+                  "wait is out of range");
     /* every bad file was kept, none overwrote another */
-    assert_int_equal(count_entries(tmpdir, "progress.json.corrupt-"), 6);
+    assert_int_equal(count_entries(tmpdir, "progress.json.corrupt-"), 11);
+}
+
+/* A big value read back is refused, so nothing like 2147483647 is ever
+ * written back; the largest value allowed round-trips unchanged. */
+static void test_range_round_trip(void **state)
+{
+    (void)state;
+    char path[512], notice[512], err[256];
+    snprintf(path, sizeof path, "%s/progress.json", tmpdir);
+    write_file(path, "{\"format_version\": 1, \"current\": 99, \"lessons\": {\"99\": {\"step\": 100000, "
+                     "\"inputs\": [{\"wait\": 100000, \"answer\": \"4\"}]}}}");
+    static lsn_progress p;
+    lsn_progress_init(&p);
+    assert_int_equal(lsn_progress_load(&p, path, notice, sizeof notice), 0);
+    assert_int_equal(p.current, 99);
+    assert_int_equal(p.lessons[99].step, 100000);
+    assert_int_equal(lsn_progress_save(&p, path, err, sizeof err), 0);
+    FILE *f = fopen(path, "r");
+    char buf[4096] = "";
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    assert_null(strstr(buf, "2147483647"));
+    assert_non_null(strstr(buf, "100000"));
+    lsn_progress_clear(&p);
+}
+
+/* A killed save leaves "<path>.tmp-<pid>": the next load removes those of
+ * dead processes and keeps those of live ones (a save may be under way). */
+static void test_stale_temps(void **state)
+{
+    (void)state;
+    char path[512], dead[600], live[600], own[600], other[600], notice[512];
+    snprintf(path, sizeof path, "%s/progress.json", tmpdir);
+    snprintf(dead, sizeof dead, "%s.tmp-2147483646", path); /* beyond any pid_max */
+    snprintf(live, sizeof live, "%s.tmp-1", path);            /* init: always alive */
+    snprintf(own, sizeof own, "%s.tmp-%ld", path, (long)getpid());
+    snprintf(other, sizeof other, "%s/notes.tmp-2147483646", tmpdir);
+    write_file(dead, "{");
+    write_file(live, "{");
+    write_file(own, "{");
+    write_file(other, "{");
+    static lsn_progress p;
+    lsn_progress_init(&p);
+    assert_int_equal(lsn_progress_load(&p, path, notice, sizeof notice), 0);
+    assert_int_equal(access(dead, F_OK), -1);
+    assert_int_equal(access(live, F_OK), 0);
+    assert_int_equal(access(own, F_OK), 0);
+    assert_int_equal(access(other, F_OK), 0);
+}
+
+/* Only regular files are read: a FIFO in the file's place is refused at
+ * once (no waiting for a writer), a huge file is moved aside unread. */
+static void test_special_files(void **state)
+{
+    (void)state;
+    char path[512], notice[1024];
+    snprintf(path, sizeof path, "%s/progress.json", tmpdir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    static lsn_progress p;
+    lsn_progress_init(&p);
+    assert_int_equal(lsn_progress_load(&p, path, notice, sizeof notice), -1);
+    assert_non_null(strstr(notice, "pipe"));
+    assert_non_null(strstr(notice, "will not be saved"));
+    unlink(path);
+    FILE *f = fopen(path, "w");
+    for (int i = 0; i < (5 << 20) / 64; i++)
+        fputs("                                                               \n", f);
+    fclose(f);
+    assert_int_equal(lsn_progress_load(&p, path, notice, sizeof notice), 1);
+    assert_non_null(strstr(notice, "far too large"));
 }
 
 static void test_save_error(void **state)
@@ -190,6 +268,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_missing_file_is_fresh, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_save_error, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_range_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stale_temps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_special_files, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

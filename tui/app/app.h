@@ -68,6 +68,8 @@ typedef struct app {
     char hints[APP_MAX_HINTS][512];
     int nhints;
     char status[256];        /* one-line message for the learner (flag errors, notices) */
+    char notice[4608];       /* a runner notice too long for the header (a failed save and why), */
+    int notice_page;         /* shown whole at the top of the text view while this page lasts */
     int status_role;         /* ui_role for it */
     double status_until;
 

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "app_term.h"
 #include "backend.h"
 #include "commands.h"
 #include "lsn_server.h"
@@ -329,6 +330,12 @@ void app_lesson_changed(app *a, unsigned ch)
     const char *note = lsn_notice(a->lsn);
     if (note) {
         app_status(a, UI_R_WARN, "%s", note);
+        /* the header shows one line of it: a longer one is also shown whole */
+        if ((int)strlen(note) > a->cols - 30) {
+            snprintf(a->notice, sizeof a->notice, "%s", note);
+            a->notice_page = lsn_page_number(a->lsn);
+            a->dirty |= UI_PANE_BIT(UI_PANE_TEXT);
+        }
         lsn_notice_clear(a->lsn);
     }
 }
@@ -495,10 +502,10 @@ int app_main(int argc, char **argv)
     if (g_room_mode == APP_ROOM_FOLLOW)
         cfg.state_dir = ""; /* a follower neither reads nor writes progress (app_room.h) */
     a->lsn = lsn_new(&cfg, err, sizeof err);
-    if (!a->lsn) {
+    if (!a->lsn) { /* a lessons folder that is not one (--lessons /nonexistent): bad input */
         fprintf(stderr, "kvlab: %s\n", err);
         if (dev) dev->ops->destroy(dev);
-        return 1;
+        return 2;
     }
     if (lesson > 0 && !lsn_info_of(a->lsn, lesson)) {
         fprintf(stderr, "kvlab: there is no lesson %d (the course has %d; see kvlab lessons)\n", lesson,
@@ -514,7 +521,7 @@ int app_main(int argc, char **argv)
         return 2;
     }
 
-    /* Our handlers are in place before initscr, so ncurses keeps them and
+    /* Our handlers are in place before the screen opens (newterm), so ncurses keeps them and
      * installs its own only for SIGTSTP (suspend: it restores the terminal
      * and redraws on resume). No SA_RESTART: wgetch returns and the loop
      * ends, restoring the terminal. */
@@ -527,11 +534,12 @@ int app_main(int argc, char **argv)
     sigaction(SIGHUP, &sa, NULL);
 
     if (!getenv("ESCDELAY")) set_escdelay(25);
-    if (!initscr()) {
-        fprintf(stderr, "kvlab: cannot open the terminal (TERM=%s)\n", getenv("TERM") ? getenv("TERM") : "");
+    if (app_term_open(err, sizeof err) < 0) {
+        fprintf(stderr, "kvlab: %s\n", err);
+        app_room_close(a);
         lsn_free(a->lsn);
         if (dev) dev->ops->destroy(dev);
-        return 1;
+        return 2;
     }
     cbreak();
     noecho();
@@ -634,7 +642,7 @@ int app_main(int argc, char **argv)
     destroy_windows(a);
     if (g_small_pan) del_panel(g_small_pan);
     if (g_small) delwin(g_small);
-    endwin();
+    app_term_close();
     stats_write();
     free(g_stats.cpu_samples);
     app_room_close(a);

@@ -261,6 +261,10 @@ static void text_draw_app(app *a, WINDOW *win)
     int page = a->lsn ? lsn_page_number(a->lsn) : 0;
     /* A right answer whose page the lesson left at once: its explanation
      * heads the new page until the learner moves on (n/p). */
+    if (a->notice[0] && page == a->notice_page) { /* a runner notice too long for the header, whole */
+        add_text(&nar, a->notice, iw, UI_R_WARN);
+        add_blank(&nar);
+    }
     if (a->recap[0] && page != a->recap_page) {
         add_text(&nar, a->recap, iw, UI_R_OK);
         add_blank(&nar);
