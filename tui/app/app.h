@@ -147,10 +147,4 @@ int app_engine_log_visible(const app *a);    /* the engine's own lines may show 
 unsigned app_mem_terms(const app *a);        /* bit t: memory term t (UI_MEM_T_*) shown */
 int app_starting(const app *a);              /* the replay is still revealing lines */
 
-/* The lesson's highlight for a view, or NULL. */
-const lsn_view *app_view(const app *a, const char *name);
-
-/* Is request id highlighted in view `name` (target "request")? */
-int app_req_highlighted(const app *a, const char *name, int64_t req_id);
-
 #endif

@@ -22,24 +22,6 @@ int app_flash(const app *a, int32_t b)
     return a->flash_until[b] > a->now ? a->flash_kind[b] : APP_FL_NONE;
 }
 
-const lsn_view *app_view(const app *a, const char *name)
-{
-    return a->lsn ? lsn_view_find(a->lsn, name) : NULL;
-}
-
-int app_req_highlighted(const app *a, const char *name, int64_t req_id)
-{
-    const lsn_view *v = app_view(a, name);
-    if (!v) return 0;
-    for (int i = 0; i < v->nhighlights; i++) {
-        const lsn_highlight *h = &v->highlights[i];
-        if (!h->target || strncmp(h->target, "request", 7)) continue;
-        for (int k = 0; k < h->nids; k++)
-            if (h->ids[k] == req_id) return 1;
-    }
-    return 0;
-}
-
 /* Start-up phases in order (lessons/API.md, lab.log); a line's phase comes
  * from the runner's reading of vLLM's wording (lsn_server_log_phase). */
 static const char *const phases[] = { "init", "load", "profile", "cudagraph", "kv", "check", "allocate", "ready" };

@@ -75,8 +75,10 @@ void ui_chrome_footer(app *a, WINDOW *win)
     else draw_keys(win, w, keys_main, (int)(sizeof keys_main / sizeof keys_main[0]));
 }
 
-void ui_chrome_header(app *a, WINDOW *win)
+static void header_draw(const ui_view_ctx *c, WINDOW *win)
 {
+    const app *a = c->a;
+    const lsn_scene *sc = c->s;
     int h, w;
     getmaxyx(win, h, w);
     (void)h;
@@ -85,22 +87,22 @@ void ui_chrome_header(app *a, WINDOW *win)
     const ui_glyphs *g = ui_gl();
     int x = 1;
     x += ui_puts(win, 0, x, w - x, "kvlab", hd | A_BOLD);
-    int num = a->lsn ? lsn_current(a->lsn) : 0;
+    int num = sc->lesson;
     int total = a->lsn ? lsn_count(a->lsn) : 0;
     char right[192];
-    lsn_state st = a->lsn ? lsn_get_state(a->lsn) : LSN_IDLE;
+    lsn_state st = sc->state;
     const char *state = a->paused ? "paused" : st == LSN_RUNNING || st == LSN_WAIT_COND ? "running"
                        : st == LSN_DONE ? "done" : st == LSN_ERROR ? "error" : "waiting";
     const char *room = app_room_label(a);
     snprintf(right, sizeof right, "%s%sstep %d  %lc %s x%.1f ", room, room[0] ? "  " : "",
-             a->lsn ? lsn_step(a->lsn) : 0, (wint_t)(a->paused ? g->pause : g->play), state, a->speed);
+             sc->step, (wint_t)(a->paused ? g->pause : g->play), state, a->speed);
     int rl = 0;
     { wchar_t tmp[192]; int n = ui_decode(right, tmp, 192); for (int i = 0; i < n; i++) rl += ui_wcwidth(tmp[i]); }
     char mid[256];
     /* A message for the learner takes the title's place while it lasts
      * (at 80 columns there is no room for both). */
     int st_on = a->status[0] && a->status_until > a->now;
-    if (num > 0) snprintf(mid, sizeof mid, "  Lesson %d/%d  %s", num, total, a->lsn && !st_on ? lsn_title(a->lsn) : "");
+    if (num > 0) snprintf(mid, sizeof mid, "  Lesson %d/%d  %s", num, total, !st_on ? sc->title : "");
     else snprintf(mid, sizeof mid, "  no lesson  ");
     x += ui_puts(win, 0, x, w - x - rl - 2, mid, hd);
     if (st_on && w - x - rl > 12) ui_puts(win, 0, x, w - x - rl - 2, a->status, hd | A_BOLD);
@@ -255,7 +257,6 @@ void ui_chrome_overlay(app *a, WINDOW *win)
     }
 }
 
-static void header_draw(const ui_view_ctx *c, WINDOW *win) { ui_chrome_header(c->a, win); }
 static void footer_draw(const ui_view_ctx *c, WINDOW *win) { ui_chrome_footer(c->a, win); }
 
 const ui_view_class ui_view_header = {

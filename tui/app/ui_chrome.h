@@ -11,7 +11,6 @@
 extern const ui_view_class ui_view_header;
 extern const ui_view_class ui_view_footer;
 
-void ui_chrome_header(app *a, WINDOW *win);
 void ui_chrome_footer(app *a, WINDOW *win);
 
 /* The whole-terminal screen shown below UI_MIN_COLS x UI_MIN_ROWS. */

@@ -13,14 +13,13 @@ static int g_first, g_rows; /* scroll of the last draw */
 static int flags_want_h(const ui_view_ctx *c, int w)
 {
     (void)w;
-    int n = c->a->lsn ? lsn_flag_count(c->a->lsn) : 0;
-    return n + 3;
+    return c->s->nflags + 3;
 }
 
 /* The flag on row y of the window at the last draw, or -1. */
-static int row_at(const app *a, int y)
+static int row_at(const ui_view_ctx *c, int y)
 {
-    int n = a->lsn ? lsn_flag_count(a->lsn) : 0;
+    int n = c->s->nflags;
     int r = y - 1;
     if (r < 0 || r >= g_rows) return -1;
     r += g_first;
@@ -81,9 +80,9 @@ int ui_flags_step(const char *value, const lsn_flag *f, int dir, char *out, size
     return 1;
 }
 
-static int flag_hilited(const app *a, const char *name)
+static int flag_hilited(const ui_view_ctx *c, const char *name)
 {
-    const lsn_view *v = app_view(a, "flags");
+    const lsn_view *v = ui_view_lesson(c, "flags");
     if (!v) return 0;
     for (int i = 0; i < v->nhighlights; i++)
         if (v->highlights[i].target && !strcmp(v->highlights[i].target, name)) return 1;
@@ -100,8 +99,9 @@ static void flags_draw(const ui_view_ctx *c, WINDOW *win)
     ui_box(win, "flags", focus ? "Esc: done" : "f: edit", focus);
     int iw = w - 4, ih = h - 2;
     g_rows = 0;
-    if (iw < 8 || ih < 1 || !a->lsn) return;
-    int n = lsn_flag_count(a->lsn);
+    if (iw < 8 || ih < 1) return;
+    const lsn_flag *flags = c->s->flags;
+    int n = c->s->nflags;
     if (n == 0) {
         ui_puts(win, 1, 2, iw, "This lesson has no flags to change.", ui_attr(UI_R_DIM));
         return;
@@ -114,16 +114,16 @@ static void flags_draw(const ui_view_ctx *c, WINDOW *win)
     g_rows = list_rows;
     int namew = 0;
     for (int i = 0; i < n; i++) {
-        const lsn_flag *f = lsn_flag_at(a->lsn, i);
+        const lsn_flag *f = &flags[i];
         int l = (int)strlen(f->name);
         if (l > namew) namew = l;
     }
     if (namew > iw / 2 + 4) namew = iw / 2 + 4;
     for (int r = 0; r < list_rows && g_first + r < n; r++) {
         int i = g_first + r;
-        const lsn_flag *f = lsn_flag_at(a->lsn, i);
+        const lsn_flag *f = &flags[i];
         int sel = focus && i == a->flag_sel;
-        attr_t at = sel ? ui_attr(UI_R_SELECT) : flag_hilited(a, f->name) ? ui_attr(UI_R_HILITE) : ui_attr(UI_R_NORMAL);
+        attr_t at = sel ? ui_attr(UI_R_SELECT) : flag_hilited(c, f->name) ? ui_attr(UI_R_HILITE) : ui_attr(UI_R_NORMAL);
         if (sel) for (int x = 0; x < iw; x++) ui_put(win, 1 + r, 2 + x, L' ', at);
         ui_puts(win, 1 + r, 2, namew, f->name, at);
         int vx = 2 + namew + 1, vw = iw - namew - 1;
@@ -160,7 +160,7 @@ static void flags_draw(const ui_view_ctx *c, WINDOW *win)
     if (list_rows < ih) {
         if (a->status[0] && a->status_until > a->now) ui_puts(win, sy, 2, iw, a->status, ui_attr(a->status_role));
         else if (focus) {
-            const lsn_flag *f = lsn_flag_at(a->lsn, a->flag_sel);
+            const lsn_flag *f = a->flag_sel >= 0 && a->flag_sel < n ? &flags[a->flag_sel] : NULL;
             ui_puts(win, sy, 2, iw, f && f->help ? f->help : "", ui_attr(UI_R_DIM));
         } else {
             ui_puts(win, sy, 2, iw, "f, then arrows: change a flag", ui_attr(UI_R_DIM));
@@ -172,7 +172,7 @@ static unsigned flags_mouse(const ui_view_ctx *c, int y, int x, ui_mouse m)
 {
     (void)x;
     if (m != UI_MOUSE_CLICK) return 0;
-    int row = row_at(c->a, y);
+    int row = row_at(c, y);
     if (row < 0) return 0;
     c->a->flag_sel = row;
     c->a->key_focus = UI_PANE_FLAGS;

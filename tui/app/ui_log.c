@@ -49,9 +49,9 @@ static void wrap_cb(void *ctx, const wchar_t *s, int n)
     w->count++;
 }
 
-static int hilite(const app *a, const char *line)
+static int hilite(const ui_view_ctx *c, const char *line)
 {
-    const lsn_view *v = app_view(a, "log");
+    const lsn_view *v = ui_view_lesson(c, "log");
     if (!v) return 0;
     for (int i = 0; i < v->nhighlights; i++)
         if (v->highlights[i].target && v->highlights[i].target[0] && strstr(line, v->highlights[i].target))
@@ -80,7 +80,7 @@ static void log_draw(const ui_view_ctx *c, WINDOW *win)
         shown++;
         shorten(p->log[i], buf, sizeof buf, iw < 110);
         int lv = ui_log_level(p->log[i]);
-        wr.cur = hilite(a, p->log[i]) ? UI_R_HILITE : lv == 2 ? UI_R_ERROR : lv == 1 ? UI_R_WARN : UI_R_NORMAL;
+        wr.cur = hilite(c, p->log[i]) ? UI_R_HILITE : lv == 2 ? UI_R_ERROR : lv == 1 ? UI_R_WARN : UI_R_NORMAL;
         if (wr.cur == UI_R_HILITE && hl_first < 0) hl_first = wr.count;
         if (lv == 2) { char t[620]; snprintf(t, sizeof t, "! %s", buf); ui_text_wrap(t, iw, wrap_cb, &wr); }
         else ui_text_wrap(buf, iw, wrap_cb, &wr);
@@ -89,7 +89,7 @@ static void log_draw(const ui_view_ctx *c, WINDOW *win)
         for (int i = 0; i < f->nlog; i++) {
             shorten(f->log[i], buf, sizeof buf, iw < 110);
             int lv = f->log_level[i];
-            wr.cur = hilite(a, f->log[i]) ? UI_R_HILITE : lv == 2 ? UI_R_ERROR : lv == 1 ? UI_R_WARN : UI_R_DIM;
+            wr.cur = hilite(c, f->log[i]) ? UI_R_HILITE : lv == 2 ? UI_R_ERROR : lv == 1 ? UI_R_WARN : UI_R_DIM;
             if (wr.cur == UI_R_HILITE && hl_first < 0) hl_first = wr.count;
             if (lv == 2) { char t[620]; snprintf(t, sizeof t, "! %s", buf); ui_text_wrap(t, iw, wrap_cb, &wr); }
             else ui_text_wrap(buf, iw, wrap_cb, &wr);

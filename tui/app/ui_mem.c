@@ -38,9 +38,9 @@ static double term_bytes(const kv_plan *p, int t)
     }
 }
 
-static int highlighted(const app *a, int t)
+static int highlighted(const ui_view_ctx *c, int t)
 {
-    const lsn_view *v = app_view(a, "memory");
+    const lsn_view *v = ui_view_lesson(c, "memory");
     if (!v) return 0;
     for (int i = 0; i < v->nhighlights; i++) {
         const char *tg = v->highlights[i].target;
@@ -92,7 +92,7 @@ void ui_mem_bar(WINDOW *win, int y, int x, int width, const kv_plan *p, unsigned
 }
 
 /* Legend entries laid out left to right, wrapping; returns rows used. */
-static int legend(const app *a, WINDOW *win, int y, int x, int width, int maxrows, const kv_plan *p,
+static int legend(const ui_view_ctx *c, WINDOW *win, int y, int x, int width, int maxrows, const kv_plan *p,
                   unsigned mask, int draw)
 {
     const ui_glyphs *g = ui_gl();
@@ -109,10 +109,10 @@ static int legend(const app *a, WINDOW *win, int y, int x, int width, int maxrow
         if (col > 0 && col + len > width) { row++; col = 0; }
         if (row >= maxrows) break;
         if (draw) {
-            wchar_t c = mono ? terms[t].letter : g->bar_full;
-            ui_put(win, y + row, x + col, c, ui_attr(terms[t].role));
+            wchar_t gc = mono ? terms[t].letter : g->bar_full;
+            ui_put(win, y + row, x + col, gc, ui_attr(terms[t].role));
             ui_role r = !(mask & (1u << t)) ? UI_R_DIM : (b < 0 ? UI_R_ERROR : UI_R_NORMAL);
-            if (highlighted(a, t)) r = UI_R_HILITE;
+            if (highlighted(c, t)) r = UI_R_HILITE;
             ui_puts(win, y + row, x + col + 2, width - col - 2, s, ui_attr(r));
         }
         col += len + 1;
@@ -123,7 +123,7 @@ static int legend(const app *a, WINDOW *win, int y, int x, int width, int maxrow
 static int mem_want_h(const ui_view_ctx *c, int w)
 {
     if (!c->f->has_plan) return 5;
-    return 2 + 4 + legend(c->a, NULL, 0, 0, w - 4, 8, &c->f->plan, ~0u, 0);
+    return 2 + 4 + legend(c, NULL, 0, 0, w - 4, 8, &c->f->plan, ~0u, 0);
 }
 
 static void mem_draw(const ui_view_ctx *c, WINDOW *win)
@@ -144,7 +144,7 @@ static void mem_draw(const ui_view_ctx *c, WINDOW *win)
     }
     unsigned mask = app_mem_terms(a);
     unsigned all = (1u << UI_MEM_NT) - 1;
-    int nleg = legend(a, NULL, 0, 0, iw, 8, p, mask, 0);
+    int nleg = legend(c, NULL, 0, 0, iw, 8, p, mask, 0);
     /* Rows: budget line, bar, legend, summary (2). On a short pane the bar
      * and its legend come first, then the summary, then the budget line. */
     int want_head = 1, want_sum = 2;
@@ -168,7 +168,7 @@ static void mem_draw(const ui_view_ctx *c, WINDOW *win)
     ui_mem_bar(win, y++, 2, iw, p, mask, -1.0);
     if (y - 1 >= ih) return;
     int rows_left = ih - (y - 1);
-    y += legend(a, win, y, 2, iw, rows_left, p, mask, 1);
+    y += legend(c, win, y, 2, iw, rows_left, p, mask, 1);
     if (y - 1 >= ih || want_sum == 0) return;
     if ((mask & all) != all) {
         /* The subtraction so far: what is left of the budget for the KV cache. */

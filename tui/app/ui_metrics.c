@@ -46,9 +46,9 @@ void ui_sparkline(WINDOW *win, int y, int x, int width, const double *v, int n, 
     }
 }
 
-static int hilited(const app *a, const char *name)
+static int hilited(const ui_view_ctx *c, const char *name)
 {
-    const lsn_view *v = app_view(a, "metrics");
+    const lsn_view *v = ui_view_lesson(c, "metrics");
     if (!v) return 0;
     for (int i = 0; i < v->nhighlights; i++) {
         const char *t = v->highlights[i].target;
@@ -62,7 +62,6 @@ static int hilited(const app *a, const char *name)
 static void metrics_draw(const ui_view_ctx *c, WINDOW *win)
 {
     static double series[KV_FRAME_TIMELINE];
-    const app *a = c->a;
     int h, w;
     getmaxyx(win, h, w);
     werase(win);
@@ -124,7 +123,7 @@ static void metrics_draw(const ui_view_ctx *c, WINDOW *win)
             snprintf(val, sizeof val, "%s", t1);
             break;
         }
-        attr_t at = hilited(a, name) ? ui_attr(UI_R_HILITE) : ui_attr(UI_R_NORMAL);
+        attr_t at = hilited(c, name) ? ui_attr(UI_R_HILITE) : ui_attr(UI_R_NORMAL);
         ui_puts(win, 1 + k, 2, namew, name, at);
         int vl = (int)strlen(val);
         ui_puts(win, 1 + k, 2 + namew + (valw - vl > 0 ? valw - vl : 0), valw, val,

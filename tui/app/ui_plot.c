@@ -20,11 +20,10 @@ static void fmt_num(char *b, size_t n, double v)
 
 static void plot_draw(const ui_view_ctx *c, WINDOW *win)
 {
-    const app *a = c->a;
     int h, w;
     getmaxyx(win, h, w);
     werase(win);
-    const lsn_plot *pl = a->lsn ? lsn_get_plot(a->lsn) : NULL;
+    const lsn_plot *pl = c->s->plot;
     ui_box(win, pl && pl->title && *pl->title ? pl->title : "plot", pl && pl->logy ? "log y" : "", c->focused);
     int iw = w - 4, ih = h - 2;
     if (iw < 20 || ih < 4) return;

@@ -54,7 +54,7 @@ static void mark_highlights(const ui_view_ctx *c, int32_t n)
 {
     const kv_frame *f = c->f;
     memset(g_mark, 0, (size_t)n);
-    const lsn_view *v = app_view(c->a, "pool");
+    const lsn_view *v = ui_view_lesson(c, "pool");
     if (v) {
         for (int i = 0; i < v->nhighlights; i++) {
             const lsn_highlight *h = &v->highlights[i];

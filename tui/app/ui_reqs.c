@@ -42,7 +42,7 @@ static int row(const ui_view_ctx *c, WINDOW *win, int y, int iw, const kv_frame_
         l += (size_t)snprintf(line + l, sizeof line - l, "%d ", table[i]);
     if (nt > 64) snprintf(line + l, sizeof line - l, "...");
     attr_t at = ui_attr(UI_R_NORMAL);
-    if (app_req_highlighted(a, "requests", id)) at = ui_attr(UI_R_HILITE);
+    if (ui_view_req_highlighted(c, "requests", id)) at = ui_attr(UI_R_HILITE);
     if (id == a->sel_req) at |= A_BOLD | A_UNDERLINE;
     if (id == a->victim && a->victim_until > a->now) at = ui_attr(UI_R_FLASH_PREEMPT);
     wchar_t letter = ui_req_letter(id);

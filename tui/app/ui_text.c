@@ -151,17 +151,19 @@ void ui_text_scroll(app *a, int delta)
 
 /* Draws into win (its whole area, border included) and records
  * a->text_lines / a->text_rows so scrolling knows the limits. */
-static void text_draw_app(app *a, WINDOW *win)
+static void text_draw(const ui_view_ctx *c, WINDOW *win)
 {
+    app *a = c->a;
+    const lsn_scene *sc = c->s;
     static tline nar_l[TEXT_MAX_LINES], bot_l[512];
     static wchar_t nar_s[TEXT_MAX_WCHARS], bot_s[16384];
     int h, w;
     getmaxyx(win, h, w);
     werase(win);
     char right[64];
-    lsn_state st = a->lsn ? lsn_get_state(a->lsn) : LSN_IDLE;
-    snprintf(right, sizeof right, "step %d", a->lsn ? lsn_step(a->lsn) : 0);
-    const char *ptitle = a->lsn ? lsn_page_title(a->lsn) : "";
+    lsn_state st = sc->state;
+    snprintf(right, sizeof right, "step %d", sc->step);
+    const char *ptitle = sc->page_title;
     ui_box(win, ptitle && *ptitle ? ptitle : "lesson", right, a->key_focus < 0 && a->input_active);
     int iw = w - 4, ih = h - 2;
     if (iw < 4 || ih < 2) return;
@@ -170,11 +172,11 @@ static void text_draw_app(app *a, WINDOW *win)
     collect bot = { bot_l, 0, 512, UI_R_NORMAL, bot_s, 0, 16384 };
     if (st == LSN_ERROR) {
         add_text(&bot, "The lesson stopped with an error:", iw, UI_R_ERROR);
-        const char *err = lsn_error(a->lsn);
+        const char *err = sc->error;
         add_text(&bot, err ? err : "(no message)", iw, UI_R_ERROR);
         add_text(&bot, "r: start the lesson again   l: pick another lesson", iw, UI_R_DIM);
     }
-    const char *serr = a->lsn ? lsn_server_error(a->lsn) : NULL;
+    const char *serr = sc->server_error;
     if (serr && *serr && st != LSN_ERROR) {
         /* vLLM's message can be long; three lines here, all of it in the log. */
         add_text(&bot, "The server did not start:", iw, UI_R_ERROR);
@@ -197,7 +199,7 @@ static void text_draw_app(app *a, WINDOW *win)
             }
         }
     }
-    const lsn_goal *goal = a->lsn ? lsn_get_goal(a->lsn) : NULL;
+    const lsn_goal *goal = sc->goal;
     if (goal) {
         if (bot.n) add_blank(&bot);
         char g[600];
@@ -205,14 +207,14 @@ static void text_draw_app(app *a, WINDOW *win)
         add_text(&bot, g, iw, goal->met ? UI_R_OK : UI_R_TITLE);
         if (!goal->met && !app_room_drives(a)) add_text(&bot, "f: change flags   h: hint", iw, UI_R_DIM);
     }
-    const lsn_question *q = a->lsn ? lsn_get_question(a->lsn) : NULL;
+    const lsn_question *q = sc->question;
     if (q) {
         if (bot.n) add_blank(&bot);
         add_text(&bot, q->prompt, iw, UI_R_TITLE);
         for (int i = 0; i < q->nchoices; i++) {
-            char c[600];
-            snprintf(c, sizeof c, "  %c) %s", 'a' + i, q->choices[i]);
-            add_text(&bot, c, iw, UI_R_NORMAL);
+            char chb[600];
+            snprintf(chb, sizeof chb, "  %c) %s", 'a' + i, q->choices[i]);
+            add_text(&bot, chb, iw, UI_R_NORMAL);
         }
     }
     for (int i = 0; i < a->nhints; i++) {
@@ -252,13 +254,13 @@ static void text_draw_app(app *a, WINDOW *win)
 
     /* The narration. */
     collect nar = { nar_l, 0, TEXT_MAX_LINES, UI_R_NORMAL, nar_s, 0, TEXT_MAX_WCHARS };
-    const char *txt = a->lsn ? lsn_text(a->lsn) : "";
+    const char *txt = sc->text;
     char loading[64];
     snprintf(loading, sizeof loading, "Opening lesson %d ...", a->loading);
     const char *idle = st == LSN_IDLE ? app_room_idle_text(a) : NULL; /* a follower waiting for its presenter */
     if ((!txt || !*txt) && idle) txt = idle;
     if (!txt || !*txt) txt = st != LSN_IDLE ? "" : a->loading ? loading : "No lesson loaded. Press l to pick one.";
-    int page = a->lsn ? lsn_page_number(a->lsn) : 0;
+    int page = sc->page_no;
     /* A right answer whose page the lesson left at once: its explanation
      * heads the new page until the learner moves on (n/p). */
     if (a->notice[0] && page == a->notice_page) { /* a runner notice too long for the header, whole */
@@ -323,8 +325,6 @@ static void text_draw_app(app *a, WINDOW *win)
         ui_put(win, y, w - 4, g->arrow_down, ui_attr(UI_R_KEY));
     }
 }
-
-static void text_draw(const ui_view_ctx *c, WINDOW *win) { text_draw_app(c->a, win); }
 
 static unsigned text_mouse(const ui_view_ctx *c, int y, int x, ui_mouse m)
 {

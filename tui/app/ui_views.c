@@ -3,6 +3,7 @@
 #include "ui_views.h"
 
 #include <stddef.h>
+#include <string.h>
 
 #include "ui_chrome.h"
 #include "ui_flags.h"
@@ -34,10 +35,34 @@ const ui_view_class *ui_view_class_of(ui_pane p)
     return p >= 0 && p < UI_PANE_COUNT ? classes[p] : NULL;
 }
 
+static const lsn_scene no_scene = { .title = "", .state = LSN_IDLE, .text = "", .page_title = "" };
+
 ui_view_ctx ui_view_ctx_of(app *a, ui_pane p)
 {
-    ui_view_ctx c = { .f = &a->frame, .a = a, .pane = p, .focused = a->view_focus == (int)p };
+    ui_view_ctx c = { .f = &a->frame, .s = a->lsn ? lsn_scene_get(a->lsn) : &no_scene, .a = a, .pane = p,
+                      .focused = a->view_focus == (int)p };
     return c;
+}
+
+const lsn_view *ui_view_lesson(const ui_view_ctx *c, const char *name)
+{
+    if (!c->s->views || !name) return NULL;
+    for (int i = 0; i < LSN_NVIEWS; i++)
+        if (!strcmp(lsn_view_names[i], name)) return &c->s->views[i];
+    return NULL;
+}
+
+int ui_view_req_highlighted(const ui_view_ctx *c, const char *name, int64_t req_id)
+{
+    const lsn_view *v = ui_view_lesson(c, name);
+    if (!v) return 0;
+    for (int i = 0; i < v->nhighlights; i++) {
+        const lsn_highlight *h = &v->highlights[i];
+        if (!h->target || strncmp(h->target, "request", 7)) continue;
+        for (int k = 0; k < h->nids; k++)
+            if (h->ids[k] == req_id) return 1;
+    }
+    return 0;
 }
 
 void ui_views_want(app *a, int side_w, ui_layout_req *req)

@@ -6,12 +6,13 @@
  * this table, and hands a click to the view under it.
  *
  * Every view draws from one context: the frame (kv_frame.h, the engine as
- * of this frame, captured once before drawing by app_frame_update) and the
- * app's own state (the lesson, what the learner selected, focus, flashes,
- * typed text). Views never call the engine and never read a->eng or
- * a->plan: whatever they show of the engine or its start-up plan is in the
- * frame, so a frame from elsewhere (a past step, another machine) draws the
- * same way. */
+ * of this frame, captured once before drawing by app_frame_update), the
+ * lesson's scene (lsn_scene.h: text, views wanted and their highlights,
+ * plot, question, goal, flags) and the app's own state (what the learner
+ * selected, focus, flashes, typed text). Views never call the engine and
+ * never read a->eng or a->plan: whatever they show of the engine or its
+ * start-up plan is in the frame, so a frame from elsewhere (a past step,
+ * another machine) draws the same way. */
 #ifndef UI_VIEWS_H
 #define UI_VIEWS_H
 
@@ -23,8 +24,11 @@ typedef enum ui_mouse { UI_MOUSE_CLICK = 0, UI_MOUSE_WHEEL_UP, UI_MOUSE_WHEEL_DO
 
 typedef struct ui_view_ctx {
     const kv_frame *f;   /* the engine as of this frame (f->has_engine 0: no server) */
-    app *a;              /* the app's state; views write only their own draw-time
-                            figures (text scroll limits, a clamped selection) */
+    const lsn_scene *s;  /* what the lesson asks to show (never NULL: an empty scene
+                            without a lesson); valid while the view draws */
+    app *a;              /* the app's own state (selection, focus, flashes, typed text);
+                            views write only their own draw-time figures (text scroll
+                            limits, a clamped selection) */
     ui_pane pane;        /* the view's slot in the layout */
     int focused;         /* Tab gave this view the focus (its border shows it) */
 } ui_view_ctx;
@@ -47,6 +51,12 @@ const ui_view_class *ui_view_class_of(ui_pane p);
 
 /* The context a view of pane p draws with this frame. */
 ui_view_ctx ui_view_ctx_of(app *a, ui_pane p);
+
+/* The scene's entry for view `name` ("pool", ...; lsn_view_names), or NULL. */
+const lsn_view *ui_view_lesson(const ui_view_ctx *c, const char *name);
+
+/* Does the scene highlight request id in view `name` (target "request")? */
+int ui_view_req_highlighted(const ui_view_ctx *c, const char *name, int64_t req_id);
 
 /* Fill req->want_h for every side pane from its class (the frame is
  * brought up to date first). side_w: the width a side pane gets. */

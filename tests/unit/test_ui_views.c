@@ -1,0 +1,258 @@
+/* The app's views drawn off-screen from a frame alone: the engine the frame
+ * was taken from is gone, no lesson is loaded, and the pool, requests,
+ * metrics and tp views still show that engine's blocks, block tables and
+ * figures. Also the view table itself (a class per pane, named as the
+ * layout names it) and a click handed to the pool view. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+#include <cmocka.h>
+
+#include "app.h"
+#include "kv_frame.h"
+#include "ui_layout.h"
+#include "ui_views.h"
+
+static app A;
+static SCREEN *g_scr;
+static FILE *g_out, *g_in;
+
+static int setup(void **state)
+{
+    (void)state;
+    setenv("TERM", "xterm", 1);
+    g_out = fopen("/dev/null", "w");
+    g_in = fopen("/dev/null", "r");
+    if (!g_out || !g_in) return -1;
+    g_scr = newterm("xterm", g_out, g_in);
+    if (!g_scr) return -1;
+    ui_style_init(UI_COLOR_NONE);
+    ui_glyphs_init(1);
+    memset(&A, 0, sizeof A);
+    A.rows = 24;
+    A.cols = 80;
+    A.speed = 1.0;
+    A.view_focus = A.key_focus = -1;
+    A.sel_req = -1;
+    A.sel_block = -1;
+    A.victim = -1;
+    A.verdict_kind = -1;
+    A.last_page = -1;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    kv_frame_free(&A.frame);
+    endwin();
+    delscreen(g_scr);
+    fclose(g_out);
+    fclose(g_in);
+    return 0;
+}
+
+/* Row y of win as ASCII text (the glyphs are ASCII here). */
+static const char *row_text(WINDOW *win, int y)
+{
+    static char s[256];
+    int h, w;
+    getmaxyx(win, h, w);
+    (void)h;
+    for (int x = 0; x < w && x < 255; x++) {
+        cchar_t cc;
+        wchar_t wc[CCHARW_MAX + 1];
+        attr_t at;
+        short pair;
+        s[x] = '?';
+        if (mvwin_wch(win, y, x, &cc) == OK && getcchar(&cc, wc, &at, &pair, NULL) == OK && wc[0] < 128)
+            s[x] = wc[0] ? (char)wc[0] : ' ';
+        s[x + 1] = 0;
+    }
+    return s;
+}
+
+/* Does any row of win hold text? */
+static int win_has(WINDOW *win, const char *text)
+{
+    int h, w;
+    getmaxyx(win, h, w);
+    (void)w;
+    for (int y = 0; y < h; y++)
+        if (strstr(row_text(win, y), text)) return 1;
+    return 0;
+}
+
+static void dump(WINDOW *win)
+{
+    int h, w;
+    getmaxyx(win, h, w);
+    (void)w;
+    for (int y = 0; y < h; y++) fprintf(stderr, "  |%s|\n", row_text(win, y));
+}
+
+/* The number drawn after label on its row (-1 when the label is not drawn). */
+static long value_after(WINDOW *win, const char *label)
+{
+    int h, w;
+    getmaxyx(win, h, w);
+    (void)w;
+    for (int y = 0; y < h; y++) {
+        const char *r = strstr(row_text(win, y), label);
+        if (r) return strtol(r + strlen(label), NULL, 10);
+    }
+    dump(win);
+    return -1;
+}
+
+#define assert_win_has(win, text) do { if (!win_has(win, text)) { dump(win); fail_msg("'%s' not drawn", text); } } while (0)
+
+/* The state of test_frame.c: A and B share blocks 1 and 2 (B's 32-token
+ * prefix-cache hit), A holds 3 and 4, B holds 5, C waits. */
+static kv_engine *known_engine(void)
+{
+    kv_engine_config c;
+    kv_engine_config_default(&c);
+    c.num_blocks = 33;
+    c.max_model_len = 4096;
+    c.max_num_batched_tokens = 2048;
+    c.max_num_seqs = 2;
+    c.tensor_parallel_size = 2;
+    c.verify = 0;
+    c.write_kv = 0;
+    char err[512];
+    kv_engine *e = kv_engine_create(&c, err, sizeof err);
+    if (!e) fail_msg("create: %s", err);
+    int32_t ids[48];
+    for (int r = 0; r < 3; r++) {
+        for (int i = 0; i < 48; i++) ids[i] = (r < 2 && i < 32) ? 1000 + i : 5000 + r * 1000 + i;
+        kv_request_spec s = { .prompt_token_ids = ids, .num_prompt_token_ids = 48, .output_tokens = 8,
+                              .arrival_s = -1 };
+        if (kv_engine_submit(e, &s, err, sizeof err) < 0) fail_msg("submit: %s", err);
+        if (r == 0 && kv_engine_step(e, NULL, err, sizeof err) < 0) fail_msg("step: %s", err);
+    }
+    if (kv_engine_step(e, NULL, err, sizeof err) < 0) fail_msg("step: %s", err);
+    return e;
+}
+
+static void test_table(void **state)
+{
+    (void)state;
+    for (int p = 0; p < UI_PANE_COUNT; p++) {
+        const ui_view_class *k = ui_view_class_of((ui_pane)p);
+        assert_non_null(k);
+        assert_int_equal(k->pane, p);
+        assert_string_equal(k->name, ui_layout_pane_name((ui_pane)p));
+        assert_non_null(k->draw);
+        /* Tab stops at the side views only. */
+        assert_int_equal(k->focusable, p >= UI_PANE_MEMORY);
+    }
+    assert_null(ui_view_class_of(UI_PANE_COUNT));
+}
+
+static void test_draw_from_frame_alone(void **state)
+{
+    (void)state;
+    kv_engine *e = known_engine();
+    char err[256];
+    assert_int_equal(kv_frame_capture(&A.frame, e, NULL, NULL, err, sizeof err), 0);
+    kv_engine_destroy(e);
+    A.eng = NULL; /* the views must not need it */
+
+    WINDOW *w = newwin(8, 40, 0, 0);
+    assert_non_null(w);
+    ui_views_draw(&A, UI_PANE_POOL, w);
+    assert_win_has(w, "33 blocks x 16 tokens");
+    /* Null block, the two shared blocks (ref 2), A's own two (its letter),
+     * B's one, then free blocks. */
+    assert_win_has(w, "@22AAB....");
+    assert_win_has(w, "used 5  cached 0  shared 2  16%");
+
+    WINDOW *wr = newwin(8, 60, 0, 0);
+    ui_views_draw(&A, UI_PANE_REQUESTS, wr);
+    assert_win_has(wr, "2 running, 1 waiting");
+    assert_win_has(wr, "A #0   run      49/56    tok  1 2 3 4");
+    assert_win_has(wr, "B #1   run      48/56    tok  1 2 5");
+    assert_win_has(wr, "C #2   wait      0/56    tok");
+    delwin(wr);
+
+    WINDOW *wm = newwin(10, 60, 0, 0);
+    ui_views_draw(&A, UI_PANE_METRICS, wm);
+    assert_int_equal(value_after(wm, "vllm:num_requests_running"), 2);
+    assert_int_equal(value_after(wm, "vllm:num_requests_waiting"), 1);
+    assert_int_equal(value_after(wm, "vllm:num_preemptions_total"), 0);
+
+    ui_views_draw(&A, UI_PANE_TP, wm);
+    assert_win_has(wm, "tp=2, 8 KV heads");
+    assert_win_has(wm, "GPU0");
+    assert_win_has(wm, "GPU1");
+    delwin(wm);
+
+    /* What the layout asks of the classes comes from the frame too. */
+    ui_view_ctx c = ui_view_ctx_of(&A, UI_PANE_REQUESTS);
+    assert_int_equal(ui_view_class_of(UI_PANE_REQUESTS)->want_h(&c, 40), 2 + 4); /* 3 live: the 4-row step */
+    c = ui_view_ctx_of(&A, UI_PANE_POOL);
+    assert_int_equal(ui_view_class_of(UI_PANE_POOL)->want_h(&c, 40), 1 + 3); /* 33 blocks in 38 columns: one row */
+    delwin(w);
+}
+
+static void test_click_picks_block(void **state)
+{
+    (void)state;
+    kv_engine *e = known_engine();
+    A.eng = e;
+    kv_frame_forget(&A.frame);
+    /* No view draws the pool: the frame holds no blocks. */
+    memset(&A.lay, 0, sizeof A.lay);
+    app_frame_update(&A);
+    assert_true(A.frame.has_engine);
+    assert_int_equal(A.frame.nblocks, 0);
+    /* The pool as the layout placed it, drawn once so it knows its cells. */
+    A.lay.rows = A.rows;
+    A.lay.cols = A.cols;
+    A.lay.placed = UI_PANE_BIT(UI_PANE_POOL);
+    A.lay.r[UI_PANE_POOL] = (ui_rect){ .y = 2, .x = 10, .h = 8, .w = 40 };
+    app_frame_update(&A);
+    assert_int_equal(A.frame.nblocks, 33);
+    WINDOW *w = newwin(8, 40, 2, 10);
+    ui_views_draw(&A, UI_PANE_POOL, w);
+    /* Block 5 sits in the sixth cell of the first grid row. */
+    ui_views_mouse(&A, 2 + 1, 10 + 1 + 5, UI_MOUSE_CLICK);
+    assert_int_equal(A.sel_block, 5);
+    assert_int_equal(A.sel_req, 1); /* its owner, B */
+    assert_true(A.dirty & UI_PANE_BIT(UI_PANE_REQUESTS));
+    /* The status line names the picked block and every request holding it. */
+    ui_views_draw(&A, UI_PANE_POOL, w);
+    assert_win_has(w, "block 5: used ref 1 req #1 hashed");
+    /* (The click relaid the screen out for a lesson-less app: no pool; put it back.) */
+    A.lay.placed = UI_PANE_BIT(UI_PANE_POOL);
+    A.lay.r[UI_PANE_POOL] = (ui_rect){ .y = 2, .x = 10, .h = 8, .w = 40 };
+    ui_views_mouse(&A, 2 + 1, 10 + 1 + 2, UI_MOUSE_CLICK);
+    ui_views_draw(&A, UI_PANE_POOL, w);
+    assert_win_has(w, "block 2: used ref 2 req #0,#1 hashed");
+    /* The wheel over the pool picks nothing. */
+    A.lay.placed = UI_PANE_BIT(UI_PANE_POOL);
+    A.lay.r[UI_PANE_POOL] = (ui_rect){ .y = 2, .x = 10, .h = 8, .w = 40 };
+    A.sel_block = -1;
+    ui_views_mouse(&A, 2 + 1, 10 + 1 + 5, UI_MOUSE_WHEEL_UP);
+    assert_int_equal(A.sel_block, -1);
+    delwin(w);
+    A.eng = NULL;
+    kv_engine_destroy(e);
+    kv_frame_forget(&A.frame);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_table),
+        cmocka_unit_test(test_draw_from_frame_alone),
+        cmocka_unit_test(test_click_picks_block),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
