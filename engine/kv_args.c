@@ -15,7 +15,7 @@ enum {
     F_MODEL, F_UTIL, F_MAX_MODEL_LEN, F_MAX_NUM_SEQS, F_MNBT, F_BLOCK_SIZE, F_KV_DTYPE, F_QUANT, F_DTYPE, F_TP, F_PP,
     F_PREFIX, F_CHUNKED, F_EAGER, F_KV_BYTES, F_BLOCKS_OVERRIDE,
     F_GPU, F_GPU_GIB, F_GPU_USED, F_WEIGHTS, F_ACTIVATION, F_CUDAGRAPH, F_CONTEXT, F_NCCL, F_SCHED_POLICY,
-    F_VLLM_VERSION, F_ACCOUNTING, F_FI_SAMPLER, F_RESERVE_ISL, F_WATERMARK,
+    F_VLLM_VERSION, F_ACCOUNTING, F_FI_SAMPLER, F_RESERVE_ISL, F_WATERMARK, F_MXFP4_BACKEND,
     F_FIRST_NOTE
 };
 
@@ -73,6 +73,8 @@ static const kv_args_flag flags[] = {
                        "admit a request only if its whole prompt fits the free KV blocks (vLLM 0.19+)", 0},
     [F_WATERMARK] = {"watermark", "watermark", KV_ARG_FLOAT, NULL, "0.0",
                      "fraction of KV blocks kept free when admitting requests (vLLM 0.24+), in [0, 1)", 0},
+    [F_MXFP4_BACKEND] = {"mxfp4-backend", "kvlab", KV_ARG_CHOICE, "marlin|triton", "the release's",
+                         "mxfp4 MoE kernels (vLLM logs 'Using Marlin backend' / 'Using Triton backend')", 1},
     /* Real vLLM flags that do not change the memory plan. */
     {"port", "port", KV_ARG_NOTE, NULL, "8000", "API server port", 0},
     {"host", "host", KV_ARG_NOTE, NULL, "", "API server host", 0},
@@ -410,6 +412,11 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
             return kv_errf(err, errlen, KV_ARGS_EVALUE, "%s", e2);
         snprintf(a->vllm_version, sizeof a->vllm_version, "%s", value);
         break;
+    case F_MXFP4_BACKEND:
+        if (!choice_ok(f->choices, value))
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--mxfp4-backend must be marlin or triton; got '%.40s'", value);
+        a->mxfp4_backend = !strcmp(value, "triton") ? 2 : 1;
+        break;
     case F_ACCOUNTING:
         if (!choice_ok(f->choices, value))
             return kv_errf(err, errlen, KV_ARGS_EVALUE, "--accounting must be release or textbook; got '%.40s'", value);
@@ -608,6 +615,7 @@ int kv_args_get(const kv_args *a, const char *name, char *b, size_t n)
     case F_GPU: snprintf(b, n, "%s", a->gpu); break;
     case F_VLLM_VERSION: snprintf(b, n, "%s", a->vllm_version); break;
     case F_ACCOUNTING: snprintf(b, n, "%s", a->accounting == KV_ACCOUNTING_TEXTBOOK ? "textbook" : "release"); break;
+    case F_MXFP4_BACKEND: snprintf(b, n, "%s", a->mxfp4_backend == 2 ? "triton" : a->mxfp4_backend == 1 ? "marlin" : ""); break;
     case F_UTIL: snprintf(b, n, "%g", a->gpu_memory_utilization); break;
     case F_MAX_MODEL_LEN:
         if (a->max_model_len == KV_MAX_MODEL_LEN_AUTO)

@@ -188,17 +188,22 @@ static double linear_bytes(const kv_model *m, const kv_args *a)
  * intermediate size a multiple of 128 and the hidden size of 256. Marlin runs
  * on cards before Hopper, and on every card while vLLM required a torch
  * older than 2.8 for its Triton kernels (up to 0.10.x). */
+/* On Hopper from 0.11 the Triton kernels take the experts; their swizzled
+ * layout (triton_kernels, not vLLM's own code) pads the hidden size to 256
+ * too: the llm-d 0.11 log and vllm issue #33155 (0.14.1) both show 64.38 GiB
+ * for gpt-oss-120b, 6% over the tally, which this reproduces. */
 static double mxfp4_pad_factor(const kv_model *m, const plan_ctx *c)
 {
     if (m->quant != KV_QUANT_MXFP4 && c->a->quantization != KV_ARGS_QUANT_MXFP4)
         return 1.0;
     int hopper = c->gpu && c->gpu->fp8 && !strstr(c->gpu->name, "L4") && !strstr(c->gpu->name, "L40") &&
                  !strstr(c->gpu->name, "4090") && !strstr(c->gpu->name, "Ada");
-    if (hopper && !c->r->mem->mxfp4_marlin_everywhere)
-        return 1.0;
     int tp = c->tp;
     double I = (double)m->moe_intermediate_size / tp, h = m->hidden_size;
     double Ip = ceil(I / 128.0) * 128.0, hp = ceil(h / 256.0) * 256.0;
+    int marlin = c->a->mxfp4_backend ? c->a->mxfp4_backend == 1 : !hopper || c->r->mem->mxfp4_marlin_everywhere;
+    if (!marlin)
+        return hp / h; /* Triton: the hidden size only */
     return (Ip * hp) / (I * h);
 }
 
@@ -267,7 +272,7 @@ void plan_weights(const plan_ctx *c, kv_plan *p)
             if (f > 1.0) {
                 double ex = (double)m->params_expert_linear * (0.5 + 1.0 / 32) / c->tp;
                 w += ex * (f - 1.0);
-                appendf(how, sizeof how, " (experts padded x%.3f for Marlin)", f);
+                appendf(how, sizeof how, " (experts padded x%.3f)", f);
             }
         }
     }

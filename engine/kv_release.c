@@ -284,20 +284,28 @@ static const kv_release_memory M_V0_065 = {V0_MEM(KV_BUDGET_PROFILED, 2048)};
 static const kv_release_memory M_V1_080 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_080};
 static const kv_release_memory M_V1_084 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_084};
 static const kv_release_memory M_V1_085 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_085};
-/* 0.9.0: FlashInfer's sampler whenever FlashInfer is installed (the
- * official image; 0.8.x logged it as disabled, "not backward compatible"). */
+/* 0.9.0: FlashInfer's sampler whenever FlashInfer is installed (0.8.x
+ * logged it as disabled, "not backward compatible"). The PyPI wheel does
+ * not install FlashInfer before 0.11.1 (an extra), so kvlab's default is
+ * PyTorch's sort; the official image has FlashInfer (--flashinfer-sampler
+ * true): flashinfer issue #1180 compares the two. */
 static const kv_release_memory M_V1_090 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_090,
-                                           .sampler_flashinfer = 1};
+                                           .mxfp4_marlin_everywhere = 1};
 /* V1 0.9.1: memory_profiling with the snapshot taken after NCCL init:
- * requested memory - non-KV memory. */
+ * requested memory - non-KV memory. mxfp4 (gpt-oss, 0.10.1 on) runs on
+ * Marlin unless the optional triton_kernels package is installed
+ * (quantization/mxfp4.py get_mxfp4_backend; vllm issue #23278: 65.97 GiB). */
 static const kv_release_memory M_V1_091 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0), .card_classes = CARDS_090,
-                                           .mxfp4_marlin_everywhere = 1, .sampler_flashinfer = 1};
-/* 0.11.0: torch 2.8, so Hopper runs mxfp4 on the Triton kernels. */
+                                           .mxfp4_marlin_everywhere = 1};
 static const kv_release_memory M_V1_011 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0), .card_classes = CARDS_090,
-                                           .sampler_flashinfer = 1};
+                                           .mxfp4_marlin_everywhere = 1};
 /* 0.11.1: FlashInfer becomes a dependency, its sampler opt-in
  * (VLLM_USE_FLASHINFER_SAMPLER=1). */
-static const kv_release_memory M_V1_0111 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0), .card_classes = CARDS_090};
+static const kv_release_memory M_V1_0111 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0), .card_classes = CARDS_090,
+                                            .mxfp4_marlin_everywhere = 1};
+/* 0.12.0: triton_kernels ships inside vLLM (vllm/third_party), so Hopper
+ * runs mxfp4 on the Triton kernels. */
+static const kv_release_memory M_V1_012 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0), .card_classes = CARDS_090};
 /* 0.14.0: --max-model-len auto (kv_cache_utils.py "Cannot auto-fit"). */
 static const kv_release_memory M_V1_014 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 1), .card_classes = CARDS_090};
 /* 0.20.0: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1 (envs.py),
@@ -369,14 +377,17 @@ static const kv_release ROWS[] = {
      &M_V1_091, &T_V1_091, &S_V1_080},
     {"0.9.2", "0.10.99", "v1/core/sched/scheduler.py: the priority policy; unchunkable prompts skipped", &M_V1_091,
      &T_V1_091, &S_V1_092},
-    {"0.11.0", "0.11.0", "quantization/mxfp4.py: Triton kernels on Hopper (torch 2.8)", &M_V1_011, &T_V1_091,
+    {"0.11.0", "0.11.0", "quantization/mxfp4.py: torch 2.8 (Triton kernels on Hopper, if installed)", &M_V1_011,
+     &T_V1_091,
      &S_V1_092},
     {"0.11.1", "0.11.99", "v1/worker/gpu_model_runner.py: \"Model loading took ... GiB memory\"; scheduler.py "
                           "refunds a priority victim's tokens; FlashInfer's sampler opt-in",
      &M_V1_0111, &T_V1_0111, &S_V1_0111},
-    {"0.12.0", "0.12.99", "v1/core/sched/scheduler.py: admission stops at an unchunkable prompt", &M_V1_0111,
+    {"0.12.0", "0.12.99", "v1/core/sched/scheduler.py: admission stops at an unchunkable prompt; vllm/third_party/"
+                          "triton_kernels",
+     &M_V1_012,
      &T_V1_0111, &S_V1_012},
-    {"0.13.0", "0.13.99", "v1/core/kv_cache_utils.py: errors link the conserving-memory docs", &M_V1_0111,
+    {"0.13.0", "0.13.99", "v1/core/kv_cache_utils.py: errors link the conserving-memory docs", &M_V1_012,
      &T_V1_013, &S_V1_012},
     {"0.14.0", "0.17.99", "utils/mem_utils.py format_gib; --max-model-len auto", &M_V1_014, &T_V1_014, &S_V1_012},
     {"0.18.0", "0.18.99", "v1/worker/gpu_model_runner.py profile_cudagraph_memory (logged, opt-in)", &M_V1_014,

@@ -111,7 +111,8 @@ typedef struct kv_release_memory {
      * max_num_batched_tokens) on V1; max_num_seqs on V0. */
     double sampler_bytes_per_elem;    /* PyTorch's top-k/top-p (it sorts the logits) */
     double sampler_fi_bytes_per_elem; /* FlashInfer's top-k/top-p kernel */
-    int sampler_flashinfer;           /* FlashInfer's sampler by default (VLLM_USE_FLASHINFER_SAMPLER, v1/sample/ops/topk_topp_sampler.py) */
+    int sampler_flashinfer;           /* FlashInfer's sampler in a PyPI install of the release
+                                         (VLLM_USE_FLASHINFER_SAMPLER, v1/sample/ops/topk_topp_sampler.py) */
     double sampler_v2_bytes_per_elem; /* model runner V2's dummy pass (no top-k/top-p) */
     int v2_profiles_warmup;           /* V2's profile also runs the warm-up's sampling parameters (0.33) */
     kv_release_v2 v2_runner;
@@ -127,8 +128,9 @@ typedef struct kv_release_memory {
     int check_reserves_null_block;
     int supports_auto_fit;         /* --max-model-len auto / -1 exists */
     /* mxfp4 MoE (gpt-oss): the Marlin kernel, which pads the experts, on
-     * every card (its Triton kernels needed torch >= 2.8: up to 0.10.x) or
-     * only before Hopper (quantization/mxfp4.py get_mxfp4_backend). */
+     * every card (a PyPI install before 0.12 lacks the triton_kernels
+     * package) or only before Hopper (quantization/mxfp4.py
+     * get_mxfp4_backend); --mxfp4-backend overrides it. */
     int mxfp4_marlin_everywhere;
     kv_release_card_class card_classes[KV_RELEASE_MAX_CARD_CLASSES];
 } kv_release_memory;
