@@ -3,9 +3,9 @@
 -- utilization budget before a single request arrives.
 local fmt = require("lib.fmt")
 local ask = require("lib.ask")
+local expect = require("lib.expect")
 local course = require("lib.course")
 
-local MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 local PROMPT, OUTPUT = 2000, 64 -- the one request at the end: a file and a question
 
 local function term(plan, name)
@@ -46,7 +46,7 @@ return {
     lab.page("A coding assistant on one H100")
     lab.show("memory", { upto = "init" })
     lab.show("log", { upto = "init" })
-    local ok, err = lab.start(course.server({ model = MODEL, gpu = "h100-80gb", ["gpu-memory-utilization"] = 0.9 }))
+    local ok, err = course.start(lab, "A")
     if not ok then error("example A should start: " .. tostring(err)) end
     local plan, model, gpu = lab.plan(), lab.model(), lab.gpu()
 
@@ -167,6 +167,42 @@ return {
       explain = "That number is the server's capacity: every prompt and every generated token of every " ..
           "request in flight has to fit in it at once.",
     })
+    lab.pause()
+
+    -- The course outline's whiteboard version of the same sum: its own
+    -- premises (decimal gigabytes, a fixed workspace and context, no blocks).
+    local GB = 1e9
+    local wb = { card = 80 * GB, weights = 16.06 * GB, workspace = 1.5 * GB, context = 1 * GB }
+    local wb_budget = plan.gpu_memory_utilization * wb.card
+    local wb_kv = wb_budget - wb.weights - wb.workspace - wb.context
+    local wb_tokens = math.floor(wb_kv / plan.kv_bytes_per_token)
+    expect.near(lab, "the outline's whiteboard pool (tokens)", wb_tokens, 407714, 0)
+    local GiB = 2 ^ 30
+    local others = plan.activation_gib + plan.cudagraph_gib + plan.cuda_context_gib
+    lab.page("Another count you may meet")
+    lab.unhighlight("log")
+    lab.say("Worked on a whiteboard, this set-up often comes out at about %s tokens, with %.0f GiB " ..
+      "in use. It is the same subtraction, done three ways differently:", fmt.int(wb_tokens), wb_budget / GiB)
+    lab.say("%s", fmt.table({
+      { "(GiB)", "vLLM", "board" },
+      { "card", string.format("%.2f", plan.gpu_total_gib), string.format("%.2f", wb.card / GiB) },
+      { "budget", string.format("%.2f", plan.budget_gib), string.format("%.2f", wb_budget / GiB) },
+      { "weights", string.format("%.2f", plan.weights_gib), string.format("%.2f", wb.weights / GiB) },
+      { "the rest", string.format("%.2f", others), string.format("%.2f", (wb.workspace + wb.context) / GiB) },
+      { "KV pool", string.format("%.2f", plan.kv_cache_gib), string.format("%.2f", wb_kv / GiB) },
+      { "tokens", fmt.int(plan.kv_cache_tokens), fmt.int(wb_tokens) },
+    }))
+    lab.say("1. The card: the board takes the label, 80 GB in decimal gigabytes (10^9 bytes), " ..
+      "which is only %.2f GiB; vLLM starts from what the driver reports, %s. %s of 80 GB is 72 GB, " ..
+      "%.2f GiB: the board's memory in use.", wb.card / GiB, fmt.gib(plan.gpu_total_gib),
+      tostring(plan.gpu_memory_utilization), wb_budget / GiB)
+    lab.say("2. The rest: the board subtracts a round 1.5 GB of workspace and 1 GB of context " ..
+      "(%.2f GiB); vLLM subtracts the activation peak it measured, its CUDA-graph estimate and " ..
+      "the context (%s).", (wb.workspace + wb.context) / GiB, fmt.gib(others))
+    lab.say("3. Blocks: the board divides and stops; vLLM keeps whole blocks of %d tokens.",
+      plan.block_size)
+    lab.say("The card's size is most of the gap. The course follows vLLM's log: %s tokens.",
+      fmt.int(plan.kv_cache_tokens))
     lab.pause()
 
     course.release_page(lab, fmt, "The same server on a real vLLM")

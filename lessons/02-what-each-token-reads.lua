@@ -4,7 +4,6 @@ local fmt = require("lib.fmt")
 local ask = require("lib.ask")
 local course = require("lib.course")
 
-local MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 local PROMPT, OUTPUT = 10, 22
 
 return {
@@ -12,7 +11,7 @@ return {
   title = "What each new token reads",
   flags = {},
   run = function(lab)
-    local ok, err = lab.start(course.server({ model = MODEL, gpu = "h100-80gb", ["gpu-memory-utilization"] = 0.9 }))
+    local ok, err = course.start(lab, "A")
     if not ok then error("example A should start: " .. tostring(err)) end
     local model, plan = lab.model(), lab.plan()
     local L, H = plan.num_layers, plan.kv_heads_per_gpu

@@ -5,7 +5,6 @@ local expect = require("lib.expect")
 local ask = require("lib.ask")
 local course = require("lib.course")
 
-local MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 
 -- The fields the sum needs, as the file has them.
 local function field_rows(cfg)
@@ -38,12 +37,38 @@ local function formula(lab)
     fmt.bytes(p.kv_bytes_per_token))
 end
 
+-- The pool the running server sized, in tokens, and for a model with
+-- sliding-window layers why its log line counts a little less: one set of
+-- figures for the memory view, the log and the pool view, on one page.
+local function pool_report(lab)
+  local p, b = lab.plan(), lab.blocks()
+  local out = { string.format("  pool: %s / %s\n    = %s tokens", fmt.gib(p.kv_cache_gib),
+    fmt.bytes(p.kv_bytes_per_token), fmt.int(p.kv_cache_tokens)) }
+  if (p.num_kv_groups or 1) > 1 then
+    local per_group = p.num_layers // p.num_kv_groups
+    local logged = math.floor(p.max_concurrency * p.max_model_len)
+    out[#out + 1] = string.format("%d of the %d layers only look back %s tokens (a sliding window). " ..
+      "vLLM keeps the layers in %d groups of %d and gives them %s blocks of %d layers, %s for each " ..
+      "group: %s tokens.", p.num_sliding_layers, p.num_layers, fmt.int(p.sliding_window), p.num_kv_groups,
+      per_group, fmt.int(p.num_blocks), per_group, fmt.int(p.num_blocks // p.num_kv_groups), fmt.int(p.kv_cache_tokens))
+    out[#out + 1] = string.format("Its log line says %s tokens: it counts whole requests of %s tokens " ..
+      "(%.2f of them, %s blocks each, a window group's share rounded up) and multiplies back. Both are " ..
+      "right; they count different things.", fmt.int(logged), fmt.int(p.max_model_len), p.max_concurrency,
+      fmt.int(p.blocks_per_request))
+    if b and b.total and b.total ~= p.num_blocks then
+      out[#out + 1] = string.format("kvlab's pool view runs every layer in every block: %s blocks of %d " ..
+        "layers, the same %s tokens.", fmt.int(b.total), p.num_layers, fmt.int(b.total * p.block_size))
+    end
+  end
+  return table.concat(out, "\n\n")
+end
+
 return {
   id = 4,
   title = "The formula on the whiteboard",
   flags = { "model", "kv-cache-dtype" },
   run = function(lab)
-    local ok, err = lab.start(course.server{ model = MODEL, gpu = "h100-80gb", ["gpu-memory-utilization"] = 0.9 })
+    local ok, err = course.start(lab, "A")
     assert(ok, err)
     local m, p = lab.model(), lab.plan()
     local cfg, path = lab.config()
@@ -162,6 +187,7 @@ return {
       if q and mm and q.kv_bytes_per_token and q.kv_bytes_per_token > 0 then
         lab.say("%s (%s cache):", mm.id, q.kv_cache_dtype)
         lab.say(formula(lab))
+        if q.starts then lab.say("%s", pool_report(lab)) end
       else
         lab.say("--%s %s: no sum, the server could not start with it (the reason is below).", name, value)
       end

@@ -7,7 +7,6 @@ local heads = require("lib.heads")
 local pick = require("lib.pick")
 local course = require("lib.course")
 
-local MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 local LEN = 8192
 
 return {
@@ -15,9 +14,7 @@ return {
   title = "MHA, GQA and MQA",
   flags = { "kv-heads", "max-model-len" },
   run = function(lab)
-    local base = { model = MODEL, gpu = "h100-80gb", ["gpu-memory-utilization"] = 0.9,
-                   ["max-model-len"] = LEN }
-    local ok, err = lab.start(course.server(base))
+    local ok, err = course.start(lab, "A", { ["max-model-len"] = LEN })
     assert(ok, err)
     local m = lab.model()
     local q = m.heads
@@ -30,7 +27,7 @@ return {
       { name = "MQA", kv = 1 },
     }
     for _, v in ipairs(variants) do
-      lab.restart{ ["kv-heads"] = v.kv }
+      course.restart(lab, "A", { ["kv-heads"] = v.kv })
       local p = lab.plan()
       v.bpt, v.gib, v.tokens, v.conc = p.kv_bytes_per_token, p.kv_cache_gib, p.kv_cache_tokens, p.max_concurrency
     end

@@ -5,8 +5,6 @@ local fmt = require("lib.fmt")
 local expect = require("lib.expect")
 local course = require("lib.course")
 
-local MODEL = "meta-llama/Llama-3.1-8B-Instruct"
-
 -- What each fix costs, in the order the engine ranks them.
 local COST = {
   ["lower max_model_len"] = "free, unless users need it",
@@ -33,8 +31,7 @@ return {
             "gpu-memory-utilization" },
   run = function(lab)
     -- Running example B: an RTX 4090 that reports 23.5 GiB, no --max-model-len.
-    local ok = lab.start(course.server{ model = MODEL, gpu = "rtx-4090", ["gpu-memory-gib"] = 23.5,
-                               ["gpu-memory-utilization"] = 0.9, ["max-num-batched-tokens"] = 8192 })
+    local ok = course.start(lab, "B")
     local p = lab.plan()
     local m = lab.model()
     local start = {}

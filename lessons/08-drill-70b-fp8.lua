@@ -5,7 +5,6 @@ local fmt = require("lib.fmt")
 local expect = require("lib.expect")
 local course = require("lib.course")
 
-local MODEL = "meta-llama/Llama-3.1-70B-Instruct"
 local CONV = 32768   -- a "32K" conversation, in tokens
 
 -- Near misses shared by the questions: value -> explanation, for a right
@@ -29,12 +28,10 @@ return {
   run = function(lab)
     -- Example C: 70B with FP8 weights on one H100, pushed to 0.96 so it starts
     -- (the lesson says why, and that lesson 7's advice still holds).
-    local base = { model = MODEL, gpu = "h100-80gb", quantization = "fp8", ["gpu-memory-utilization"] = 0.96,
-                   ["max-model-len"] = 8192, ["max-num-batched-tokens"] = 8192 }
-    lab.start(course.server(base))
+    course.start(lab, "C", { ["gpu-memory-utilization"] = 0.96 })
     local m, cfg = lab.model(), lab.config()
     local bf = lab.plan()
-    lab.restart{ ["kv-cache-dtype"] = "fp8" }
+    course.restart(lab, "C", { ["kv-cache-dtype"] = "fp8" })
     local f8 = lab.plan()
     lab.restart{ ["kv-cache-dtype"] = "" }
 

@@ -7,7 +7,6 @@ local pick = require("lib.pick")
 local ask = require("lib.ask")
 local course = require("lib.course")
 
-local MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 local LEN = 8192
 
 -- Figures of a configuration without leaving it running: start it, read the
@@ -16,7 +15,7 @@ local LEN = 8192
 local function peek(lab, changes)
   local undo = {}
   for k in pairs(changes) do undo[k] = lab.flag(k) end
-  lab.restart(changes)
+  course.restart(lab, "B", changes)
   local p = lab.plan()
   lab.restart(undo)
   return p
@@ -27,9 +26,7 @@ return {
   title = "From bytes to sequences",
   flags = { "max-model-len", "quantization", "kv-cache-dtype", "gpu-memory-utilization" },
   run = function(lab)
-    local ok, err = lab.start(course.server{ model = MODEL, gpu = "rtx-4090", ["gpu-memory-gib"] = 23.5,
-                               ["gpu-memory-utilization"] = 0.9, ["max-num-batched-tokens"] = 8192,
-                               ["max-model-len"] = LEN })
+    local ok, err = course.start(lab, "B", { ["max-model-len"] = LEN })
     assert(ok, err)
     local p = lab.plan()
     local per_seq = p.kv_bytes_per_token * LEN

@@ -5,7 +5,6 @@ local fmt = require("lib.fmt")
 local expect = require("lib.expect")
 local course = require("lib.course")
 
-local MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 local FILE = { min = 12000, max = 20000 }   -- prompt: a whole file plus the question
 local REPLY = { min = 200, max = 400 }      -- a few hundred tokens of answer
 local START_RATE = 1
@@ -29,8 +28,7 @@ return {
   title = "Break it: whole files as context",
   flags = { "request-rate" },
   run = function(lab)
-    local ok, err = lab.start(course.server{ model = MODEL, gpu = "h100-80gb", ["gpu-memory-utilization"] = 0.9,
-                               ["max-model-len"] = 32768, ["request-rate"] = START_RATE })
+    local ok, err = course.start(lab, "A", { ["max-model-len"] = 32768, ["request-rate"] = START_RATE })
     assert(ok, err)
     local p = lab.plan()
     local per_req = (FILE.min + FILE.max) / 2 + (REPLY.min + REPLY.max) / 2

@@ -5,7 +5,6 @@ local fmt = require("lib.fmt")
 local expect = require("lib.expect")
 local course = require("lib.course")
 
-local MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 local LONGEST = 32768                  -- the service cuts prompts here
 local SHORT = { min = 500, max = 2500 }   -- a question about a function or two
 local LONG = { min = 20000, max = LONGEST - 512 } -- a whole module pasted in
@@ -29,7 +28,7 @@ return {
   title = "Drill: how many fit?",
   flags = {},
   run = function(lab)
-    local ok, err = lab.start(course.server{ model = MODEL, gpu = "h100-80gb", ["gpu-memory-utilization"] = 0.9 })
+    local ok, err = course.start(lab, "A")
     assert(ok, err)
     local p = lab.plan()
     local mean_prompt = (1 - LONG_SHARE) * (SHORT.min + SHORT.max) / 2 + LONG_SHARE * (LONG.min + LONG.max) / 2

@@ -9,10 +9,8 @@ local course = require("lib.course")
 local CHAT = { prompt = { 400, 2400 }, output = { 100, 500 }, seed = 1213 }
 local NREQ = 160
 
-local BASE = {
-  model = "meta-llama/Llama-3.1-8B-Instruct", gpu = "h100-80gb",
-  ["gpu-memory-utilization"] = 0.9, ["max-model-len"] = 8192, contiguous = "on",
-}
+-- Example A with slabs.
+local BASE = course.example("A", { ["max-model-len"] = 8192, contiguous = "on" })
 
 -- Send the chat traffic and run until the server is full, then a few steps
 -- more so every admitted prompt is cached (as lesson 13 does); return what it holds.
@@ -34,7 +32,8 @@ return {
   flags = { "max-model-len" },
   run = function(lab)
     lab.page("One slab per request")
-    local ok, err = lab.start(course.server(BASE))
+    local ok, err = lab.start(BASE)
+    course.note(lab, "A")
     if not ok then error("the lesson's server did not start: " .. tostring(err)) end
     local p = lab.plan()
     lab.show("memory"); lab.show("pool"); lab.show("metrics"); lab.show("requests")

@@ -7,10 +7,8 @@ local course = require("lib.course")
 local CHAT = { prompt = { 400, 2400 }, output = { 100, 500 }, seed = 1213 }
 local NREQ = 160
 
-local BASE = {
-  model = "meta-llama/Llama-3.1-8B-Instruct", gpu = "h100-80gb",
-  ["gpu-memory-utilization"] = 0.9, ["max-model-len"] = 32768, contiguous = "on",
-}
+-- Example A with 32K slabs, where lesson 12 ended.
+local BASE = course.example("A", { ["max-model-len"] = 32768, contiguous = "on" })
 
 local function fill(lab)
   W.submit(lab, NREQ, CHAT)
@@ -26,7 +24,8 @@ return {
   flags = { "contiguous", "max-model-len" },
   run = function(lab)
     lab.page("Where lesson 12 ended")
-    local ok, err = lab.start(course.server(BASE))
+    local ok, err = lab.start(BASE)
+    course.note(lab, "A")
     if not ok then error("the lesson's server did not start: " .. tostring(err)) end
     local bs = lab.plan().block_size
     lab.show("pool"); lab.show("metrics"); lab.show("requests")

@@ -3,10 +3,7 @@ local fmt = require("lib.fmt")
 local course = require("lib.course")
 
 -- Example B: the 4090, where every GiB shows.
-local BASE = {
-  model = "meta-llama/Llama-3.1-8B-Instruct", gpu = "rtx-4090",
-  ["gpu-memory-utilization"] = 0.9, ["max-model-len"] = 8192, ["max-num-batched-tokens"] = 8192,
-}
+local BASE = course.example("B", { ["max-model-len"] = 8192 })
 
 -- The answers a learner picks from. `key` names what the engine compares.
 local CHOICES = {
@@ -108,7 +105,8 @@ return {
   flags = flags,
   run = function(lab)
     lab.page("The subtraction")
-    local ok, err = lab.start(course.server(BASE))
+    local ok, err = lab.start(BASE)
+    course.note(lab, "B")
     if not ok then error("the lesson's server did not start: " .. tostring(err)) end
     local base = snapshot(lab)
     lab.show("memory"); lab.show("flags"); lab.show("log")

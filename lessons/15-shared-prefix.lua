@@ -9,10 +9,8 @@ local course = require("lib.course")
 local REPO = { prefix_id = "repository", prefix_tokens = 3200, prompt = { 20, 60 }, output = { 40, 120 } }
 local NQ = 8
 
-local BASE = {
-  model = "meta-llama/Llama-3.1-8B-Instruct", gpu = "h100-80gb",
-  ["gpu-memory-utilization"] = 0.9, ["max-model-len"] = 32768,
-}
+-- Example A, the coding assistant, taking prompts up to 32K.
+local BASE = course.example("A", { ["max-model-len"] = 32768 })
 
 -- The first question reads the repository alone; the others arrive once it
 -- has been prefilled, as they would a moment later in real traffic. Returns
@@ -48,7 +46,8 @@ return {
   flags = { "enable-prefix-caching" },
   run = function(lab)
     lab.page("A repository in every prompt")
-    local ok, err = lab.start(course.server(BASE))
+    local ok, err = lab.start(BASE)
+    course.note(lab, "A")
     if not ok then error("the lesson's server did not start: " .. tostring(err)) end
     local bs = lab.plan().block_size
     lab.show("pool"); lab.show("metrics"); lab.show("requests")

@@ -8,11 +8,8 @@ local course = require("lib.course")
 local REVIEW = { prompt = 1200, output = 400 }
 local NREQ = 24
 
-local BASE = {
-  model = "meta-llama/Llama-3.1-8B-Instruct", gpu = "rtx-4090",
-  ["gpu-memory-utilization"] = 0.9, ["max-model-len"] = 8192, ["max-num-batched-tokens"] = 8192,
-  ["max-num-seqs"] = 4,
-}
+-- Example B at 8K, running at most four requests at once.
+local BASE = course.example("B", { ["max-model-len"] = 8192, ["max-num-seqs"] = 4 })
 
 local function send(lab)
   if lab.running() then W.submit(lab, NREQ, REVIEW) end
@@ -33,7 +30,8 @@ return {
   run = function(lab)
     lab.speed(200)
     lab.page("A queue, and an idea")
-    local ok, err = lab.start(course.server(BASE))
+    local ok, err = lab.start(BASE)
+    course.note(lab, "B")
     if not ok then error("the lesson's server did not start: " .. tostring(err)) end
     local pool = lab.plan().kv_cache_tokens
     lab.show("pool"); lab.show("metrics"); lab.show("requests"); lab.show("flags")

@@ -13,14 +13,12 @@ local CHOICES = {
 local SERVERS = {
   {
     name = "Server 1: long documents on an RTX 4090",
-    args = { model = "meta-llama/Llama-3.1-8B-Instruct", gpu = "rtx-4090", ["gpu-memory-utilization"] = 0.9,
-             ["max-model-len"] = 8192, ["max-num-batched-tokens"] = 8192 },
+    example = "B", args = course.example("B", { ["max-model-len"] = 8192 }),
     traffic = { prompt = { 2500, 4000 }, output = { 300, 600 } }, n = 40,
   },
   {
     name = "Server 2: short chats on an H100, max-num-seqs 8",
-    args = { model = "meta-llama/Llama-3.1-8B-Instruct", gpu = "h100-80gb", ["gpu-memory-utilization"] = 0.9,
-             ["max-model-len"] = 8192, ["max-num-seqs"] = 8 },
+    example = "A", args = course.example("A", { ["max-model-len"] = 8192, ["max-num-seqs"] = 8 }),
     traffic = { prompt = { 200, 800 }, output = { 100, 300 } }, n = 80,
   },
 }
@@ -33,7 +31,8 @@ local function diagnosis(m)
 end
 
 local function run_server(lab, s)
-  local ok, err = lab.start(course.server(s.args))
+  local ok, err = lab.start(s.args)
+  course.note(lab, s.example)
   if not ok then error(s.name .. " did not start: " .. tostring(err)) end
   W.submit(lab, s.n, s.traffic)
   lab.step(60)

@@ -6,10 +6,8 @@ local course = require("lib.course")
 local DOCS = { prompt = { 3000, 3600 }, output = { 300, 500 } }
 local NREQ = 40
 
-local BASE = {
-  model = "meta-llama/Llama-3.1-8B-Instruct", gpu = "rtx-4090", ["gpu-memory-utilization"] = 0.9,
-  ["max-model-len"] = 8192, ["max-num-batched-tokens"] = 8192, ["max-num-seqs"] = 8,
-}
+-- Example B at 8K, at most eight requests at once.
+local BASE = course.example("B", { ["max-model-len"] = 8192, ["max-num-seqs"] = 8 })
 
 local LIMITS = {
   "the KV cache: it is full",
@@ -38,7 +36,8 @@ return {
   run = function(lab)
     lab.speed(60)
     lab.page("A cache-bound server")
-    local ok, err = lab.start(course.server(BASE))
+    local ok, err = lab.start(BASE)
+    course.note(lab, "B")
     if not ok then error("the lesson's server did not start: " .. tostring(err)) end
     lab.show("memory"); lab.show("metrics"); lab.show("flags")
     local a = load_server(lab)

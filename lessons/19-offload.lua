@@ -4,10 +4,8 @@ local fmt = require("lib.fmt")
 local W = require("lib.workload")
 local course = require("lib.course")
 
-local BASE = {
-  model = "meta-llama/Llama-3.1-8B-Instruct", gpu = "h100-80gb",
-  ["gpu-memory-utilization"] = 0.9, ["max-model-len"] = 32768,
-}
+-- Example A taking prompts up to 32K.
+local BASE = course.example("A", { ["max-model-len"] = 32768 })
 -- The busy server: conversations that are all decoding.
 local CHATS = { prompt = { 1500, 2500 }, output = { 3000, 4000 } }
 local NCHAT = 32
@@ -60,7 +58,8 @@ return {
   run = function(lab)
     lab.speed(100)
     lab.page("KV as data")
-    local ok, err = lab.start(course.server(BASE))
+    local ok, err = lab.start(BASE)
+    course.note(lab, "A")
     if not ok then error("the lesson's server did not start: " .. tostring(err)) end
     local g, p = lab.gpu(), lab.plan()
     lab.show("metrics"); lab.show("plot")

@@ -2,7 +2,7 @@
 local fmt = require("lib.fmt")
 local course = require("lib.course")
 
-local BASE = { model = "meta-llama/Llama-3.1-8B-Instruct", gpu = "h100-80gb", ["gpu-memory-utilization"] = 0.9 }
+local BASE = course.example("A")
 
 -- The traffic the learner's service is assumed to see: mostly a few thousand
 -- tokens, with a tail of long ones. Drawn with the lesson's seeded random.
@@ -31,7 +31,8 @@ return {
             "tensor-parallel-size", "max-num-seqs" },
   run = function(lab)
     lab.page("Your deployment")
-    lab.start(course.server(BASE))
+    lab.start(BASE)
+    course.note(lab, "A")
     lab.show("flags"); lab.show("memory"); lab.show("log")
     lab.say("The whole course fits in six steps. Run them on a deployment of your own: pick "
       .. "any model in the catalogue (or type the path of a config.json) and any GPU in the "

@@ -3,11 +3,8 @@
 local fmt = require("lib.fmt")
 local course = require("lib.course")
 
-local BASE = {
-  model = "meta-llama/Llama-3.1-8B-Instruct",
-  gpu = "h100-80gb",
-  ["gpu-memory-utilization"] = 0.9,
-}
+-- Every challenge starts again from example A.
+local BASE = course.example("A")
 
 local function with(extra)
   local t = {}

@@ -1393,6 +1393,9 @@ static int push_plan(lua_State *L, const kv_plan *p)
     setint(L, "kv_bytes_per_token", p->kv_bytes_per_token);
     setint(L, "num_blocks", p->num_blocks);
     setint(L, "kv_cache_tokens", p->kv_cache_tokens);
+    setint(L, "num_kv_groups", p->num_kv_groups);           /* 2 for a hybrid full/sliding model */
+    setint(L, "num_sliding_layers", p->num_sliding_layers);
+    setint(L, "sliding_window", p->sliding_window);
     setint(L, "max_model_len", p->max_model_len);
     setint(L, "model_max_model_len", p->model_max_model_len);
     setnum(L, "needed_gib", kv_gib((double)p->needed_bytes));

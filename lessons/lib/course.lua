@@ -1,24 +1,192 @@
--- lib.course: the course's server settings, kept in one place.
+-- lib.course: the course's running examples and server settings, kept in
+-- one place.
 --
--- Every lesson starts its server through course.server{...}. The figures
--- the lessons quote (example A's 433,888 tokens, example B's 2.83 GiB) follow
--- the source document's arithmetic, which kvlab calls the textbook
--- accounting: a fixed CUDA context, CUDA graphs and NCCL all come off the
--- budget. A real vLLM release accounts a little differently (kvlab serve
--- --accounting release --vllm-version X shows how); lessons 1 and 20 show
--- the difference, and everything else asks for the textbook on purpose.
+-- The course comes back to three set-ups again and again, and calls them by
+-- letter. "Example B" must mean one set of figures in every lesson, so each
+-- is one row of EXAMPLES below and a lesson starts it with
+-- course.example("B", {...extra flags}) (or course.start). Lessons that run
+-- some other server still go through course.server{...}.
+--
+-- The figures the lessons quote (example A's 433,888 tokens, example B's
+-- 2.83 GiB) follow the source document's arithmetic, which kvlab calls the
+-- textbook accounting: a fixed CUDA context, CUDA graphs and NCCL all come
+-- off the budget. A real vLLM release accounts a little differently (kvlab
+-- serve --accounting release --vllm-version X shows how); everything in the
+-- course asks for the textbook on purpose.
+--
+-- Under kvlab check, course.note(lab, "B") prints the running example's
+-- figures as one line ("example B +max-model-len=8192: kv_cache_gib=2.83
+-- ..."), so the golden transcripts hold every figure a lesson quotes for an
+-- example; tests/sh/test_course_examples.sh checks that each is the same in
+-- every lesson and what `kvlab serve ... --accounting textbook` gives.
 local course = {}
 
 -- The accounting every lesson's server uses.
 course.ACCOUNTING = "textbook"
 
+course.MODEL_8B = "meta-llama/Llama-3.1-8B-Instruct"
+course.MODEL_70B = "meta-llama/Llama-3.1-70B-Instruct"
+
+-- The running examples. `flags` are the server's flags (lab.start's table);
+-- `what` is how the text names it; `id` the flags that make it that example
+-- (a lesson may change any other flag and still call it the example).
+course.EXAMPLES = {
+  A = {
+    what = "Llama 3.1 8B in bf16 on one H100 80GB, utilization 0.9",
+    flags = { model = course.MODEL_8B, gpu = "h100-80gb", ["gpu-memory-utilization"] = 0.9 },
+    id = { "model", "gpu", "gpu-memory-gib" },
+  },
+  B = {
+    what = "Llama 3.1 8B on an RTX 4090 that reports 23.5 GiB, " ..
+           "--max-num-batched-tokens 8192, no --max-model-len",
+    flags = { model = course.MODEL_8B, gpu = "rtx-4090", ["gpu-memory-gib"] = 23.5,
+              ["gpu-memory-utilization"] = 0.9, ["max-num-batched-tokens"] = 8192 },
+    id = { "model", "gpu", "gpu-memory-gib" },
+  },
+  C = {
+    what = "Llama 3.1 70B with FP8 weights on one H100 80GB",
+    flags = { model = course.MODEL_70B, gpu = "h100-80gb", quantization = "fp8",
+              ["gpu-memory-utilization"] = 0.9, ["max-model-len"] = 8192,
+              ["max-num-batched-tokens"] = 8192 },
+    id = { "model", "gpu", "gpu-memory-gib" },
+  },
+}
+
+-- The flags a note compares with the example's own (everything a server
+-- started by a lesson may set that shapes its plan or its traffic).
+local NOTE_FLAGS = {
+  "model", "gpu", "gpu-memory-gib", "gpu-memory-utilization", "max-model-len", "max-num-seqs",
+  "max-num-batched-tokens", "block-size", "kv-cache-dtype", "quantization", "tensor-parallel-size",
+  "enable-prefix-caching", "enforce-eager", "dtype", "kv-heads", "kv-cache", "contiguous",
+}
+
+-- What lab.flag reads for a flag nobody set (the same as not giving it).
+local DEFAULTS = {
+  ["block-size"] = "16", ["kv-cache-dtype"] = "auto", quantization = "none", ["tensor-parallel-size"] = "1",
+  ["enable-prefix-caching"] = "true", ["enforce-eager"] = "false", dtype = "auto", ["kv-cache"] = "on",
+  contiguous = "off",
+}
+
+-- The plan's figures a note prints, and how (the way lessons format them).
+local NOTE_FIGURES = {
+  { "starts", "bool" }, { "error_kind", "str" },
+  { "gpu_total_gib", "%.2f" }, { "budget_gib", "%.2f" }, { "weights_gib", "%.2f" },
+  { "activation_gib", "%.2f" }, { "cudagraph_gib", "%.2f" }, { "cuda_context_gib", "%.2f" },
+  { "nccl_gib", "%.2f" }, { "kv_cache_gib", "%.2f" }, { "needed_gib", "%.2f" },
+  { "kv_bytes_per_token", "%d" }, { "num_blocks", "%d" }, { "kv_cache_tokens", "%d" },
+  { "max_model_len", "%d" }, { "max_concurrency", "%.2f" }, { "estimated_max_model_len", "%d" },
+}
+
+local function copy(t)
+  local out = {}
+  for k, v in pairs(t or {}) do out[k] = v end
+  return out
+end
+
 -- A copy of flags with the course's accounting added (a lesson that names an
 -- accounting keeps its own).
 function course.server(flags)
-  local t = {}
-  for k, v in pairs(flags or {}) do t[k] = v end
+  local t = copy(flags)
   if t.accounting == nil then t.accounting = course.ACCOUNTING end
   return t
+end
+
+local function row(name)
+  return course.EXAMPLES[name] or error("lib.course: no running example '" .. tostring(name) .. "'", 3)
+end
+
+-- The server flags of running example `name` ("A", "B", "C"), with `extra`
+-- on top (a value of "" drops a flag: the default).
+function course.example(name, extra)
+  local t = copy(row(name).flags)
+  for k, v in pairs(extra or {}) do
+    if v == "" then t[k] = nil else t[k] = v end
+  end
+  return course.server(t)
+end
+
+-- How the text names example `name`: "Llama 3.1 8B on an RTX 4090 that ...".
+function course.what(name)
+  return row(name).what
+end
+
+-- A flag's value as text, for comparing ("0.90" and "0.9" are the same).
+local function same(a, b)
+  a, b = tostring(a or ""), tostring(b or "")
+  if a == b then return true end
+  local x, y = tonumber(a), tonumber(b)
+  return x ~= nil and y ~= nil and math.abs(x - y) <= 1e-9 * math.max(1, math.abs(x))
+end
+
+-- Flags of the lesson runtime that `kvlab serve` does not take: kv-heads
+-- changes the plan (a what-if model), the others only the engine's mode.
+local LAB_ONLY = { ["kv-heads"] = "plan", ["kv-cache"] = "engine", contiguous = "engine" }
+
+-- The flags of the running server that differ from example `name`'s, as
+-- "+flag=value" words in a fixed order ("" when none), and the same server
+-- as `kvlab serve` arguments (nil when kvlab serve cannot start it).
+local function variant(lab, name)
+  local ex = row(name)
+  local words, serve = {}, { ex.flags.model }
+  local servable = true
+  for _, k in ipairs(NOTE_FLAGS) do
+    local now, want = lab.flag(k), ex.flags[k]
+    if now == DEFAULTS[k] then now = "" end
+    if not same(now, want) then words[#words + 1] = string.format("+%s=%s", k, now) end
+    if LAB_ONLY[k] == "plan" and now ~= "" then servable = false end
+    if k ~= "model" and not LAB_ONLY[k] and now ~= "" then
+      serve[#serve + 1] = string.format("--%s %s", k, now)
+    end
+  end
+  return table.concat(words, " "), servable and table.concat(serve, " ") or nil
+end
+
+-- Under kvlab check: print the figures of the server now running (or the
+-- last one refused) as running example `name`, one line the transcript keeps.
+-- Errors when the server is not that example at all (another model or card).
+-- In the app it does nothing. Returns the plan.
+function course.note(lab, name)
+  local p = lab.plan()
+  if not lab.headless then return p end
+  local ex = row(name)
+  for _, k in ipairs(ex.id) do
+    if not same(lab.flag(k), ex.flags[k]) then
+      error(string.format("lib.course: this server is not example %s: --%s is '%s', the example has '%s'",
+        name, k, lab.flag(k), tostring(ex.flags[k] or "")), 2)
+    end
+  end
+  if not p then error("lib.course: example " .. name .. " has no plan (start it first)", 2) end
+  local cells = {}
+  for _, f in ipairs(NOTE_FIGURES) do
+    local v = p[f[1]]
+    local s
+    if f[2] == "bool" then s = v and "true" or "false"
+    elseif f[2] == "str" then s = (v == nil or v == "") and "-" or tostring(v)
+    elseif type(v) ~= "number" or v ~= v then s = "-"
+    elseif f[2] == "%d" then s = string.format("%d", math.floor(v + 0.5))
+    else s = string.format(f[2], v) end
+    cells[#cells + 1] = f[1] .. "=" .. s
+  end
+  local var, serve = variant(lab, name)
+  print(string.format("example %s%s: %s%s", name, var ~= "" and (" " .. var) or "", table.concat(cells, " "),
+    serve and (" | serve " .. serve) or ""))
+  return p
+end
+
+-- Start running example `name` with `extra` flags and note its figures.
+-- Returns lab.start's ok, err, why.
+function course.start(lab, name, extra)
+  local ok, err, why = lab.start(course.example(name, extra))
+  course.note(lab, name)
+  return ok, err, why
+end
+
+-- Restart with `changes` (as lab.restart) and note the figures as example
+-- `name`. Returns lab.restart's ok, err.
+function course.restart(lab, name, changes)
+  local ok, err = lab.restart(changes or {})
+  course.note(lab, name)
+  return ok, err
 end
 
 -- The terms in the order vLLM meets them, with the names a learner reads.

@@ -78,12 +78,19 @@ end
 
 -- Rows of cells -> aligned lines, each indented by two spaces (the text view
 -- shows such lines as they are). Numbers (and numeric strings such as
--- "52.97" or "23,184") are right-aligned, text left.
+-- "52.97" or "23,184") are right-aligned, text left; so is the heading
+-- over a column that holds nothing but numbers.
+local function is_number(cell)
+  return type(cell) == "number" or tostring(cell):match("^%-?[%d,]+%.?%d*$") ~= nil
+end
+
 function fmt.table(rows)
-  local widths = {}
-  for _, row in ipairs(rows) do
+  local widths, all_numbers = {}, {}
+  for r, row in ipairs(rows) do
     for c, cell in ipairs(row) do
       widths[c] = math.max(widths[c] or 0, utf8.len(tostring(cell)) or #tostring(cell))
+      -- a column of numbers under a heading: the heading sits right too
+      if r > 1 then all_numbers[c] = (all_numbers[c] ~= false) and is_number(cell) end
     end
   end
   local out = {}
@@ -92,7 +99,7 @@ function fmt.table(rows)
     for c, cell in ipairs(row) do
       local s = tostring(cell)
       local pad = string.rep(" ", widths[c] - (utf8.len(s) or #s))
-      local numeric = type(cell) == "number" or s:match("^%-?[%d,]+%.?%d*$") ~= nil
+      local numeric = is_number(cell) or (all_numbers[c] and c > 1 and #rows > 2)
       cells[c] = numeric and (pad .. s) or (s .. pad)
     end
     out[#out + 1] = "  " .. table.concat(cells, "  "):gsub("%s+$", "")
