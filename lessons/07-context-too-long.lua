@@ -67,9 +67,9 @@ return {
     for i, f in ipairs(p.fixes or {}) do
       local result = f.starts and string.format("starts: %s tokens", fmt.int(f.kv_cache_tokens))
                      or string.format("still fails (pool %.2f GiB)", f.kv_cache_gib)
-      lines[#lines + 1] = fmt.quote(string.format("%d. %s", i, f.flags), 36, "  ", "    ")
-      lines[#lines + 1] = fmt.quote(result, 36, "    ", "    ")
-      lines[#lines + 1] = fmt.quote("cost: " .. cost_of(f.what), 36, "    ", "      ")
+      lines[#lines + 1] = fmt.quote(string.format("%d. %s", i, f.what), 36, "  ", "     ")
+      lines[#lines + 1] = fmt.quote(f.flags, 36, "     ", "       ")
+      lines[#lines + 1] = fmt.quote(result .. "; cost: " .. cost_of(f.what), 36, "     ", "     ")
     end
     lab.say(table.concat(lines, "\n"))
     local util_fix = false
@@ -106,14 +106,35 @@ return {
       else
         lab.say("--%s %s: refused: %s", name, value == "" and "(default)" or value, q.error)
       end
-      if name == "gpu-memory-utilization" then
-        lab.say("(Utilization is the last resort: see the list of fixes, two pages back.)")
+      -- the levers this lesson warns against, each with its reason
+      local tp = tonumber(lab.flag("tensor-parallel-size")) or 1
+      local util = tonumber(lab.flag("gpu-memory-utilization")) or p.gpu_memory_utilization
+      if tp > 1 then
+        lab.say("That is a second GPU: the costliest fix on the list, for a server that only needs a " ..
+                "shorter limit or smaller numbers. Set tensor-parallel-size back to 1 and try a fix " ..
+                "from the top of the list.")
+      end
+      if util > p.gpu_memory_utilization + 1e-9 then
+        lab.say("Utilization above %.2f is the last resort: it takes the memory vLLM needs for " ..
+                "fragmentation and short-lived buffers once traffic arrives. Put it back to %.2f.",
+                p.gpu_memory_utilization, p.gpu_memory_utilization)
+      end
+      if name == "quantization" and value == "awq" then
+        lab.say("(vLLM needs an AWQ checkpoint of the model for --quantization awq; these bf16 weights " ..
+                "would not load. kvlab shows what such a checkpoint would give.)")
       end
       lab.say("Change another flag (f), or go back (p) to the fixes.")
     end)
+    -- Met by a fix that keeps one GPU and the utilization: the cheap end of the list.
+    local function cheap()
+      local tp = tonumber(lab.flag("tensor-parallel-size")) or 1
+      local util = tonumber(lab.flag("gpu-memory-utilization")) or p.gpu_memory_utilization
+      return tp == 1 and util <= p.gpu_memory_utilization + 1e-9
+    end
     lab.goal{
-      text = "Make the server start: change a flag in the flags view, cheapest fix first.",
-      check = function() return lab.running() end,
+      text = "Make the server start with a cheap fix: one GPU, utilization left as it is.",
+      check = function() return lab.running() and cheap() end,
+      wrong = { { { "tensor-parallel-size", "2" }, says = "costliest fix" } },
       hints = {
         "The error names the length it used. Which flag sets that length?",
         string.format("Set max-model-len to %s or less (8192 is a common choice).",

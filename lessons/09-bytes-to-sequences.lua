@@ -110,16 +110,30 @@ return {
         lab.say("--%s %s: the server does not start (%s).", name, value == "" and "(default)" or value,
                 q.error_kind)
       end
-      lab.say("The target: %s, max-model-len at least %d. Change another flag (f) if it is not met yet.",
-              goal_text, LEN)
+      local util = tonumber(lab.flag("gpu-memory-utilization")) or p.gpu_memory_utilization
+      if util > p.gpu_memory_utilization + 1e-9 then
+        lab.say("That counts as not met: utilization above %.2f is the last resort (lessons 7 and 8). " ..
+                "It buys a little pool by eating the headroom the server needs once traffic arrives. " ..
+                "Put it back to %.2f and shrink what takes the most room instead.", p.gpu_memory_utilization,
+                p.gpu_memory_utilization)
+      end
+      if name == "quantization" and value == "awq" then
+        lab.say("(vLLM needs an AWQ checkpoint of the model for --quantization awq; these bf16 weights " ..
+                "would not load. kvlab shows what such a checkpoint would give.)")
+      end
+      lab.say("The target: %s, max-model-len at least %d, utilization %.2f. Change another flag (f) if " ..
+              "it is not met yet.", goal_text, LEN, p.gpu_memory_utilization)
     end)
     lab.goal{
-      text = string.format("Serve %d requests of %s tokens at once (max-model-len at least %s).", target,
-                           fmt.int(LEN), fmt.int(LEN)),
+      text = string.format("Serve %d requests of %s tokens at once (max-model-len at least %s, " ..
+                           "utilization %.2f).", target, fmt.int(LEN), fmt.int(LEN), p.gpu_memory_utilization),
       check = function()
         local q = lab.plan()
         return lab.running() and q.max_model_len >= LEN and q.kv_cache_tokens / LEN >= target
+          and q.gpu_memory_utilization <= p.gpu_memory_utilization + 1e-9
       end,
+      -- an fp8 cache plus a higher utilization reaches the number, with the wrong lever
+      wrong = { { { "kv-cache-dtype", "fp8" }, { "gpu-memory-utilization", "0.95" }, says = "last resort" } },
       hints = {
         string.format("An fp8 KV cache alone gives %s: not enough.", fmt.x(kv8.max_concurrency)),
         "The biggest term on this card is the weights. Which flag shrinks them?",

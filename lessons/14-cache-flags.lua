@@ -16,17 +16,76 @@ local CHOICES = {
   { key = "none", text = "none: the pool moves < 1%" },
 }
 
--- One round per flag: the value kvlab check types, and a hint for the learner.
+-- One round per flag: the value kvlab check types, a hint for changing it,
+-- a hint for the question (what the flag does, not which line to pick), and
+-- the explanation shown once the answer is right (from the two plans).
 local ROUNDS = {
-  { flag = "gpu-memory-utilization", value = "0.85", hint = "Try 0.85." },
-  { flag = "quantization", value = "fp8", hint = "Try fp8 weights." },
-  { flag = "max-num-batched-tokens", value = "4096", hint = "Try 4096." },
-  { flag = "enforce-eager", value = "true", hint = "Set it to true." },
-  { flag = "kv-cache-dtype", value = "fp8", need = "fp8", hint = "Select kv-cache-dtype, press Enter and type fp8." },
-  { flag = "block-size", value = "32", hint = "Try 32." },
-  { flag = "enable-prefix-caching", value = "false", hint = "Set it to false." },
-  { flag = "max-num-seqs", value = "64", hint = "Try 64." },
-  { flag = "max-model-len", value = "32768", hint = "Try 32768." },
+  { flag = "gpu-memory-utilization", value = "0.85", hint = "Try 0.85.",
+    ask_hint = "Utilization is the share of the card vLLM may use: which line is 'card x share'?",
+    explain = function(a, b)
+      return string.format("The budget is the card times the utilization: %.2f GiB became %.2f GiB, and " ..
+        "nothing else moved, so the pool lost the same %.2f GiB.", a.budget, b.budget, a.budget - b.budget)
+    end },
+  { flag = "quantization", value = "fp8", hint = "Try fp8 weights.",
+    ask_hint = "fp8 weights store each parameter in one byte instead of two.",
+    explain = function(a, b)
+      return string.format("The weights shrank from %.2f to %.2f GiB, and every GiB they gave back " ..
+        "went to the pool: %.2f GiB became %.2f GiB.", a.weights, b.weights, a.kv, b.kv)
+    end },
+  { flag = "max-num-batched-tokens", value = "4096", hint = "Try 4096.",
+    ask_hint = "Before sizing the pool, vLLM runs one dummy batch of max-num-batched-tokens tokens and " ..
+               "keeps its peak.",
+    explain = function(a, b)
+      return string.format("The profile run is a batch of max-num-batched-tokens tokens, so its " ..
+        "activation peak went from %.2f to %.2f GiB: a smaller batch, more pool, slower prefill.",
+        a.activation, b.activation)
+    end },
+  { flag = "enforce-eager", value = "true", hint = "Set it to true.",
+    ask_hint = "Eager mode runs the model without capturing CUDA graphs.",
+    explain = function(a, b)
+      return string.format("Without CUDA graphs vLLM holds nothing back for them (%.2f GiB became " ..
+        "%.2f GiB): more pool, slower decode steps.", a.cudagraph, b.cudagraph)
+    end },
+  { flag = "kv-cache-dtype", value = "fp8", need = "fp8", hint = "Select kv-cache-dtype, press Enter and type fp8.",
+    ask_hint = "An fp8 cache stores each key and value in one byte: does that change what start-up " ..
+               "subtracts, or what each token costs?",
+    explain = function(a, b)
+      return string.format("No term moved: the pool is %.2f GiB either way. Each token costs half as " ..
+        "much (%s instead of %s), so the same GiB hold %s tokens instead of %s.", b.kv,
+        fmt.bytes(b.per_token), fmt.bytes(a.per_token), fmt.int(b.tokens), fmt.int(a.tokens))
+    end },
+  { flag = "block-size", value = "32", hint = "Try 32.",
+    ask_hint = "A block is how the pool is cut up, not how big it is.",
+    explain = function(a, b)
+      return string.format("The pool is cut into bigger pieces, %s tokens in all where it was %s: " ..
+        "within a block of the same GiB. Block size matters for waste and sharing, not for the " ..
+        "start-up pool.", fmt.int(b.tokens), fmt.int(a.tokens))
+    end },
+  { flag = "enable-prefix-caching", value = "false", hint = "Set it to false.",
+    ask_hint = "Prefix caching decides at run time which blocks requests share; start-up measures " ..
+               "nothing with it.",
+    explain = function()
+      return "Prefix caching changes nothing at start-up: it decides at run time whether requests " ..
+        "that begin alike share blocks (lesson 15)."
+    end },
+  { flag = "max-num-seqs", value = "64", hint = "Try 64.",
+    ask_hint = "max-num-seqs caps how many requests run at once. Does start-up size anything by it here?",
+    explain = function(a, b)
+      return string.format("The pool stayed at %.2f GiB (%.2f now): max-num-seqs only caps how many " ..
+        "requests the scheduler runs at once inside it (lessons 16 and 17).", a.kv, b.kv)
+    end },
+  { flag = "max-model-len", value = "32768", hint = "Try 32768.",
+    ask_hint = "max-model-len is the longest request the server promises to take. Compare it with " ..
+               "the tokens the pool holds, and read the starts line.",
+    explain = function(a, b)
+      if b.starts then
+        return "max-model-len sets nothing aside: the pool is the same, and it still holds one " ..
+          "request of that length, so vLLM agreed to start."
+      end
+      return string.format("max-model-len sets nothing aside: every line is as it was, but one " ..
+        "%s-token request no longer fits in the %s tokens of pool, so vLLM refuses to start " ..
+        "(lesson 7's check).", fmt.int(b.max_model_len), fmt.int(b.tokens))
+    end },
 }
 
 local TERMS = { "budget", "weights", "activation", "cudagraph" }
@@ -36,8 +95,35 @@ local function snapshot(lab)
   return {
     starts = p.starts, budget = p.budget_gib, weights = p.weights_gib, activation = p.activation_gib,
     cudagraph = p.cudagraph_gib, context = p.cuda_context_gib, nccl = p.nccl_gib, kv = p.kv_cache_gib, per_token = p.kv_bytes_per_token,
-    tokens = p.kv_cache_tokens,
+    tokens = p.kv_cache_tokens, max_model_len = p.max_model_len,
   }
+end
+
+-- Why choice `key` is not the answer for the move from a to b (whose answer
+-- is `right`), read from the two plans: the line it names, before and after.
+local NAMES = { budget = "The budget", weights = "The weights", activation = "The activation peak",
+                cudagraph = "The CUDA graphs" }
+local function why_not(key, right, a, b)
+  if NAMES[key] then
+    local moved = math.abs(b[key] - a[key]) > 0.005
+    return string.format("%s line reads %.2f GiB before and %.2f GiB after%s.", NAMES[key], a[key], b[key],
+      moved and ": another line moved more" or ": it did not move")
+  elseif key == "per_token" then
+    return string.format("The bytes per token read %s before and after: the price of a token did not change.",
+      fmt.bytes(a.per_token))
+  elseif key == "starts" then
+    if a.starts == b.starts then
+      return string.format("The server %s before and after: the starts line did not change.",
+        a.starts and "starts" or "refuses")
+    end
+    return "Whether it starts changed, but because a term moved first: which one?"
+  end
+  -- "none"
+  if right == "starts" then
+    return "Something did change: the starts line. The pool is the same, but the server no longer starts."
+  end
+  return string.format("The pool went from %.2f to %.2f GiB (%s tokens to %s): more than 1%%.", a.kv, b.kv,
+    fmt.int(a.tokens), fmt.int(b.tokens))
 end
 
 -- Which choice describes the move from a to b, judged on the engine's plans.
@@ -146,19 +232,20 @@ return {
       local key = judge(base, now)
       lab.say(describe(base, now))
       if not now.starts then
-        lab.say("The server refused to start:\n\n  %s", lab.plan().error)
+        lab.say("The server refused to start:")
+        lab.say("%s", fmt.quote(lab.plan().error))
       end
       local offered = round_choices(key)
       local texts, why, correct = {}, {}, nil
       for j, c in ipairs(offered) do
         texts[j] = c.text
-        if c.key == key then correct = j else why[j] = "Compare the before and after columns line by line." end
+        if c.key == key then correct = j else why[j] = why_not(c.key, key, base, now) end
       end
       lab.ask{
         prompt = string.format("Which term did %s move?", round.flag),
         choices = texts, correct = correct, why = why,
-        hints = { "Find the line whose value changed most; if only the tokens moved, "
-                  .. "it is the bytes per token." },
+        hints = { round.ask_hint },
+        explain = round.explain(base, now),
       }
       if key ~= "none" and key ~= "starts" and key ~= "per_token" then
         lab.highlight("memory", key)

@@ -107,13 +107,19 @@ return {
     -- Compare the learner's max-num-seqs with another value: all the reviews at
     -- once when theirs lets fewer run, else a smaller cap. Every figure is the
     -- engine's; if the comparison does not show the effect the text says so.
+    -- Each run is labelled on the page while it plays.
     local function preemptions_at(n)
       local rok = lab.restart{ ["max-num-seqs"] = n }
       if not rok then error("the server did not restart") end
+      lab.say("Now running: the same %d reviews at max-num-seqs %d.", NREQ, n)
       send(lab)
       W.drain(lab)
-      return lab.metrics().num_preemptions
+      local mm = lab.metrics()
+      lab.say("  max-num-seqs %d:\n    %d preemptions, %s tokens\n    computed twice", n, mm.num_preemptions,
+        fmt.int(mm.recomputed_tokens or 0))
+      return mm.num_preemptions
     end
+    lab.say("  max-num-seqs %d:\n    %d preemptions (your run, on\n    the page before)", seqs, at_seqs)
     local lo, at_lo, hi, at_hi
     if seqs < NREQ then
       lo, at_lo, hi = seqs, at_seqs, NREQ
@@ -137,6 +143,8 @@ return {
     end
     ok = lab.restart{ ["max-num-seqs"] = seqs }
     if not ok then error("the server did not restart") end
+    lab.say("Now running: the %d reviews once more at your max-num-seqs %d, where the next page " ..
+      "starts from.", NREQ, seqs)
     send(lab)
     W.drain(lab)
     lab.pause()
@@ -146,17 +154,40 @@ return {
       .. "while keeping max-num-seqs at %d or more: give the cache more tokens "
       .. "rather than the scheduler fewer requests.", seqs)
     lab.unhighlight()
+    local util0 = tonumber(BASE["gpu-memory-utilization"])
+    -- the lever the course warns against gets its reason on the page
+    lab.on_flag(function(name, value)
+      send(lab)
+      local q = lab.plan()
+      lab.page("Size it")
+      if q and q.starts then
+        lab.say("--%s %s: a pool of %s tokens, room for %d reviews at full length; the reviews are " ..
+                "sent again.", name, value == "" and "(default)" or value, fmt.int(q.kv_cache_tokens),
+                q.kv_cache_tokens // peak_tokens())
+      elseif q then
+        lab.say("--%s %s: the server does not start (%s).", name, value == "" and "(default)" or value,
+                q.error_kind)
+      end
+      if (tonumber(lab.flag("gpu-memory-utilization")) or util0) > util0 + 1e-9 then
+        lab.say("Utilization above %.2f does not count here: it is the last resort (lessons 7 and 8). " ..
+                "The pool grows only by eating the headroom a busy server needs. Put it back to %.2f and " ..
+                "make each token smaller or the weights lighter.", util0, util0)
+      end
+    end)
     lab.autorun(true)
     lab.goal{
-      text = string.format("Finish the reviews with no preemption, max-num-seqs still %d or more.", seqs),
+      text = string.format("Finish the reviews with no preemption, max-num-seqs still %d or more, " ..
+                           "utilization %.2f.", seqs, util0),
       check = function()
         local mm = lab.metrics()
         return lab.running() and tonumber(lab.plan().max_num_seqs) >= seqs and mm.num_preemptions == 0
           and W.live(lab) == 0 and mm.generation_tokens > 0
+          and lab.plan().gpu_memory_utilization <= util0 + 1e-9
       end,
       hints = { "Which flag makes each token smaller, or leaves more of the card for the pool?",
                 "Try kv-cache-dtype fp8, or fp8 weights (quantization fp8)." },
       script = { { "kv-cache-dtype", "fp8" } },
+      wrong = { { { "gpu-memory-utilization", "0.95" }, says = "last resort" } },
       steps = 1500,
     }
     lab.autorun(false)

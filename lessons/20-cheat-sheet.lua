@@ -164,14 +164,24 @@ return {
       .. "long-running server from failing later.", tostring(p.gpu_memory_utilization))
     lab.say("6. Tune max-num-seqs last, and for latency. It does not make the pool bigger "
       .. "(lessons 14 and 16).")
-    lab.say("Your command:\n\n  vllm serve %s --max-model-len %d --gpu-memory-utilization %s%s%s%s",
-      m.id, p.max_model_len, tostring(p.gpu_memory_utilization),
-      p.tensor_parallel_size > 1 and (" --tensor-parallel-size " .. p.tensor_parallel_size) or "",
-      lab.flag("quantization") ~= "" and (" --quantization " .. lab.flag("quantization")) or "",
-      lab.flag("kv-cache-dtype") ~= "" and lab.flag("kv-cache-dtype") ~= "auto"
-        and (" --kv-cache-dtype " .. lab.flag("kv-cache-dtype")) or "")
-    lab.say("  %s tokens of cache, %s requests of %s tokens at once.",
-      fmt.int(p.kv_cache_tokens), string.format("%.2f", p.max_concurrency), fmt.int(p.max_model_len))
+    -- the flags that differ from vLLM's defaults ("none" and "auto" are
+    -- what kvlab shows for unset; vLLM itself refuses --quantization none)
+    local cmd = { "vllm serve " .. m.id, "--max-model-len " .. p.max_model_len,
+                  "--gpu-memory-utilization " .. tostring(p.gpu_memory_utilization) }
+    if p.tensor_parallel_size > 1 then cmd[#cmd + 1] = "--tensor-parallel-size " .. p.tensor_parallel_size end
+    local quant = lab.flag("quantization")
+    if quant ~= "" and quant ~= "none" then cmd[#cmd + 1] = "--quantization " .. quant end
+    local kvd = lab.flag("kv-cache-dtype")
+    if kvd ~= "" and kvd ~= "auto" then cmd[#cmd + 1] = "--kv-cache-dtype " .. kvd end
+    if lab.flag("max-num-seqs") ~= "" then cmd[#cmd + 1] = "--max-num-seqs " .. lab.flag("max-num-seqs") end
+    lab.say("Your command:")
+    lab.say("%s", fmt.quote(table.concat(cmd, " ")))
+    if quant == "awq" or quant == "gptq" then
+      lab.say("(--quantization %s needs a %s checkpoint of the model: the same command on these " ..
+        "weights would not load.)", quant, quant:upper())
+    end
+    lab.say("It gives %s tokens of cache: %.2f requests of %s tokens at once.",
+      fmt.int(p.kv_cache_tokens), p.max_concurrency, fmt.int(p.max_model_len))
     lab.pause()
 
     course.release_page(lab, fmt, "Your command on a real vLLM")

@@ -19,18 +19,28 @@ end
 -- FRAG_SHARE of the card, and every step needs short-lived buffers such as
 -- the logits (requests x vocabulary x 4 bytes). When they outgrow the room
 -- above the budget, a step fails with CUDA out of memory.
-local FRAG_SHARE = 0.05
-local SHAPES_SCALE = 64 -- distinct batch shapes for fragmentation to reach ~63% of its cap
+-- Seconds of serving at each offered load in challenge 5's sweep.
+local CLIFF_SECONDS = 40
 
-local state = { shapes = {}, nshapes = 0, oom = nil }
+local FRAG_SHARE = 0.06
+local SHAPES_SCALE = 32 -- distinct batch shapes for fragmentation to reach ~63% of its cap
+
+-- What the model has seen of the engine running now. It belongs to one
+-- engine's life: every restart (a flag change, a challenge) starts it again.
+local state = { shapes = {}, nshapes = 0, oom = nil, step = -1 }
 
 local function reset_headroom()
-  state.shapes, state.nshapes, state.oom = {}, 0, nil
+  state.shapes, state.nshapes, state.oom, state.step = {}, 0, nil, -1
 end
 
 local function watch_headroom(lab)
   local plan, model, m = lab.plan(), lab.model(), lab.metrics()
-  if not plan or not m or m.last_step_tokens == 0 then return end
+  if not plan or not m then return end
+  -- a new engine counts its steps from 0 again: whatever restarted it, the
+  -- allocator it models is a new one too
+  if m.step < state.step then reset_headroom() end
+  state.step = m.step
+  if m.last_step_tokens == 0 then return end
   local bucket = m.last_step_tokens // 64
   if not state.shapes[bucket] then
     state.shapes[bucket] = true
@@ -89,10 +99,11 @@ return {
     lab.speed(20)
     lab.on_step(function() watch_headroom(lab) end)
     lab.on_flag(function(name)
+      -- every change restarts the server (a crashed one too): a fresh
+      -- process, so a fresh allocator for the headroom model
+      reset_headroom()
       if name == "request-rate" or name:match("^traffic%-") then apply_traffic(lab) end
-      -- after a crash the server is stopped: any change starts it again
       if not lab.running() then
-        reset_headroom()
         lab.restart({})
         apply_traffic(lab)
       end
@@ -135,14 +146,21 @@ return {
       script = { { "gpu", "rtx-4090" } },
     })
     local p = lab.plan()
-    lab.say("There it is:\n\n  %s", p.error)
+    lab.say("There it is:")
+    lab.say("%s", fmt.quote(p.error))
     if p.fixes and #p.fixes > 0 then
-      local rows = {}
+      local lines = {}
       for i, f in ipairs(p.fixes) do
-        if i > 4 then break end
-        rows[#rows + 1] = { f.what, f.flags, f.starts and fmt.int(f.kv_cache_tokens) .. " tokens" or "still fails" }
+        local full = f.starts and f.max_model_len >= p.max_model_len
+        lines[#lines + 1] = fmt.quote(string.format("%d. %s", i, f.what), 36, "  ", "     ")
+        lines[#lines + 1] = fmt.quote(f.flags, 36, "     ", "       ")
+        lines[#lines + 1] = fmt.quote(not f.starts and "still fails" or string.format("%s tokens, requests up to %s%s",
+          fmt.int(f.kv_cache_tokens), fmt.int(f.max_model_len), full and " (the full length)" or ""), 36, "     ", "     ")
       end
-      lab.say("The fixes, cheapest first:\n\n%s", fmt.table(rows))
+      lab.say("The fixes, cheapest first:")
+      lab.say("%s", table.concat(lines, "\n"))
+      lab.say("Only a fix that keeps max-model-len at %s serves the model's whole context; the cheaper " ..
+        "ones start by lowering it.", fmt.int(p.max_model_len))
     end
     lab.pause()
 
@@ -151,24 +169,37 @@ return {
     restart(lab)
     lab.highlight("flags", "max-num-batched-tokens")
     lab.highlight("memory", "activation")
+    -- where the dummy batch stops fitting beside the weights, from the engine
+    local mnbt = lab.plan().max_num_batched_tokens
+    local function profile_oom(t) local q = lab.what_if{ ["max-num-batched-tokens"] = t }; return q and q.error_kind == "profile_oom" end
+    local hi = mnbt
+    while not profile_oom(hi) and hi < 1024 * mnbt do hi = hi * 2 end
+    local lo = hi // 2
+    while hi - lo > 1024 do
+      local mid = (lo + hi) // 2
+      if profile_oom(mid) then hi = mid else lo = mid end
+    end
     lab.say("Before the pool exists, vLLM pushes a dummy batch of max-num-batched-tokens tokens " ..
-      "through the model to measure the activation peak (%s now). Raise max-num-batched-tokens " ..
-      "(%s now) by a factor of ten or more.", fmt.gib(lab.plan().activation_gib),
-      fmt.int(lab.plan().max_num_batched_tokens))
+      "through the model to measure the activation peak (%s now, for %s tokens). Its peak grows " ..
+      "with the batch: on this card the batch stops fitting beside the weights at about %s tokens, " ..
+      "%d times today's. (On the way up the activation reserve eats the pool first, so other " ..
+      "errors come before it.)", fmt.gib(lab.plan().activation_gib), fmt.int(mnbt), fmt.int(hi),
+      math.floor(hi / mnbt + 0.5))
     lab.goal({
       text = "Make the server run out of memory in the profile run, before the pool is even sized.",
       check = function() local q = lab.plan(); return q ~= nil and q.error_kind == "profile_oom" end,
       hints = {
         "The profile run's peak grows with the number of tokens in the dummy batch.",
-        "Raise max-num-batched-tokens a lot: 262144 does it on this card.",
+        string.format("Set max-num-batched-tokens to %d.", (hi + 8191) // 8192 * 8192),
       },
-      script = { { "max-num-batched-tokens", "262144" } },
+      script = { { "max-num-batched-tokens", tostring((hi + 8191) // 8192 * 8192) } },
     })
     p = lab.plan()
     lab.say("%s", p.error)
     lab.say("The weights (%s) plus that batch's activations (%s) do not fit on the card. This is " ..
-      "not about the KV cache at all: halve max-num-batched-tokens, and add --enforce-eager if you " ..
-      "still need room.", fmt.gib(p.weights_gib), fmt.gib(p.activation_gib))
+      "not about the KV cache at all: the fix is a smaller step budget%s. A bigger one only speeds " ..
+      "up prefill, and the peak it reserves comes out of the pool.", fmt.gib(p.weights_gib),
+      fmt.gib(p.activation_gib), (p.fixes and p.fixes[1]) and (" (kvlab's first fix: " .. p.fixes[1].flags .. ")") or "")
     lab.pause()
 
     -- 3. OOM after running a while at high utilization
@@ -193,9 +224,11 @@ return {
       steps = 3000,
     })
     local o = state.oom
-    lab.say("  torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %s (logits) after %d " ..
-      "steps; %s outside the budget, of which fragmentation took %s.", fmt.bytes(o.logits), o.step,
-      fmt.gib_of(o.headroom), fmt.gib_of(o.frag))
+    lab.say("%s", fmt.quote(string.format("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %s",
+      fmt.bytes(o.logits))))
+    lab.say("That came after %d step%s of serving. Of the %s left outside the budget, fragmentation " ..
+      "held %s by then, and the logits of that step (%s) did not fit in the rest.", o.step,
+      o.step == 1 and "" or "s", fmt.gib_of(o.headroom), fmt.gib_of(o.frag), fmt.bytes(o.logits))
     lab.say("At utilization %s only %s of the card is left outside vLLM's budget. Drop it to " ..
       "0.88-0.90. If the model only fits at 0.95, it does not really fit on this GPU.",
       tostring(o.util), fmt.pct(1 - o.util))
@@ -238,8 +271,8 @@ return {
     lab.show("requests")
     lab.highlight("metrics", "num_preemptions")
     lab.say("No error this time. When the pool is full, the scheduler preempts a running request: " ..
-      "it frees its blocks, sends it back to wait, and later computes it again. Throughput falls " ..
-      "while the GPU redoes old work. (This server caps requests at max-model-len 8192, so a small " ..
+      "it frees its blocks, sends it back to wait, and later computes it again: the GPU redoes old " ..
+      "work instead of new. (This server caps requests at max-model-len 8192, so a small " ..
       "pool still passes the length check.) Make the pool small for the traffic: lower " ..
       "gpu-memory-utilization a lot (the weights stay, the pool shrinks) and send more: raise " ..
       "request-rate or traffic-prompt.")
@@ -259,10 +292,63 @@ return {
     lab.speed(20)
     local m = lab.metrics()
     lab.say("%s preemptions so far. %s of the %s tokens the GPU computed were recomputes of work it " ..
-      "had already done once, and %.1f requests waited on average. Each preemption throws away a " ..
-      "request's cache and pays for its prefill again; vLLM's metrics show it as " ..
+      "had already done once, and %.1f requests waited on average. vLLM's metrics show it as " ..
       "vllm:num_preemptions_total rising under normal traffic.", fmt.int(m.num_preemptions),
       fmt.int(m.recomputed_tokens), fmt.int(m.computed_tokens), m.mean_num_requests_waiting)
+    lab.pause()
+
+    -- The same server (the learner's flags) at one offered load after
+    -- another, a fixed stretch of serving each: what is served, what is
+    -- recomputed, how long the first token takes.
+    lab.page("Where the cliff is")
+    local out_mean = tonumber(lab.flag("traffic-output")) or 300
+    local rates = { 1, 2, 3, 4, 6, 8, 12, 16 }
+    lab.plot{ title = "Output against offered load", xlabel = "x: offered load (requests/s)",
+              ylabel = "y: output tokens/s", series = { "served", "offered" } }
+    lab.show("plot"); lab.focus("plot")
+    lab.on_step(nil)   -- no crash model while measuring
+    lab.say("kvlab now runs this server, your flags, at %d offered loads from %g to %g requests per " ..
+      "second, %d s of serving each, and plots the output tokens per second it served against what " ..
+      "was asked for (rate x %d tokens).", #rates, rates[1], rates[#rates], CLIFF_SECONDS, out_mean)
+    local rows = { { "req/s", "tok/s", "redone", "TTFT" } }
+    local served = {}
+    lab.speed(100000)
+    for i, r in ipairs(rates) do
+      lab.restart{ ["request-rate"] = r }
+      apply_traffic(lab)
+      lab.run_until(function() return lab.metrics().time_s >= CLIFF_SECONDS end, 200000)
+      local mm = lab.metrics()
+      served[i] = mm.generation_tokens / mm.time_s
+      lab.plot_add(1, r, served[i])
+      lab.plot_add(2, r, r * out_mean)
+      rows[#rows + 1] = { r, fmt.int(served[i]),
+        fmt.pct(mm.computed_tokens > 0 and mm.recomputed_tokens / mm.computed_tokens or 0, 1),
+        string.format("%.1f s", mm.ttft_mean_s) }
+    end
+    lab.speed(20)
+    lab.restart{ ["request-rate"] = rates[#rates] }
+    apply_traffic(lab)
+    lab.on_step(function() watch_headroom(lab) end)
+    lab.say("%s", fmt.table(rows))
+    lab.say("(redone: the share of the tokens computed that were recomputes; TTFT: mean time to the " ..
+      "first token.)")
+    local knee = rates[#rates]
+    for i = 2, #rates do
+      if served[i] < 0.8 * rates[i] * out_mean then knee = rates[i - 1]; break end
+    end
+    local peak, last = 0, served[#served]
+    for _, v in ipairs(served) do peak = math.max(peak, v) end
+    lab.say("Read it plainly. Up to about %g requests per second the server serves what is asked. Past " ..
+      "that the pool holds only so many requests at once, so the served output flattens at about %s " ..
+      "tokens per second, the recomputed share rises, and the first token waits longer and longer as " ..
+      "the queue grows without end.", knee, fmt.int(peak))
+    if last < 0.9 * peak then
+      lab.say("Here the served output even falls, to %s: the recomputes crowd out new work.", fmt.int(last))
+    else
+      lab.say("It does not fall: vLLM's scheduler admits only what the pool holds and preempts the " ..
+        "newest request, so the recomputes stay a share, not a collapse. The cliff a user meets is " ..
+        "latency: more load buys no more output, only a longer wait.")
+    end
     lab.say("The fix is the arithmetic of this course, not a bigger max-num-seqs: more room per " ..
       "token (fp8 KV cache, quantized weights, more GPUs) or less traffic per server.")
     lab.pause()

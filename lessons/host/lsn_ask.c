@@ -73,6 +73,12 @@ void lsn_goal_spec_clear(lsn_goal_spec *g)
     free_strv(g->hints, g->nhints);
     free_strv(g->script_names, g->nscript);
     free_strv(g->script_values, g->nscript);
+    for (int i = 0; i < g->nwrong; i++) {
+        free_strv(g->wrong[i].names, g->wrong[i].n);
+        free_strv(g->wrong[i].values, g->wrong[i].n);
+        free(g->wrong[i].says);
+    }
+    free(g->wrong);
     memset(g, 0, sizeof *g);
 }
 

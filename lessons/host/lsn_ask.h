@@ -58,6 +58,15 @@ lsn_check_result lsn_ask_check(const lsn_ask *q, const char *text, double *value
  * (8 KV heads)"). Returns buf. */
 char *lsn_ask_answer_text(const lsn_ask *q, char *buf, size_t buflen);
 
+/* A wrong lever of a goal (lab.goal{wrong = ...}): flag changes the lesson
+ * warns against, which must leave the goal unmet, and a phrase the page
+ * must show after them (the lesson's "why not"). */
+typedef struct lsn_goal_wrong {
+    char **names, **values;
+    int n;
+    char *says;
+} lsn_goal_wrong;
+
 /* A goal being worked on. */
 typedef struct lsn_goal_spec {
     int active;
@@ -67,6 +76,8 @@ typedef struct lsn_goal_spec {
     int nhints, hints_shown;
     char **script_names, **script_values; /* what kvlab check changes, in order */
     int nscript;
+    lsn_goal_wrong *wrong;   /* what kvlab check tries first, each must fail */
+    int nwrong;
     int64_t steps;           /* engine steps to run after each change before checking (check) */
     int changes;             /* flag changes the learner made while it was pending */
     int met;

@@ -1,8 +1,11 @@
 /* lsn_check: `kvlab check`, the runner driven headless. Every question is
  * given wrong answers (each must be refused) and then its script (must be
- * accepted); every goal must not hold before its scripted flag changes and
- * must hold after them. One line per question and goal goes to the log. */
+ * accepted); every goal must not hold before its scripted flag changes, nor
+ * after the changes of each wrong lever it lists (whose reason the page must
+ * show), and must hold after its script. One line per question and goal goes
+ * to the log. */
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -192,6 +195,67 @@ void lsn_check_question(lsn_runner *r)
     lsn_run_logf(r, "    accepted '%s'\n", script);
 }
 
+/* One wrong lever of goal ng: make its changes (steps engine steps after
+ * each, as the script gets), then the goal must still be unmet and the page
+ * must say why (w->says); then put the flags back as they were. Returns 0
+ * after a failure (logged) or when the lesson left its goal. */
+static int check_wrong_lever(lsn_runner *r, int ng, const char *text, const lsn_goal_wrong *w, int64_t steps)
+{
+    lsn_goal_spec *g = &r->g;
+    char (*saved)[512] = calloc((size_t)w->n, sizeof *saved);
+    char err[512], line[160] = "";
+    if (!saved) {
+        lsn_run_error(r, "out of memory");
+        return 0;
+    }
+    int ok = 1;
+    for (int i = 0; i < w->n && ok; i++) {
+        if (lsn_server_get(r->srv.server, w->names[i], saved[i], sizeof saved[i]) < 0)
+            saved[i][0] = '\0';
+        size_t used = strlen(line);
+        snprintf(line + used, sizeof line - used, "%s--%s %s", i ? " " : "", w->names[i], w->values[i]);
+        if (!lsn_set_flag(r, w->names[i], w->values[i], err, sizeof err)) {
+            check_fail(r, "goal %d: the wrong lever --%s %s was refused: %s", ng, w->names[i], w->values[i], err);
+            ok = 0;
+        }
+        for (int64_t k = 0; ok && k < steps && !g->met && r->pace.wait == W_GOAL; k++) {
+            if (lsn_run_engine_step(r) < 0)
+                ok = 0;
+            else if (k % 8 == 7 || k == steps - 1)
+                lsn_run_check_goal(r);
+        }
+        if (r->pace.wait != W_GOAL)
+            ok = 0;
+    }
+    if (ok) {
+        int v = lsn_vm_test(r->vm, LSN_FN_GOAL);
+        if (v < 0) {
+            lsn_run_error(r, "%s", lsn_vm_error(r->vm));
+            ok = 0;
+        } else if (v || g->met) {
+            check_fail(r, "goal %d (\"%s\") is met by the wrong lever %s", ng, text, line);
+            ok = 0;
+        } else if (!r->stage.text.s || !strstr(r->stage.text.s, w->says)) {
+            check_fail(r, "goal %d: after the wrong lever %s the page does not say \"%s\"", ng, line, w->says);
+            ok = 0;
+        } else {
+            lsn_run_logf(r, "    wrong lever %s: not reached, the page says \"%s\"\n", line, w->says);
+        }
+    }
+    for (int i = w->n - 1; ok && i >= 0; i--) {
+        if (!lsn_set_flag(r, w->names[i], saved[i], err, sizeof err)) {
+            check_fail(r, "goal %d: could not put --%s back to '%s': %s", ng, w->names[i], saved[i], err);
+            ok = 0;
+        }
+    }
+    if (ok && r->pace.wait != W_GOAL)
+        ok = 0;
+    g->met = g->pub.met = 0;
+    g->changes = 0;
+    free(saved);
+    return ok;
+}
+
 void lsn_check_goal(lsn_runner *r)
 {
     lsn_goal_spec *g = &r->g;
@@ -238,6 +302,9 @@ void lsn_check_goal(lsn_runner *r)
         }
         lsn_run_logf(r, "    not reached in %lld engine steps without a change\n", (long long)budget);
     }
+    for (int w = 0; w < g->nwrong && r->pace.wait == W_GOAL; w++)
+        if (!check_wrong_lever(r, ng, text, &g->wrong[w], steps))
+            return;
     for (int i = 0; i < n && r->pace.wait == W_GOAL; i++) {
         char err[512];
         if (!lsn_set_flag(r, names[i], values[i], err, sizeof err)) {

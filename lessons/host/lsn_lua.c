@@ -2509,6 +2509,35 @@ static int f_ask(lua_State *L)
     return lua_yield(L, 0);
 }
 
+/* The flag changes listed in the table at the top of the stack, as
+ * {"flag-name", value} pairs (a goal's script, or one wrong lever). */
+static void flag_changes(lua_State *L, const char *what, char ***names, char ***values, int *count)
+{
+    lua_Integer n = luaL_len(L, -1);
+    if (n < 0 || n > LSN_ASK_MAX_LIST)
+        luaL_error(L, "lab.goal: %s may list at most %d changes", what, LSN_ASK_MAX_LIST);
+    *names = calloc((size_t)n + 1, sizeof **names);
+    *values = calloc((size_t)n + 1, sizeof **values);
+    if (!*names || !*values)
+        luaL_error(L, "out of memory");
+    for (lua_Integer i = 1; i <= n; i++) {
+        lua_rawgeti(L, -1, i);
+        if (!lua_istable(L, -1))
+            luaL_error(L, "lab.goal: %s[%d] must be {\"flag-name\", value}", what, (int)i);
+        lua_rawgeti(L, -1, 1);
+        lua_rawgeti(L, -2, 2);
+        char val[512];
+        if (lua_type(L, -2) != LUA_TSTRING || !flag_text(L, -1, val, sizeof val))
+            luaL_error(L, "lab.goal: %s[%d] must be {\"flag-name\", value}", what, (int)i);
+        (*names)[*count] = strdup(lua_tostring(L, -2));
+        (*values)[*count] = strdup(val);
+        if (!(*names)[*count] || !(*values)[*count])
+            luaL_error(L, "out of memory");
+        (*count)++;
+        lua_pop(L, 3);
+    }
+}
+
 static int f_goal(lua_State *L)
 {
     lsn_vm *vm = V(L);
@@ -2527,27 +2556,28 @@ static int f_goal(lua_State *L)
     lua_pop(L, 1);
     str_list(L, 1, "hints", &g->hints, &g->nhints, 0);
     lua_getfield(L, 1, "script");
+    if (lua_istable(L, -1))
+        flag_changes(L, "script", &g->script_names, &g->script_values, &g->nscript);
+    lua_pop(L, 1);
+    lua_getfield(L, 1, "wrong");
     if (lua_istable(L, -1)) {
         lua_Integer n = luaL_len(L, -1);
         if (n < 0 || n > LSN_ASK_MAX_LIST)
-            return luaL_error(L, "lab.goal: script may list at most %d changes", LSN_ASK_MAX_LIST);
-        g->script_names = calloc((size_t)n + 1, sizeof *g->script_names);
-        g->script_values = calloc((size_t)n + 1, sizeof *g->script_values);
-        if (!g->script_names || !g->script_values)
+            return luaL_error(L, "lab.goal: wrong may list at most %d levers", LSN_ASK_MAX_LIST);
+        g->wrong = calloc((size_t)n + 1, sizeof *g->wrong);
+        if (!g->wrong)
             return luaL_error(L, "out of memory");
         for (lua_Integer i = 1; i <= n; i++) {
             lua_rawgeti(L, -1, i);
-            if (!lua_istable(L, -1))
-                return luaL_error(L, "lab.goal: script[%d] must be {\"flag-name\", value}", (int)i);
-            lua_rawgeti(L, -1, 1);
-            lua_rawgeti(L, -2, 2);
-            char val[512];
-            if (lua_type(L, -2) != LUA_TSTRING || !flag_text(L, -1, val, sizeof val))
-                return luaL_error(L, "lab.goal: script[%d] must be {\"flag-name\", value}", (int)i);
-            g->script_names[g->nscript] = strdup(lua_tostring(L, -2));
-            g->script_values[g->nscript] = strdup(val);
-            g->nscript++;
-            lua_pop(L, 3);
+            lsn_goal_wrong *w = &g->wrong[g->nwrong++];
+            if (!lua_istable(L, -1) || (flag_changes(L, "wrong", &w->names, &w->values, &w->n), w->n == 0))
+                return luaL_error(L, "lab.goal: wrong[%d] must be { {\"flag-name\", value}, ..., says = \"...\" }",
+                                  (int)i);
+            w->says = opt_dup(L, -1, "says");
+            if (!w->says || !w->says[0])
+                return luaL_error(L, "lab.goal: wrong[%d] needs says = \"what the page says about that lever\"",
+                                  (int)i);
+            lua_pop(L, 1);
         }
     }
     lua_pop(L, 1);

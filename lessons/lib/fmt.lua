@@ -59,12 +59,12 @@ end
 -- A quoted line (a log line, a command) wrapped at spaces to fit the text
 -- view of an 80-column terminal (36 columns): the first line indented by
 -- `first` (default two spaces), the rest by `rest` (default four), so the
--- text view keeps them as they are. A single word longer than the line is
--- left whole.
+-- text view keeps them as they are. A word longer than a whole line (a URL)
+-- is cut into pieces that fit.
 function fmt.quote(text, width, first, rest)
   width, first, rest = width or 36, first or "  ", rest or "    "
   local out, line, fresh = {}, first, true
-  for word in tostring(text):gmatch("%S+") do
+  local function add(word)
     if not fresh and #line + 1 + #word > width then
       out[#out + 1] = line
       line, fresh = rest, true
@@ -72,17 +72,31 @@ function fmt.quote(text, width, first, rest)
     line = line .. (fresh and "" or " ") .. word
     fresh = false
   end
+  for word in tostring(text):gmatch("%S+") do
+    local room = width - #rest
+    while #word > room and room > 0 do
+      if not fresh then out[#out + 1] = line; line, fresh = rest, true end
+      local piece = word:sub(1, width - #line)
+      word = word:sub(#piece + 1)
+      add(piece)
+    end
+    if #word > 0 then add(word) end
+  end
   out[#out + 1] = line
   return table.concat(out, "\n")
 end
 
--- Rows of cells -> aligned lines, each indented by two spaces (the text view
--- shows such lines as they are). Numbers (and numeric strings such as
--- "52.97" or "23,184") are right-aligned, text left; so is the heading
--- over a column that holds nothing but numbers.
+-- A number, alone or with one unit after it ("52.97", "23,184", "3.1%",
+-- "128 KiB", "0.6 s").
 local function is_number(cell)
-  return type(cell) == "number" or tostring(cell):match("^%-?[%d,]+%.?%d*$") ~= nil
+  return type(cell) == "number" or tostring(cell):match("^%-?[%d,]+%.?%d*%%?$") ~= nil
+    or tostring(cell):match("^%-?[%d,]+%.?%d* %a+$") ~= nil
 end
+
+-- Rows of cells -> aligned lines, each indented by two spaces (the text view
+-- shows such lines as they are). Numbers, alone or with a unit ("52.97",
+-- "23,184", "3.1%", "128 KiB"), are right-aligned, text left; so is the
+-- heading over a column that holds nothing but numbers.
 
 function fmt.table(rows)
   local widths, all_numbers = {}, {}
