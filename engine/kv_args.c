@@ -497,6 +497,7 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
                                                                                : "");
         }
         a->kv_fp8_e5m2 = !strcmp(value, "fp8_e5m2");
+        snprintf(a->kv_cache_dtype_text, sizeof a->kv_cache_dtype_text, "%s", value);
         if (!strcmp(value, "auto"))
             a->kv_cache_dtype = KV_ARGS_KV_AUTO;
         else if (!strcmp(value, "bfloat16"))
@@ -627,8 +628,11 @@ int kv_args_get(const kv_args *a, const char *name, char *b, size_t n)
     case F_MNBT: if (a->max_num_batched_tokens) snprintf(b, n, "%lld", (long long)a->max_num_batched_tokens); break;
     case F_BLOCK_SIZE: snprintf(b, n, "%d", a->block_size); break;
     case F_KV_DTYPE:
-        snprintf(b, n, "%s", a->kv_fp8_e5m2 && a->kv_cache_dtype == KV_ARGS_KV_FP8 ? "fp8_e5m2"
-                                                                                 : kv_args_kv_dtype_name(a->kv_cache_dtype));
+        if (a->kv_cache_dtype_text[0])
+            snprintf(b, n, "%s", a->kv_cache_dtype_text);
+        else
+            snprintf(b, n, "%s", a->kv_fp8_e5m2 && a->kv_cache_dtype == KV_ARGS_KV_FP8
+                                     ? "fp8_e5m2" : kv_args_kv_dtype_name(a->kv_cache_dtype));
         break;
     case F_QUANT: snprintf(b, n, "%s", kv_args_quant_name(a->quantization)); break;
     case F_DTYPE: snprintf(b, n, "%s", kv_args_dtype_name(a->dtype)); break;

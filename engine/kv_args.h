@@ -78,6 +78,8 @@ typedef struct kv_args {
     int32_t block_size;             /* default 16 */
     kv_args_kv_dtype kv_cache_dtype;
     int32_t kv_fp8_e5m2;            /* 1: --kv-cache-dtype fp8_e5m2 (KV_ARGS_KV_FP8 with 5 exponent bits) */
+    char kv_cache_dtype_text[24];   /* --kv-cache-dtype as given: kv_args_get reads an alias (fp8_e4m3, fp8_inc) back
+                                       as itself, so a list of choices can be stepped through; "" = never set */
     kv_args_quant quantization;
     kv_args_dtype dtype;
     int32_t tensor_parallel_size;   /* default 1 */

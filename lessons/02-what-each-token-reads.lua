@@ -32,8 +32,8 @@ return {
     lab.pause()
 
     lab.page("Prefill")
-    lab.plot({ title = "K/V vectors read by each step", xlabel = "x: tokens in the sequence",
-      ylabel = "y: vectors read", series = { "vectors read by a step" } })
+    lab.plot({ title = "K/V vectors read by each step", xlabel = "tokens in the sequence",
+      ylabel = "vectors read", series = { "vectors read by a step" } })
     local id = lab.submit({ prompt_tokens = PROMPT, output_tokens = OUTPUT })
     lab.speed(3)
     lab.step(1)

@@ -39,8 +39,8 @@ return {
     lab.page("With the cache")
     lab.show("flags")
     lab.show("plot")
-    lab.plot({ title = "Tokens run through the model", xlabel = "x: output tokens written",
-      ylabel = "y: tokens computed so far", series = { "with the KV cache", "without" } })
+    lab.plot({ title = "Tokens run through the model", xlabel = "output tokens written",
+      ylabel = "tokens computed so far", series = { "with the KV cache", "without" } })
     lab.speed(25)
     lab.say("What if the server kept no cache? Then the keys and values of earlier tokens would " ..
       "have to be computed again whenever a new token needs them. Let us measure both ways with " ..

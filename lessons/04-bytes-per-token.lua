@@ -2,7 +2,6 @@
 -- Bytes of K/V per token, from the fields of the model's real config.json.
 local fmt = require("lib.fmt")
 local expect = require("lib.expect")
-local ask = require("lib.ask")
 local course = require("lib.course")
 
 
@@ -164,7 +163,6 @@ return {
                               fmt.int(conv), fmt.int(bpt)) },
       explain = conv_explain,
     }
-    ask.recap(lab, "From bytes to the pool", fmt.gib_of(conv * bpt), conv_explain)
     lab.pause()
 
     lab.page("Other models")

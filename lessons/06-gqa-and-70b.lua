@@ -4,7 +4,6 @@
 local fmt = require("lib.fmt")
 local expect = require("lib.expect")
 local heads = require("lib.heads")
-local ask = require("lib.ask")
 local course = require("lib.course")
 
 local MODEL = "meta-llama/Llama-3.1-70B-Instruct"
@@ -112,7 +111,8 @@ return {
       wrong = { "16", "64", "4" },
       explain = tp_explain,
     }
-    ask.recap(lab, "More GPUs than KV heads", tostring(last), tp_explain)
+    -- a fresh page for the table; the app heads it with the answer just given
+    lab.page("Every tp, side by side")
     local rows = { { "tp", "KV", "per token", "tokens" } }
     for _, s in ipairs(sweep) do
       rows[#rows + 1] = { s.tp, s.heads, fmt.bytes(s.bpt), s.starts and fmt.int(s.tokens) or "won't start" }

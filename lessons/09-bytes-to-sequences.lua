@@ -4,7 +4,6 @@
 local fmt = require("lib.fmt")
 local expect = require("lib.expect")
 local pick = require("lib.pick")
-local ask = require("lib.ask")
 local course = require("lib.course")
 
 local LEN = 8192
@@ -61,10 +60,9 @@ return {
       explain = string.format("%s: the same pool, requests half as long, twice as many.",
                               fmt.x(half.max_concurrency)),
     }
-    ask.recap(lab, "How many at once", fmt.x(half.max_concurrency), string.format(
-      "The same pool, requests half as long: twice as many. kvlab restarted the server with " ..
-      "--max-model-len %d; the log's 'Maximum concurrency' line now says so.", LEN // 2))
     lab.restart{ ["max-model-len"] = LEN // 2 }
+    lab.say("kvlab restarted the server with --max-model-len %d: the log's 'Maximum concurrency' " ..
+      "line now says so.", LEN // 2)
     lab.highlight("log", "Maximum concurrency", nil, "now " .. fmt.x(lab.plan().max_concurrency))
     lab.pause()
     lab.restart{ ["max-model-len"] = LEN }

@@ -95,7 +95,7 @@ return {
     if #links == 0 then error("the catalogue lists no link bandwidth for " .. g.id) end
     local series = { "recompute" }
     for _, l in ipairs(links) do series[#series + 1] = l.name .. " move" end
-    lab.plot{ title = "Time to get a prompt's KV back", xlabel = "prompt tokens", ylabel = "ms",
+    lab.plot{ title = "Time to get a prompt's KV back", xlabel = "prompt tokens", ylabel = "ms (log)",
               logy = true, series = series }
     local pcie = break_even(lab, decode, base.total_s, links[1].gbps)
     if not pcie then error("moving never beats recomputing here") end
@@ -119,7 +119,9 @@ return {
       rows[#rows + 1] = row
     end
     if not first_faster then error("moving never beats recomputing at the listed lengths") end
-    local xmax = lens[#lens]
+    -- the plot zooms on the crossing: from a few tokens to four times it
+    local xmax = 64
+    while xmax < 4 * pcie and xmax < p.max_model_len do xmax = xmax * 2 end
     for k = 1, 64 do
       local n = math.floor(xmax * k / 64)
       lab.plot_add(1, n, math.max(recompute_s(lab, decode, base.total_s, n) * 1e3, 1e-3))
@@ -133,8 +135,9 @@ return {
       .. "decode steps that wait on memory anyway: a short prompt fits in the idle compute "
       .. "for free. Past that, each extra token costs its full share of FLOPs, and attention "
       .. "over a longer prompt costs more per token still.", fmt.int(g.bf16_tflops))
-    lab.say("Milliseconds to get a prompt's KV back, by prompt length (the plot draws the same "
-      .. "curves, time on a log scale):")
+    lab.say("Milliseconds to get a prompt's KV back, by prompt length. The plot draws the same "
+      .. "curves from %d to %s tokens, around the crossing, with time on a log scale:",
+      xmax // 64, fmt.int(xmax))
     lab.say(fmt.table(rows))
     local before = nil
     for _, n in ipairs(lens) do if n < first_faster then before = n end end

@@ -101,15 +101,6 @@ function ask.count(lab, spec)
   }, spec))
 end
 
--- After a question on a long page: a fresh page that starts with the answer
--- and its explanation, so neither is left below the fold of a small text
--- view. `answer` is the answer as text ("5.66x"), explain may be nil.
-function ask.recap(lab, title, answer, explain)
-  lab.page(title)
-  lab.say("The answer: %s.", answer)
-  if explain and explain ~= "" then lab.say("%s", explain) end
-end
-
 -- Multiple choice: spec.choices, spec.correct (1-based), spec.why[i].
 function ask.choice(lab, spec)
   return lab.ask({
