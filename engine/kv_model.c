@@ -455,6 +455,10 @@ static int parse_quant(const ctx *c, kv_model *m)
             return -1;
         m->quant_bits = b8 ? 8 : 4;
         m->quant_group_size = b8 ? 0 : 64;
+        int32_t dq = 0;
+        if (get_bool(&qc, "bnb_4bit_use_double_quant", 0, &dq) < 0)
+            return -1;
+        m->quant_double = dq;
     } else {
         m->quant = KV_QUANT_UNKNOWN;
     }

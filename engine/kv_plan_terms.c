@@ -153,14 +153,17 @@ double kv_plan_weights_bytes(const kv_model *m, const kv_args *a, char *how, siz
                  (lin - ex + emb + oth) / 1e9, wide);
         break;
     }
-    case KV_QUANT_BITSANDBYTES:
-        if (bits == 8)
-            bytes = lin + rest;
-        else
-            bytes = lin * (0.5 + 4.0 / 64) + rest;
+    case KV_QUANT_BITSANDBYTES: {
+        /* nf4: one absmax per 64 weights, fp32; with double quantization the
+         * absmax is itself 8-bit, with one fp32 scale per 256 of them
+         * (bitsandbytes' QuantState nested), about 0.516 byte per weight. */
+        int dq = m->quant == KV_QUANT_BITSANDBYTES && m->quant_double;
+        double per = bits == 8 ? 1.0 : dq ? 0.5 + 1.0 / 64 + 4.0 / (64.0 * 256) : 0.5 + 4.0 / 64;
+        bytes = lin * per + rest;
         snprintf(how, howlen, "%.2fe9 linear x %s (bitsandbytes) + %.2fe9 x %.0f bytes", lin / 1e9,
-                 bits == 8 ? "1 byte" : "4.5 bits", (emb + oth) / 1e9, wide);
+                 bits == 8 ? "1 byte" : dq ? "4.13 bits, double quant" : "4.5 bits", (emb + oth) / 1e9, wide);
         break;
+    }
     default:
         snprintf(how, howlen, "quant_method '%s' in config.json: kvlab cannot size these weights",
                  m->quant_method[0] ? m->quant_method : kv_args_quant_name(a->quantization));

@@ -992,12 +992,36 @@ static void test_fixes_ranked_by_failure(void **state)
     assert_true(noted);
 }
 
+
+/* bitsandbytes nf4 with double quantization stores the absmax in 8 bits:
+ * ~0.516 byte per weight instead of 0.5625. */
+static void test_bnb_double_quant(void **state)
+{
+    (void)state;
+    char cfg[600], err[256];
+    const char *fmt = "{\"num_hidden_layers\":32,\"hidden_size\":4096,\"num_attention_heads\":32,"
+                      "\"num_key_value_heads\":8,\"intermediate_size\":14336,\"vocab_size\":128256,"
+                      "\"max_position_embeddings\":8192,\"model_type\":\"llama\",\"quantization_config\":"
+                      "{\"quant_method\":\"bitsandbytes\",\"load_in_4bit\":true,\"bnb_4bit_use_double_quant\":%s}}";
+    kv_model m1, m0;
+    snprintf(cfg, sizeof cfg, fmt, "true");
+    assert_int_equal(kv_model_parse(cfg, strlen(cfg), "dq.json", &m1, err, sizeof err), 0);
+    snprintf(cfg, sizeof cfg, fmt, "false");
+    assert_int_equal(kv_model_parse(cfg, strlen(cfg), "nodq.json", &m0, err, sizeof err), 0);
+    kv_args a;
+    kv_args_init(&a);
+    double w1 = kv_plan_weights_bytes(&m1, &a, NULL, 0), w0 = kv_plan_weights_bytes(&m0, &a, NULL, 0);
+    double lin = (double)m1.params_linear;
+    check_near("dq", "bytes per linear weight", (w0 - w1) / lin, 4.0 / 64 - 1.0 / 64 - 4.0 / (64.0 * 256), 1e-6);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_release_accounting),
         cmocka_unit_test(test_plan_fields_table),
         cmocka_unit_test(test_fixes_ranked_by_failure),
+        cmocka_unit_test(test_bnb_double_quant),
         cmocka_unit_test(test_seed_cases_pinned),
         cmocka_unit_test(test_seed_cases_unpinned),
         cmocka_unit_test(test_kv_per_token_table),
