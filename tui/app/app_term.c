@@ -108,8 +108,9 @@ void app_term_close(void)
     sigemptyset(&sa.sa_mask);
     for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++)
         sigaction(crash_signals[i], &sa, NULL);
+    /* endwin only, as initscr's programs do: the screen (and the panel
+     * library's own panel of it) stay until exit */
     endwin();
-    delscreen(g_screen);
     g_screen = NULL;
     g_leave_len = 0;
 }

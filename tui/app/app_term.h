@@ -17,7 +17,7 @@
  * caller prints it and exits 2. Nothing is left changed on failure. */
 int app_term_open(char *err, size_t errlen);
 
-/* endwin and free the screen; the crash handlers go back to the defaults. */
+/* endwin; the crash handlers go back to the defaults. */
 void app_term_close(void);
 
 #endif
