@@ -271,7 +271,11 @@ static int phase_inputs(const plan_ctx *c, kv_plan *p)
     p->release = c->r;
     p->accounting = c->textbook ? KV_ACCOUNTING_TEXTBOOK : KV_ACCOUNTING_RELEASE;
     if (!c->textbook)
-        snprintf(p->vllm_version, sizeof p->vllm_version, "%s", a->vllm_version[0] ? a->vllm_version : "0.33.0");
+        snprintf(p->vllm_version, sizeof p->vllm_version, "%s",
+                 a->vllm_version[0] ? a->vllm_version : kv_release_newest()->first);
+    else if (a->vllm_version[0])
+        plan_note(p, "--vllm-version %s is not used under --accounting textbook (the course's arithmetic)",
+                  a->vllm_version);
     p->engine_v1 = mem->engine_v1;
     if (gpu) {
         snprintf(p->gpu_id, sizeof p->gpu_id, "%s", gpu->id);

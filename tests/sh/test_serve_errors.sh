@@ -62,6 +62,27 @@ mkdir -p "$tmp/empty"
 bad "folder holds no config.json" serve "$tmp/empty"
 bad "unexpected argument 'extra'" models extra
 bad "unexpected argument '--x'" gpus --x
+# which rules: an unknown release, a bad accounting
+bad "--vllm-version 0.5.4: kvlab models vLLM 0.6.4 to 0.33.0" serve $L8 --vllm-version 0.5.4
+bad "--vllm-version 0.40: unknown release" serve $L8 --vllm-version 0.40
+bad "--vllm-version 'latest' is not a vLLM version" serve $L8 --vllm-version latest
+bad "--accounting must be release or textbook" serve $L8 --accounting course
+bad "has no auto-fit (from 0.14.0)" serve $L8 --gpu h100 --vllm-version 0.11 --max-model-len auto
+# config.json as transformers reads it
+printf '{"num_hidden_layers": 2, "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 7, "intermediate_size": 8, "vocab_size": 10, "max_position_embeddings": 64}' >"$tmp/config.json"
+bad "is not a multiple of num_key_value_heads (7)" serve "$tmp/config.json" --gpu h100
+printf '{"num_hidden_layers": 2} trailing' >"$tmp/config.json"
+bad "text after the JSON object" serve "$tmp/config.json" --gpu h100
+printf '{"model_type": "llava", "text_config": {"model_type": "mystery"}}' >"$tmp/config.json"
+bad "model_type 'mystery' has no class defaults" serve "$tmp/config.json" --gpu h100
+# not a regular file: refused at once, never read or waited on
+timeout 10 "$KVLAB" serve /dev/zero >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc = 2 ] && grep -q "/dev/zero: is a device, not a regular file" "$tmp/err" || { echo "FAIL: serve /dev/zero (exit $rc)"; cat "$tmp/err"; fail=1; }
+mkfifo "$tmp/fifo.json" && { timeout 10 "$KVLAB" serve "$tmp/fifo.json" >/dev/null 2>"$tmp/err"; rc=$?
+  [ $rc = 2 ] && grep -q "is a pipe (FIFO), not a regular file" "$tmp/err" || { echo "FAIL: serve FIFO (exit $rc)"; cat "$tmp/err"; fail=1; }; }
+mkdir -p "$tmp/hf/models--org--name/refs" "$tmp/hf/models--org--name/snapshots" && mkfifo "$tmp/hf/models--org--name/refs/main" && {
+  HF_HUB_CACHE="$tmp/hf" timeout 10 "$KVLAB" serve org/name >/dev/null 2>"$tmp/err"; rc=$?
+  [ $rc = 2 ] && grep -q "refs/main: is a pipe (FIFO)" "$tmp/err" || { echo "FAIL: HF refs/main FIFO (exit $rc)"; cat "$tmp/err"; fail=1; }; }
 # a broken data dir is reported, not crashed on
 KVLAB_DATA_DIR="$tmp/empty" bad "cannot open the GPU catalogue" serve "$KVLAB_SOURCE_DIR/assets/models/$L8/config.json" --gpu h100
 
