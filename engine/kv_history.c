@@ -42,6 +42,7 @@ struct kv_history {
     kv_engine *live;
     int32_t live_seg;
     int64_t noted_step, noted_evictions;
+    int evicting;              /* the last noted step evicted (a burst is marked once, where it starts) */
     /* marks, in position order */
     kv_history_mark *marks;
     int64_t nmarks, capmarks;
@@ -220,8 +221,10 @@ void kv_history_sync(kv_history *h)
             count = d.num_preempted;
             req = d.preempted[0];
         }
-        if (m.block_evictions > h->noted_evictions)
+        int evicted = m.block_evictions > h->noted_evictions;
+        if (evicted && !h->evicting)
             kinds |= KV_MARK_EVICT;
+        h->evicting = evicted;
         if (d.num_finished > 0) {
             kinds |= KV_MARK_FINISH;
             if (req < 0) {
@@ -622,6 +625,7 @@ int kv_history_attach(kv_history *h, kv_engine *e, char *err, size_t errlen)
     kv_engine_metrics m;
     kv_engine_get_metrics(e, &m);
     h->noted_evictions = m.block_evictions;
+    h->evicting = 0;
     kv_engine_set_journal(e, on_input, h);
     enforce(h, 0);
     return 0;

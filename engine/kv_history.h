@@ -96,7 +96,8 @@ int64_t kv_history_position(const kv_history *h);
 
 enum {
     KV_MARK_PREEMPT = 1 << 0,   /* a request was preempted in the step */
-    KV_MARK_EVICT = 1 << 1,     /* a cached block was evicted */
+    KV_MARK_EVICT = 1 << 1,     /* cached blocks began to be evicted (the first step of a run of
+                                   steps that evict; a full pool evicts at almost every step) */
     KV_MARK_HIT = 1 << 2,       /* an admitted request had a prefix-cache hit */
     KV_MARK_FINISH = 1 << 3,    /* a request finished */
     KV_MARK_RESTART = 1 << 4,   /* a new engine (segment) starts here */

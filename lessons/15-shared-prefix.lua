@@ -89,6 +89,9 @@ return {
       script = string.format("%.1f%%", on.rate * 100),
     }
     lab.say("The pool holds all of this in %s blocks.", fmt.int(on.used))
+    lab.say("To watch a question find the repository, go back in the run: press { until the "
+      .. "header says a request hits the prefix cache, then ] to play that step: its blocks "
+      .. "light up as hits instead of being filled. End comes back to now.")
     lab.pause()
 
     lab.page("Without prefix caching")

@@ -93,6 +93,11 @@ return {
       .. "most recently admitted request%s, freed all its blocks, and put it back at "
       .. "the head of the queue with nothing computed.", lab.plan().block_size,
       victim and string.format(" (request %d)", victim) or "")
+    if victim then
+      lab.say("Missed it? Press { to go back to the step just before request %d was preempted: "
+        .. "the pool and the requests show its blocks as they were. ] plays the step, [ goes "
+        .. "back again, End returns to now.", victim)
+    end
     lab.pause()
     W.drain(lab)
     m = lab.metrics()

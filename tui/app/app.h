@@ -32,6 +32,7 @@ typedef struct app {
 
     lsn_runner *lsn;         /* the lesson runner (owns the engine) */
     struct app_room *room;   /* classroom mode (app_room.h), NULL when off */
+    struct app_rewind *rw;   /* the engine's history: replaying a past step (app_rewind.h) */
     kv_engine *eng;          /* lsn_engine(); NULL when no server runs (not for views) */
     const kv_plan *plan;     /* last start-up plan (also after a failed start), or NULL (not for views) */
     kv_frame frame;          /* what every view draws: eng and plan as of this frame (app_frame_update) */
@@ -132,6 +133,9 @@ void app_reset_flashes(app *a);     /* a new engine: no flashes, arrays sized to
  * the engine moved, the plan or the views' needs changed since the last). */
 void app_frame_update(app *a);
 void app_feed_events(app *a);       /* consume the engine's new events */
+/* Flash what e's events after seq since did (only step only_step's when >= 0),
+ * each flash held `hold` seconds when hold > 0 (a replayed step). */
+void app_feed_from(app *a, const kv_engine *e, uint64_t since, int64_t only_step, double hold);
 void app_update_flashing(app *a);   /* end flashes whose time is over */
 
 /* Current flash kind of a block (APP_FL_NONE when out of range or over). */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app_rewind.h"
 #include "lsn_server.h"
 #include "ui_mem.h"
 #include "ui_pool.h"
@@ -124,9 +125,12 @@ void app_frame_update(app *a)
     /* Blocks only while the pool view is placed, and then the prefix its zoom needs. */
     o.blocks_prefix = (a->lay.placed & UI_PANE_BIT(UI_PANE_POOL)) ? ui_pool_blocks_wanted(&a->lay.r[UI_PANE_POOL]) : -1;
     o.extra_req = a->sel_req;
-    if (kv_frame_current(&a->frame, a->eng, a->plan, &o)) return;
+    const kv_engine *e;
+    const kv_plan *p;
+    app_rewind_source(a, &e, &p); /* the live engine, or the replay's past step */
+    if (kv_frame_current(&a->frame, e, p, &o)) return;
     char err[160];
-    if (kv_frame_capture(&a->frame, a->eng, a->plan, &o, err, sizeof err) != 0) app_status(a, UI_R_ERROR, "%s", err);
+    if (kv_frame_capture(&a->frame, e, p, &o, err, sizeof err) != 0) app_status(a, UI_R_ERROR, "%s", err);
 }
 
 static void flash_block(app *a, int32_t b, int kind, double secs)
@@ -139,55 +143,69 @@ static void flash_block(app *a, int32_t b, int kind, double secs)
     a->flashing = 1;
 }
 
-void app_feed_events(app *a)
+/* Flashes and status lines for e's events after seq *since (only those of
+ * step only_step when >= 0), each flash lasting `hold` seconds when hold > 0
+ * (a replayed step keeps them until the next move). */
+static void feed(app *a, const kv_engine *e, uint64_t *since, int64_t only_step, double hold)
 {
     static kv_event ev[1024];
-    if (!a->eng) return;
-    uint64_t newest = kv_engine_last_event_seq(a->eng);
-    if (newest <= a->last_seq) return;
-    /* After a long unanimated run only the recent past is worth flashing. */
-    if (newest - a->last_seq > 8192) a->last_seq = newest - 8192;
     for (;;) {
-        int32_t n = kv_engine_events_since(a->eng, a->last_seq, ev, 1024);
+        int32_t n = kv_engine_events_since(e, *since, ev, 1024);
         if (n <= 0) break;
         int64_t preempted[16];
         int npre = 0;
         for (int32_t i = 0; i < n; i++)
             if (ev[i].type == KV_EV_PREEMPT && npre < 16) preempted[npre++] = ev[i].req_id;
         for (int32_t i = 0; i < n; i++) {
-            const kv_event *e = &ev[i];
-            switch (e->type) {
-            case KV_EV_ALLOC: flash_block(a, e->block_id, APP_FL_ALLOC, 0.3); break;
-            case KV_EV_CACHE_HIT: flash_block(a, e->block_id, APP_FL_HIT, 0.9); break;
-            case KV_EV_EVICT: flash_block(a, e->block_id, APP_FL_EVICT, 0.9); break;
+            const kv_event *v = &ev[i];
+            if (only_step >= 0 && v->step != only_step) continue;
+            switch (v->type) {
+            case KV_EV_ALLOC: flash_block(a, v->block_id, APP_FL_ALLOC, hold > 0 ? hold : 0.3); break;
+            case KV_EV_CACHE_HIT: flash_block(a, v->block_id, APP_FL_HIT, hold > 0 ? hold : 0.9); break;
+            case KV_EV_EVICT: flash_block(a, v->block_id, APP_FL_EVICT, hold > 0 ? hold : 0.9); break;
             case KV_EV_FREE: {
                 int victim = 0;
-                for (int k = 0; k < npre; k++) victim |= preempted[k] == e->req_id;
-                if (victim) flash_block(a, e->block_id, APP_FL_PREEMPT, 1.5);
+                for (int k = 0; k < npre; k++) victim |= preempted[k] == v->req_id;
+                if (victim) flash_block(a, v->block_id, APP_FL_PREEMPT, hold > 0 ? hold : 1.5);
                 break;
             }
             case KV_EV_PREEMPT:
-                a->victim = e->req_id;
-                a->victim_until = a->now + 2.0;
+                a->victim = v->req_id;
+                a->victim_until = a->now + (hold > 0 ? hold : 2.0);
                 app_status(a, UI_R_WARN, "Preempted request #%lld: its blocks are freed; it waits and will recompute",
-                           (long long)e->req_id);
+                           (long long)v->req_id);
                 break;
             case KV_EV_RESUME:
                 app_status(a, UI_R_WARN, "Request #%lld is back from the queue: it recomputes what it lost",
-                           (long long)e->req_id);
+                           (long long)v->req_id);
                 break;
             default: break;
             }
         }
-        a->last_seq = ev[n - 1].seq;
+        *since = ev[n - 1].seq;
         if (n < 1024) break;
     }
     a->dirty |= UI_PANE_BIT(UI_PANE_POOL) | UI_PANE_BIT(UI_PANE_LOG) | UI_PANE_BIT(UI_PANE_REQUESTS);
 }
 
+void app_feed_from(app *a, const kv_engine *e, uint64_t since, int64_t only_step, double hold)
+{
+    if (e) feed(a, e, &since, only_step, hold);
+}
+
+void app_feed_events(app *a)
+{
+    if (!a->eng || app_rewind_active(a)) return;
+    uint64_t newest = kv_engine_last_event_seq(a->eng);
+    if (newest <= a->last_seq) return;
+    /* After a long unanimated run only the recent past is worth flashing. */
+    if (newest - a->last_seq > 8192) a->last_seq = newest - 8192;
+    feed(a, a->eng, &a->last_seq, -1, 0);
+}
+
 void app_update_flashing(app *a)
 {
-    if (!a->flashing) return;
+    if (!a->flashing || app_rewind_active(a)) return; /* a replayed step's flashes hold still */
     int any = 0;
     for (int32_t b = 0; b < a->nflash && !any; b++) any = a->flash_until[b] > a->now;
     a->flashing = any;

@@ -4,6 +4,7 @@
  * Changes reach the lesson only through lsn_* calls; what they need of the
  * engine they read from the frame, as the views do. */
 #include "app.h"
+#include "app_rewind.h"
 #include "app_room.h"
 
 #include <stdio.h>
@@ -302,6 +303,7 @@ void app_handle_key(app *a, int ch, int *quit)
     }
     if (ch == KEY_MOUSE) { mouse_key(a); return; }
     if (a->overlay) { overlay_key(a, ch, quit); return; }
+    if (app_rewind_key(a, ch)) return; /* [ ] { } Home End; other keys that act return to the present */
     if (a->key_focus == UI_PANE_FLAGS) { flags_key(a, ch); return; }
     const lsn_question *q = lsn_get_question(a->lsn);
     if (a->input_active && q) {

@@ -9,6 +9,7 @@
  * that changed (wnoutrefresh + doupdate through the panel library; never
  * clear() or redrawwin() per frame). */
 #include "app.h"
+#include "app_rewind.h"
 #include "app_room.h"
 
 #include <stdarg.h>
@@ -264,6 +265,7 @@ static void server_changed(app *a)
     a->sel_req = -1;
     a->victim = -1;
     app_reset_flashes(a);
+    app_rewind_server(a); /* record the new engine (a new lesson: a new history) */
     a->startup_next = a->now;
     a->startup_shown = 0;
     app_relayout(a, 0);
@@ -476,6 +478,7 @@ int app_main(int argc, char **argv)
     a->victim = -1;
     a->verdict_kind = -1;
     a->last_page = -1;
+    app_rewind_init(a);
     int lesson = 0;
     int rc = parse_args(a, argc, argv, &lesson);
     if (rc >= 0) return rc;
@@ -575,7 +578,7 @@ int app_main(int argc, char **argv)
         last_tick = a->now;
         if (dt > 0.25) dt = 0.25;
         unsigned ch_bits = 0;
-        if (!a->paused && a->overlay == APP_OV_NONE && !app_room_drives(a)) {
+        if (!a->paused && a->overlay == APP_OV_NONE && !app_room_drives(a) && !app_rewind_active(a)) {
             ch_bits = lsn_tick(a->lsn, dt);
             app_lesson_changed(a, ch_bits);
             verify_sample(a);
@@ -616,7 +619,7 @@ int app_main(int argc, char **argv)
 
         lsn_state st = lsn_get_state(a->lsn);
         int animating = !a->paused && (st == LSN_RUNNING || st == LSN_WAIT_COND || ch_bits);
-        animating |= a->flashing || app_starting(a);
+        animating |= (a->flashing && !app_rewind_active(a)) || app_starting(a);
         int timeout_ms = animating ? 1000 / a->fps : a->paused ? 1000 : 250;
         WINDOW *in = input_window(a);
         if (a->room) { /* wake for the room's sockets too */
@@ -646,6 +649,7 @@ int app_main(int argc, char **argv)
     stats_write();
     free(g_stats.cpu_samples);
     app_room_close(a);
+    app_rewind_free(a);
     lsn_free(a->lsn);
     if (dev) dev->ops->destroy(dev);
     free(a->flash_kind);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "app_rewind.h"
 #include "app_room.h"
 #include "ui_style.h"
 #include "ui_text.h"
@@ -17,6 +18,11 @@ static const keydef keys_main[] = {
     { "n", "next" }, { "p", "back" }, { "f", "flags" }, { "h", "hint" }, { "l", "lessons" },
     { "Tab", "view" }, { "?", "help" }, { "q", "quit" }, { "space", "pause" }, { "s", "step" },
     { "+/-", "speed" }, { "r", "reset" }, { "t", "block table" },
+};
+/* Replaying a past step: moving in the history; any other key returns. */
+static const keydef keys_replay[] = {
+    { "[ ]", "step" }, { "{ }", "event" }, { "End", "present" }, { "Home", "start" }, { "Tab", "view" },
+    { "t", "block table" }, { "?", "help" }, { "q", "quit" },
 };
 /* A follower: the presenter moves the lesson. */
 static const keydef keys_follow[] = {
@@ -72,6 +78,7 @@ void ui_chrome_footer(app *a, WINDOW *win)
     else if (a->key_focus == UI_PANE_FLAGS && a->flag_editing) draw_keys(win, w, keys_edit, 4);
     else if (a->key_focus == UI_PANE_FLAGS) draw_keys(win, w, keys_flags, 5);
     else if (room == 2) draw_keys(win, w, keys_away, (int)(sizeof keys_away / sizeof keys_away[0]));
+    else if (app_rewind_active(a)) draw_keys(win, w, keys_replay, (int)(sizeof keys_replay / sizeof keys_replay[0]));
     else draw_keys(win, w, keys_main, (int)(sizeof keys_main / sizeof keys_main[0]));
 }
 
@@ -87,6 +94,10 @@ static void header_draw(const ui_view_ctx *c, WINDOW *win)
     const ui_glyphs *g = ui_gl();
     int x = 1;
     x += ui_puts(win, 0, x, w - x, "kvlab", hd | A_BOLD);
+    if (app_rewind_active(a)) { /* "replay, step N of M" and the timeline take the row */
+        app_rewind_header(a, win, x + 2, w);
+        return;
+    }
     int num = sc->lesson;
     int total = a->lsn ? lsn_count(a->lsn) : 0;
     char right[192];
@@ -161,6 +172,8 @@ static const char *const help_lines[] = {
     "  t             show a request's block table (cycles)",
     "  h             a hint for the question or goal",
     "  Up/Down PgUp  scroll the lesson text",
+    "  [ ]  { }      replay: a step / an event (preempted, evicted, hit,",
+    "                finished, restart) back, on; Home oldest, End now",
     "  r             start the lesson again (asks first)",
     "  l             lesson list",
     "  q             quit (progress is saved)",
