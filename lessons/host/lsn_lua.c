@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kv_plan_fields.h"
 #include "kv_timemodel.h"
 #include "kv_util.h"
 #include "lsn_vm.h"
@@ -1354,60 +1355,30 @@ static int push_plan(lua_State *L, const kv_plan *p)
         lua_pushnil(L);
         return 1;
     }
-    lua_createtable(L, 0, 64);
-    setbool(L, "starts", p->starts);
+    lua_createtable(L, 0, kv_plan_field_count() + 8);
+    /* the scalars: the one table `kvlab serve --json` prints from, the same
+     * keys and getters (unrounded here: lessons compute with them) */
+    for (int i = 0; i < kv_plan_field_count(); i++) {
+        const kv_plan_field *f = kv_plan_field_at(i);
+        kv_plan_value v = {0};
+        f->get(p, &v);
+        switch (v.kind) {
+        case KV_PLAN_VALUE_BOOL: lua_pushboolean(L, v.b); break;
+        case KV_PLAN_VALUE_INT: lua_pushinteger(L, (lua_Integer)v.i); break;
+        case KV_PLAN_VALUE_NUM: lua_pushnumber(L, v.d); break;
+        case KV_PLAN_VALUE_STR: lua_pushstring(L, v.s ? v.s : ""); break;
+        default: lua_pushnil(L); break; /* JSON null: does not apply */
+        }
+        lua_setfield(L, -2, f->name);
+    }
+    /* what lessons read as plain values where --json has null (lessons/API.md) */
     setstr(L, "error", p->error);
-    setstr(L, "error_kind", kv_plan_error_name(p->error_kind));
-    setstr(L, "accounting", p->accounting == KV_ACCOUNTING_TEXTBOOK ? "textbook" : "release");
     setstr(L, "vllm_version", p->vllm_version);
-    setstr(L, "gpu_id", p->gpu_id);
-    setstr(L, "gpu_name", p->gpu_name);
-    setnum(L, "gpu_total_gib", kv_gib(p->gpu_total_bytes));
-    setnum(L, "gpu_total_bytes", p->gpu_total_bytes);
-    setnum(L, "gpu_used_gib", kv_gib(p->gpu_used_bytes));
-    setnum(L, "free_at_start_gib", kv_gib(p->free_at_start_bytes));
-    setnum(L, "gpu_memory_utilization", p->gpu_memory_utilization);
-    setint(L, "tensor_parallel_size", p->tensor_parallel_size);
-    setnum(L, "budget_gib", kv_gib(p->budget_bytes));
-    setnum(L, "weights_gib", kv_gib(p->weights_bytes));
-    setnum(L, "activation_gib", kv_gib(p->activation_bytes));
-    setnum(L, "cudagraph_gib", kv_gib(p->cudagraph_bytes));
-    setnum(L, "cuda_context_gib", kv_gib(p->cuda_context_bytes));
-    setnum(L, "nccl_gib", kv_gib(p->nccl_bytes));
-    setnum(L, "kv_cache_gib", kv_gib(p->available_kv_bytes));
-    setnum(L, "kv_pool_gib", kv_gib(p->kv_pool_bytes));
-    setnum(L, "budget_bytes", p->budget_bytes);
-    setnum(L, "weights_bytes", p->weights_bytes);
-    setnum(L, "activation_bytes", p->activation_bytes);
-    setnum(L, "cudagraph_bytes", p->cudagraph_bytes);
-    setnum(L, "cuda_context_bytes", p->cuda_context_bytes);
-    setnum(L, "nccl_bytes", p->nccl_bytes);
-    setnum(L, "kv_cache_bytes", p->available_kv_bytes);
-    setint(L, "num_layers", p->num_layers);
-    setint(L, "kv_heads_per_gpu", p->kv_heads_per_gpu);
-    setint(L, "head_size", p->head_size);
-    setint(L, "kv_factor", p->kv_factor);
-    setint(L, "kv_dtype_bytes", p->kv_dtype_bytes);
-    setint(L, "block_size", p->block_size);
-    setint(L, "page_size_bytes", p->page_size_bytes);
-    setint(L, "kv_bytes_per_token", p->kv_bytes_per_token);
-    setint(L, "num_blocks", p->num_blocks);
-    setint(L, "kv_cache_tokens", p->kv_cache_tokens);
-    setint(L, "num_kv_groups", p->num_kv_groups);           /* 2 for a hybrid full/sliding model */
+    setint(L, "estimated_max_model_len", p->estimated_max_model_len);
+    setstr(L, "gpu_id", p->gpu_id); /* the older name of `gpu` */
+    setint(L, "num_kv_groups", p->num_kv_groups); /* 2 for a hybrid full/sliding model */
     setint(L, "num_sliding_layers", p->num_sliding_layers);
     setint(L, "sliding_window", p->sliding_window);
-    setint(L, "max_model_len", p->max_model_len);
-    setint(L, "model_max_model_len", p->model_max_model_len);
-    setnum(L, "needed_gib", kv_gib((double)p->needed_bytes));
-    setint(L, "estimated_max_model_len", p->estimated_max_model_len);
-    setint(L, "blocks_per_request", p->blocks_per_request);
-    setnum(L, "max_concurrency", p->max_concurrency);
-    setint(L, "max_num_batched_tokens", p->max_num_batched_tokens);
-    setint(L, "max_num_seqs", p->max_num_seqs);
-    setbool(L, "enforce_eager", p->enforce_eager);
-    setbool(L, "enable_prefix_caching", p->enable_prefix_caching);
-    setstr(L, "weights_dtype", p->weights_dtype);
-    setstr(L, "kv_cache_dtype", p->kv_cache_dtype);
     lua_createtable(L, KV_PLAN_NUM_TERMS, 0);
     for (int i = 0; i < KV_PLAN_NUM_TERMS; i++) {
         lua_createtable(L, 0, 5);
@@ -1447,7 +1418,12 @@ static int push_plan(lua_State *L, const kv_plan *p)
 
 static int f_plan(lua_State *L)
 {
-    return push_plan(L, lsn_server_plan(V(L)->env.server));
+    lsn_server *s = V(L)->env.server;
+    push_plan(L, lsn_server_plan(s));
+    const kv_model *m = lsn_server_model(s);
+    if (lua_istable(L, -1) && m)
+        setstr(L, "model", m->id); /* as `kvlab serve --json` adds it */
+    return 1;
 }
 
 static int f_what_if(lua_State *L)

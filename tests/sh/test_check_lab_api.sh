@@ -179,4 +179,39 @@ grep -q '^PASS lesson 1 ' <<<"$out" && grep -q '^PASS lesson 2 ' <<<"$out" || ex
 # A condition that tries to wait stops the lesson with a message naming the line.
 out=$("$KVLAB" check --lessons "$L" 3 2>&1); rc=$?
 echo "$out"
-[ "$rc" -eq 1 ] && grep -q "03-cond.lua:4: lab.pause can only be called from the lesson's run function" <<<"$out"
+[ "$rc" -eq 1 ] && grep -q "03-cond.lua:4: lab.pause can only be called from the lesson's run function" <<<"$out" ||
+  { echo "FAIL: a wait inside a condition"; exit 1; }
+# lab.plan() and `kvlab serve --json` share one table of plan fields: every
+# scalar key of the JSON object is a key of lab.plan(), with the same value
+# kind, for the same flags.
+cat > "$L/manifest.json" <<'JSON'
+{"format_version": 1, "chapters": [{"number": 1, "title": "API"}],
+ "lessons": [{"number": 1, "chapter": 1, "file": "01-keys.lua", "title": "Plan keys"}]}
+JSON
+rm -f "$L"/0[1-3]-*.lua
+cat > "$L/01-keys.lua" <<'LUA'
+return { id = 1, run = function(lab)
+  assert(lab.start{ model = "meta-llama/Llama-3.1-8B-Instruct", gpu = "h100-80gb", ["max-model-len"] = 8192 })
+  local keys = {}
+  for k, v in pairs(lab.plan()) do keys[#keys + 1] = k .. "=" .. type(v) end
+  table.sort(keys)
+  for _, k in ipairs(keys) do print(k) end
+end }
+LUA
+plan=$("$KVLAB" check -v --lessons "$L" 1 2>&1 | sed -n 's/^    \[lessons\/01-keys.lua\] //p')
+json=$("$KVLAB" serve meta-llama/Llama-3.1-8B-Instruct --gpu h100-80gb --max-model-len 8192 --json)
+missing=0
+while IFS= read -r line; do
+  key=$(sed -E 's/^\t"([a-z0-9_]+)":.*/\1/' <<<"$line")
+  val=$(sed -E 's/^\t"[a-z0-9_]+":\t//; s/,$//' <<<"$line")
+  case "$val" in
+    true|false) kind=boolean ;; null) kind="" ;; \"*) kind=string ;; \[*|\{*) continue ;; *) kind=number ;;
+  esac
+  if [ -n "$kind" ]; then
+    grep -qx "$key=$kind" <<<"$plan" || { echo "FAIL: serve --json has $key ($kind), lab.plan() does not"; missing=1; }
+  else
+    grep -q "^$key=" <<<"$plan" || { echo "FAIL: serve --json has $key (null here), lab.plan() never has it"; missing=1; }
+  fi
+done < <(grep -E '^	"[a-z0-9_]+":' <<<"$json")
+[ "$missing" = 0 ] || exit 1
+echo "lab.plan() has every key of serve --json ($(grep -cE '^	"[a-z0-9_]+":' <<<"$json") top-level keys)"
