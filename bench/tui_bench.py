@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Speed benchmark of the lesson app, measured through a pty (issue #5, "Speed").
+"""Speed benchmark of the lesson app, measured through a pty (the figures in README.md, "The lesson app").
 
 Runs kvlab in a pseudo-terminal of a given size and reports:
   first_frame_ms      time from exec to the first screen bytes (the header) on the pty

@@ -1,6 +1,6 @@
 /* kv_args: vLLM engine arguments, with vLLM's names and defaults
- * (vllm/engine/arg_utils.py, vllm/config/cache.py, vllm/config/scheduler.py;
- * shared/research/vllm-internals.md section 9), plus kvlab's overrides for
+ * (vllm/engine/arg_utils.py, vllm/config/cache.py, vllm/config/scheduler.py),
+ * plus kvlab's overrides for
  * each memory-plan term.
  *
  * The same setter serves the command line (`kvlab serve ... --max-model-len

@@ -3,7 +3,7 @@
  *
  * A card's size is what CUDA reports (cudaMemGetInfo total), the figure
  * vLLM multiplies by gpu_memory_utilization, not the marketing number
- * (shared/gpus/SOURCES.md). */
+ * (assets/gpus.SOURCES.md). */
 #ifndef KV_GPU_H
 #define KV_GPU_H
 
@@ -24,7 +24,7 @@ typedef struct kv_gpu {
     double hbm_bandwidth_gbps;   /* 0 if unknown */
     double bf16_dense_tflops;    /* 0 if unknown */
     double pcie_gbps;            /* host link, GB/s with both directions added (NVIDIA's
-                                    x16 convention, shared/gpus/gpus.json); 0 if unknown */
+                                    x16 convention, assets/gpus.json); 0 if unknown */
     double nvlink_gbps;          /* GPU-to-GPU link, GB/s both directions added; 0 if none/unknown */
     int32_t fp8;                 /* 1: fp8 tensor cores (Ada, Hopper, Blackwell, MI300) */
     int32_t is_custom;           /* 1: made by kv_gpu_custom, not from the catalogue */

@@ -228,7 +228,7 @@ double kv_plan_weights_bytes(const kv_model *m, const kv_args *a, char *how, siz
  * as kv_plan_weights_bytes does. */
 double kv_plan_loaded_weights_bytes(const kv_model *m, const kv_args *a, char *how, size_t howlen);
 
-/* The `serve --json` object (DESIGN.md lists its fields). Caller frees with
+/* The `serve --json` object (engine/kv_plan_fields.h lists its fields). Caller frees with
  * cJSON_Delete. */
 struct cJSON *kv_plan_to_json(const kv_plan *p);
 

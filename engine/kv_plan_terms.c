@@ -30,8 +30,7 @@
  * profile, 000_e8043f3d78857a1c.txt): Llama-3.1-8B at 8192 tokens 2.16 GiB,
  * 70B 3.92 GiB, 70B at tp=2 2.16 GiB (same hidden/tp + I/tp as 8B at tp=1).
  *
- * Other vLLM versions measure differently (shared/vectors/
- * real-logs-calibration.json): v0 engines (0.6.x, Dec 2024) logged
+ * Other vLLM versions measure differently (tests/vectors/real-logs.json): v0 engines (0.6.x, Dec 2024) logged
  * 0.2-1.2 GiB for the 8B because chunked prefill kept the profile batch
  * small; v1 0.11 on H100 logged 4.76 GiB for the 8B and 4.84 GiB for a
  * 70B FP8 at tp=2, about twice this formula, because it also warms up the

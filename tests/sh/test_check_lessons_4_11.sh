@@ -23,7 +23,7 @@ for n in "${LESSONS[@]}"; do
     grep -q "figure .* ok" <<<"$block" || { echo "FAIL: lesson $n compared no course figure"; fail=1; }
 done
 if grep -q "MISMATCH" <<<"$out"; then echo "FAIL: a course figure does not match"; fail=1; fi
-# The course figures named in issue #6, each compared at least once.
+# The course figures chapters 2 and 3 rest on, each compared at least once.
 for fig in "8B KV bytes per token" "70B KV per token, bf16" "70B KV per token, fp8" \
            "32K conversation, bf16 (GB)" "32K conversation, fp8 (GB)" \
            "8K conversations, 8 KV heads" "8K conversations, 64 KV heads" "GQA / MHA conversations ratio" \

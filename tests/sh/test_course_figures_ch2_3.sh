@@ -3,7 +3,7 @@
 # (the same engine the lessons read): bytes per token for 8B and 70B in bf16
 # and fp8, a 32K conversation in decimal GB, running example B's length-check
 # error with its estimate, the pool FP8 weights give example B, and tensor
-# parallelism past 8 KV heads. Tolerances as in shared/vectors/seed-figures.json.
+# parallelism past 8 KV heads. Tolerances as in tests/vectors/seed-figures.json.
 set -uo pipefail
 M8=meta-llama/Llama-3.1-8B-Instruct
 M70=meta-llama/Llama-3.1-70B-Instruct

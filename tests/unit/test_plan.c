@@ -1,5 +1,5 @@
 /* kv_plan: every case of tests/vectors/seed-figures.json (a verbatim copy of
- * shared/vectors/seed-figures.json), pinned (terms set to the document's
+ * tests/vectors/seed-figures.json), pinned (terms set to the document's
  * values, tight tolerance) and unpinned (kvlab's own estimates, loose
  * tolerance); vLLM's capacity-math vectors (vllm-internals.md section 11
  * item 11); every start-up error. */
