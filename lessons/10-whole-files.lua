@@ -46,9 +46,22 @@ return {
     lab.show("metrics")
     lab.show("pool")
     lab.speed(200)
-    lab.autorun(true)
-    send(lab)
-    lab.run_until(function() return lab.metrics().request_success >= 25 end, 40000)
+    lab.predict{
+      prompt = string.format("Before it runs: at %g request per second, how many requests will be in flight "
+        .. "on average, running or waiting?", rate(lab)),
+      unit = "requests", tolerance = 0.25, script = "10 requests",
+      expect = "metrics.mean_num_requests_running + metrics.mean_num_requests_waiting",
+      run = function()
+        lab.autorun(true)
+        send(lab)
+        lab.run_until(function() return lab.metrics().request_success >= 25 end, 40000)
+        local mm = lab.metrics()
+        return mm.mean_num_requests_running + mm.mean_num_requests_waiting
+      end,
+      why = "A request is in flight from its arrival to its last token, so the count is the arrival rate "
+        .. "times the lifetime: a second's arrivals times a few seconds each.",
+    }
+    lab.pause()
 
     local m = lab.metrics()
     local in_flight = m.mean_num_requests_running + m.mean_num_requests_waiting

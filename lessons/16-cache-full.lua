@@ -37,7 +37,17 @@ return {
     lab.show("pool"); lab.show("metrics"); lab.show("requests"); lab.show("flags")
     lab.on_flag(function() send(lab) end)
     send(lab)
-    lab.step(100)
+    lab.predict{
+      prompt = string.format("%d reviews arrive together and max-num-seqs is %s. Before the engine runs: "
+        .. "how many of them will wait?", NREQ, lab.flag("max-num-seqs")),
+      unit = "requests", abs = 0.5, script = "12 requests",
+      expect = "metrics.num_requests_waiting",
+      run = function()
+        lab.step(100)
+        return lab.metrics().num_requests_waiting
+      end,
+      why = "The pool is not what holds them back here: max-num-seqs caps how many run at once.",
+    }
     local m = lab.metrics()
     lab.highlight("metrics", "num_requests_waiting")
     lab.say("Example B again: Llama 3.1 8B on the RTX 4090, a pool of %s tokens. %d code "

@@ -66,7 +66,19 @@ return {
       script = { { "kv-cache-dtype", "fp8" } },
     }
     lab.unhighlight()
-    local b = load_server(lab)
+    local b
+    lab.predict{
+      prompt = string.format("The KV usage was %s in bf16. Before the %d documents run again on the fp8 "
+        .. "cache: what will the usage be?", fmt.pct(a.m.kv_cache_usage_perc), NREQ),
+      unit = "%", abs = 3, script = "50%",
+      expect = "metrics.kv_cache_usage_perc * 100",
+      run = function()
+        b = load_server(lab)
+        return b.m.kv_cache_usage_perc * 100
+      end,
+      why = "Half the bytes per token is not half the usage: with room for more, more documents run, "
+        .. "each with its own cache, until something else stops them.",
+    }
     lab.say("The server restarted with an fp8 cache and the documents are running again. "
       .. "Read its start-up log or the memory view.")
     lab.ask{

@@ -43,6 +43,7 @@ const lsn_question *lsn_ask_public(lsn_ask *q)
     q->pub.tries = q->tries;
     q->pub.hints_total = q->nhints;
     q->pub.hints_shown = q->hints_shown;
+    q->pub.predict = q->predict;
     return &q->pub;
 }
 
@@ -51,6 +52,24 @@ lsn_check_result lsn_ask_check(const lsn_ask *q, const char *text, double *value
 {
     *value = NAN;
     *picked = 0;
+    if (q->predict) { /* a prediction: whatever can be read, in the right kind of unit */
+        lsn_check_result r;
+        if (q->nchoices) {
+            r = lsn_answer_check_choice(q->nchoices, (const char *const *)q->choices, 1, NULL, text, picked, msg,
+                                        msglen);
+            if (*picked < 1)
+                return LSN_CHECK_UNREADABLE;
+            snprintf(msg, msglen, "Noted: %c) %s.", 'a' + *picked - 1, q->choices[*picked - 1]);
+            return LSN_CHECK_CORRECT;
+        }
+        lsn_numq any = {0, q->unit, 0, INFINITY, 0, NULL};
+        r = lsn_answer_check_number(&any, text, value, msg, msglen);
+        if (r != LSN_CHECK_CORRECT || !isfinite(*value))
+            return LSN_CHECK_UNREADABLE;
+        char got[64];
+        snprintf(msg, msglen, "Noted: %s.", lsn_answer_format(*value, q->unit, got, sizeof got));
+        return LSN_CHECK_CORRECT;
+    }
     if (q->nchoices)
         return lsn_answer_check_choice(q->nchoices, (const char *const *)q->choices, q->correct,
                                        (const char *const *)q->why, text, picked, msg, msglen);

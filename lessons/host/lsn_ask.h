@@ -18,6 +18,7 @@
 
 typedef struct lsn_ask {
     int active;
+    int predict;             /* lab.predict: a prediction, any readable entry is taken (nothing is wrong) */
     lsn_question pub;
     char *prompt, *unit;
     char **choices;          /* nchoices */

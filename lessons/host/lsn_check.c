@@ -122,12 +122,46 @@ typedef struct trial {
     enum { T_WRONG, T_NEAR } must; /* T_NEAR: must be recognised as the known mistake */
 } trial;
 
+/* A prediction (lab.predict): nothing is wrong, but what cannot be read
+ * must be refused, and the lesson's scripted prediction taken; its outcome
+ * is checked against the engine when the run has played (lsn_lua.c). */
+static void check_prediction(lsn_runner *r, const char *prompt)
+{
+    lsn_ask *q = &r->q;
+    int nq = ++r->chk.n_predictions;
+    lsn_run_logf(r, "  prediction %d: %s\n", nq, prompt);
+    lsn_verdict v;
+    lsn_answer(r, "no idea", &v);
+    if (v.kind != LSN_V_UNREADABLE) {
+        check_fail(r, "prediction %d (\"%s\") took 'no idea' as a prediction", nq, prompt);
+        return;
+    }
+    char script[256];
+    if (q->script)
+        snprintf(script, sizeof script, "%s", q->script);
+    else if (q->nchoices)
+        snprintf(script, sizeof script, "a");
+    else
+        lsn_answer_format(0, q->unit, script, sizeof script);
+    lsn_answer(r, script, &v);
+    if (v.kind != LSN_V_CORRECT) {
+        check_fail(r, "prediction %d (\"%s\") refused the scripted prediction '%s': %s", nq, prompt, script,
+                   v.message);
+        return;
+    }
+    lsn_run_logf(r, "    predicted '%s'\n", script);
+}
+
 void lsn_check_question(lsn_runner *r)
 {
     lsn_ask *q = &r->q;
-    int nq = ++r->chk.n_questions;
     char prompt[96];
     one_line(q->prompt, prompt, sizeof prompt);
+    if (q->predict) {
+        check_prediction(r, prompt);
+        return;
+    }
+    int nq = ++r->chk.n_questions;
     lsn_run_logf(r, "  question %d: %s\n", nq, prompt);
     if (!q->nchoices && check_expect(r, nq, prompt) < 0)
         return;
@@ -337,7 +371,7 @@ int lsn_check(lsn_runner *r, int number, FILE *log)
     r->chk.log = log;
     r->chk.on = 1;
     r->chk.failed = 0;
-    r->chk.n_questions = r->chk.n_goals = 0;
+    r->chk.n_questions = r->chk.n_goals = r->chk.n_predictions = 0;
     r->chk.waits = r->chk.engine_steps = 0;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -359,9 +393,12 @@ int lsn_check(lsn_runner *r, int number, FILE *log)
         ok = 1;
     }
     int starts = lsn_server_starts(r->srv.server) - starts0;
-    lsn_run_logf(r, "%s lesson %d (%d steps, %d question%s, %d goal%s, %d server start%s, %.2f s)\n",
+    char preds[48] = "";
+    if (r->chk.n_predictions)
+        snprintf(preds, sizeof preds, ", %d prediction%s", r->chk.n_predictions, r->chk.n_predictions == 1 ? "" : "s");
+    lsn_run_logf(r, "%s lesson %d (%d steps, %d question%s, %d goal%s%s, %d server start%s, %.2f s)\n",
                  ok ? "PASS" : "FAIL", number, r->pace.step, r->chk.n_questions, r->chk.n_questions == 1 ? "" : "s",
-                 r->chk.n_goals, r->chk.n_goals == 1 ? "" : "s", starts, starts == 1 ? "" : "s", secs);
+                 r->chk.n_goals, r->chk.n_goals == 1 ? "" : "s", preds, starts, starts == 1 ? "" : "s", secs);
     lsn_run_unload(r);
     r->chk.on = 0;
     r->chk.log = old;

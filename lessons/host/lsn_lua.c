@@ -2352,16 +2352,19 @@ static void str_list(lua_State *L, int idx, const char *k, char ***out, int *n, 
     lua_pop(L, 1);
 }
 
-static int f_ask(lua_State *L)
+/* lab.ask, and (predict) the prediction lab.predict waits for: the same
+ * fields, no answer and no right choice (nothing typed is wrong). */
+static int ask_impl(lua_State *L, int predict)
 {
     lsn_vm *vm = V(L);
-    need_coroutine(L, vm, "lab.ask");
+    need_coroutine(L, vm, predict ? "lab.predict" : "lab.ask");
     luaL_checktype(L, 1, LUA_TTABLE);
     lsn_ask *q = vm->env.ask;
     lsn_ask_clear(q);
+    q->predict = predict;
     lua_getfield(L, 1, "prompt");
     if (!lua_isstring(L, -1))
-        return luaL_error(L, "lab.ask: needs a prompt");
+        return luaL_error(L, predict ? "lab.predict: needs a prompt" : "lab.ask: needs a prompt");
     q->prompt = strdup(lua_tostring(L, -1));
     lua_pop(L, 1);
     lua_getfield(L, 1, "choices");
@@ -2374,7 +2377,7 @@ static int f_ask(lua_State *L)
         if (q->nchoices < 2 || q->nchoices > 26)
             return luaL_error(L, "lab.ask: choices must list 2 to 26 answers");
         lua_getfield(L, 1, "correct");
-        lua_Integer correct = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;
+        lua_Integer correct = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : predict ? 1 : 0;
         lua_pop(L, 1);
         q->correct = correct >= 1 && correct <= q->nchoices ? (int)correct : 0;
         if (!q->correct)
@@ -2392,9 +2395,9 @@ static int f_ask(lua_State *L)
         lua_pop(L, 1);
     } else {
         lua_getfield(L, 1, "answer");
-        if (!lua_isnumber(L, -1))
+        if (!lua_isnumber(L, -1) && !predict)
             return luaL_error(L, "lab.ask: a numeric question needs answer = <number> (or choices = {...})");
-        q->answer = lua_tonumber(L, -1);
+        q->answer = predict ? 0 : lua_tonumber(L, -1);
         lua_pop(L, 1);
         if (!isfinite(q->answer))
             return luaL_error(L, "lab.ask: the answer is not a finite number (did a figure come out nil or 0/0?)");
@@ -2484,6 +2487,171 @@ static int f_ask(lua_State *L)
     *vm->env.changes |= LSN_CH_QUESTION | LSN_CH_STATE;
     return lua_yield(L, 0);
 }
+
+static int f_ask(lua_State *L) { return ask_impl(L, 0); }
+static int f_predict_ask(lua_State *L) { return ask_impl(L, 1); }
+
+static int do_expect(lua_State *L, entry *e);
+
+/* The second half of lab.predict, once its run played: (p, prediction,
+ * outcome, why) -> says the prediction against the outcome, the gap and
+ * why, and checks the outcome against the engine: p.expect, evaluated like
+ * a question's (lessons/API.md "Questions"), must give the same figure
+ * (within p's tolerance) and read one, or the lesson fails (so kvlab check
+ * checks it for real). Returns prediction, outcome. */
+/* An error of lab.predict{}, placed at the lesson's call (level 2: the
+ * wrapper below calls this entry). */
+static int predict_error(lua_State *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int predict_error(lua_State *L, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    luaL_where(L, 2);
+    lua_pushstring(L, msg);
+    lua_concat(L, 2);
+    return lua_error(L);
+}
+
+static int f_predict_outcome(lua_State *L)
+{
+    lsn_vm *vm = V(L);
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lsn_ask t;
+    memset(&t, 0, sizeof t);
+    lua_getfield(L, 1, "choices");
+    int nchoices = lua_istable(L, -1) ? (int)luaL_len(L, -1) : 0;
+    lua_pop(L, 1);
+    const char *unit = opt_str(L, 1, "unit");
+    t.unit = (char *)(unit ? unit : "");
+    lua_getfield(L, 1, "abs");
+    t.abs = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : 0;
+    lua_pop(L, 1);
+    lua_getfield(L, 1, "tolerance");
+    t.rel = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : t.abs > 0 ? 0.0 : 0.01;
+    lua_pop(L, 1);
+    int isnum = 0;
+    double pred = lua_tonumberx(L, 2, &isnum);
+    double got = lua_tonumberx(L, 3, &isnum);
+    if (!isnum || !isfinite(got))
+        return predict_error(L, "lab.predict: run must return the outcome, a number%s (got %s)",
+                          nchoices ? " (the choice it was, 1..n)" : "", luaL_typename(L, 3));
+    if (nchoices && (got != floor(got) || got < 1 || got > nchoices))
+        return predict_error(L, "lab.predict: run returned %g, not a choice 1..%d", got, nchoices);
+    /* the outcome, derived again from the engine */
+    lua_getfield(L, 1, "expect");
+    if (lua_type(L, -1) != LUA_TSTRING)
+        return predict_error(L, "lab.predict: needs expect = \"<formula over engine figures>\" (how kvlab check "
+                             "derives the outcome again)");
+    t.expect = (char *)lua_tostring(L, -1);
+    int eidx = lua_gettop(L);
+    char *names[LSN_ASK_MAX_LIST];
+    double values[LSN_ASK_MAX_LIST];
+    lua_getfield(L, 1, "given");
+    if (lua_istable(L, -1)) {
+        int gt = lua_gettop(L);
+        lua_pushnil(L);
+        while (lua_next(L, gt) && t.ngiven < LSN_ASK_MAX_LIST) {
+            if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TNUMBER)
+                return predict_error(L, "lab.predict: given must map names to numbers ({T = 1000})");
+            values[t.ngiven] = lua_tonumber(L, -1);
+            names[t.ngiven++] = (char *)lua_tostring(L, -2);
+            lua_pop(L, 1);
+        }
+    }
+    t.given_names = names;
+    t.given_values = values;
+    entry e = {.fn = do_expect, .ask = &t, .vm = vm};
+    do_expect(L, &e);
+    (void)eidx;
+    double want = e.d1;
+    if (e.result <= 0)
+        return predict_error(L, "lab.predict: its expect '%s' reads no engine figure, so it proves nothing", t.expect);
+    char wtxt[128], gtxt[128], ptxt[128], msg[256];
+    if (nchoices) {
+        if (want != got)
+            return predict_error(L, "lab.predict: the run's outcome (choice %g) disagrees with the engine: %s = %g", got,
+                              t.expect, want);
+    } else {
+        lsn_answer_format(got, t.unit, gtxt, sizeof gtxt);
+        lsn_numq around = {want, t.unit, t.rel, t.abs, 0, NULL};
+        double back;
+        if (lsn_answer_check_number(&around, gtxt, &back, msg, sizeof msg) != LSN_CHECK_CORRECT) {
+            lsn_answer_format(want, t.unit, wtxt, sizeof wtxt);
+            return predict_error(L, "lab.predict: the run's outcome %s disagrees with the engine: %s = %s", gtxt,
+                              t.expect, wtxt);
+        }
+    }
+    if (vm->env.log && *vm->env.log)
+        fprintf(*vm->env.log, "    outcome: engine %s = %.10g (the run gave %.10g)\n", t.expect, want, got);
+    /* the page: prediction, outcome, gap, why */
+    char line[1024];
+    if (nchoices) {
+        lua_getfield(L, 1, "choices");
+        lua_rawgeti(L, -1, (lua_Integer)pred);
+        lua_rawgeti(L, -2, (lua_Integer)got);
+        const char *pc = lua_tostring(L, -2), *gc = lua_tostring(L, -1);
+        if (pred == got)
+            snprintf(line, sizeof line, "You predicted %c) %s, and so it went.", 'a' + (int)pred - 1, pc ? pc : "?");
+        else
+            snprintf(line, sizeof line, "You predicted %c) %s; the engine did %c) %s.", 'a' + (int)pred - 1,
+                     pc ? pc : "?", 'a' + (int)got - 1, gc ? gc : "?");
+        lua_pop(L, 3);
+    } else {
+        lsn_answer_format(pred, t.unit, ptxt, sizeof ptxt);
+        lsn_answer_format(got, t.unit, gtxt, sizeof gtxt);
+        double gap = got - pred;
+        lsn_numq around = {got, t.unit, t.rel, t.abs, 0, NULL};
+        double back;
+        if (lsn_answer_check_number(&around, ptxt, &back, msg, sizeof msg) == LSN_CHECK_CORRECT) {
+            snprintf(line, sizeof line, "You predicted %s; the engine: %s. Right on.", ptxt, gtxt);
+        } else {
+            char gaptxt[128];
+            lsn_answer_format(fabs(gap), t.unit, gaptxt, sizeof gaptxt);
+            if (got != 0)
+                snprintf(line, sizeof line, "You predicted %s; the engine: %s. %s by %s (%.0f%% of the outcome).",
+                         ptxt, gtxt, gap > 0 ? "Low" : "High", gaptxt, 100.0 * fabs(gap) / fabs(got));
+            else
+                snprintf(line, sizeof line, "You predicted %s; the engine: %s. %s by %s.", ptxt, gtxt,
+                         gap > 0 ? "Low" : "High", gaptxt);
+        }
+    }
+    if (lsn_stage_say(vm->env.stage, line, strlen(line)) < 0)
+        return predict_error(L, "lab.predict: the page is full (start a new one with lab.page)");
+    if (lua_isstring(L, 4)) {
+        size_t n;
+        const char *why = lua_tolstring(L, 4, &n);
+        if (n && lsn_stage_say(vm->env.stage, why, n) < 0)
+            return predict_error(L, "lab.predict: the page is full (start a new one with lab.page)");
+    }
+    *vm->env.changes |= LSN_CH_TEXT;
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, 3);
+    return 2;
+}
+
+/* lab.predict in Lua over the two halves: the prediction waits like a
+ * question, then the lesson's run plays (it may step and wait), then the
+ * outcome is said and checked. */
+static const char predict_chunk[] =
+    "local lab, ask, outcome = ...\n"
+    "lab.predict = function(p)\n"
+    "  if type(p) ~= 'table' then error('lab.predict needs a table {prompt = ..., run = function() ... end, "
+    "expect = ...}', 2) end\n"
+    "  if type(p.run) ~= 'function' then error('lab.predict: needs run = function(prediction) ... return the "
+    "outcome end', 2) end\n"
+    "  if type(p.expect) ~= 'string' then error('lab.predict: needs expect = \"<formula over engine figures>\"', 2) "
+    "end\n"
+    "  local pred = ask(p)\n"
+    "  local got = p.run(pred)\n"
+    "  local why = p.why\n"
+    "  if type(why) == 'function' then why = why(pred, got) end\n"
+    "  if why ~= nil and type(why) ~= 'string' then error('lab.predict: why must be text, or a function giving "
+    "text', 2) end\n"
+    "  return outcome(p, pred, got, why)\n"
+    "end\n";
 
 /* The flag changes listed in the table at the top of the stack, as
  * {"flag-name", value} pairs (a goal's script, or one wrong lever). */
@@ -2633,6 +2801,19 @@ static void lab_push(lua_State *L, lsn_vm *vm)
         lua_pushnumber(L, cost);
         lua_pushcclosure(L, lab_entry, 2);
         lua_setfield(L, -2, f->name);
+    }
+    /* lab.predict: a Lua wrapper over two entries (charged as any lab call) */
+    if (luaL_loadbufferx(L, predict_chunk, sizeof predict_chunk - 1, "=lab.predict", "t") == LUA_OK) {
+        lua_pushvalue(L, -2);
+        lua_pushcfunction(L, f_predict_ask);
+        lua_pushnumber(L, LAB_COST);
+        lua_pushcclosure(L, lab_entry, 2);
+        lua_pushcfunction(L, f_predict_outcome);
+        lua_pushnumber(L, LAB_COST);
+        lua_pushcclosure(L, lab_entry, 2);
+        lua_call(L, 3, 0);
+    } else {
+        lua_pop(L, 1);
     }
     lua_pushboolean(L, vm->env.headless);
     lua_setfield(L, -2, "headless");

@@ -1143,8 +1143,12 @@ unsigned lsn_answer(lsn_runner *r, const char *text, lsn_verdict *v)
     if (res == LSN_CHECK_CORRECT) {
         record(r, LSN_IN_ANSWER, NULL, text);
         char line[1024];
-        snprintf(line, sizeof line, r->ahead.from_before ? "Your answer: %s (from before). That's right."
-                                                         : "Your answer: %s. That's right.", text);
+        if (q->predict)
+            snprintf(line, sizeof line, r->ahead.from_before ? "Your prediction: %s (from before)."
+                                                             : "Your prediction: %s. Now the engine runs.", text);
+        else
+            snprintf(line, sizeof line, r->ahead.from_before ? "Your answer: %s (from before). That's right."
+                                                             : "Your answer: %s. That's right.", text);
         say_line(r, line);
         if (q->explain && q->explain[0]) {
             say_line(r, q->explain);

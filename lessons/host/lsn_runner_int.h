@@ -73,7 +73,7 @@ typedef struct lsn_checking {
     int on;                  /* inside lsn_check */
     FILE *log;
     int failed;
-    int n_questions, n_goals;
+    int n_questions, n_goals, n_predictions;
     long waits, max_waits;   /* waits passed, and the cap (a lesson that pauses forever) */
     long engine_steps, max_engine_steps;
 } lsn_checking;

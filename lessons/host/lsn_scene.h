@@ -85,6 +85,7 @@ typedef struct lsn_question {
     int tries;                 /* wrong answers so far */
     int hints_total;           /* hints the lesson provides */
     int hints_shown;           /* hints given so far (lsn_hint) */
+    int predict;               /* a prediction (lab.predict): every readable entry is taken */
 } lsn_question;
 
 typedef struct lsn_goal {

@@ -3,8 +3,9 @@
 # each break one rule, and the check must fail saying which: a literal answer
 # the engine disagrees with, a numeric question without an expect, an expect
 # that reads no engine figure, a wrong answer the checker cannot read, and a
-# goal the engine reaches without the scripted change. The last probe is the
-# same lesson done right and must pass.
+# goal the engine reaches without the scripted change, a prediction whose run
+# reports an outcome the engine disagrees with. Probes 6 and 8 are done right
+# and must pass.
 set -uo pipefail
 [ "${KVLAB_LESSONS:-1}" = "0" ] && exit 77
 P="$KVLAB_SOURCE_DIR/tests/lessons/probes"
@@ -24,4 +25,7 @@ expect 5 1 "FAIL goal 1 .*is reached without its scripted change: after [0-9]+ e
 expect 6 0 "^PASS lesson 6 "
 expect 6 0 "engine: 2 \* num_layers \* kv_heads_per_gpu \* head_size \* kv_dtype_bytes = 131072"
 expect 6 0 "not reached in 100 engine steps without a change"
+expect 7 1 "ERROR .*07-predict-wrong-outcome.lua:9: lab.predict: the run's outcome 4 requests disagrees with the engine: metrics.num_requests_waiting = 6 requests"
+expect 8 0 "^PASS lesson 8 .*2 predictions"
+expect 8 0 "outcome: engine metrics.num_requests_waiting = 6 \\(the run gave 6\\)"
 exit $fail

@@ -15,8 +15,8 @@ for f in "$KVLAB_SOURCE_DIR"/tests/golden/lessons/*.txt; do
     # page text sits between a "--- step" line and the check's own lines
     out=$(LC_ALL=C awk -v w="$WIDTH" -v name="$(basename "$f")" '
         /^    --- step/ { page = 1; title = $0; next }
-        /^  (question|goal) [0-9]+:/ { page = 0; next }
-        /^    (refused|accepted|engine:|\[lessons|set --|reached|not reached|wrong lever)/ { next }
+        /^  (question|goal|prediction) [0-9]+:/ { page = 0; next }
+        /^    (refused|accepted|engine:|\[lessons|set --|reached|not reached|wrong lever|predicted|outcome:)/ { next }
         /^(PASS|FAIL|kvlab check)/ { page = 0; next }
         page && /^  / {
             s = $0; gsub(/[\200-\277]/, "", s)      # count characters, not UTF-8 bytes

@@ -50,7 +50,9 @@ for n in ${KVLAB_TUI_LESSONS:-12 13 14 15 16 17 18 19 20}; do
     out=$("$KVLAB" check "$n" --lessons "$LESSONS") || { echo "$out"; fail "kvlab check $n failed"; }
     # One action per line: "Q<TAB>prompt<TAB>wrong<TAB>answer" or "G<TAB>flag=value;flag=value"
     actions=$(awk '
-        function flush() { if (kind == "Q") print "Q\t" prompt "\t" wrong "\t" right; else if (kind == "G") print "G\t" sets; kind = "" }
+        function flush() { if (kind == "Q") print "Q\t" prompt "\t" wrong "\t" right; else if (kind == "G") print "G\t" sets; else if (kind == "P") print "P\t" pred; kind = "" }
+        /^  prediction [0-9]+: / { flush(); kind = "P"; pred = ""; next }
+        kind == "P" && /^    predicted '\''/ { r = $0; sub(/^[^'\'']*'\''/, "", r); sub(/'\''.*/, "", r); pred = r }
         /^  question [0-9]+: / { flush(); kind = "Q"; prompt = $0; sub(/^  question [0-9]+: /, "", prompt); wrong = ""; right = ""; next }
         /^  goal [0-9]+: /     { flush(); kind = "G"; sets = ""; next }
         kind == "Q" && /^    refused '\''/ && wrong == "" { w = $0; sub(/^[^'\'']*'\''/, "", w); sub(/'\''.*/, "", w); wrong = w }
@@ -63,6 +65,12 @@ for n in ${KVLAB_TUI_LESSONS:-12 13 14 15 16 17 18 19 20}; do
     tui_wait "Lesson $n/" 10
     first=1
     while IFS=$'\t' read -r kind a b c; do
+        if [ "$kind" = P ]; then
+            tui_advance_until "type your prediction" 12
+            tui_keys -l -- "$a"; tui_keys Enter
+            tui_wait "You predicted" 120 || fail "lesson $n: the prediction '$a' was not taken"
+            continue
+        fi
         if [ "$kind" = Q ]; then
             tui_advance_until ", Enter to" 12
             step=$(cur_step)

@@ -18,6 +18,13 @@ for n in 4 5 6 7 8 9 10 11; do
     first=$(grep -m1 -E '^  (question|goal) [0-9]+: ' <<<"$out")
     tui_start 120 40 -- --lesson "$n"
     tui_wait "Lesson $n/" 10
+    # a prediction before the first check (lab.predict): give what kvlab check predicted
+    pfirst=$(grep -m1 -E '^  (question|goal|prediction) [0-9]+: ' <<<"$out")
+    if [[ $pfirst == "  prediction"* ]]; then
+        tui_advance_until "type your prediction" 10
+        tui_keys -l -- "$(first_quoted "predicted '" "$out")"; tui_keys Enter
+        tui_wait "You predicted" 120 || fail "lesson $n: the prediction was not taken or the run did not end"
+    fi
     if [[ $first == "  question"* ]]; then
         tui_advance_until ", Enter to" 10
         block=$(awk '/^  question 1: /{on=1} /^  (question|goal) 2: /{on=0} on' <<<"$out")

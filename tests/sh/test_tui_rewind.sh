@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Rewinding the engine in the app (tui/app/app_rewind.c on engine/kv_history.h),
+# Rewinding the engine in the app (and lesson 16's prediction on the way) (tui/app/app_rewind.c on engine/kv_history.h),
 # at 80x24, in lesson 16: after the first preemption of the "watch it happen"
 # run, { returns to the step just before it and the pool and the victim's row
 # show its blocks as they were then (running, a block table); ] plays that one
@@ -32,10 +32,15 @@ req_row() { tui_screen | grep -oE "#$1 +[a-z!]+ +[0-9]+/[0-9]+ +tok.*" | head -1
 pool_rows() { tui_screen | sed -n '/┌ block pool/,/└/p' | cut -c40-; }
 
 # the question's answer as kvlab check derives it from the engine
-answer=$("$KVLAB" check 16 --lessons "$KVLAB_LESSONS_DIR" | sed -nE "s/^    accepted '([^']*)'.*/\1/p" | head -1)
-[ -n "$answer" ] || fail "kvlab check 16 gave no accepted answer"
+out=$("$KVLAB" check 16 --lessons "$KVLAB_LESSONS_DIR")
+answer=$(sed -nE "s/^    accepted '([^']*)'.*/\1/p" <<<"$out" | head -1)
+predicted=$(sed -nE "s/^    predicted '([^']*)'.*/\1/p" <<<"$out" | head -1)
+[ -n "$answer" ] && [ -n "$predicted" ] || fail "kvlab check 16 gave no accepted answer or prediction"
 tui_start 80 24 -- --lesson 16
 tui_wait "Lesson 16/" 10
+tui_advance_until "type your prediction" 12
+tui_keys -l -- "$predicted"; tui_keys Enter
+tui_wait "You predicted" 60 || fail "the prediction was not taken"
 tui_advance_until ", Enter to" 12
 tui_keys -l -- "$answer"; tui_keys Enter
 tui_advance_until "Goal:" 12

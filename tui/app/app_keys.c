@@ -49,6 +49,8 @@ static void submit_answer(app *a, const char *text)
     lsn_verdict v;
     memset(&v, 0, sizeof v);
     int page = lsn_page_number(a->lsn);   /* the question's page, before the lesson moves on */
+    const lsn_question *asked = lsn_get_question(a->lsn);
+    int predict = asked && asked->predict;
     unsigned ch = lsn_answer(a->lsn, text, &v);
     snprintf(a->verdict, sizeof a->verdict, "%s", v.message);
     a->verdict_kind = (int)v.kind;
@@ -56,7 +58,7 @@ static void submit_answer(app *a, const char *text)
     a->input[0] = 0;
     if (v.kind == LSN_V_CORRECT) {
         a->input_active = 0;
-        app_status(a, UI_R_OK, "%s", "Right: see the text view.");
+        app_status(a, UI_R_OK, "%s", predict ? "Noted: now the engine runs" : "Right: see the text view.");
         /* The lesson may open a new page at once: the explanation stays on
          * top of the text view until the learner presses n or p. */
         snprintf(a->recap, sizeof a->recap, "%s", v.message[0] ? v.message : "Right.");

@@ -233,10 +233,11 @@ static void text_draw(const ui_view_ctx *c, WINDOW *win)
     } else if (q) {
         input_row = bot.n;
         collect_line(&bot, L"", 0);
-        const char *how = q->kind == LSN_Q_CHOICE ? "type a letter, Enter to answer" :
-                                                     "type the answer, Enter to check";
+        const char *how = q->predict ? (q->kind == LSN_Q_CHOICE ? "predict: a letter, Enter"
+                                                                : "type your prediction, Enter")
+                        : q->kind == LSN_Q_CHOICE ? "type a letter, Enter to answer" : "type the answer, Enter to check";
         char hb[200];
-        snprintf(hb, sizeof hb, "%s   h: hint", how);
+        snprintf(hb, sizeof hb, q->predict && !q->hints_total ? "%s" : "%s   h: hint", how);
         add_text(&bot, hb, iw, UI_R_DIM);
     } else if (st == LSN_WAIT_NEXT) {
         add_blank(&bot);
