@@ -85,6 +85,76 @@ local function challenge_page(lab, n, title)
   lab.unhighlight()
 end
 
+-- Golf: how each challenge was solved. What a lever costs, and its place on
+-- the cheapest-first list when the plan has none of its own (a plan that
+-- fails lists its fixes cheapest first: then the lever's place is there).
+local LEVERS = {
+  { "max-model-len", "context given up, or asked for" },
+  { "max-num-batched-tokens", "a smaller or bigger step" },
+  { "max-num-seqs", "fewer or more requests at once" },
+  { "gpu-memory-utilization", "headroom outside vLLM's budget" },
+  { "kv-cache-dtype", "quality risked: an fp8 KV cache" },
+  { "quantization", "quality risked: quantized weights" },
+  { "tensor-parallel-size", "a GPU added, or taken away" },
+  { "gpu", "another card" },
+  { "model", "another model" },
+  { "request-rate", "the traffic, not the server" },
+  { "traffic-prompt", "the traffic, not the server" },
+  { "traffic-output", "the traffic, not the server" },
+}
+local changed = {}   -- flags changed while a challenge's goal was pending
+
+local function lever_rank(plan, name)
+  if plan and plan.fixes then
+    for i, f in ipairs(plan.fixes) do
+      local at = f.flags:find("--" .. name, 1, true)
+      local after = at and f.flags:sub(at + #name + 2, at + #name + 2)
+      if at and (after == "" or after == " " or after == "=") then return i end
+    end
+  end
+  for i, l in ipairs(LEVERS) do if l[1] == name then return i end end
+  return 0
+end
+
+-- Before a challenge: the best kept from earlier tries, as a hint.
+local function golf_hints(lab, n, hints, par)
+  local best = lab.best(string.format("challenge %d", n))
+  changed = {}
+  if best then
+    hints[#hints + 1] = string.format("You solved this before in %d change%s (%s); the best is %d.", best.changes,
+      best.changes == 1 and "" or "s", best.lever, par)
+  end
+  return hints
+end
+
+-- After it: the score (flag changes, the lever's place and cost), kept in
+-- the progress file when it beats the best, and said.
+local function golf_score(lab, n, changes, par)
+  local names, costs, rank = {}, {}, 0
+  local plan = lab.plan()
+  for _, l in ipairs(LEVERS) do
+    if changed[l[1]] then
+      names[#names + 1] = l[1]
+      costs[#costs + 1] = l[2]
+      local r = lever_rank(plan, l[1])
+      if r > 0 and (rank == 0 or r < rank) then rank = r end
+    end
+  end
+  for name in pairs(changed) do
+    local known = false
+    for _, l in ipairs(LEVERS) do known = known or l[1] == name end
+    if not known then names[#names + 1] = name end
+  end
+  local lever = #names > 0 and table.concat(names, " + ") or "no flag"
+  local cost = #costs > 0 and table.concat(costs, "; ") or "nothing"
+  local s = lab.score{ challenge = string.format("challenge %d", n), changes = changes, rank = rank,
+                       lever = lever, cost = cost }
+  lab.say("Solved in %d change%s with %s%s (%s). The best is %d%s.", changes, changes == 1 and "" or "s", lever,
+    rank > 0 and string.format(", #%d on the cheapest-first list", rank) or "", cost, par, s.new_best and s.before and string.format("; your new best (it was %d)", s.before.changes)
+      or (not s.new_best and s.best) and string.format("; your best stays %d (%s)", s.best.changes, s.best.lever)
+      or "")
+end
+
 return {
   id = 21,
   title = "Playground",
@@ -99,6 +169,7 @@ return {
     lab.speed(20)
     lab.on_step(function() watch_headroom(lab) end)
     lab.on_flag(function(name)
+      changed[name] = true
       -- every change restarts the server (a crashed one too): a fresh
       -- process, so a fresh allocator for the headroom model
       reset_headroom()
@@ -136,15 +207,16 @@ return {
     lab.say("vLLM refuses to start when one request of max-model-len tokens does not fit in the pool. " ..
       "Either shrink the pool (a smaller gpu, or a lower gpu-memory-utilization) or leave the pool " ..
       "and raise max-model-len beyond the %s tokens it holds.", fmt.int(lab.plan().kv_cache_tokens))
-    lab.goal({
+    local changes = lab.goal({
       text = "Make vLLM refuse to start at the length check (\"To serve at least one request ...\").",
       check = function() local p = lab.plan(); return p ~= nil and p.error_kind == "max_model_len" end,
-      hints = {
+      hints = golf_hints(lab, 1, {
         "The pool must be smaller than one max-model-len request: shrink the pool or lengthen the request.",
         "Try a smaller card: set gpu to rtx-4090 and leave max-model-len unset.",
-      },
+      }, 1),
       script = { { "gpu", "rtx-4090" } },
     })
+    golf_score(lab, 1, changes, 1)
     local p = lab.plan()
     lab.say("There it is:")
     lab.say("%s", fmt.quote(p.error))
@@ -185,15 +257,16 @@ return {
       "%d times today's. (On the way up the activation reserve eats the pool first, so other " ..
       "errors come before it.)", fmt.gib(lab.plan().activation_gib), fmt.int(mnbt), fmt.int(hi),
       math.floor(hi / mnbt + 0.5))
-    lab.goal({
+    changes = lab.goal({
       text = "Make the server run out of memory in the profile run, before the pool is even sized.",
       check = function() local q = lab.plan(); return q ~= nil and q.error_kind == "profile_oom" end,
-      hints = {
+      hints = golf_hints(lab, 2, {
         "The profile run's peak grows with the number of tokens in the dummy batch.",
         string.format("Set max-num-batched-tokens to %d.", (hi + 8191) // 8192 * 8192),
-      },
+      }, 1),
       script = { { "max-num-batched-tokens", tostring((hi + 8191) // 8192 * 8192) } },
     })
+    golf_score(lab, 2, changes, 1)
     p = lab.plan()
     lab.say("%s", p.error)
     lab.say("The weights (%s) plus that batch's activations (%s) do not fit on the card. This is " ..
@@ -213,16 +286,17 @@ return {
       "Raise gpu-memory-utilization to 0.95 or more, so little is left above the budget, and let " ..
       "the traffic run: the crash comes after some hundreds of steps.",
       fmt.pct(FRAG_SHARE), fmt.int(lab.model().vocab_size))
-    lab.goal({
+    changes = lab.goal({
       text = "Make the server crash with CUDA out of memory after it has been serving for a while.",
       check = function() return state.oom ~= nil and state.oom.util >= 0.95 end,
-      hints = {
+      hints = golf_hints(lab, 3, {
         "The room above the budget is total x (1 - gpu-memory-utilization).",
         "Set gpu-memory-utilization to 0.95 or more and let the traffic run.",
-      },
+      }, 1),
       script = { { "gpu-memory-utilization", "0.97" } },
       steps = 3000,
     })
+    golf_score(lab, 3, changes, 1)
     local o = state.oom
     lab.say("%s", fmt.quote(string.format("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %s",
       fmt.bytes(o.logits))))
@@ -243,7 +317,7 @@ return {
       "buffers for the all-reduces, and vLLM sets them up before it checks free memory. Two changes: " ..
       "first raise gpu-memory-utilization close to 1 (0.99) while the server still starts on one " ..
       "GPU, then set tensor-parallel-size to 2.")
-    lab.goal({
+    changes = lab.goal({
       text = "Find flags that start at tensor-parallel-size 1 but fail at 2.",
       check = function()
         local q = lab.plan()
@@ -251,12 +325,13 @@ return {
         local one = lab.what_if({ ["tensor-parallel-size"] = 1 })
         return one ~= nil and one.starts
       end,
-      hints = {
+      hints = golf_hints(lab, 4, {
         "A config sized to the last gigabyte on one GPU has no room for the NCCL buffers.",
         "Set gpu-memory-utilization to 0.99, check it starts, then set tensor-parallel-size to 2.",
-      },
+      }, 2),
       script = { { "gpu-memory-utilization", "0.99" }, { "tensor-parallel-size", "2" } },
     })
+    golf_score(lab, 4, changes, 2)
     p = lab.plan()
     lab.say("%s", p.error)
     lab.say("Each GPU had already given %s to NCCL when vLLM checked, so the %s of the card it " ..
@@ -276,16 +351,17 @@ return {
       "pool still passes the length check.) Make the pool small for the traffic: lower " ..
       "gpu-memory-utilization a lot (the weights stay, the pool shrinks) and send more: raise " ..
       "request-rate or traffic-prompt.")
-    lab.goal({
+    changes = lab.goal({
       text = "Make the server preempt requests under load (watch num_preemptions).",
       check = function() local m = lab.metrics(); return m ~= nil and m.num_preemptions >= 5 end,
-      hints = {
+      hints = golf_hints(lab, 5, {
         "Fill the pool: a smaller pool, longer requests or more of them.",
         "Lower gpu-memory-utilization to 0.25 and raise request-rate to 20.",
-      },
+      }, 2),
       script = { { "request-rate", "20" }, { "gpu-memory-utilization", "0.25" } },
       steps = 3000,
     })
+    golf_score(lab, 5, changes, 2)
     -- let it serve under pressure a while before reading the figures
     lab.speed(200)
     lab.step(600)

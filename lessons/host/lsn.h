@@ -108,6 +108,11 @@ const lsn_info *lsn_info_of(const lsn_runner *r, int number);/* by lesson number
  * first available lesson not done, else 1. */
 int lsn_resume_lesson(const lsn_runner *r);
 
+/* The best scores kept for lesson `number`'s challenges (lab.score, lesson
+ * 21's golf): *scores points into the progress, valid until the next call
+ * that changes it. Returns how many. */
+int lsn_scores(const lsn_runner *r, int number, const lsn_score **scores);
+
 /* ---- loading and moving through a lesson -------------------------------- */
 
 /* Load lesson `number` in a fresh Lua state and start run(lab). With resume

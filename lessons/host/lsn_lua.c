@@ -2748,6 +2748,73 @@ static int f_on_step(lua_State *L)
     return 0;
 }
 
+static void push_score(lua_State *L, const lsn_score *s)
+{
+    lua_createtable(L, 0, 4);
+    setint(L, "changes", s->changes);
+    setint(L, "rank", s->rank);
+    setstr(L, "lever", s->lever);
+    setstr(L, "cost", s->cost);
+}
+
+/* lab.score{challenge = "challenge 1", changes = n, rank = r, lever = "gpu",
+ * cost = "a smaller card"}: keep the best way the learner solved one of the
+ * lesson's challenges in the progress file (fewer changes, then a lower
+ * rank). Returns {best = {...}, before = {...} or nil, new_best = bool}. */
+static int f_score(lua_State *L)
+{
+    lsn_vm *vm = V(L);
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lsn_score s;
+    memset(&s, 0, sizeof s);
+    const char *key = opt_str(L, 1, "challenge");
+    if (!key || !key[0] || strlen(key) >= sizeof s.key)
+        return luaL_error(L, "lab.score: needs challenge = \"<name>\" (at most %d bytes)", (int)sizeof s.key - 1);
+    snprintf(s.key, sizeof s.key, "%s", key);
+    lua_getfield(L, 1, "changes");
+    lua_getfield(L, 1, "rank");
+    if (!lua_isinteger(L, -2) || lua_tointeger(L, -2) < 0 || lua_tointeger(L, -2) > LSN_MAX_STEPS ||
+        (!lua_isnil(L, -1) && (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 0 || lua_tointeger(L, -1) > 100)))
+        return luaL_error(L, "lab.score: changes must be a whole number >= 0, rank a whole number 0..100");
+    s.changes = (int)lua_tointeger(L, -2);
+    s.rank = lua_isnil(L, -1) ? 0 : (int)lua_tointeger(L, -1);
+    lua_pop(L, 2);
+    const char *lever = opt_str(L, 1, "lever"), *cost = opt_str(L, 1, "cost");
+    snprintf(s.lever, sizeof s.lever, "%s", lever ? lever : "");
+    snprintf(s.cost, sizeof s.cost, "%s", cost ? cost : "");
+    lsn_score before;
+    int rc = vm->env.score ? vm->env.score(vm->env.host, &s, &before) : -1;
+    if (rc < 0)
+        return luaL_error(L, "lab.score: at most %d challenges are scored per lesson", LSN_MAX_SCORES);
+    lua_createtable(L, 0, 3);
+    push_score(L, rc > 0 || !before.key[0] ? &s : &before);
+    lua_setfield(L, -2, "best");
+    if (before.key[0]) {
+        push_score(L, &before);
+        lua_setfield(L, -2, "before");
+    }
+    lua_pushboolean(L, rc > 0);
+    lua_setfield(L, -2, "new_best");
+    return 1;
+}
+
+/* lab.best("challenge 1"): the best kept for that challenge
+ * ({changes, rank, lever, cost}), or nil. */
+static int f_best(lua_State *L)
+{
+    lsn_vm *vm = V(L);
+    lsn_score s, before;
+    memset(&s, 0, sizeof s);
+    snprintf(s.key, sizeof s.key, "%s", luaL_checkstring(L, 1));
+    s.changes = -1;
+    if (!vm->env.score || vm->env.score(vm->env.host, &s, &before) < 0 || !before.key[0]) {
+        lua_pushnil(L);
+        return 1;
+    }
+    push_score(L, &before);
+    return 1;
+}
+
 /* ---- the table ------------------------------------------------------------ */
 
 static const luaL_Reg lab_funcs[] = {
@@ -2765,7 +2832,8 @@ static const luaL_Reg lab_funcs[] = {
     {"show", f_show},         {"hide", f_hide},         {"focus", f_focus},
     {"highlight", f_highlight}, {"unhighlight", f_unhighlight}, {"plot", f_plot},
     {"plot_add", f_plot_add}, {"ask", f_ask},           {"goal", f_goal},
-    {"on_flag", f_on_flag},   {"on_step", f_on_step},   {NULL, NULL},
+    {"on_flag", f_on_flag},   {"on_step", f_on_step},   {"score", f_score},       {"best", f_best},
+    {NULL, NULL},
 };
 
 /* What a lab call costs in instruction-equivalents, charged before it runs

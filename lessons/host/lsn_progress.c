@@ -171,6 +171,32 @@ static const char *parse(lsn_progress *p, const char *text)
                 why = "a lesson has more inputs than kvlab keeps";
                 break;
             }
+            const cJSON *scores = cJSON_GetObjectItemCaseSensitive(les, "scores");
+            if (scores && (!cJSON_IsObject(scores) || cJSON_GetArraySize(scores) > LSN_MAX_SCORES)) {
+                why = "a lesson's scores are malformed";
+                break;
+            }
+            const cJSON *sc;
+            cJSON_ArrayForEach(sc, scores) {
+                const cJSON *ch = cJSON_GetObjectItemCaseSensitive(sc, "changes");
+                const cJSON *rk = cJSON_GetObjectItemCaseSensitive(sc, "rank");
+                const cJSON *lv = cJSON_GetObjectItemCaseSensitive(sc, "lever");
+                const cJSON *co = cJSON_GetObjectItemCaseSensitive(sc, "cost");
+                lsn_score s;
+                memset(&s, 0, sizeof s);
+                if (!cJSON_IsObject(sc) || strlen(sc->string) >= LSN_SCORE_KEY || !sc->string[0] ||
+                    !whole(ch, 0, LSN_MAX_STEPS, &s.changes) || !whole(rk, 0, 100, &s.rank) ||
+                    !text_at_most(lv, LSN_SCORE_TEXT - 1) || !text_at_most(co, LSN_SCORE_TEXT - 1)) {
+                    why = "a score is malformed (changes, rank, lever, cost)";
+                    break;
+                }
+                snprintf(s.key, sizeof s.key, "%s", sc->string);
+                snprintf(s.lever, sizeof s.lever, "%s", lv->valuestring);
+                snprintf(s.cost, sizeof s.cost, "%s", co->valuestring);
+                l->scores[l->nscores++] = s;
+            }
+            if (why)
+                break;
             const cJSON *in;
             cJSON_ArrayForEach(in, inputs) {
                 const cJSON *wait = cJSON_GetObjectItemCaseSensitive(in, "wait");
@@ -314,7 +340,7 @@ static cJSON *to_json(const lsn_progress *p)
     cJSON *lessons = cJSON_AddObjectToObject(root, "lessons");
     for (int n = 1; n <= LSN_MAX_LESSONS; n++) {
         const lsn_lesson_progress *l = &p->lessons[n];
-        if (!l->step && !l->done && !l->ninputs)
+        if (!l->step && !l->done && !l->ninputs && !l->nscores)
             continue;
         char key[8];
         snprintf(key, sizeof key, "%d", n);
@@ -335,6 +361,17 @@ static cJSON *to_json(const lsn_progress *p)
                 cJSON_AddBoolToObject(e, "reveal", 1);
             }
             cJSON_AddItemToArray(arr, e);
+        }
+        if (l->nscores) {
+            cJSON *sc = cJSON_AddObjectToObject(o, "scores");
+            for (int i = 0; i < l->nscores; i++) {
+                const lsn_score *s = &l->scores[i];
+                cJSON *e = cJSON_AddObjectToObject(sc, s->key);
+                cJSON_AddNumberToObject(e, "changes", s->changes);
+                cJSON_AddNumberToObject(e, "rank", s->rank);
+                cJSON_AddStringToObject(e, "lever", s->lever);
+                cJSON_AddStringToObject(e, "cost", s->cost);
+            }
         }
     }
     return root;
@@ -397,4 +434,30 @@ int lsn_progress_save(const lsn_progress *p, const char *path, char *err, size_t
         return -1;
     }
     return 0;
+}
+
+int lsn_progress_score(lsn_progress *p, int n, const lsn_score *s, lsn_score *before)
+{
+    if (before)
+        memset(before, 0, sizeof *before);
+    if (n < 1 || n > LSN_MAX_LESSONS || !s->key[0] || s->changes < 0 || s->changes > LSN_MAX_STEPS ||
+        s->rank < 0 || s->rank > 100)
+        return -1;
+    lsn_lesson_progress *l = &p->lessons[n];
+    for (int i = 0; i < l->nscores; i++) {
+        lsn_score *k = &l->scores[i];
+        if (strcmp(k->key, s->key))
+            continue;
+        if (before)
+            *before = *k;
+        int better = s->changes < k->changes ||
+                     (s->changes == k->changes && s->rank > 0 && (k->rank == 0 || s->rank < k->rank));
+        if (better)
+            *k = *s;
+        return better;
+    }
+    if (l->nscores == LSN_MAX_SCORES)
+        return -1;
+    l->scores[l->nscores++] = *s;
+    return 1;
 }

@@ -8,6 +8,11 @@
  *                      "inputs": [{"wait": 2, "answer": "407,000 tokens"},
  *                                 {"wait": 3, "flag": "max-model-len", "value": "8192"},
  *                                 {"wait": 5, "reveal": true}]}}}
+ * A lesson may also keep "scores", the best way each of its challenges was
+ * solved (lesson 21's golf, lab.score in lessons/API.md):
+ *    "scores": {"challenge 1": {"changes": 1, "rank": 3, "lever": "gpu",
+ *                               "cost": "a smaller card"}}
+ * fewer flag changes first, then a lower rank on the cheapest-first list.
  * "step" is the number of steps completed; "inputs" are what the learner fed
  * the lesson, tagged with the wait (0-based: the step being worked on) where
  * they happened, so the runner can replay the lesson to its step.
@@ -32,11 +37,26 @@ typedef struct lsn_input {
     char *value;               /* answer text or flag value; NULL for reveal */
 } lsn_input;
 
+#define LSN_MAX_SCORES 16                 /* challenges scored per lesson */
+#define LSN_SCORE_KEY 48                  /* bytes of a challenge's name, incl. the NUL */
+#define LSN_SCORE_TEXT 96                 /* bytes of a lever or cost text, incl. the NUL */
+
+/* How a challenge was solved: the best kept (lsn_progress_score). */
+typedef struct lsn_score {
+    char key[LSN_SCORE_KEY];   /* the challenge ("challenge 1") */
+    int changes;               /* flag changes it took (0..LSN_MAX_STEPS) */
+    int rank;                  /* the lever's place on the cheapest-first list (1 = cheapest; 0 = not on it) */
+    char lever[LSN_SCORE_TEXT];/* the flags changed ("gpu") */
+    char cost[LSN_SCORE_TEXT]; /* what that lever costs ("a smaller card", "context given up") */
+} lsn_score;
+
 typedef struct lsn_lesson_progress {
     int step;                  /* steps completed (0 = not started) */
     int done;                  /* completed once */
     int ninputs, cap;
     lsn_input *inputs;
+    int nscores;               /* best scores of its challenges, kept across resets */
+    lsn_score scores[LSN_MAX_SCORES];
 } lsn_lesson_progress;
 
 typedef struct lsn_progress {
@@ -71,6 +91,14 @@ int lsn_progress_save(const lsn_progress *p, const char *path, char *err, size_t
 /* Append an input to lesson n (copies the strings). Returns 0 or -1 (no memory). */
 int lsn_progress_add_input(lsn_progress *p, int n, int wait, lsn_input_kind kind,
                            const char *name, const char *value);
+
+/* Record a solution of one of lesson n's challenges: it replaces the kept
+ * one when it took fewer changes, or as many at a lower nonzero rank (a
+ * first one is always kept). *before (may be NULL) gets the score kept
+ * before this one (key "" when none). Returns 1 when s is the new best, 0
+ * when the old one stays, -1 on bad arguments (n out of range, more than
+ * LSN_MAX_SCORES challenges, changes or rank out of range). */
+int lsn_progress_score(lsn_progress *p, int n, const lsn_score *s, lsn_score *before);
 
 /* Drop lesson n's inputs with wait >= from_wait. */
 void lsn_progress_truncate(lsn_progress *p, int n, int from_wait);

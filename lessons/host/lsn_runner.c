@@ -143,6 +143,36 @@ static int start_server(lsn_runner *r)
     return rc;
 }
 
+static void save_progress(lsn_runner *r);
+
+static int env_score(void *host, const lsn_score *s, lsn_score *before)
+{
+    lsn_runner *r = host;
+    if (s->changes < 0) { /* a look-up (lab.best) */
+        const lsn_score *k;
+        int n = lsn_scores(r, r->les.number, &k);
+        memset(before, 0, sizeof *before);
+        for (int i = 0; i < n; i++)
+            if (!strcmp(k[i].key, s->key))
+                *before = k[i];
+        return 0;
+    }
+    int rc = lsn_progress_score(&r->saving.progress, r->les.number, s, before);
+    if (rc > 0)
+        save_progress(r);
+    return rc;
+}
+
+int lsn_scores(const lsn_runner *r, int number, const lsn_score **scores)
+{
+    if (number < 1 || number > LSN_MAX_LESSONS) {
+        *scores = NULL;
+        return 0;
+    }
+    *scores = r->saving.progress.lessons[number].scores;
+    return r->saving.progress.lessons[number].nscores;
+}
+
 static int env_start_server(void *host, char *err, size_t errlen)
 {
     lsn_runner *r = host;
@@ -533,7 +563,7 @@ static int start_lesson(lsn_runner *r, int number)
         .changes = &r->changes, .log = &r->chk.log, .headless = r->headless, .verbose = r->verbose,
         .lessons_dir = r->lessons_dir, .lessons_name = r->lessons_name, .number = number,
         .title = les->title, .shown_path = les->shown_path, .limits = r->limits, .interrupt = r->interrupt,
-        .start_server = env_start_server, .stop_server = env_stop_server, .host = r,
+        .start_server = env_start_server, .stop_server = env_stop_server, .score = env_score, .host = r,
     };
     char err[512];
     r->vm = lsn_vm_new(&env, err, sizeof err);

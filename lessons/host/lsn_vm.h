@@ -81,6 +81,10 @@ typedef struct lsn_lab_env {
      * lsn_server_start's code; err gets vLLM's or kvlab's message. */
     int (*start_server)(void *host, char *err, size_t errlen);
     void (*stop_server)(void *host);
+    /* lab.score: keep the best solution of a challenge in the progress
+     * (lsn_progress_score); *before gets the one kept before. 1 new best, 0
+     * not, -1 refused. s->changes < 0: only look the kept one up. */
+    int (*score)(void *host, const lsn_score *s, lsn_score *before);
     void *host;
 } lsn_lab_env;
 

@@ -178,6 +178,65 @@ static void test_corrupt_files(void **state)
 
 /* A big value read back is refused, so nothing like 2147483647 is ever
  * written back; the largest value allowed round-trips unchanged. */
+/* Golf scores (lab.score): the best is kept (fewer changes, then a lower
+ * rank), survives a save and load, and a malformed score makes the file
+ * corrupt, moved aside like any other. */
+static void test_scores(void **state)
+{
+    (void)state;
+    char path[512], notice[512], err[256];
+    snprintf(path, sizeof path, "%s/progress.json", tmpdir);
+    lsn_progress p;
+    lsn_progress_init(&p);
+    lsn_score a = {"challenge 1", 3, 5, "gpu + max-model-len", "another card"}, before;
+    assert_int_equal(lsn_progress_score(&p, 21, &a, &before), 1);
+    assert_string_equal(before.key, "");
+    lsn_score worse = {"challenge 1", 4, 1, "quantization", "quality risked"};
+    assert_int_equal(lsn_progress_score(&p, 21, &worse, &before), 0);
+    assert_int_equal(before.changes, 3);
+    lsn_score cheaper = {"challenge 1", 3, 2, "max-model-len", "context given up"};
+    assert_int_equal(lsn_progress_score(&p, 21, &cheaper, &before), 1);
+    lsn_score fewer = {"challenge 1", 1, 8, "gpu", "another card"};
+    assert_int_equal(lsn_progress_score(&p, 21, &fewer, NULL), 1);
+    lsn_score other = {"challenge 2", 2, 0, "a \"quoted\" lever", "nothing"};
+    assert_int_equal(lsn_progress_score(&p, 21, &other, NULL), 1);
+    lsn_score bad = {"", 1, 1, "", ""};
+    assert_int_equal(lsn_progress_score(&p, 21, &bad, NULL), -1);
+    assert_int_equal(lsn_progress_score(&p, 0, &fewer, NULL), -1);
+    assert_int_equal(lsn_progress_save(&p, path, err, sizeof err), 0);
+    lsn_progress_clear(&p);
+    /* a restart: read back */
+    lsn_progress q;
+    lsn_progress_init(&q);
+    assert_int_equal(lsn_progress_load(&q, path, notice, sizeof notice), 0);
+    assert_int_equal(q.lessons[21].nscores, 2);
+    assert_string_equal(q.lessons[21].scores[0].key, "challenge 1");
+    assert_int_equal(q.lessons[21].scores[0].changes, 1);
+    assert_int_equal(q.lessons[21].scores[0].rank, 8);
+    assert_string_equal(q.lessons[21].scores[0].lever, "gpu");
+    assert_string_equal(q.lessons[21].scores[1].lever, "a \"quoted\" lever");
+    lsn_progress_clear(&q);
+    /* malformed scores: the file is moved aside, progress starts empty */
+    static const char *const broken[] = {
+        "{\"format_version\": 1, \"lessons\": {\"21\": {\"scores\": [1]}}}",
+        "{\"format_version\": 1, \"lessons\": {\"21\": {\"scores\": {\"c\": {\"changes\": -1, \"rank\": 1, "
+        "\"lever\": \"x\", \"cost\": \"y\"}}}}}",
+        "{\"format_version\": 1, \"lessons\": {\"21\": {\"scores\": {\"c\": {\"changes\": 1, \"rank\": 1000, "
+        "\"lever\": \"x\", \"cost\": \"y\"}}}}}",
+        "{\"format_version\": 1, \"lessons\": {\"21\": {\"scores\": {\"c\": {\"changes\": 1, \"rank\": 1}}}}}",
+    };
+    for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
+        write_file(path, broken[i]);
+        lsn_progress_init(&q);
+        notice[0] = 0;
+        assert_int_equal(lsn_progress_load(&q, path, notice, sizeof notice), 1);
+        assert_non_null(strstr(notice, "score"));
+        assert_int_equal(q.lessons[21].nscores, 0);
+        lsn_progress_clear(&q);
+    }
+    assert_int_equal(count_entries(tmpdir, "progress.json.corrupt-"), (int)(sizeof broken / sizeof broken[0]));
+}
+
 static void test_range_round_trip(void **state)
 {
     (void)state;
@@ -269,6 +328,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_corrupt_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_save_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_range_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scores, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_temps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_special_files, setup, teardown),
     };

@@ -144,6 +144,15 @@ int cmd_lessons(int argc, char **argv)
         done += l->done;
         avail += l->available;
         printf(" %c%2d  %-44s %s\n", l->number == resume ? '>' : ' ', l->number, l->title, status);
+        const lsn_score *sc;
+        int nsc = lsn_scores(r, l->number, &sc);
+        for (int k = 0; k < nsc; k++) { /* golf: the best way each challenge was solved */
+            char rank[48] = "";
+            if (sc[k].rank > 0)
+                snprintf(rank, sizeof rank, "#%d on the cheapest-first list: ", sc[k].rank);
+            printf("       %s: best %d change%s, %s (%s%s)\n", sc[k].key, sc[k].changes, sc[k].changes == 1 ? "" : "s",
+                   sc[k].lever, rank, sc[k].cost);
+        }
     }
     printf("\n%d of %d lessons done (%d written). `kvlab` resumes at lesson %d; `kvlab --lesson N` opens another.\n",
            done, lsn_count(r), avail, resume);
