@@ -92,7 +92,7 @@ for n in ${KVLAB_TUI_LESSONS:-12 13 14 15 16 17 18 19 20}; do
     done <<<"$actions"
     tui_advance_until "Lesson complete." 12 || fail "lesson $n: did not complete"
     tui_quit_clean
-    tui_tmux kill-server
+    tui_stop   # waits until the server is gone: the next tui_start must not race it
     echo "lesson $n: completed in the app ($(wc -l <<<"$actions") checks)"
 done
 echo PASS

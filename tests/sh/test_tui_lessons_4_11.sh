@@ -58,7 +58,7 @@ for n in 4 5 6 7 8 9 10 11; do
         tui_wait_gone "Goal: " 60 || fail "lesson $n: the goal was not reached after --$flag $value"
     fi
     tui_quit_clean
-    tui_tmux kill-server
+    tui_stop   # waits until the server is gone: the next tui_start must not race it
     echo "lesson $n: reached its first check in the app and passed it"
 done
 echo PASS
