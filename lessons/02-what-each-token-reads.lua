@@ -32,7 +32,7 @@ return {
     lab.pause()
 
     lab.page("Prefill")
-    lab.plot({ title = "K/V vectors read by each step", xlabel = "tokens in the sequence",
+    lab.plot({ title = "K/V vectors read by each step", xlabel = "tokens so far",
       ylabel = "vectors read", series = { "vectors read by a step" } })
     local id = lab.submit({ prompt_tokens = PROMPT, output_tokens = OUTPUT })
     lab.speed(3)

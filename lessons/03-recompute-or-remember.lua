@@ -39,7 +39,7 @@ return {
     lab.page("With the cache")
     lab.show("flags")
     lab.show("plot")
-    lab.plot({ title = "Tokens run through the model", xlabel = "output tokens written",
+    lab.plot({ title = "Tokens run through the model", xlabel = "output tokens",
       ylabel = "tokens computed so far", series = { "with the KV cache", "without" } })
     lab.speed(25)
     lab.say("What if the server kept no cache? Then the keys and values of earlier tokens would " ..

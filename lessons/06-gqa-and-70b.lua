@@ -53,6 +53,10 @@ return {
     lab.say(heads.ranks(lab.ranks()))
     lab.show("tp")
     lab.focus("tp")
+    -- conversations arriving, so each rank's pool fills as the learner reads
+    lab.traffic{ rate = 4, prompt_tokens = { min = 2000, max = 6000 }, output_tokens = { min = 200, max = 600 },
+                 seed = 6 }
+    lab.autorun(true)
     local ids = {}
     for i = 0, TP - 1 do ids[#ids + 1] = i end
     lab.highlight("tp", "rank", ids, string.format("%d KV heads each", gqa.kv_heads_per_gpu))

@@ -1,6 +1,7 @@
 -- Lesson 13: the same traffic with blocks handed out on demand.
 local fmt = require("lib.fmt")
 local W = require("lib.workload")
+local expect = require("lib.expect")
 local course = require("lib.course")
 
 -- The same chats as lesson 12 (same seed), so "where lesson 12 ended" is exact.
@@ -9,6 +10,34 @@ local NREQ = 160
 
 -- Example A with 32K slabs, where lesson 12 ended.
 local BASE = course.example("A", { ["max-model-len"] = 32768, contiguous = "on" })
+
+-- Other traffic before the chats: enough requests, coming and going, to
+-- hand out every block of the pool at least once. Their answers grow block
+-- by block side by side, so each one's blocks interleave with the others';
+-- freed, they leave the free queue in the order a server that has run a
+-- while has it, and a new prompt's blocks come from all over the pool.
+local CHURN = { prompt = { 20, 200 }, output = { 200, 1000 }, seed = 1300 }
+
+local function churn(lab)
+  local p = lab.plan()
+  local per = (W.mean_tokens(CHURN) + p.block_size - 1) / p.block_size
+  local n = math.ceil(1.2 * p.num_blocks / per)
+  lab.speed(4000)
+  W.submit(lab, n, CHURN)
+  W.drain(lab, 100000)
+  lab.speed(20)
+  return n
+end
+
+-- The share of a block table's neighbours that sit next to each other in
+-- the pool (1: one unbroken run, as in a fresh pool).
+local function runs_share(blocks)
+  local next_to = 0
+  for i = 2, #blocks do
+    if math.abs(blocks[i] - blocks[i - 1]) == 1 then next_to = next_to + 1 end
+  end
+  return #blocks > 1 and next_to / (#blocks - 1) or 1
+end
 
 local function fill(lab)
   W.submit(lab, NREQ, CHAT)
@@ -63,6 +92,11 @@ return {
       script = { { "contiguous", "off" } },
     }
     lab.unhighlight()
+    lab.say("Before the chats, the server takes other traffic for a while: %s requests come and " ..
+      "go, so every block of the pool has been handed out and freed at least once, as on a server " ..
+      "that has been up for a day.", fmt.int(math.ceil(1.2 * lab.plan().num_blocks /
+      ((W.mean_tokens(CHURN) + bs - 1) / bs))))
+    churn(lab)
     local paged = fill(lab)
     if paged.empty_per_request >= bs then
       error(string.format("paged mode left %.1f empty slots per request (a block is %d)",
@@ -72,6 +106,7 @@ return {
       error("paged mode ran no more requests than slabs did")
     end
     local r = W.longest_running(lab)
+    expect.holds(lab, "the highlighted block table is scattered over the pool", runs_share(r.blocks) < 0.5)
     lab.highlight("requests", "request", { r.id }, "block table")
     lab.highlight("pool", "blocks", r.blocks, "request " .. r.id)
     lab.say("The same %d chats: %d run now instead of %d.", NREQ, paged.running, slab.running)

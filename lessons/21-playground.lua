@@ -379,7 +379,7 @@ return {
     lab.page("Where the cliff is")
     local out_mean = tonumber(lab.flag("traffic-output")) or 300
     local rates = { 1, 2, 3, 4, 6, 8, 12, 16 }
-    lab.plot{ title = "Output against offered load", xlabel = "offered load (requests/s)",
+    lab.plot{ title = "Output against offered load", xlabel = "offered req/s",
               ylabel = "output tokens/s", series = { "served", "offered" } }
     lab.show("plot"); lab.focus("plot")
     lab.on_step(nil)   -- no crash model while measuring

@@ -186,6 +186,11 @@ const lsn_input *lsn_inputs(const lsn_runner *r, int *n);
  * same lesson the same number of ticks are in the same state. */
 int64_t lsn_engine_ticks(const lsn_runner *r);
 
+/* 1 when the engine moves on a tick (lab.step or lab.run_until in progress,
+ * or lab.autorun on with a server up); 0 when the lesson holds it still
+ * while the learner reads, answers or changes flags (the app says so). */
+int lsn_engine_runs(const lsn_runner *r);
+
 /* Advance exactly k engine steps (ticks, as lsn_engine_ticks counts them) the way lsn_tick does while animating
  * (lab.step counts down and resumes, lab.run_until tests its condition,
  * lab.autorun runs on), without a clock, then re-check a wait condition or

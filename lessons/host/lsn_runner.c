@@ -725,6 +725,14 @@ int lsn_replay(lsn_runner *r, int number, int step, const lsn_input *in, int nin
 
 int64_t lsn_engine_ticks(const lsn_runner *r) { return r->srv.ticks; }
 
+int lsn_engine_runs(const lsn_runner *r)
+{
+    const lsn_pace *p = &r->pace;
+    if (!r->vm || !lsn_server_engine(r->srv.server))
+        return 0;
+    return p->wait == W_STEPS || p->wait == W_RUN_UNTIL || p->autorun;
+}
+
 const lsn_input *lsn_inputs(const lsn_runner *r, int *n)
 {
     int num = r->les.number;

@@ -33,7 +33,7 @@ set_flag() {
     tui_keys f
     tui_wait "Esc: done" 5
     # flag rows in the order shown: "│ name   value │" inside the flags box
-    names=$(tui_screen | sed -n '/┌ flags/,/└/p' | sed -E 's/.*││? ([a-z][a-z0-9-]*) .*/\1/;t;d')
+    names=$(tui_screen | sed -n '/┌ flags/,/└/p' | sed -E 's/.*││ ([a-z][a-z0-9-]*) .*/\1/;t;d')
     idx=$(grep -nxF -- "$name" <<<"$names" | cut -d: -f1 | head -1)
     [ -n "$idx" ] || fail "flag $name is not in the flags view"
     for i in $(seq 24); do tui_keys Up; done

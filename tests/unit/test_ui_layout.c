@@ -161,9 +161,55 @@ static void test_focus_wins_room(void **state)
     assert_int_equal(l.dropped, 0);
 }
 
+/* The line a page points at is shown whole (ui_layout_req.must_h): on an
+ * 80x24 screen with every pane asked for, a pane whose highlight needs N
+ * rows gets them, even a low-priority one, whichever pane has the focus;
+ * and two highlighted panes both get theirs when they fit together. */
+static void test_highlight_gets_its_rows(void **state)
+{
+    (void)state;
+    static const ui_pane panes[] = { UI_PANE_LOG, UI_PANE_METRICS, UI_PANE_REQUESTS, UI_PANE_MEMORY };
+    for (size_t i = 0; i < sizeof panes / sizeof panes[0]; i++) {
+        for (int focus = -1; focus < UI_PANE_COUNT; focus += 4) {
+            ui_layout_req req = { .shown = side_all(), .focus = focus };
+            for (int p = UI_PANE_MEMORY; p < UI_PANE_COUNT; p++) req.want_h[p] = 9;
+            req.must_h[panes[i]] = 8;
+            ui_layout l;
+            ui_layout_compute(24, 80, &req, &l);
+            if (!(l.placed & UI_PANE_BIT(panes[i])) || l.r[panes[i]].h < 8)
+                fail_msg("%s with a highlight needing 8 rows got %d (focus %d)", ui_layout_pane_name(panes[i]),
+                         (l.placed & UI_PANE_BIT(panes[i])) ? l.r[panes[i]].h : 0, focus);
+        }
+    }
+    /* lesson 7's first page: the memory view's term and the log's error line */
+    ui_layout_req req = { .shown = UI_PANE_BIT(UI_PANE_MEMORY) | UI_PANE_BIT(UI_PANE_LOG), .focus = -1 };
+    req.want_h[UI_PANE_MEMORY] = 9;
+    req.must_h[UI_PANE_MEMORY] = 6;
+    req.must_h[UI_PANE_LOG] = 16;
+    ui_layout l;
+    ui_layout_compute(24, 80, &req, &l);
+    assert_true(l.r[UI_PANE_MEMORY].h >= 6);
+    assert_true(l.r[UI_PANE_LOG].h >= 16);
+}
+
+/* The flags pane asks for all its rows only while the learner edits flags
+ * (ui_flags.c); a focused pane keeps half the column on a crowded screen. */
+static void test_focus_keeps_half(void **state)
+{
+    (void)state;
+    ui_layout_req req = { .shown = side_all(), .focus = UI_PANE_FLAGS };
+    for (int p = UI_PANE_MEMORY; p < UI_PANE_COUNT; p++) req.want_h[p] = 0;
+    req.want_h[UI_PANE_FLAGS] = 25;
+    ui_layout l;
+    ui_layout_compute(24, 80, &req, &l);
+    assert_true(l.r[UI_PANE_FLAGS].h >= 22 / 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_highlight_gets_its_rows),
+        cmocka_unit_test(test_focus_keeps_half),
         cmocka_unit_test(test_size_grid),
         cmocka_unit_test(test_all_subsets),
         cmocka_unit_test(test_minimum_fits_lesson_one),

@@ -73,6 +73,7 @@ typedef struct app {
     int notice_page;         /* shown whole at the top of the text view while this page lasts */
     int status_role;         /* ui_role for it */
     double status_until;
+    int status_page;         /* the lesson's page when it was set: a new page (or lesson) clears it */
 
     /* Flags view. */
     int flag_sel;            /* selected row */
@@ -148,7 +149,8 @@ int app_line_phase(const char *line);        /* 0 init .. 7 ready */
 int app_log_visible(const app *a, int i);    /* plan log line i is within "upto" */
 int app_log_target(const app *a);            /* visible plan log lines */
 int app_engine_log_visible(const app *a);    /* the engine's own lines may show */
-unsigned app_mem_terms(const app *a);        /* bit t: memory term t (UI_MEM_T_*) shown */
+unsigned app_mem_terms(const app *a);
+int app_tp_reachable(const app *a);          /* tp > 1: Tab reaches the ranks view even if the lesson hides it */        /* bit t: memory term t (UI_MEM_T_*) shown */
 int app_starting(const app *a);              /* the replay is still revealing lines */
 
 #endif

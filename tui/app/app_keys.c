@@ -29,8 +29,11 @@ static void apply_flag(app *a, const char *name, const char *value)
     }
     app_lesson_changed(a, ch);
     const char *serr = lsn_server_error(a->lsn);
+    int lf;
+    int tp_hidden = app_tp_reachable(a) && !(app_shown_panes(a, &lf) & UI_PANE_BIT(UI_PANE_TP));
     if (serr) app_status(a, UI_R_ERROR, "%s = %s: the server did not start", name, *value ? value : "(default)");
-    else app_status(a, UI_R_OK, "%s = %s: server restarted", name, *value ? value : "(default)");
+    else app_status(a, UI_R_OK, "%s = %s: server restarted%s", name, *value ? value : "(default)",
+                    tp_hidden ? " (Tab: the ranks)" : "");
 }
 
 static void give_hint(app *a)
@@ -99,6 +102,7 @@ static void cycle_view(app *a)
 {
     int lf;
     unsigned m = app_shown_panes(a, &lf);
+    if (app_tp_reachable(a)) m |= UI_PANE_BIT(UI_PANE_TP);
     if (!m) return;
     int start = a->view_focus >= 0 ? a->view_focus : UI_PANE_MEMORY - 1;
     for (int i = 1; i <= UI_PANE_COUNT; i++) {
@@ -282,9 +286,13 @@ static void overlay_key(app *a, int ch, int *quit)
 
 static void step_once(app *a)
 {
+    if (!lsn_engine_runs(a->lsn)) {
+        app_status(a, UI_R_DIM, "The lesson holds the engine on this page: n goes on");
+        return;
+    }
+    /* Exactly one engine step, whatever the lesson's animation rate. */
     a->paused = 1;
-    /* One engine step at the lesson's rate: 1/20 s at speed 1. */
-    app_lesson_changed(a, lsn_tick(a->lsn, 1.0 / (20.0 * a->speed)));
+    app_lesson_changed(a, lsn_tick_steps(a->lsn, 1));
     a->dirty |= UI_PANE_BIT(UI_PANE_HEADER);
 }
 
@@ -328,7 +336,14 @@ void app_handle_key(app *a, int ch, int *quit)
     case 'q': case 'Q': *quit = 1; break;
     case 'n': case KEY_RIGHT: a->recap[0] = 0; next_step(a); break;
     case 'p': case 'b': case KEY_LEFT: a->recap[0] = 0; app_lesson_changed(a, lsn_back(a->lsn)); break;
-    case ' ': a->paused = !a->paused; a->dirty |= UI_PANE_BIT(UI_PANE_HEADER) | UI_PANE_BIT(UI_PANE_TEXT); break;
+    case ' ':
+        if (!a->paused && !lsn_engine_runs(a->lsn)) {
+            app_status(a, UI_R_DIM, "The lesson holds the engine on this page: nothing runs to pause");
+            break;
+        }
+        a->paused = !a->paused;
+        a->dirty |= UI_PANE_BIT(UI_PANE_HEADER) | UI_PANE_BIT(UI_PANE_TEXT);
+        break;
     case 's': step_once(a); break;
     case '+': case '=':
         a->speed *= 1.5;

@@ -101,6 +101,7 @@ void app_status(app *a, ui_role role, const char *fmt, ...)
     va_end(ap);
     a->status_role = role;
     a->status_until = a->now + 6.0;
+    a->status_page = a->lsn ? lsn_page_number(a->lsn) : -1;
     a->dirty |= UI_PANE_BIT(UI_PANE_HEADER) | UI_PANE_BIT(UI_PANE_FLAGS);
 }
 
@@ -125,7 +126,15 @@ unsigned app_shown_panes(const app *a, int *lesson_focus)
     }
     if (a->key_focus == UI_PANE_FLAGS) m |= UI_PANE_BIT(UI_PANE_FLAGS);
     if (a->sel_req >= 0) m |= UI_PANE_BIT(UI_PANE_REQUESTS);
+    /* The ranks of a tensor-parallel server, wherever the learner asks for
+     * them with Tab (app_tp_reachable). */
+    if (a->view_focus == UI_PANE_TP && app_tp_reachable(a)) m |= UI_PANE_BIT(UI_PANE_TP);
     return m;
+}
+
+int app_tp_reachable(const app *a)
+{
+    return a->plan && a->plan->starts && a->plan->tensor_parallel_size > 1;
 }
 
 static void destroy_windows(app *a)
@@ -346,6 +355,8 @@ void app_lesson_changed(app *a, unsigned ch)
 static void lesson_ui_reset(app *a)
 {
     clear_answer(a);
+    a->status[0] = 0; /* nothing said in one lesson carries into the next */
+    a->status_until = 0;
     a->recap[0] = 0;
     a->qkey[0] = 0;
     a->text_scroll = 0;
@@ -599,7 +610,9 @@ int app_main(int argc, char **argv)
                 a->dirty |= UI_PANE_BIT(UI_PANE_MEMORY) | UI_PANE_BIT(UI_PANE_LOG) | UI_PANE_BIT(UI_PANE_TP);
             }
         }
-        if (a->status[0] && a->status_until <= a->now) {
+        /* A message belongs to the page it was said on ("Right: see the
+         * text view." is about that page's answer), and lasts a few seconds. */
+        if (a->status[0] && (a->status_until <= a->now || (a->lsn && lsn_page_number(a->lsn) != a->status_page))) {
             a->status[0] = 0;
             a->dirty |= UI_PANE_BIT(UI_PANE_HEADER) | UI_PANE_BIT(UI_PANE_FLAGS);
         }

@@ -102,8 +102,13 @@ static void header_draw(const ui_view_ctx *c, WINDOW *win)
     int total = a->lsn ? lsn_count(a->lsn) : 0;
     char right[192];
     lsn_state st = sc->state;
-    const char *state = a->paused ? "paused" : st == LSN_RUNNING || st == LSN_WAIT_COND ? "running"
-                       : st == LSN_DONE ? "done" : st == LSN_ERROR ? "error" : "waiting";
+    /* While the learner reads, answers or edits flags the lesson usually
+     * holds the engine still on purpose: say so, so it does not look stuck. */
+    int runs = a->lsn && lsn_engine_runs(a->lsn);
+    int held = a->lsn && !runs && c->f->has_engine &&
+               (st == LSN_WAIT_NEXT || st == LSN_WAIT_ANSWER || st == LSN_WAIT_GOAL);
+    const char *state = a->paused ? "paused" : st == LSN_RUNNING || st == LSN_WAIT_COND || runs ? "running"
+                       : st == LSN_DONE ? "done" : st == LSN_ERROR ? "error" : held ? "held by the lesson" : "waiting";
     const char *room = app_room_label(a);
     snprintf(right, sizeof right, "%s%sstep %d  %lc %s x%.1f ", room, room[0] ? "  " : "",
              sc->step, (wint_t)(a->paused ? g->pause : g->play), state, a->speed);
@@ -163,8 +168,9 @@ static const char *const help_lines[] = {
     "Keys",
     "  n or Right    next step (finish a running step at once)",
     "  p or Left     back one step",
-    "  space         run / pause the engine",
-    "  s             one engine step (while paused)",
+    "  space         run / pause the engine (\"held by the lesson\":",
+    "                the page keeps it still on purpose)",
+    "  s             exactly one engine step, then paused",
     "  + / -         faster / slower",
     "  f             flags: Up/Down pick, Left/Right or +/- change,",
     "                Enter or a digit types a value, Esc leaves",

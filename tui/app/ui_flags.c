@@ -10,10 +10,17 @@
 
 static int g_first, g_rows; /* scroll of the last draw */
 
+/* Every flag while the learner edits them (f); otherwise a few rows, so
+ * the pictures the page is about keep their room (the rows scroll to the
+ * flag the lesson highlights). */
+#define FLAGS_ROWS_IDLE 3
+
 static int flags_want_h(const ui_view_ctx *c, int w)
 {
     (void)w;
-    return c->s->nflags + 3;
+    int n = c->s->nflags;
+    if (c->a->key_focus != UI_PANE_FLAGS && n > FLAGS_ROWS_IDLE) n = FLAGS_ROWS_IDLE;
+    return n + 3;
 }
 
 /* The flag on row y of the window at the last draw, or -1. */
@@ -110,7 +117,13 @@ static void flags_draw(const ui_view_ctx *c, WINDOW *win)
     if (a->flag_sel < 0) a->flag_sel = 0;
     int list_rows = ih - 1 > 0 ? ih - 1 : ih;
     g_first = 0;
-    if (a->flag_sel >= list_rows) g_first = a->flag_sel - list_rows + 1;
+    /* The row to keep in sight: the selected flag while editing, else the
+     * first flag the lesson highlights. */
+    int keep = a->flag_sel;
+    if (!focus)
+        for (int i = 0; i < n; i++)
+            if (flag_hilited(c, flags[i].name)) { keep = i; break; }
+    if (keep >= list_rows) g_first = keep - list_rows + 1;
     g_rows = list_rows;
     int namew = 0;
     for (int i = 0; i < n; i++) {

@@ -60,8 +60,17 @@ static void stack(ui_layout *out, const ui_layout_req *req, const ui_pane *list,
     want &= in_list;
     if (req->focus >= 0 && req->focus < UI_PANE_COUNT && (want & UI_PANE_BIT(req->focus)))
         order[norder++] = (ui_pane)req->focus;
+    /* Then the panes holding what the page points at: the line a lesson
+     * highlights must be on screen whole (ui_layout_req.must_h). */
+    unsigned placed_first = 0;
     for (unsigned i = 0; i < sizeof prio / sizeof prio[0]; i++)
-        if ((want & UI_PANE_BIT(prio[i])) && prio[i] != (ui_pane)req->focus) order[norder++] = prio[i];
+        if ((want & UI_PANE_BIT(prio[i])) && prio[i] != (ui_pane)req->focus && req->must_h[prio[i]] > 0) {
+            order[norder++] = prio[i];
+            placed_first |= UI_PANE_BIT(prio[i]);
+        }
+    for (unsigned i = 0; i < sizeof prio / sizeof prio[0]; i++)
+        if ((want & UI_PANE_BIT(prio[i])) && prio[i] != (ui_pane)req->focus && !(placed_first & UI_PANE_BIT(prio[i])))
+            order[norder++] = prio[i];
 
     /* The focused pane first takes its preferred height (a growing pane:
      * half the column), at most two thirds of it, so focusing a pane on a
@@ -70,21 +79,25 @@ static void stack(ui_layout *out, const ui_layout_req *req, const ui_pane *list,
     if (norder > 0 && (int)order[0] == req->focus) {
         ui_pane f = order[0];
         int mh = ui_layout_min_h(f);
+        if (req->must_h[f] > mh) mh = req->must_h[f];
         int pref = req->want_h[f] > 0 ? req->want_h[f] : h / 2;
         /* Tab must show: the focused pane gets at least half the column
          * even when its content asks for less. */
         if (pref < h / 2) pref = h / 2;
         int cap = h * 2 / 3;
         int fh = pref < cap ? pref : cap;
-        /* ... but leaves the other panes their minimum, and the flags all
-         * their rows, so no flag vanishes because another pane has focus. */
-        int reserve = 0;
-        for (int i = 1; i < norder; i++) {
-            int omh = ui_layout_min_h(order[i]);
-            if (order[i] == UI_PANE_FLAGS && req->want_h[UI_PANE_FLAGS] > omh) omh = req->want_h[UI_PANE_FLAGS];
-            reserve += omh;
+        /* ... but leaves the next pane in priority (the flags with all
+         * their rows) its room when that does not cut the focused pane
+         * below half the column: on a small terminal the panes after them
+         * drop rather than squeeze the one the learner asked for. */
+        if (norder > 1) {
+            int omh = ui_layout_min_h(order[1]);
+            if (req->must_h[order[1]] > omh) omh = req->must_h[order[1]];
+            if (order[1] == UI_PANE_FLAGS && req->want_h[UI_PANE_FLAGS] > omh) omh = req->want_h[UI_PANE_FLAGS];
+            int room = left - omh;
+            if (room < h / 2) room = h / 2;
+            if (fh > room) fh = room;
         }
-        if (fh > left - reserve) fh = left - reserve;
         if (fh < mh) fh = mh;
         if (fh <= left) {
             chosen |= UI_PANE_BIT(f);
@@ -97,6 +110,17 @@ static void stack(ui_layout *out, const ui_layout_req *req, const ui_pane *list,
     }
     for (int i = first; i < norder; i++) {
         int mh = ui_layout_min_h(order[i]);
+        /* a highlighted pane's rows; when they do not all fit, as many as
+         * the highlighted panes after it leave (at least its minimum):
+         * shown cut rather than not at all */
+        if (req->must_h[order[i]] > mh) {
+            int later = 0;
+            for (int k = i + 1; k < norder; k++)
+                if (req->must_h[order[k]] > 0) later += ui_layout_min_h(order[k]);
+            int can = left - later;
+            int m = req->must_h[order[i]] < can ? req->must_h[order[i]] : can;
+            if (m > mh) mh = m;
+        }
         if (order[i] == UI_PANE_FLAGS && req->want_h[UI_PANE_FLAGS] > mh) {
             /* All the flags when the panes after them still get their minimum. */
             int rest = 0;
@@ -112,10 +136,16 @@ static void stack(ui_layout *out, const ui_layout_req *req, const ui_pane *list,
             out->dropped |= UI_PANE_BIT(order[i]);
         }
     }
-    /* Panes with a preferred height grow toward it, in priority order. */
+    /* Panes with a preferred height grow toward it, in priority order (the
+     * focused pane first; a highlighted one has its rows already). */
+    ui_pane grow[UI_PANE_COUNT];
+    int ngrow = 0;
+    if (first) grow[ngrow++] = order[0];
+    for (unsigned i = 0; i < sizeof prio / sizeof prio[0]; i++)
+        if ((chosen & UI_PANE_BIT(prio[i])) && !(first && prio[i] == order[0])) grow[ngrow++] = prio[i];
     int nflex = 0;
-    for (int i = 0; i < norder; i++) {
-        ui_pane p = order[i];
+    for (int i = 0; i < ngrow; i++) {
+        ui_pane p = grow[i];
         if (!(chosen & UI_PANE_BIT(p))) continue;
         int pref = req->want_h[p];
         if (pref <= 0) { nflex++; continue; }

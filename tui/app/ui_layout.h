@@ -41,6 +41,9 @@ typedef struct ui_layout_req {
                                    header, footer and text are always placed */
     int focus;                  /* side pane placed first and given the most room, or -1 */
     int want_h[UI_PANE_COUNT];  /* preferred height incl. border (rows); 0 = grows to fill */
+    int must_h[UI_PANE_COUNT];  /* rows incl. border that show what the lesson highlights in the pane
+                                   whole (0: nothing highlighted): placed right after the focused pane,
+                                   never below this while the column holds it (others drop first) */
 } ui_layout_req;
 
 typedef struct ui_layout {

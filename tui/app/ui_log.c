@@ -71,7 +71,7 @@ static void log_draw(const ui_view_ctx *c, WINDOW *win)
     int iw = w - 4, ih = h - 2;
     if (iw < 8 || ih < 1) return;
     wr.count = 0;
-    int hl_first = -1;   /* first wrapped line of the first highlighted log line */
+    int hl_first = -1, hl_last = -1; /* wrapped lines of the first highlighted log line */
     const kv_plan *p = f->has_plan ? &f->plan : NULL;
     int shown = 0;
     char buf[600];
@@ -81,18 +81,22 @@ static void log_draw(const ui_view_ctx *c, WINDOW *win)
         shorten(p->log[i], buf, sizeof buf, iw < 110);
         int lv = ui_log_level(p->log[i]);
         wr.cur = hilite(c, p->log[i]) ? UI_R_HILITE : lv == 2 ? UI_R_ERROR : lv == 1 ? UI_R_WARN : UI_R_NORMAL;
-        if (wr.cur == UI_R_HILITE && hl_first < 0) hl_first = wr.count;
+        int first_hl = wr.cur == UI_R_HILITE && hl_first < 0;
+        if (first_hl) hl_first = wr.count;
         if (lv == 2) { char t[620]; snprintf(t, sizeof t, "! %s", buf); ui_text_wrap(t, iw, wrap_cb, &wr); }
         else ui_text_wrap(buf, iw, wrap_cb, &wr);
+        if (first_hl) hl_last = wr.count - 1;
     }
     if (app_engine_log_visible(a)) {
         for (int i = 0; i < f->nlog; i++) {
             shorten(f->log[i], buf, sizeof buf, iw < 110);
             int lv = f->log_level[i];
             wr.cur = hilite(c, f->log[i]) ? UI_R_HILITE : lv == 2 ? UI_R_ERROR : lv == 1 ? UI_R_WARN : UI_R_DIM;
-            if (wr.cur == UI_R_HILITE && hl_first < 0) hl_first = wr.count;
+            int first_hl = wr.cur == UI_R_HILITE && hl_first < 0;
+            if (first_hl) hl_first = wr.count;
             if (lv == 2) { char t[620]; snprintf(t, sizeof t, "! %s", buf); ui_text_wrap(t, iw, wrap_cb, &wr); }
             else ui_text_wrap(buf, iw, wrap_cb, &wr);
+            if (first_hl) hl_last = wr.count - 1;
         }
     }
     if (wr.count == 0) {
@@ -101,8 +105,12 @@ static void log_draw(const ui_view_ctx *c, WINDOW *win)
     }
     int first = wr.count > ih ? wr.count - ih : 0;
     /* The log shows its newest lines, unless the lesson highlights an older
-     * one: then the view scrolls back to it (one line of context above). */
-    if (hl_first >= 0 && hl_first < first) first = hl_first > 0 ? hl_first - 1 : 0;
+     * one: then the view scrolls back to show it whole (with a line of
+     * context above when there is room for both). */
+    if (hl_first >= 0 && (hl_first < first || hl_last >= first + ih)) {
+        first = hl_first;
+        if (first > 0 && hl_last - hl_first + 2 <= ih) first--;
+    }
     if (wr.count - first > 256) first = wr.count - 256;
     for (int r = 0; first + r < wr.count && r < ih; r++) {
         int k = (first + r) % 256;
@@ -119,7 +127,39 @@ static void log_draw(const ui_view_ctx *c, WINDOW *win)
     }
 }
 
+static void count_cb(void *ctx, const wchar_t *s, int n)
+{
+    (void)s;
+    (void)n;
+    (*(int *)ctx)++;
+}
+
+/* The rows the highlighted start-up line takes, wrapped as log_draw wraps
+ * it, plus one of context above it and the border. */
+static int log_must_h(const ui_view_ctx *c, int w)
+{
+    const kv_frame *f = c->f;
+    const kv_plan *p = f->has_plan ? &f->plan : NULL;
+    int iw = w - 4;
+    if (!p || iw < 8) return 0;
+    char buf[600];
+    for (int i = 0; i < p->num_log; i++) {
+        if (!app_log_visible(c->a, i) || !hilite(c, p->log[i])) continue;
+        shorten(p->log[i], buf, sizeof buf, iw < 110);
+        int rows = 0;
+        if (ui_log_level(p->log[i]) == 2) {
+            char t[620];
+            snprintf(t, sizeof t, "! %s", buf);
+            ui_text_wrap(t, iw, count_cb, &rows);
+        } else {
+            ui_text_wrap(buf, iw, count_cb, &rows);
+        }
+        return rows + 2;
+    }
+    return 0;
+}
+
 const ui_view_class ui_view_log = {
     .pane = UI_PANE_LOG, .name = "log", .focusable = 1,
-    .want_h = NULL, .draw = log_draw, .on_mouse = NULL,
+    .want_h = NULL, .must_h = log_must_h, .draw = log_draw, .on_mouse = NULL,
 };

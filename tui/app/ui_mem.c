@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -35,6 +36,36 @@ static double term_bytes(const kv_plan *p, int t)
     case UI_MEM_T_NCCL:       return p->nccl_bytes;
     case UI_MEM_T_KV:         return p->available_kv_bytes;
     default:                  return 0;
+    }
+}
+
+/* What a failed start had measured when it stopped: the terms of the phases
+ * it reached (kv_plan.c meets them in this order; the CUDA context exists
+ * from the first touch of the GPU, NCCL is set up before the free-memory
+ * check). A server that died loading its weights has no activation peak and
+ * no pool to draw. */
+#define T(x) (1u << UI_MEM_T_##x)
+static const struct { kv_plan_error kind; unsigned terms; } reached[] = {
+    { KV_PLAN_ERR_FREE_MEMORY, T(CONTEXT) | T(NCCL) },
+    { KV_PLAN_ERR_WEIGHTS_OOM, T(CONTEXT) | T(NCCL) | T(WEIGHTS) },
+    { KV_PLAN_ERR_PROFILE_OOM, T(CONTEXT) | T(NCCL) | T(WEIGHTS) | T(ACTIVATION) },
+};
+#undef T
+
+unsigned ui_mem_reached(const kv_plan *p)
+{
+    if (!p || p->starts) return ~0u;
+    for (size_t i = 0; i < sizeof reached / sizeof reached[0]; i++)
+        if (reached[i].kind == p->error_kind) return reached[i].terms;
+    return ~0u;
+}
+
+/* A utilization as short as it stays exact: 0.9 -> "0.90", 0.925 -> "0.925". */
+static void util_text(double u, char *out, size_t len)
+{
+    for (int d = 2; d <= 4; d++) {
+        snprintf(out, len, "%.*f", d, u);
+        if (fabs(strtod(out, NULL) - u) < 1e-9) return;
     }
 }
 
@@ -98,8 +129,16 @@ static int legend(const ui_view_ctx *c, WINDOW *win, int y, int x, int width, in
     const ui_glyphs *g = ui_gl();
     int mono = ui_style_mode() == UI_COLOR_NONE;
     int row = 0, col = 0;
-    for (int t = 0; t < UI_MEM_NT; t++) {
+    unsigned got = ui_mem_reached(p);
+    /* The terms the lesson highlights first, so a short pane still shows them. */
+    int order[UI_MEM_NT], no = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int t = 0; t < UI_MEM_NT; t++)
+            if (highlighted(c, t) == !pass) order[no++] = t;
+    for (int oi = 0; oi < no; oi++) {
+        int t = order[oi];
         double b = term_bytes(p, t);
+        if (!(got & (1u << t))) continue; /* never measured: the start stopped before */
         if (t == UI_MEM_T_NCCL && b <= 0) continue;
         if (t == UI_MEM_T_CUDAGRAPH && b <= 0 && !p->enforce_eager) continue;
         char s[64];
@@ -126,6 +165,17 @@ static int mem_want_h(const ui_view_ctx *c, int w)
     return 2 + 4 + legend(c, NULL, 0, 0, w - 4, 8, &c->f->plan, ~0u, 0);
 }
 
+/* A highlighted term: the bar, its legend entry (first in the legend) and
+ * the summary line under it (vLLM's "Available KV cache memory"). */
+static int mem_must_h(const ui_view_ctx *c, int w)
+{
+    (void)w;
+    if (!c->f->has_plan) return 0;
+    for (int t = 0; t < UI_MEM_NT; t++)
+        if (highlighted(c, t)) return 2 + 1 + 1 + 2;
+    return 0;
+}
+
 static void mem_draw(const ui_view_ctx *c, WINDOW *win)
 {
     const app *a = c->a;
@@ -142,7 +192,7 @@ static void mem_draw(const ui_view_ctx *c, WINDOW *win)
         ui_puts(win, 1, 2, iw, "No server started yet.", ui_attr(UI_R_DIM));
         return;
     }
-    unsigned mask = app_mem_terms(a);
+    unsigned mask = app_mem_terms(a) & ui_mem_reached(p);
     unsigned all = (1u << UI_MEM_NT) - 1;
     int nleg = legend(c, NULL, 0, 0, iw, 8, p, mask, 0);
     /* Rows: budget line, bar, legend, summary (2). On a short pane the bar
@@ -153,16 +203,17 @@ static void mem_draw(const ui_view_ctx *c, WINDOW *win)
     if (spare < want_sum) want_sum = spare > 0 ? spare : 0;
     int y = 1;
     if (want_head) {
-        char head[256];
-        snprintf(head, sizeof head, "%s: %.1f GiB x %.2f = budget %.2f GiB",
-                 p->gpu_name[0] ? p->gpu_name : p->gpu_id, kv_gib(p->gpu_total_bytes),
-                 p->gpu_memory_utilization, kv_gib(p->budget_bytes));
+        /* Figures that multiply out as printed: 23.50 x 0.90 = 21.15. */
+        char head[256], u[16];
+        util_text(p->gpu_memory_utilization, u, sizeof u);
+        snprintf(head, sizeof head, "%s: %.2f GiB x %s = budget %.2f GiB",
+                 p->gpu_name[0] ? p->gpu_name : p->gpu_id, kv_gib(p->gpu_total_bytes), u, kv_gib(p->budget_bytes));
         if ((int)strlen(head) > iw)
-            snprintf(head, sizeof head, "%s %.1f GiB x %.2f = %.2f GiB", p->gpu_id, kv_gib(p->gpu_total_bytes),
-                     p->gpu_memory_utilization, kv_gib(p->budget_bytes));
+            snprintf(head, sizeof head, "%s %.2f GiB x %s = %.2f GiB", p->gpu_id, kv_gib(p->gpu_total_bytes), u,
+                     kv_gib(p->budget_bytes));
         if ((int)strlen(head) > iw)
-            snprintf(head, sizeof head, "%.1f GiB x %.2f = budget %.2f GiB", kv_gib(p->gpu_total_bytes),
-                     p->gpu_memory_utilization, kv_gib(p->budget_bytes));
+            snprintf(head, sizeof head, "%.2f GiB x %s = budget %.2f GiB", kv_gib(p->gpu_total_bytes), u,
+                     kv_gib(p->budget_bytes));
         ui_puts(win, y++, 2, iw, head, ui_attr(UI_R_NORMAL));
     }
     ui_mem_bar(win, y++, 2, iw, p, mask, -1.0);
@@ -176,24 +227,46 @@ static void mem_draw(const ui_view_ctx *c, WINDOW *win)
         for (int t = 0; t < UI_MEM_NT; t++)
             if (t != UI_MEM_T_KV && (mask & (1u << t))) left -= term_bytes(p, t);
         ui_printf(win, y, 2, iw, ui_attr(UI_R_DIM), "left of the budget so far: %.2f GiB", kv_gib(left));
+    } else if (!p->starts && p->error_kind != KV_PLAN_ERR_MAX_MODEL_LEN && p->error_kind != KV_PLAN_ERR_NO_KV_MEMORY) {
+        /* Stopped before the pool was sized: say where, in a few words. */
+        const char *why = p->error_kind == KV_PLAN_ERR_FREE_MEMORY ? "Stopped at start: too little free memory"
+                        : p->error_kind == KV_PLAN_ERR_WEIGHTS_OOM ? "Out of memory loading the weights"
+                        : p->error_kind == KV_PLAN_ERR_PROFILE_OOM ? "Out of memory in the profile run"
+                        : p->error_kind == KV_PLAN_ERR_SAMPLER_OOM ? "Out of memory warming up the sampler"
+                                                                   : "Did not start (see the log)";
+        ui_puts(win, y, 2, iw, why, ui_attr(UI_R_ERROR));
     } else if (p->available_kv_bytes <= 0) {
         ui_printf(win, y, 2, iw, ui_attr(UI_R_ERROR), "No memory left for the KV cache (%.2f GiB)",
                   kv_gib(p->available_kv_bytes));
     } else if (!p->starts) {
-        ui_printf(win, y, 2, iw, ui_attr(UI_R_ERROR), "KV %.2f GiB, but one %lld-token request needs %.2f",
-                  kv_gib(p->available_kv_bytes), (long long)p->max_model_len, kv_gib((double)p->needed_bytes));
+        char t1[32];
+        /* the KV figure is in the legend above; this says what it fell short of */
+        ui_printf(win, y, 2, iw, ui_attr(UI_R_ERROR), "one %s-token request: %.2f GiB",
+                  kv_fmt_thousands(t1, sizeof t1, p->max_model_len), kv_gib((double)p->needed_bytes));
     } else {
         /* vLLM's own wording, so the learner recognises it in a real log. */
         char t1[32], t2[32];
         ui_printf(win, y++, 2, iw, ui_attr(UI_R_OK), "Available KV cache memory: %.2f GiB",
                   kv_gib(p->available_kv_bytes));
-        if (y - 1 < ih)
-            ui_printf(win, y, 2, iw, ui_attr(UI_R_NORMAL), "GPU KV cache size: %s tokens (%s blocks)",
-                      kv_fmt_thousands(t1, sizeof t1, p->kv_cache_tokens), kv_fmt_thousands(t2, sizeof t2, p->num_blocks));
+        /* The figure the log line prints: a V1 release counts whole
+         * max_model_len requests across its KV cache groups (kv_plan.c
+         * phase_pool), which a sliding-window model's pool holds a little
+         * fewer of than its blocks x block_size / groups. */
+        int64_t toks = p->engine_v1 ? (int64_t)(p->max_concurrency * (double)p->max_model_len) : p->kv_cache_tokens;
+        char groups[32] = "";
+        if (p->num_kv_groups > 1) snprintf(groups, sizeof groups, ", %d groups", (int)p->num_kv_groups);
+        if (y - 1 < ih) {
+            /* vLLM's words whole; the block count only where it fits too */
+            char line[160], more[64];
+            snprintf(line, sizeof line, "GPU KV cache size: %s tokens", kv_fmt_thousands(t1, sizeof t1, toks));
+            snprintf(more, sizeof more, " (%s blocks%s)", kv_fmt_thousands(t2, sizeof t2, p->num_blocks), groups);
+            if (strlen(line) + strlen(more) <= (size_t)iw) strcat(line, more);
+            ui_puts(win, y, 2, iw, line, ui_attr(UI_R_NORMAL));
+        }
     }
 }
 
 const ui_view_class ui_view_memory = {
     .pane = UI_PANE_MEMORY, .name = "memory", .focusable = 1,
-    .want_h = mem_want_h, .draw = mem_draw, .on_mouse = NULL,
+    .want_h = mem_want_h, .must_h = mem_must_h, .draw = mem_draw, .on_mouse = NULL,
 };

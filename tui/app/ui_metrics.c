@@ -9,17 +9,71 @@
 
 enum { M_USAGE, M_RUNNING, M_WAITING, M_PREEMPT, M_HITS, M_GEN, M_TPUT, M_COUNT };
 
-static const char *const mnames[M_COUNT] = {
-    "vllm:kv_cache_usage_perc", "vllm:num_requests_running", "vllm:num_requests_waiting",
-    "vllm:num_preemptions_total", "prefix cache hit rate", "vllm:generation_tokens_total",
-    "throughput (tokens/s)",
+/* How a row's sparkline reads the timeline: a gauge is averaged over each
+ * cell's steps; a counter is drawn as its running total (it never goes
+ * down); a rate is averaged like a gauge but says per second. */
+typedef enum { K_GAUGE, K_TOTAL, K_RATE } m_kind;
+
+static const struct { const char *name; m_kind kind; } rows_def[M_COUNT] = {
+    [M_USAGE] = { "vllm:kv_cache_usage_perc", K_GAUGE },
+    [M_RUNNING] = { "vllm:num_requests_running", K_GAUGE },
+    [M_WAITING] = { "vllm:num_requests_waiting", K_GAUGE },
+    [M_PREEMPT] = { "vllm:num_preemptions_total", K_TOTAL },
+    [M_HITS] = { "prefix cache hit rate", K_GAUGE },
+    [M_GEN] = { "vllm:generation_tokens_total", K_TOTAL },
+    [M_TPUT] = { "throughput (tokens/s)", K_RATE },
 };
+
+/* The generation counter's running total, sampled once per engine step the
+ * frames show (the timeline holds scheduled tokens, not generated ones).
+ * One history per engine life: a smaller step count means a new engine. */
+#define GEN_HIST KV_FRAME_TIMELINE
+static struct { int64_t step[GEN_HIST], total[GEN_HIST]; int n; } g_gen;
+
+static void gen_note(const kv_frame *f)
+{
+    int64_t step = f->info.step, total = f->metrics.generation_tokens_total;
+    if (g_gen.n > 0 && (step < g_gen.step[g_gen.n - 1] || total < g_gen.total[g_gen.n - 1])) g_gen.n = 0;
+    if (g_gen.n > 0 && g_gen.step[g_gen.n - 1] == step) {
+        g_gen.total[g_gen.n - 1] = total;
+        return;
+    }
+    if (g_gen.n == GEN_HIST) {
+        memmove(g_gen.step, g_gen.step + 1, (GEN_HIST - 1) * sizeof g_gen.step[0]);
+        memmove(g_gen.total, g_gen.total + 1, (GEN_HIST - 1) * sizeof g_gen.total[0]);
+        g_gen.n--;
+    }
+    g_gen.step[g_gen.n] = step;
+    g_gen.total[g_gen.n] = total;
+    g_gen.n++;
+}
+
+static int is_hilited(const ui_view_ctx *c, const char *name)
+{
+    const lsn_view *v = ui_view_lesson(c, "metrics");
+    if (!v) return 0;
+    for (int i = 0; i < v->nhighlights; i++) {
+        const char *t = v->highlights[i].target;
+        if (!t) continue;
+        if (!strncmp(t, "vllm:", 5)) t += 5;
+        if (strstr(name, t)) return 1;
+    }
+    return 0;
+}
 
 static int metrics_want_h(const ui_view_ctx *c, int w)
 {
     (void)c;
     (void)w;
     return M_COUNT + 2;
+}
+
+static int metrics_must_h(const ui_view_ctx *c, int w)
+{
+    (void)w;
+    int n = 0;
+    for (int k = 0; k < M_COUNT; k++) n += is_hilited(c, rows_def[k].name);
+    return n ? n + 2 : 0;
 }
 
 void ui_sparkline(WINDOW *win, int y, int x, int width, const double *v, int n, double vmax, attr_t at)
@@ -46,68 +100,94 @@ void ui_sparkline(WINDOW *win, int y, int x, int width, const double *v, int n, 
     }
 }
 
-static int hilited(const ui_view_ctx *c, const char *name)
+/* Row k's value at timeline sample i (a running total for counters). */
+static double sample(const kv_frame *f, int k, int i)
 {
-    const lsn_view *v = ui_view_lesson(c, "metrics");
-    if (!v) return 0;
-    for (int i = 0; i < v->nhighlights; i++) {
-        const char *t = v->highlights[i].target;
-        if (!t) continue;
-        if (!strncmp(t, "vllm:", 5)) t += 5;
-        if (strstr(name, t)) return 1;
+    const kv_timeline_sample *t = &f->timeline[i];
+    switch (k) {
+    case M_USAGE:   return t->kv_usage;
+    case M_RUNNING: return t->num_running;
+    case M_WAITING: return t->num_waiting;
+    case M_PREEMPT: return (double)t->num_preemptions_total;
+    case M_HITS:    return t->prefix_hit_rate;
+    case M_TPUT:    return t->tokens_per_s;
+    default:        return 0;
     }
-    return 0;
+}
+
+/* The sparkline of row k in `cells` cells over the whole window the frame
+ * holds: each cell covers an equal share of its steps, oldest left. */
+static int bucket(const kv_frame *f, int k, int cells, double *out)
+{
+    if (k == M_GEN) {
+        int n = g_gen.n;
+        if (n == 0) return 0;
+        int nc = cells < n ? cells : n;
+        for (int c = 0; c < nc; c++) {
+            int last = (int)(((int64_t)(c + 1) * n) / nc) - 1;
+            out[c] = (double)(g_gen.total[last] - g_gen.total[0]);
+        }
+        return nc;
+    }
+    int n = f->ntimeline;
+    if (n == 0) return 0;
+    int nc = cells < n ? cells : n;
+    for (int c = 0; c < nc; c++) {
+        int lo = (int)(((int64_t)c * n) / nc), hi = (int)(((int64_t)(c + 1) * n) / nc);
+        if (rows_def[k].kind == K_TOTAL) {
+            /* the total at the end of the cell, from where the window starts */
+            out[c] = sample(f, k, hi - 1) - sample(f, k, 0);
+        } else {
+            double sum = 0;
+            for (int i = lo; i < hi; i++) sum += sample(f, k, i);
+            out[c] = hi > lo ? sum / (hi - lo) : 0;
+        }
+    }
+    return nc;
 }
 
 static void metrics_draw(const ui_view_ctx *c, WINDOW *win)
 {
     static double series[KV_FRAME_TIMELINE];
+    const kv_frame *f = c->f;
     int h, w;
     getmaxyx(win, h, w);
     werase(win);
-    ui_box(win, "metrics", "", c->focused);
+    char right[48] = "";
+    if (f->has_engine && f->ntimeline > 1) {
+        /* the window every sparkline covers */
+        double span = f->timeline[f->ntimeline - 1].clock_s - f->timeline[0].clock_s;
+        snprintf(right, sizeof right, "last %d steps, %.1f s", f->ntimeline, span);
+    }
+    ui_box(win, "metrics", right, c->focused);
     int iw = w - 4, ih = h - 2;
     if (iw < 10 || ih < 1) return;
-    if (!c->f->has_engine) {
+    if (!f->has_engine) {
         ui_puts(win, 1, 2, iw, "No server is running.", ui_attr(UI_R_DIM));
         return;
     }
-    const kv_engine_metrics *m = &c->f->metrics;
-    const kv_timeline_sample *tl = c->f->timeline;
-    int n = c->f->ntimeline;
+    gen_note(f);
+    const kv_engine_metrics *m = &f->metrics;
+    const kv_timeline_sample *tl = f->timeline;
+    int n = f->ntimeline;
     int strip = iw < 56; /* drop "vllm:" on narrow panes; the rest is vLLM's name */
     int namew = strip ? 23 : 28;
+    int valw = strip ? 7 : 9;
     if (namew > iw - 12) namew = iw - 12;
-    int valw = 9;
-    int sparkw = iw - namew - valw - 2;
-    for (int k = 0; k < M_COUNT && k < ih; k++) {
-        const char *name = mnames[k];
+    int sparkw = iw - namew - valw - 1;
+    /* Which rows fit: all of them, else the ones the lesson highlights
+     * first (the page points at them), then the rest in order. */
+    int pick[M_COUNT], np = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int k = 0; k < M_COUNT && np < ih; k++)
+            if (is_hilited(c, rows_def[k].name) == !pass) pick[np++] = k;
+    for (int i = 1; i < np; i++) /* back in their own order */
+        for (int j = i; j > 0 && pick[j - 1] > pick[j]; j--) { int t = pick[j]; pick[j] = pick[j - 1]; pick[j - 1] = t; }
+    for (int r = 0; r < np; r++) {
+        int k = pick[r];
+        const char *name = rows_def[k].name;
         if (strip && !strncmp(name, "vllm:", 5)) name += 5;
         char val[48], t1[32];
-        double vmax = 0;
-        for (int i = 0; i < n; i++) {
-            switch (k) {
-            case M_USAGE:   series[i] = tl[i].kv_usage; vmax = 1.0; break;
-            case M_RUNNING: series[i] = tl[i].num_running; break;
-            case M_WAITING: series[i] = tl[i].num_waiting; break;
-            case M_PREEMPT: series[i] = tl[i].num_preempted; break;
-            case M_HITS:    series[i] = tl[i].prefix_hit_rate; vmax = 1.0; break;
-            case M_GEN:     series[i] = tl[i].num_scheduled_tokens; break;
-            default:        series[i] = tl[i].tokens_per_s; break;
-            }
-        }
-        if (k == M_PREEMPT && n > 0) {
-            /* A counter only grows: plot its running total (ending at the
-             * value shown), not the per-step preemptions. */
-            double step_next = series[n - 1];
-            series[n - 1] = (double)m->num_preemptions_total;
-            for (int i = n - 2; i >= 0; i--) {
-                double here = series[i];
-                series[i] = series[i + 1] - step_next;
-                if (series[i] < 0) series[i] = 0;
-                step_next = here;
-            }
-        }
         switch (k) {
         case M_USAGE:   snprintf(val, sizeof val, "%.1f%%", m->kv_cache_usage_perc * 100.0); break;
         case M_RUNNING: snprintf(val, sizeof val, "%d", m->num_requests_running); break;
@@ -123,18 +203,21 @@ static void metrics_draw(const ui_view_ctx *c, WINDOW *win)
             snprintf(val, sizeof val, "%s", t1);
             break;
         }
-        attr_t at = hilited(c, name) ? ui_attr(UI_R_HILITE) : ui_attr(UI_R_NORMAL);
-        ui_puts(win, 1 + k, 2, namew, name, at);
+        attr_t at = is_hilited(c, name) ? ui_attr(UI_R_HILITE) : ui_attr(UI_R_NORMAL);
+        ui_puts(win, 1 + r, 2, namew, name, at);
         int vl = (int)strlen(val);
-        ui_puts(win, 1 + k, 2 + namew + (valw - vl > 0 ? valw - vl : 0), valw, val,
+        ui_puts(win, 1 + r, 2 + namew + (valw - vl > 0 ? valw - vl : 0), valw, val,
                 k == M_PREEMPT && m->num_preemptions_total > 0 ? ui_attr(UI_R_WARN) : ui_attr(UI_R_TITLE));
-        if (sparkw >= 3)
-            ui_sparkline(win, 1 + k, 2 + namew + valw + 2, sparkw, series, n, vmax,
+        if (sparkw >= 3) {
+            int nc = bucket(f, k, sparkw, series);
+            double vmax = (k == M_USAGE || k == M_HITS) ? 1.0 : 0.0;
+            ui_sparkline(win, 1 + r, 2 + namew + valw + 1, sparkw, series, nc, vmax,
                          ui_attr((ui_role)(UI_R_SERIES0 + k % 4)));
+        }
     }
 }
 
 const ui_view_class ui_view_metrics = {
     .pane = UI_PANE_METRICS, .name = "metrics", .focusable = 1,
-    .want_h = metrics_want_h, .draw = metrics_draw, .on_mouse = NULL,
+    .want_h = metrics_want_h, .must_h = metrics_must_h, .draw = metrics_draw, .on_mouse = NULL,
 };

@@ -49,10 +49,19 @@ static void plot_draw(const ui_view_ctx *c, WINDOW *win)
         ui_put(win, 1, lx, markers[s % 4], at);
         lx += 2 + ui_puts(win, 1, lx + 2, 2 + iw - lx - 2, pl->series[s].name, at) + 2;
     }
-    if (pl->ylabel && *pl->ylabel && lx + 4 < 2 + iw) {
+    /* The y axis's name beside the legend when it fits whole, else on a
+     * row of its own: an axis is never left unnamed. */
+    int py = 2;
+    if (pl->ylabel && *pl->ylabel) {
         char yl[96];
         snprintf(yl, sizeof yl, "y: %s", pl->ylabel);
-        ui_puts(win, 1, lx + 1, 2 + iw - lx - 1, yl, ui_attr(UI_R_DIM));
+        int yw = (int)strlen(yl);
+        if (lx + 1 + yw <= 2 + iw) {
+            ui_puts(win, 1, lx + 1, 2 + iw - lx - 1, yl, ui_attr(UI_R_DIM));
+        } else {
+            ui_puts(win, 2, 2, iw, yl, ui_attr(UI_R_DIM));
+            py = 3;
+        }
     }
     if (!(xmax >= xmin) || !(ymax >= ymin)) {
         ui_puts(win, 2, 2, iw, "No points yet.", ui_attr(UI_R_DIM));
@@ -62,7 +71,7 @@ static void plot_draw(const ui_view_ctx *c, WINDOW *win)
     if (xmax == xmin) xmax = xmin + 1;
     if (ymax == ymin) ymax = ymin + 1;
     int lm = 8;                 /* y labels */
-    int px = 2 + lm, pw = iw - lm, py = 2, ph = ih - 3;
+    int px = 2 + lm, pw = iw - lm, ph = ih - py - 1;
     if (pw < 8 || ph < 2) return;
     char lab[32];
     fmt_num(lab, sizeof lab, pl->logy ? pow(10, ymax) : ymax);
@@ -78,9 +87,16 @@ static void plot_draw(const ui_view_ctx *c, WINDOW *win)
     int ll = (int)strlen(lab);
     ui_puts(win, py + ph + 1, px + pw - ll, ll, lab, ui_attr(UI_R_DIM));
     if (pl->xlabel && *pl->xlabel) {
-        int xl = (int)strlen(pl->xlabel);
-        int cx = px + (pw - xl) / 2;
-        if (cx > px + 8) ui_puts(win, py + ph + 1, cx, pw / 2, pl->xlabel, ui_attr(UI_R_DIM));
+        /* "x: name" between the first and last tick, cut to the room there */
+        char xl[96], l0[32];
+        snprintf(xl, sizeof xl, "x: %s", pl->xlabel);
+        fmt_num(l0, sizeof l0, xmin);
+        int left = px + (int)strlen(l0) + 2, right = px + pw - ll - 2;
+        int room = right - left, xw = (int)strlen(xl);
+        if (room >= 6) {
+            int cx = xw < room ? left + (room - xw) / 2 : left;
+            ui_puts(win, py + ph + 1, cx, room, xl, ui_attr(UI_R_DIM));
+        }
     }
     for (int s = 0; s < pl->nseries; s++) {
         attr_t at = ui_attr((ui_role)(UI_R_SERIES0 + s % 4));

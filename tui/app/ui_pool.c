@@ -31,14 +31,36 @@ static int32_t block_at(int y, int x)
     return b < g_range ? (int32_t)b : -1;
 }
 
+static uint8_t *g_empty;     /* per block: 1 = reserved for a request but holding no token yet */
+
 static int ensure_marks(int32_t n)
 {
     if (n <= g_cap) return 1;
     uint8_t *m = realloc(g_mark, (size_t)n);
     if (!m) return 0;
     g_mark = m;
+    uint8_t *e = realloc(g_empty, (size_t)n);
+    if (!e) return 0;
+    g_empty = e;
     g_cap = n;
     return 1;
+}
+
+/* A request's blocks past the tokens it holds are reserved but empty: in
+ * contiguous mode most of a slab (the waste lesson 12 is about). Paged mode
+ * hands a block out only when a token needs it, so there none is. */
+static int32_t mark_empty(const kv_frame *f, int32_t n)
+{
+    memset(g_empty, 0, (size_t)n);
+    int32_t count = 0, bs = f->info.block_size > 0 ? f->info.block_size : 1;
+    for (int32_t i = 0; i < f->nrunning; i++) {
+        const kv_frame_req *r = &f->reqs[i];
+        const int32_t *t = kv_frame_table(f, r);
+        int32_t held = (r->req.num_computed_tokens + bs - 1) / bs;
+        for (int32_t k = held; k < r->req.num_blocks; k++)
+            if (t[k] >= 0 && t[k] < n && !g_empty[t[k]]) { g_empty[t[k]] = 1; count++; }
+    }
+    return count;
 }
 
 static void mark_request(const kv_frame *f, int64_t id, uint8_t v, int32_t n)
@@ -137,6 +159,7 @@ static void pool_draw(const ui_view_ctx *c, WINDOW *win)
      * (every block past it is free and unhashed). */
     int32_t snap = f->nblocks;
     mark_highlights(c, snap);
+    int32_t nempty = info->mode == KV_MODE_CONTIGUOUS ? mark_empty(f, snap) : (memset(g_empty, 0, (size_t)snap), 0);
     /* Zoom: the free queue hands out low block ids first, so while only the
      * start of a large pool is in use, show that part larger (the range
      * doubles as use grows); the status line says which blocks are shown. */
@@ -172,8 +195,10 @@ static void pool_draw(const ui_view_ctx *c, WINDOW *win)
         for (int32_t b = b0; b < b1; b++) mark |= g_mark[b];
         if (per == 1) {
             one_block(a, &blk[b0], &ch, &at);
+            /* reserved for its slab, nothing in it: drawn empty in the owner's colour */
+            if (g_empty[b0] && !app_flash(a, b0)) { ch = g->free_blk; at = ui_attr(ui_req_role(blk[b0].owner)); }
         } else {
-            int32_t u = 0, cached = 0, fl = 0, owner_b = -1, nul = 0, maxref = 0;
+            int32_t u = 0, cached = 0, fl = 0, owner_b = -1, nul = 0, maxref = 0, empty_in = 0;
             for (int32_t b = b0; b < b1; b++) {
                 const kv_block_view *bv = &blk[b];
                 if (bv->is_null) { nul = 1; continue; }
@@ -181,7 +206,11 @@ static void pool_draw(const ui_view_ctx *c, WINDOW *win)
                 if (fk == APP_FL_PREEMPT || (fk == APP_FL_HIT && fl != APP_FL_PREEMPT) ||
                     (fk == APP_FL_EVICT && !fl))
                     fl = fk;
-                if (!bv->is_free) { u++; if (owner_b < 0) owner_b = b; }
+                if (!bv->is_free) {
+                    if (owner_b < 0) owner_b = b;
+                    if (!g_empty[b]) u++;        /* an empty slab block fills no part of the cell */
+                    else empty_in++;
+                }
                 if (bv->ref_cnt > maxref) maxref = bv->ref_cnt;
                 else if (bv->cached_free) cached++;
             }
@@ -193,6 +222,9 @@ static void pool_draw(const ui_view_ctx *c, WINDOW *win)
                 /* Shared blocks in the cell: the highest reference count. */
                 ch = maxref > 9 ? g->more_refs : (wchar_t)(L'0' + maxref);
                 at = ui_attr(ui_req_role(blk[owner_b].owner)) | A_REVERSE | A_BOLD;
+            } else if (u == 0 && empty_in > 0) {
+                ch = g->free_blk; /* reserved, all empty */
+                at = ui_attr(ui_req_role(blk[owner_b].owner));
             } else if (u == 0) {
                 ch = cached ? g->cached_blk : (nul ? g->null_blk : g->free_blk);
                 at = ui_attr(cached ? UI_R_CACHED : nul ? UI_R_NULL : UI_R_FREE);
@@ -227,12 +259,24 @@ static void pool_draw(const ui_view_ctx *c, WINDOW *win)
                  b->ref_cnt, no ? " req " : "", ob, b->has_hash ? " hashed" : "");
         ui_puts(win, sy, 2, w - 4, st, ui_attr(UI_R_HILITE));
     } else {
-        char pc[64] = "";
-        if (range < n) snprintf(pc, sizeof pc, "blocks 0-%s shown  ", kv_fmt_thousands(t1, sizeof t1, (long long)range - 1));
-        else if (per > 1) snprintf(pc, sizeof pc, "%s blocks/cell  ", kv_fmt_thousands(t1, sizeof t1, per));
-        snprintf(st, sizeof st, "%sused %s  cached %s  shared %s  %.0f%%", pc,
-                 kv_fmt_thousands(a1, sizeof a1, nused), kv_fmt_thousands(a2, sizeof a2, ncached),
-                 kv_fmt_thousands(a3, sizeof a3, nshared), info->kv_usage * 100.0);
+        /* The counts, most telling first, as many as fit whole. */
+        char part[6][64];
+        int np = 0;
+        snprintf(part[np++], sizeof part[0], "used %s (%.0f%%)", kv_fmt_thousands(a1, sizeof a1, nused),
+                 info->kv_usage * 100.0);
+        if (nempty > 0)
+            snprintf(part[np++], sizeof part[0], "%s empty", kv_fmt_thousands(a3, sizeof a3, nempty));
+        if (nshared > 0) snprintf(part[np++], sizeof part[0], "shared %s", kv_fmt_thousands(a3, sizeof a3, nshared));
+        if (ncached > 0) snprintf(part[np++], sizeof part[0], "cached %s", kv_fmt_thousands(a2, sizeof a2, ncached));
+        if (range < n) snprintf(part[np++], sizeof part[0], "0-%s shown", kv_fmt_thousands(t1, sizeof t1, (long long)range - 1));
+        else if (per > 1) snprintf(part[np++], sizeof part[0], "%s/cell", kv_fmt_thousands(t1, sizeof t1, per));
+        size_t l = 0;
+        st[0] = 0;
+        for (int i = 0; i < np; i++) {
+            size_t pl = strlen(part[i]);
+            if (l + (l ? 2 : 0) + pl > (size_t)(w - 4)) continue;
+            l += (size_t)snprintf(st + l, sizeof st - l, "%s%s", l ? "  " : "", part[i]);
+        }
         ui_puts(win, sy, 2, w - 4, st, ui_attr(UI_R_DIM));
     }
 }

@@ -72,6 +72,7 @@ void ui_views_want(app *a, int side_w, ui_layout_req *req)
         const ui_view_class *k = classes[p];
         ui_view_ctx c = ui_view_ctx_of(a, (ui_pane)p);
         req->want_h[p] = k && k->want_h ? k->want_h(&c, side_w) : 0;
+        req->must_h[p] = k && k->must_h ? k->must_h(&c, side_w) : 0;
     }
 }
 

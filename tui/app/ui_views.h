@@ -40,6 +40,10 @@ typedef struct ui_view_class {
     /* Rows it would like, border included, at width w (columns); 0 = it
      * grows to fill what is left. NULL: 0. Header and footer are one row. */
     int (*want_h)(const ui_view_ctx *c, int w);
+    /* Rows, border included, that show whole at width w what the lesson
+     * highlights in this view (a log line, a metric): the layout gives it
+     * at least that (ui_layout_req.must_h). NULL or 0: nothing highlighted. */
+    int (*must_h)(const ui_view_ctx *c, int w);
     void (*draw)(const ui_view_ctx *c, WINDOW *win);
     /* A click or wheel at cell (y, x) of its window. Returns UI_PANE_BIT of
      * the panes to redraw (0: nothing happened). NULL: it ignores the mouse. */
