@@ -83,7 +83,7 @@ for f in f1 f2; do
     on $f tui_wait "Start" 5
     on $f tui_wait "A pool of 300 blocks" 5
 done
-on f2 tui_wait "> waiting" 5   # the ASCII play glyph: --ascii holds for a follower
+on f2 tui_wait "> held by the lesson" 5   # the ASCII play glyph: --ascii holds for a follower
 # kvlab rooms lists it: presenter, lesson, followers, and that we may join.
 rooms=$(KVLAB_ROOMS_DIR="$ROOMS" XDG_RUNTIME_DIR="$XDG_RUN" "$KVLAB" rooms)
 echo "$rooms" | grep -qE "^$(id -un)/class +$(id -un) +1 Fixture: a class follows the pool +2 +yes" ||

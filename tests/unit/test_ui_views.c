@@ -171,7 +171,7 @@ static void test_draw_from_frame_alone(void **state)
     /* Null block, the two shared blocks (ref 2), A's own two (its letter),
      * B's one, then free blocks. */
     assert_win_has(w, "@22AAB....");
-    assert_win_has(w, "used 5  cached 0  shared 2  16%");
+    assert_win_has(w, "used 5 (16%)  shared 2");
 
     WINDOW *wr = newwin(8, 60, 0, 0);
     ui_views_draw(&A, UI_PANE_REQUESTS, wr);

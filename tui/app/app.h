@@ -73,7 +73,7 @@ typedef struct app {
     int notice_page;         /* shown whole at the top of the text view while this page lasts */
     int status_role;         /* ui_role for it */
     double status_until;
-    int status_page;         /* the lesson's page when it was set: a new page (or lesson) clears it */
+    int status_page;         /* >= 0: the page it is about (shown only while that page is); -1: any */
 
     /* Flags view. */
     int flag_sel;            /* selected row */

@@ -62,6 +62,7 @@ static void submit_answer(app *a, const char *text)
     if (v.kind == LSN_V_CORRECT) {
         a->input_active = 0;
         app_status(a, UI_R_OK, "%s", predict ? "Noted: now the engine runs" : "Right: see the text view.");
+        a->status_page = lsn_page_number(a->lsn); /* about this page's answer only */
         /* The lesson may open a new page at once: the explanation stays on
          * top of the text view until the learner presses n or p. */
         snprintf(a->recap, sizeof a->recap, "%s", v.message[0] ? v.message : "Right.");

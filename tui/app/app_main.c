@@ -101,7 +101,7 @@ void app_status(app *a, ui_role role, const char *fmt, ...)
     va_end(ap);
     a->status_role = role;
     a->status_until = a->now + 6.0;
-    a->status_page = a->lsn ? lsn_page_number(a->lsn) : -1;
+    a->status_page = -1; /* app_status_on_page binds one to its page */
     a->dirty |= UI_PANE_BIT(UI_PANE_HEADER) | UI_PANE_BIT(UI_PANE_FLAGS);
 }
 
@@ -610,9 +610,10 @@ int app_main(int argc, char **argv)
                 a->dirty |= UI_PANE_BIT(UI_PANE_MEMORY) | UI_PANE_BIT(UI_PANE_LOG) | UI_PANE_BIT(UI_PANE_TP);
             }
         }
-        /* A message belongs to the page it was said on ("Right: see the
-         * text view." is about that page's answer), and lasts a few seconds. */
-        if (a->status[0] && (a->status_until <= a->now || (a->lsn && lsn_page_number(a->lsn) != a->status_page))) {
+        /* A message lasts a few seconds; one about a page ("Right: see the
+         * text view.") only while that page is shown. */
+        if (a->status[0] && (a->status_until <= a->now ||
+                             (a->status_page >= 0 && a->lsn && lsn_page_number(a->lsn) != a->status_page))) {
             a->status[0] = 0;
             a->dirty |= UI_PANE_BIT(UI_PANE_HEADER) | UI_PANE_BIT(UI_PANE_FLAGS);
         }

@@ -10,17 +10,13 @@
 
 static int g_first, g_rows; /* scroll of the last draw */
 
-/* Every flag while the learner edits them (f); otherwise a few rows, so
- * the pictures the page is about keep their room (the rows scroll to the
- * flag the lesson highlights). */
-#define FLAGS_ROWS_IDLE 3
-
+/* Every flag, a row each; the layout gives them all only while the learner
+ * edits them (f) or when the pictures have their room (ui_layout.c), and
+ * the rows scroll to the flag the lesson highlights. */
 static int flags_want_h(const ui_view_ctx *c, int w)
 {
     (void)w;
-    int n = c->s->nflags;
-    if (c->a->key_focus != UI_PANE_FLAGS && n > FLAGS_ROWS_IDLE) n = FLAGS_ROWS_IDLE;
-    return n + 3;
+    return c->s->nflags + 3;
 }
 
 /* The flag on row y of the window at the last draw, or -1. */

@@ -121,7 +121,7 @@ static void stack(ui_layout *out, const ui_layout_req *req, const ui_pane *list,
             int m = req->must_h[order[i]] < can ? req->must_h[order[i]] : can;
             if (m > mh) mh = m;
         }
-        if (order[i] == UI_PANE_FLAGS && req->want_h[UI_PANE_FLAGS] > mh) {
+        if (order[i] == UI_PANE_FLAGS && req->want_h[UI_PANE_FLAGS] > mh && req->focus == UI_PANE_FLAGS) {
             /* All the flags when the panes after them still get their minimum. */
             int rest = 0;
             for (int k = i + 1; k < norder; k++) rest += ui_layout_min_h(order[k]);
@@ -138,11 +138,17 @@ static void stack(ui_layout *out, const ui_layout_req *req, const ui_pane *list,
     }
     /* Panes with a preferred height grow toward it, in priority order (the
      * focused pane first; a highlighted one has its rows already). */
+    /* The flags grow after the pictures: a list of flags must not squeeze
+     * the pool the page is about (the learner presses f to see them all). */
+    static const ui_pane grow_prio[] = {
+        UI_PANE_MEMORY, UI_PANE_POOL, UI_PANE_TP, UI_PANE_PLOT, UI_PANE_FLAGS,
+        UI_PANE_METRICS, UI_PANE_REQUESTS, UI_PANE_LOG,
+    };
     ui_pane grow[UI_PANE_COUNT];
     int ngrow = 0;
     if (first) grow[ngrow++] = order[0];
-    for (unsigned i = 0; i < sizeof prio / sizeof prio[0]; i++)
-        if ((chosen & UI_PANE_BIT(prio[i])) && !(first && prio[i] == order[0])) grow[ngrow++] = prio[i];
+    for (unsigned i = 0; i < sizeof grow_prio / sizeof grow_prio[0]; i++)
+        if ((chosen & UI_PANE_BIT(grow_prio[i])) && !(first && grow_prio[i] == order[0])) grow[ngrow++] = grow_prio[i];
     int nflex = 0;
     for (int i = 0; i < ngrow; i++) {
         ui_pane p = grow[i];
