@@ -35,6 +35,8 @@ tui_stop
 
 # lesson 16: answer the first question, make it preempt, watch
 tui_start 80 24 -- --lesson 16
+tui_advance_until "type your prediction" 12
+tui_keys -l -- "12"; tui_keys Enter
 tui_advance_until ", Enter to" 12
 tui_keys -l -- "2400"; tui_keys Enter
 tui_advance_until "Goal:" 12
