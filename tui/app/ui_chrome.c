@@ -168,9 +168,7 @@ static const char *const help_lines[] = {
     "Keys",
     "  n or Right    next step (finish a running step at once)",
     "  p or Left     back one step",
-    "  space         run / pause the engine (\"held by the lesson\":",
-    "                the page keeps it still on purpose)",
-    "  s             exactly one engine step, then paused",
+    "  space  s      run or pause / one engine step (\"held\": kept still)",
     "  + / -         faster / slower",
     "  f             flags: Up/Down pick, Left/Right or +/- change,",
     "                Enter or a digit types a value, Esc leaves",
@@ -190,8 +188,7 @@ static const char *const help_lines[] = {
     "  with several blocks per cell the glyph shows how full they are",
     "",
     "Memory bar: weights, activation, CUDA graphs, context, NCCL, KV cache;",
-    "the part right of the | is outside gpu-memory-utilization. In the tp",
-    "view the KV part is solid where blocks are in use, shaded where free.",
+    "the part right of the | is outside gpu-memory-utilization.",
 };
 
 void ui_chrome_overlay_size(const app *a, int rows, int cols, int *h, int *w)
