@@ -27,6 +27,7 @@ typedef struct kv_gpu {
                                     x16 convention, assets/gpus.json); 0 if unknown */
     double nvlink_gbps;          /* GPU-to-GPU link, GB/s both directions added; 0 if none/unknown */
     int32_t fp8;                 /* 1: fp8 tensor cores (Ada, Hopper, Blackwell, MI300) */
+    int32_t compute_capability;  /* CUDA compute capability x 10 (75 = 7.5, 90 = 9.0); 0 unknown or not NVIDIA */
     int32_t is_custom;           /* 1: made by kv_gpu_custom, not from the catalogue */
 } kv_gpu;
 

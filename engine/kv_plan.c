@@ -277,6 +277,9 @@ static int phase_inputs(const plan_ctx *c, kv_plan *p)
         plan_note(p, "--vllm-version %s is not used under --accounting textbook (the course's arithmetic)",
                   a->vllm_version);
     p->engine_v1 = mem->engine_v1;
+    if (!c->textbook && !mem->engine_v1 && gpu && kv_release_compare(c->r->first, "0.8.0") >= 0)
+        plan_note(p, "%s has compute capability %d.%d: vLLM %s falls back to its V0 engine below 8.0",
+                  gpu->name, gpu->compute_capability / 10, gpu->compute_capability % 10, p->vllm_version);
     if (gpu) {
         snprintf(p->gpu_id, sizeof p->gpu_id, "%s", gpu->id);
         snprintf(p->gpu_name, sizeof p->gpu_name, "%s", gpu->name);
@@ -595,6 +598,7 @@ static void phase_pool(const plan_ctx *c, kv_plan *p)
             outside += p->cuda_context_bytes; /* already inside */
         if (!p->terms[KV_PLAN_TERM_CUDAGRAPH].counted)
             outside -= p->cudagraph_bytes;
+        outside -= c->r->mem->warmup_margin_gib * KV_GIB;
         p->warmup_free_bytes = outside;
         if (p->warmup_need_bytes > outside) {
             int64_t nreq = p->max_num_seqs < p->max_num_batched_tokens ? p->max_num_seqs : p->max_num_batched_tokens;
@@ -634,6 +638,7 @@ int kv_plan_compute_nofix(const kv_model *m, const kv_gpu *gpu, const kv_args *a
         c.r = kv_release_find(a->vllm_version, err, errlen);
         if (!c.r)
             return KV_PLAN_EINVAL;
+        c.r = kv_release_for_card(c.r, gpu ? gpu->compute_capability : 0);
     }
     c.act_bytes = a->dtype == KV_ARGS_DTYPE_FP32 ? 4 : 2;
     int rc = phase_validate(&c);

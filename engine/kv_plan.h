@@ -213,6 +213,20 @@ double kv_plan_activation_bytes(const kv_model *m, int32_t tp, int64_t max_num_b
  * width / tp), 2 bytes each in 16-bit (4 in float32). Bytes per GPU. */
 double kv_plan_forward_bytes(const kv_model *m, int32_t tp, int64_t tokens, int act_bytes);
 
+/* CUDA-graph memory (bytes per GPU) that release r's captures hold, the way
+ * vLLM's profile_cudagraph_memory (v1/worker/gpu_model_runner.py, 0.18 on)
+ * estimates it: the first capture of each mode holds the largest graph's
+ * activations (a forward of that many tokens), and every further graph adds
+ * its own nodes, one piece per attention layer for PIECEWISE graphs (V1
+ * splits the model at attention) and the whole model for FULL or V0 graphs.
+ * The sizes follow r->mem->cg_sizes and cg_full_decode (FULL graphs for
+ * decode batches up to max_num_seqs), capped by max_num_batched_tokens;
+ * at tp > 1 each graph also holds its all-reduce nodes (custom all-reduce
+ * when nvlink is set, NCCL otherwise). *pw and *full (may be NULL) get the
+ * number of graphs of each mode. */
+double kv_plan_cudagraph_bytes(const kv_release *r, const kv_model *m, int32_t tp, int nvlink, int64_t max_num_seqs,
+                               int64_t max_num_batched_tokens, int act_bytes, int *pw, int *full);
+
 /* Weight bytes per GPU for a model with engine args (quantization, dtype,
  * tp); sets *how (if non-NULL, howlen bytes) to how it was sized. Returns < 0
  * when the weight format cannot be sized (how says why). This is the

@@ -325,7 +325,12 @@ void plan_activation(const plan_ctx *c, kv_plan *p)
     }
     const kv_release_memory *mem = c->r->mem;
     p->forward_bytes = kv_plan_forward_bytes(m, c->tp, T, c->act_bytes);
-    if (mem->runner == KV_RUNNER_V1) {
+    if (mem->runner == KV_RUNNER_V0) {
+        /* V0's profile samples max_num_seqs dummy sequences with top-k/top-p
+         * (worker/model_runner.py profile_run); no warm-up check after. */
+        int64_t S = p->max_num_seqs < T ? p->max_num_seqs : T;
+        p->sampler_bytes = sampler_bytes(m, S, T, mem->sampler_bytes_per_elem, c->act_bytes);
+    } else if (mem->runner == KV_RUNNER_V1) {
         int64_t S = p->max_num_seqs < T ? p->max_num_seqs : T;
         int fi = kv_args_is_set(a, "flashinfer-sampler") ? a->flashinfer_sampler != 0 : mem->sampler_flashinfer;
         p->flashinfer_sampler = fi;
@@ -349,6 +354,7 @@ void plan_activation(const plan_ctx *c, kv_plan *p)
                       "sampler: %lld seqs x %d vocab (%s)", (long long)S, m->vocab_size,
                       p->model_runner_v2 && !c->r->mem->v2_profiles_warmup ? "V2, no top-k"
                       : p->flashinfer_sampler                             ? "FlashInfer"
+                      : c->r->mem->sampler_bytes_per_elem < 30.0          ? "Triton top-k/top-p"
                                                                           : "PyTorch sort");
     } else {
         p->activation_bytes = p->forward_bytes;
@@ -358,6 +364,74 @@ void plan_activation(const plan_ctx *c, kv_plan *p)
 }
 
 /* ------------------------------------------------------------ CUDA graphs */
+
+/* Memory one captured graph adds per layer it spans (its nodes, kernel
+ * parameters and per-graph buffers), MiB. At tp 1 the estimates vLLM logs
+ * give 0.24: Qwen2.5-7B on 0.22.0 with 35 PIECEWISE and 19 FULL graphs,
+ * "Estimated CUDA graph memory: 0.37 GiB total"; Llama-3.1-8B on 0.19.0
+ * (H100, 51 + 51 graphs), 0.84 GiB. At tp > 1 every layer also captures its
+ * all-reduce: custom all-reduce on NVLink, NCCL on PCIe. The NVLink figure,
+ * 0.40, sits in the window the logs leave: above 0.37 (0.10.2, H200,
+ * Qwen3-Next-80B at tp 2 took 2.37 GiB for 67 + 67 graphs of 48 layers; a
+ * capture can free cached blocks, so "took" only bounds it from below) and
+ * 0.39 (0.11.0, H100, Qwen3-32B at tp 2 and utilization 0.95 fails its
+ * sampler warm-up), and at most 0.41 (0.19.0, H100: the 80-layer Qwen2.5-72B
+ * and Llama-3.3-70B start at tp 2 and 4 at 0.95). PCIe: 0.56, the lower bound
+ * of Qwen3-235B-A22B at tp 4 on L40S (0.10.2, 3.45 GiB for 67 graphs of 94
+ * layers). tests/vectors/real-logs.json holds the logs. */
+#define CG_NODE_MIB 0.24
+#define CG_NODE_NVLINK_MIB 0.40
+#define CG_NODE_PCIE_MIB 0.56
+
+/* Capture sizes of rule k up to max_size: how many, and the largest. */
+static int cg_count(kv_release_cg_sizes k, int64_t max_size, int64_t *largest)
+{
+    int n = 0;
+    *largest = 0;
+    for (int64_t s = 1; s <= max_size && s <= 512; s = s < 4 ? s * 2 : s < 8 ? 8 : s + ((k == KV_CG_STEP16_2SEQS && s >= 256) ? 16 : 8)) {
+        if (k == KV_CG_V0 && s > 256)
+            break;
+        n++;
+        *largest = s;
+    }
+    return n;
+}
+
+double kv_plan_cudagraph_bytes(const kv_release *r, const kv_model *m, int32_t tp, int nvlink, int64_t mns,
+                               int64_t mnbt, int act_bytes, int *pw_out, int *full_out)
+{
+    const kv_release_memory *mem = r->mem;
+    if (tp < 1)
+        tp = 1;
+    int64_t cap;
+    switch (mem->cg_sizes) {
+    case KV_CG_V0: cap = (mns + 7) / 8 * 8; break;
+    case KV_CG_STEP8_512: cap = 512; break;
+    case KV_CG_STEP8_2SEQS:
+    case KV_CG_STEP16_2SEQS: cap = 2 * mns < 512 ? 2 * mns : 512; break;
+    default: cap = 0; break;
+    }
+    if (cap > mnbt)
+        cap = mnbt;
+    int64_t largest = 0, largest_full = 0;
+    int n = cap > 0 ? cg_count(mem->cg_sizes, cap, &largest) : 0;
+    int nfull = n > 0 && mem->cg_full_decode ? cg_count(mem->cg_sizes, cap < mns ? cap : mns, &largest_full) : 0;
+    if (pw_out)
+        *pw_out = mem->cg_sizes == KV_CG_V0 ? 0 : n;
+    if (full_out)
+        *full_out = mem->cg_sizes == KV_CG_V0 ? n : nfull;
+    if (n == 0)
+        return 0;
+    double node = (tp == 1 ? CG_NODE_MIB : nvlink ? CG_NODE_NVLINK_MIB : CG_NODE_PCIE_MIB) * 1024.0 * 1024.0;
+    double L = m->num_hidden_layers;
+    double first = kv_plan_forward_bytes(m, tp, largest, act_bytes);
+    if (mem->cg_sizes == KV_CG_V0)
+        return first + (n - 1) * L * node;
+    double bytes = first + (n - 1) * (L + 1) * node;
+    if (nfull > 0)
+        bytes += (nfull - 1) * L * node;
+    return bytes;
+}
 
 void plan_cudagraph(const plan_ctx *c, kv_plan *p)
 {
@@ -374,20 +448,30 @@ void plan_cudagraph(const plan_ctx *c, kv_plan *p)
         plan_set_term(p, KV_PLAN_TERM_CUDAGRAPH, "cudagraph", 0, 0, 1, "--enforce-eager: no CUDA graphs");
         return;
     }
-    p->cudagraph_bytes = mem->cudagraph_gib * KV_GIB;
     if (c->textbook) {
+        p->cudagraph_bytes = mem->cudagraph_gib * KV_GIB;
         plan_set_term(p, KV_PLAN_TERM_CUDAGRAPH, "cudagraph", p->cudagraph_bytes, 0, 1,
                       "estimate (vLLM profiles a capture)");
         return;
     }
+    int pw = 0, full = 0;
+    p->cudagraph_bytes = kv_plan_cudagraph_bytes(c->r, c->m, c->tp, c->gpu && c->gpu->nvlink_gbps > 0, p->max_num_seqs,
+                                                 p->max_num_batched_tokens, c->act_bytes, &pw, &full);
+    char graphs[64];
+    if (pw > 0 && full > 0)
+        snprintf(graphs, sizeof graphs, "%d PIECEWISE + %d FULL graphs", pw, full);
+    else if (pw > 0)
+        snprintf(graphs, sizeof graphs, "%d PIECEWISE graphs", pw);
+    else
+        snprintf(graphs, sizeof graphs, "%d graphs", full);
     if (mem->cudagraph_estimate && (!p->model_runner_v2 || mem->cudagraph_estimate_v2))
         plan_set_term(p, KV_PLAN_TERM_CUDAGRAPH, "cudagraph", p->cudagraph_bytes, 0, 1,
-                      "estimate taken before the pool (kvlab's 0.60)");
+                      "estimate taken before the pool: %s", graphs);
     else
         plan_set_term(p, KV_PLAN_TERM_CUDAGRAPH, "cudagraph", p->cudagraph_bytes, 0, 0,
-                      "%s: not in the budget", p->model_runner_v2 && mem->cudagraph_estimate
-                                                   ? "runner V2's estimate is 0; captured after the pool"
-                                                   : "captured after the pool");
+                      "%s: %s, not in the budget", graphs,
+                      p->model_runner_v2 && mem->cudagraph_estimate ? "runner V2's estimate is 0; captured after the pool"
+                                                                    : "captured after the pool");
 }
 
 /* ------------------------------------------------------------- the budget */
@@ -423,12 +507,20 @@ void plan_budget(const plan_ctx *c, kv_plan *p)
         nccl = a->nccl_gib * KV_GIB;
     else if (tp > 1)
         nccl = (c->textbook ? 1.0 : nvlink ? mem->non_torch_tp_nvlink_gib : mem->non_torch_tp_pcie_gib) * KV_GIB;
+    /* FlashInfer's all-reduce fusion (0.17 on): Hopper and Blackwell only. */
+    int cc = c->gpu ? c->gpu->compute_capability : 0;
+    int fusion = !c->textbook && a->nccl_gib < 0 && tp > 1 && mem->non_torch_tp_fusion_gib > 0 &&
+                 (cc == 90 || (cc >= 100 && cc < 110));
+    if (fusion)
+        nccl = mem->non_torch_tp_fusion_gib * KV_GIB;
     p->nccl_bytes = nccl;
     if (a->nccl_gib >= 0)
         plan_set_term(p, KV_PLAN_TERM_NCCL, "nccl", nccl, 1, 1, "--nccl-gib");
     else if (tp > 1)
-        plan_set_term(p, KV_PLAN_TERM_NCCL, "nccl", nccl, 0, 1, c->textbook ? "NCCL buffers, tp %d"
-                                                                           : "NCCL + custom all-reduce, tp %d (%s)",
+        plan_set_term(p, KV_PLAN_TERM_NCCL, "nccl", nccl, 0, 1,
+                      c->textbook ? "NCCL buffers, tp %d"
+                      : fusion    ? "NCCL + FlashInfer all-reduce fusion workspace, tp %d (%s)"
+                                  : "NCCL + custom all-reduce, tp %d (%s)",
                       tp, nvlink ? "NVLink" : "PCIe");
     else
         plan_set_term(p, KV_PLAN_TERM_NCCL, "nccl", 0, 0, 1, "none at tp 1");

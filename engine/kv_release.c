@@ -102,8 +102,20 @@ static const kv_release_text T_V0_065 = {
     .concurrency = "Maximum concurrency for {max_model_len:d} tokens per request: {concurrency:.2f}x",
     .graphs = GRAPHS, .err_no_kv_memory = NOKV, .err_max_model_len = MAXLEN_V0,
 };
-static const kv_release_text T_V0_070 = {
+static const kv_release_text T_V0_070 = { /* 0.7.0-0.7.2: the platform's dispatch key */
+    .weights = W_V0, .profile = PROF_V0_065, .gpu_blocks = "# CUDA blocks: {blocks:d}, # CPU blocks: {cpu_blocks:d}",
+    .concurrency = "Maximum concurrency for {max_model_len:d} tokens per request: {concurrency:.2f}x",
+    .graphs = GRAPHS, .err_no_kv_memory = NOKV, .err_max_model_len = MAXLEN_V0,
+};
+static const kv_release_text T_V0_073 = { /* 0.7.3: the platform's device name */
     .weights = W_V0, .profile = PROF_V0_065, .gpu_blocks = "# cuda blocks: {blocks:d}, # CPU blocks: {cpu_blocks:d}",
+    .concurrency = "Maximum concurrency for {max_model_len:d} tokens per request: {concurrency:.2f}x",
+    .graphs = GRAPHS, .err_no_kv_memory = NOKV, .err_max_model_len = MAXLEN_V0,
+};
+/* V0 inside 0.8.0-0.10.1.x (the compute-capability fallback):
+ * worker/model_runner.py says "Model loading took ... GB". */
+static const kv_release_text T_V0_080 = {
+    .weights = W_080, .profile = PROF_V0_065, .gpu_blocks = "# cuda blocks: {blocks:d}, # CPU blocks: {cpu_blocks:d}",
     .concurrency = "Maximum concurrency for {max_model_len:d} tokens per request: {concurrency:.2f}x",
     .graphs = GRAPHS, .err_no_kv_memory = NOKV, .err_max_model_len = MAXLEN_V0,
 };
@@ -235,9 +247,9 @@ static const kv_release_sched S_V1_033 = {1, 0.0, 1, 1, 1, 1, 1, 0, 1};
 #define NON_TORCH 0.13
 #define NON_TORCH_NVLINK 0.41
 #define NON_TORCH_PCIE 0.12
-/* The CUDA-graph estimate where vLLM takes one before sizing the pool:
- * kvlab has no capture to measure, so it uses the source document's
- * "Estimated CUDA graph memory: 0.60 GiB total". */
+/* The textbook's CUDA-graph estimate, the source document's "Estimated CUDA
+ * graph memory: 0.60 GiB total" (releases model theirs:
+ * kv_plan_cudagraph_bytes). */
 #define CG_GIB 0.60
 /* The dummy sampler pass at the peak, per element of the [S, vocab] logits:
  * the 16-bit logits (2) and their fp32 copy (4) stay alive while
@@ -252,84 +264,134 @@ static const kv_release_sched S_V1_033 = {1, 0.0, 1, 1, 1, 1, 1, 0, 1};
  * V2's dummy pass skips top-k/top-p (v1/worker/gpu/model_runner.py
  * _dummy_sampler_run): the 16-bit logits and the fp32 copy
  * apply_sampling_params makes, 6 bytes. */
+/* Later rows restate a field of the macro they build on (data, not code):
+ * that is the point of the table, so the override warning is off here. */
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Winitializer-overrides"
+#else
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverride-init"
+#endif
 #define SAMPLER_TOPK 38.0
 #define SAMPLER_FI 16.0
 #define SAMPLER_V2 6.0
+/* 0.17.0 replaced the sort with a Triton top-k/top-p kernel
+ * (v1/sample/ops/topk_topp_triton.py, used from 8 requests up): the 16-bit
+ * logits, their fp32 copy, the probabilities and the exponential noise of
+ * random_sample, about 15 bytes per element. The llm-d capacity-planner
+ * report on 0.19.0 (H100) logs 1.89 GiB for Llama-3.1-8B and 2.21 GiB for
+ * Qwen2.5-7B at 1024 requests (14.9-15.2 bytes per element once the hidden
+ * states are taken off), and Qwen3-14B's activation falls from 5.64 GiB on
+ * 0.16.0 to 2.23 GiB on 0.17.0. */
+#define SAMPLER_TRITON 15.0
+/* Non-torch growth from 0.18 (0.25 GiB at tp 1 in the same report: Qwen3-14B
+ * 0.13 on 0.17.0, 0.25 on 0.18.0; Llama-3.1-8B 0.25 and Qwen2.5-7B 0.24 on
+ * 0.19.0). */
+#define NON_TORCH_018 0.25
+/* The all-reduce fusion workspace at tp > 1 (0.19.0 report: 2.06-2.13 GiB of
+ * non-torch memory at tp 2 and 4 against 0.24-0.25 at tp 1). */
+#define NON_TORCH_FUSION 1.82
+/* gpu_worker.py: "empirically observed that the memory profiling may
+ * slightly underestimate the memory consumption ... (=150MiB)". */
+#define WARMUP_MARGIN (150.0 / 1024.0)
 
 #define V0_MEM(budget_, chunked_)                                                                                  \
     .engine_v1 = 0, .budget = budget_, .runner = KV_RUNNER_V0, .default_gpu_memory_utilization = 0.90,             \
     .cuda_context_gib = {CTX_SMALL, CTX_LARGE}, .non_torch_gib = NON_TORCH, .non_torch_tp_nvlink_gib = NON_TORCH_NVLINK, \
     .non_torch_tp_pcie_gib = NON_TORCH_PCIE, .v0_chunked_tokens = chunked_, .v0_long_context = 32768,              \
-    .card_classes = CARDS_V0
+    .card_classes = CARDS_V0, .sampler_bytes_per_elem = SAMPLER_TOPK, .cg_sizes = KV_CG_V0
 
 #define V1_MEM(budget_, util_, cg_, autofit_)                                                                      \
     .engine_v1 = 1, .budget = budget_, .runner = KV_RUNNER_V1, .default_gpu_memory_utilization = util_,            \
     .cudagraph_estimate = cg_, .supports_auto_fit = autofit_,                                                      \
     .cuda_context_gib = {CTX_SMALL, CTX_LARGE}, .non_torch_gib = NON_TORCH, .non_torch_tp_nvlink_gib = NON_TORCH_NVLINK, \
-    .non_torch_tp_pcie_gib = NON_TORCH_PCIE, .cudagraph_gib = CG_GIB, .sampler_bytes_per_elem = SAMPLER_TOPK,       \
-    .sampler_fi_bytes_per_elem = SAMPLER_FI, .sampler_v2_bytes_per_elem = SAMPLER_V2
+    .non_torch_tp_pcie_gib = NON_TORCH_PCIE, .sampler_bytes_per_elem = SAMPLER_TOPK,                              \
+    .sampler_fi_bytes_per_elem = SAMPLER_FI, .sampler_v2_bytes_per_elem = SAMPLER_V2, .cg_sizes = KV_CG_STEP8_512
 
 /* V0 0.6.4 (vllm/worker/worker.py determine_num_available_blocks): peak
  * torch allocation plus every non-torch byte in use, context included.
- * The profile run's sampler adds nothing visible: at 512 batched tokens the
- * 0.6.4 log of issue #10517 shows peak_torch_memory 15.05 GiB over 14.99 of
- * weights, so no sampler term. Chunked prefill (max_model_len > 32K) uses
- * 512 tokens (config.py SchedulerConfig). */
+ * The profile run samples max_num_seqs dummy sequences with top-k/top-p
+ * (worker/model_runner.py profile_run, model_executor/layers/sampler.py
+ * _apply_top_k_top_p sorts the fp32 logits): the same 38 bytes per element
+ * as V1's sort; the 0.8.2 T4 and 0.7.x logs of tests/vectors/real-logs.json
+ * show it (0.90 GiB at 192 sequences of Llama-3.2-3B). Chunked prefill
+ * (max_model_len > 32K) uses 512 tokens (config.py SchedulerConfig). */
 static const kv_release_memory M_V0_064 = {V0_MEM(KV_BUDGET_PEAK, 512)};
 /* V0 0.6.5-0.7.x: memory_profiling against the snapshot taken at worker
  * init (PR #10511): context outside; chunked prefill 2048 tokens. */
 static const kv_release_memory M_V0_065 = {V0_MEM(KV_BUDGET_PROFILED, 2048)};
 /* V1 0.8.0-0.9.0 (v1/worker/gpu_worker.py determine_available_memory):
  * total x util - (peak + non-torch allocations), context inside. */
-static const kv_release_memory M_V1_080 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_080};
-static const kv_release_memory M_V1_084 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_084};
-static const kv_release_memory M_V1_085 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_085};
+static const kv_release_memory M_V1_080 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_080,
+                                           .v0_fallback_below_cc = 80};
+static const kv_release_memory M_V1_084 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_084,
+                                           .v0_fallback_below_cc = 80};
+static const kv_release_memory M_V1_085 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_085,
+                                           .v0_fallback_below_cc = 80};
 /* 0.9.0: FlashInfer's sampler whenever FlashInfer is installed (0.8.x
  * logged it as disabled, "not backward compatible"). The PyPI wheel does
  * not install FlashInfer before 0.11.1 (an extra), so kvlab's default is
  * PyTorch's sort; the official image has FlashInfer (--flashinfer-sampler
  * true): flashinfer issue #1180 compares the two. */
 static const kv_release_memory M_V1_090 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_090,
-                                           .mxfp4_marlin_everywhere = 1};
+                                           .mxfp4_marlin_everywhere = 1, .v0_fallback_below_cc = 80};
 /* V1 0.9.1: memory_profiling with the snapshot taken after NCCL init:
  * requested memory - non-KV memory. mxfp4 (gpt-oss, 0.10.1 on) runs on
  * Marlin unless the optional triton_kernels package is installed
  * (quantization/mxfp4.py get_mxfp4_backend; vllm issue #23278: 65.97 GiB). */
 static const kv_release_memory M_V1_091 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0), .card_classes = CARDS_090,
-                                           .mxfp4_marlin_everywhere = 1};
+                                           .mxfp4_marlin_everywhere = 1, .v0_fallback_below_cc = 80};
+/* 0.10.1: graphs for 1, 2, 4, 8 ... min(2 x max_num_seqs, 512)
+ * (config/scheduler.py cuda_graph_sizes). */
+static const kv_release_memory M_V1_0101 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0), .card_classes = CARDS_090,
+                                            .mxfp4_marlin_everywhere = 1, .v0_fallback_below_cc = 80,
+                                            .cg_sizes = KV_CG_STEP8_2SEQS};
+/* 0.10.2: no V0 any more (the compute-capability fallback is gone). */
+static const kv_release_memory M_V1_0102 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0), .card_classes = CARDS_090,
+                                            .mxfp4_marlin_everywhere = 1, .cg_sizes = KV_CG_STEP8_2SEQS,
+                                            .warmup_margin_gib = WARMUP_MARGIN};
+/* 0.11.0: decode also gets FULL graphs (cudagraph_mode FULL_AND_PIECEWISE). */
 static const kv_release_memory M_V1_011 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0), .card_classes = CARDS_090,
-                                           .mxfp4_marlin_everywhere = 1};
+                                           .mxfp4_marlin_everywhere = 1, .cg_sizes = KV_CG_STEP8_2SEQS,
+                                           .cg_full_decode = 1, .warmup_margin_gib = WARMUP_MARGIN};
 /* 0.11.1: FlashInfer becomes a dependency, its sampler opt-in
- * (VLLM_USE_FLASHINFER_SAMPLER=1). */
-static const kv_release_memory M_V1_0111 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0), .card_classes = CARDS_090,
-                                            .mxfp4_marlin_everywhere = 1};
+ * (VLLM_USE_FLASHINFER_SAMPLER=1); capture sizes step 16 above 256
+ * (config/vllm.py _set_cudagraph_sizes). */
+#define V1_0111 V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0), .card_classes = CARDS_090, .cg_sizes = KV_CG_STEP16_2SEQS, \
+    .cg_full_decode = 1, .warmup_margin_gib = WARMUP_MARGIN
+static const kv_release_memory M_V1_0111 = {V1_0111, .mxfp4_marlin_everywhere = 1};
 /* 0.12.0: triton_kernels ships inside vLLM (vllm/third_party), so Hopper
  * runs mxfp4 on the Triton kernels. */
-static const kv_release_memory M_V1_012 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0), .card_classes = CARDS_090};
+static const kv_release_memory M_V1_012 = {V1_0111};
 /* 0.14.0: --max-model-len auto (kv_cache_utils.py "Cannot auto-fit"). */
-static const kv_release_memory M_V1_014 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 1), .card_classes = CARDS_090};
+static const kv_release_memory M_V1_014 = {V1_0111, .supports_auto_fit = 1};
+/* 0.17.0: the Triton top-k/top-p kernel; FlashInfer's all-reduce fusion at tp > 1. */
+#define V1_017 V1_0111, .supports_auto_fit = 1, .sampler_bytes_per_elem = SAMPLER_TRITON, \
+    .non_torch_tp_fusion_gib = NON_TORCH_FUSION
+static const kv_release_memory M_V1_017 = {V1_017};
+/* 0.18.0: more non-torch memory at tp 1 (measured). */
+static const kv_release_memory M_V1_018 = {V1_017, .non_torch_gib = NON_TORCH_018};
 /* 0.20.0: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1 (envs.py),
  * so the CUDA-graph estimate is subtracted before sizing; the default
  * gpu_memory_utilization becomes 0.92 (config/cache.py). */
-#define V1_020 V1_MEM(KV_BUDGET_PROFILED, 0.92, 1, 1)
-static const kv_release_memory M_V1_020 = {V1_020, .card_classes = CARDS_090};
+#define V1_020 V1_017, .non_torch_gib = NON_TORCH_018, .cudagraph_estimate = 1, .default_gpu_memory_utilization = 0.92
+static const kv_release_memory M_V1_020 = {V1_020};
 /* 0.21.0: VLLM_USE_FLASHINFER_SAMPLER defaults to on (envs.py, PR #40376). */
 #define V1_021 V1_020, .sampler_flashinfer = 1
-static const kv_release_memory M_V1_021 = {V1_021, .card_classes = CARDS_090};
+static const kv_release_memory M_V1_021 = {V1_021};
 /* 0.22.0-0.28: model runner V2 by default for some models
  * (config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES); its
  * profile_cudagraph_memory returns 0 ("TBD whether we keep this API"). */
-static const kv_release_memory M_V1_022 = {V1_021, .card_classes = CARDS_090, .v2_runner = KV_V2_LISTED_PLAIN,
-                                           .v2_arches = {"Qwen3ForCausalLM"}};
+static const kv_release_memory M_V1_022 = {V1_021, .v2_runner = KV_V2_LISTED_PLAIN, .v2_arches = {"Qwen3ForCausalLM"}};
 static const kv_release_memory M_V1_023 = {
-    V1_021, .card_classes = CARDS_090, .v2_runner = KV_V2_LISTED_PLAIN,
-    .v2_arches = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM"}};
+    V1_021, .v2_runner = KV_V2_LISTED_PLAIN, .v2_arches = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM"}};
 static const kv_release_memory M_V1_024 = {
-    V1_021, .card_classes = CARDS_090, .v2_runner = KV_V2_LISTED,
+    V1_021, .v2_runner = KV_V2_LISTED,
     .v2_arches = {"Qwen3ForCausalLM", "DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM",
                   "LlamaForCausalLM", "MistralForCausalLM"}};
 static const kv_release_memory M_V1_025 = {
-    V1_021, .card_classes = CARDS_090, .v2_runner = KV_V2_LISTED_OR_DENSE,
+    V1_021, .v2_runner = KV_V2_LISTED_OR_DENSE,
     .v2_arches = {"DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM"}};
 static const kv_release_memory M_V1_028 = {
     V1_021, .card_classes = CARDS_028, .v2_runner = KV_V2_LISTED_OR_DENSE,
@@ -346,6 +408,15 @@ static const kv_release_memory M_V1_029 = {V1_021, .card_classes = CARDS_028, .v
 static const kv_release_memory M_V1_033 = {V1_021, .card_classes = CARDS_028, .v2_runner = KV_V2_ALL,
                                            .cudagraph_estimate_v2 = 1, .check_reserves_null_block = 1,
                                            .v2_profiles_warmup = 1};
+/* The V0 engine that 0.8.0 - 0.10.1.x fall back to on cards below compute
+ * capability 8.0 (T4, V100, RTX 20xx): 0.7's V0 accounting
+ * (worker/worker.py memory_profiling), with 0.8's "Model loading took". */
+static const kv_release_memory M_V0_080 = {V0_MEM(KV_BUDGET_PROFILED, 2048)};
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#else
+#pragma GCC diagnostic pop
+#endif
 
 /* The course: the source document's arithmetic (kv_plan.c holds its terms);
  * the estimate of the length check follows vLLM's newest rule. */
@@ -362,8 +433,9 @@ static const kv_release ROWS[] = {
      &M_V0_064, &T_V0_064, &S_V1_080},
     {"0.6.5", "0.6.6.post1", "PR #10511: vllm/worker/worker.py with utils.py memory_profiling", &M_V0_065,
      &T_V0_065, &S_V1_080},
-    {"0.7.0", "0.7.3", "vllm/worker/worker.py; executor_base.py names the device (\"# cuda blocks\")", &M_V0_065,
-     &T_V0_070, &S_V1_080},
+    {"0.7.0", "0.7.2", "vllm/worker/worker.py; executor_base.py names the platform's dispatch key (\"# CUDA blocks\")",
+     &M_V0_065, &T_V0_070, &S_V1_080},
+    {"0.7.3", "0.7.3", "executor_base.py names the device (\"# cuda blocks\")", &M_V0_065, &T_V0_073, &S_V1_080},
     {"0.8.0", "0.8.2", "V1 by default: v1/worker/gpu_worker.py determine_available_memory; arg_utils.py "
                        "_set_default_args_v1 (H100/H200 by name)",
      &M_V1_080, &T_V1_080, &S_V1_080},
@@ -375,7 +447,11 @@ static const kv_release ROWS[] = {
      &S_V1_080},
     {"0.9.1", "0.9.1", "v1/worker/gpu_worker.py: memory_profiling after NCCL init; \"Available KV cache memory\"",
      &M_V1_091, &T_V1_091, &S_V1_080},
-    {"0.9.2", "0.10.99", "v1/core/sched/scheduler.py: the priority policy; unchunkable prompts skipped", &M_V1_091,
+    {"0.9.2", "0.10.0", "v1/core/sched/scheduler.py: the priority policy; unchunkable prompts skipped", &M_V1_091,
+     &T_V1_091, &S_V1_092},
+    {"0.10.1", "0.10.1.99", "config/scheduler.py: cuda_graph_sizes up to min(2 x max_num_seqs, 512)", &M_V1_0101,
+     &T_V1_091, &S_V1_092},
+    {"0.10.2", "0.10.99", "engine/arg_utils.py: no V0 fallback; gpu_worker.py 150 MiB profiling buffer", &M_V1_0102,
      &T_V1_091, &S_V1_092},
     {"0.11.0", "0.11.0", "quantization/mxfp4.py: torch 2.8 (Triton kernels on Hopper, if installed)", &M_V1_011,
      &T_V1_091,
@@ -389,10 +465,12 @@ static const kv_release ROWS[] = {
      &T_V1_0111, &S_V1_012},
     {"0.13.0", "0.13.99", "v1/core/kv_cache_utils.py: errors link the conserving-memory docs", &M_V1_012,
      &T_V1_013, &S_V1_012},
-    {"0.14.0", "0.17.99", "utils/mem_utils.py format_gib; --max-model-len auto", &M_V1_014, &T_V1_014, &S_V1_012},
-    {"0.18.0", "0.18.99", "v1/worker/gpu_model_runner.py profile_cudagraph_memory (logged, opt-in)", &M_V1_014,
+    {"0.14.0", "0.16.99", "utils/mem_utils.py format_gib; --max-model-len auto", &M_V1_014, &T_V1_014, &S_V1_012},
+    {"0.17.0", "0.17.99", "v1/sample/ops/topk_topp_triton.py (no sort); config/vllm.py enable_allreduce_rms_fusion",
+     &M_V1_017, &T_V1_014, &S_V1_012},
+    {"0.18.0", "0.18.99", "v1/worker/gpu_model_runner.py profile_cudagraph_memory (logged, opt-in)", &M_V1_018,
      &T_V1_018, &S_V1_012},
-    {"0.19.0", "0.19.99", "config/scheduler.py scheduler_reserve_full_isl=True", &M_V1_014, &T_V1_018, &S_V1_019},
+    {"0.19.0", "0.19.99", "config/scheduler.py scheduler_reserve_full_isl=True", &M_V1_018, &T_V1_018, &S_V1_019},
     {"0.20.0", "0.20.99", "envs.py VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1; config/cache.py utilization 0.92",
      &M_V1_020, &T_V1_018, &S_V1_019},
     {"0.21.0", "0.21.99", "envs.py: FlashInfer's top-k/top-p sampler on by default", &M_V1_021, &T_V1_018,
@@ -418,6 +496,16 @@ static const kv_release ROWS[] = {
      &M_V1_033, &T_V1_028, &S_V1_033},
 };
 #define NUM_ROWS ((int)(sizeof ROWS / sizeof ROWS[0]))
+
+/* The V0 engine the V1 rows of 0.8.0 - 0.10.1.x fall back to on old cards,
+ * one per scheduler era of those rows (kv_release_for_card). */
+static const kv_release V0_FALLBACK[] = {
+    {"0.8.0", "0.9.1", "engine/arg_utils.py: \"Compute Capability < 8.0 is not supported by the V1 Engine. Falling "
+                       "back to V0\"; worker/worker.py memory_profiling",
+     &M_V0_080, &T_V0_080, &S_V1_080},
+    {"0.9.2", "0.10.1.99", "engine/arg_utils.py _is_v1_supported_oracle (compute capability); worker/worker.py",
+     &M_V0_080, &T_V0_080, &S_V1_092},
+};
 
 static const kv_release TEXTBOOK = {"textbook", "textbook",
                                     "the source document's arithmetic (kv_plan.c); vLLM's length-check estimate",
@@ -554,6 +642,17 @@ void kv_release_card_defaults(const kv_release *r, double total_gib, const char 
         *mnbt = c->max_num_batched_tokens;
         return;
     }
+}
+
+const kv_release *kv_release_for_card(const kv_release *r, int cc)
+{
+    if (!r || !r->mem->v0_fallback_below_cc || cc <= 0 || cc >= r->mem->v0_fallback_below_cc)
+        return r;
+    for (size_t i = 0; i < sizeof V0_FALLBACK / sizeof V0_FALLBACK[0]; i++)
+        if (kv_release_compare(r->first, V0_FALLBACK[i].first) >= 0 &&
+            kv_release_compare(r->first, V0_FALLBACK[i].last) <= 0)
+            return &V0_FALLBACK[i];
+    return r;
 }
 
 int kv_release_uses_v2_runner(const kv_release *r, const char *arch, int is_moe, int is_quantized)

@@ -77,6 +77,17 @@ typedef struct kv_release_card_class {
     int64_t max_num_batched_tokens;/* 0: V0's rule, see kv_release_memory.v0_* */
 } kv_release_card_class;
 
+/* Which batch sizes CUDA graphs are captured for (the compilation config's
+ * default cudagraph_capture_sizes), capped by max_num_batched_tokens. */
+typedef enum kv_release_cg_sizes {
+    KV_CG_NONE = 0,        /* the textbook: a fixed estimate */
+    KV_CG_V0,              /* V0 _BATCH_SIZES_TO_CAPTURE: 1, 2, 4, 8..256 step 8, up to max_num_seqs
+                              rounded up to 8; one graph of the whole model per size */
+    KV_CG_STEP8_512,       /* V1: 1, 2, 4, 8..512 step 8 (SchedulerConfig.cuda_graph_sizes [512]) */
+    KV_CG_STEP8_2SEQS,     /* 1, 2, 4, 8..min(2 x max_num_seqs, 512) step 8 (0.10.1) */
+    KV_CG_STEP16_2SEQS,    /* 1, 2, 4, 8..248 step 8, 256..min(2 x max_num_seqs, 512) step 16 (0.11.1) */
+} kv_release_cg_sizes;
+
 #define KV_RELEASE_MAX_CARD_CLASSES 4
 #define KV_RELEASE_MAX_V2_ARCHES 8
 
@@ -100,16 +111,27 @@ typedef struct kv_release_memory {
     double non_torch_gib;
     double non_torch_tp_nvlink_gib;
     double non_torch_tp_pcie_gib;
+    /* FlashInfer's all-reduce + RMSNorm fusion (config/vllm.py
+     * enable_allreduce_rms_fusion, 0.17): at tp > 1 on compute capability 9.0
+     * or 10.x with FlashInfer installed its workspace replaces the NVLink
+     * figure above (0: the release has no such fusion). */
+    double non_torch_tp_fusion_gib;
     /* CUDA graphs: 1 if vLLM subtracts an estimate before it sizes the pool
      * (profile_cudagraph_memory with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS
      * on by default). Model runner V2 returns 0 before 0.29. */
     int cudagraph_estimate;
     int cudagraph_estimate_v2;     /* 1: the V2 runner's estimate is real too */
-    double cudagraph_gib;          /* the estimate kvlab uses when it is taken */
+    double cudagraph_gib;          /* the textbook's fixed estimate (0 for releases: modelled, below) */
+    /* CUDA graph memory (kv_plan_cudagraph_bytes): which sizes are captured,
+     * whether decode also gets FULL graphs (cudagraph_mode FULL_AND_PIECEWISE,
+     * config/__init__.py 0.11.0); V1 splits each graph into one piece per
+     * attention layer (PIECEWISE). */
+    kv_release_cg_sizes cg_sizes;
+    int cg_full_decode;
     /* The profile run's sampler pass: bytes per element of the [S, vocab]
      * logits at its peak (0: no sampler term). S = min(max_num_seqs,
      * max_num_batched_tokens) on V1; max_num_seqs on V0. */
-    double sampler_bytes_per_elem;    /* PyTorch's top-k/top-p (it sorts the logits) */
+    double sampler_bytes_per_elem;    /* the native top-k/top-p: PyTorch's sort, from 0.17 a Triton kernel */
     double sampler_fi_bytes_per_elem; /* FlashInfer's top-k/top-p kernel */
     int sampler_flashinfer;           /* FlashInfer's sampler in a PyPI install of the release
                                          (VLLM_USE_FLASHINFER_SAMPLER, v1/sample/ops/topk_topp_sampler.py) */
@@ -132,6 +154,14 @@ typedef struct kv_release_memory {
      * package) or only before Hopper (quantization/mxfp4.py
      * get_mxfp4_backend); --mxfp4-backend overrides it. */
     int mxfp4_marlin_everywhere;
+    /* V1 falls back to the V0 engine on cards below this compute capability
+     * (x10: 80 = 8.0; engine/arg_utils.py _is_v1_supported_oracle, 0.8.0 to
+     * 0.10.1.x); 0: no fallback. */
+    int v0_fallback_below_cc;
+    /* What the warm-up after the pool needs beyond the profiled activation:
+     * vLLM's own "memory profiling may slightly underestimate" buffer
+     * (gpu_worker.py redundancy_buffer_memory, 150 MiB, 0.10.2 on). */
+    double warmup_margin_gib;
     kv_release_card_class card_classes[KV_RELEASE_MAX_CARD_CLASSES];
 } kv_release_memory;
 
@@ -206,6 +236,12 @@ const char *kv_release_label(const kv_release *r, char *buf, size_t buflen);
  * where V0's rule applies (kv_release_memory.v0_*). */
 void kv_release_card_defaults(const kv_release *r, double total_gib, const char *name, int64_t *max_num_seqs,
                               int64_t *max_num_batched_tokens);
+
+/* The rules a V1 release r applies on a card of compute capability cc
+ * (x10, 0 = unknown): r itself, or the V0 engine it falls back to below
+ * r->mem->v0_fallback_below_cc (then the V0 row of that era, whose sched
+ * section is r's). */
+const kv_release *kv_release_for_card(const kv_release *r, int cc);
 
 /* Whether r runs a model of this architecture on model runner V2 by default. */
 int kv_release_uses_v2_runner(const kv_release *r, const char *architecture, int is_moe, int is_quantized);

@@ -828,6 +828,61 @@ static void release_plan(kv_plan *p, const char *model, const char *gpu, const c
         fail_msg("%s", err);
 }
 
+/* The rules added for real logs of 0.7-0.22 (tests/vectors/real-logs.json):
+ * V1 falls back to V0 on a T4 in 0.8.2 and its profile samples
+ * max_num_seqs sequences (0.90 GiB at 192); the CUDA-graph estimate follows
+ * the capture sizes (0.22.0, Qwen2.5-7B-like: 35 PIECEWISE + 19 FULL graphs,
+ * 0.37 GiB logged); 0.17 samples without the sort; the warm-up after the
+ * pool fails at tp 2 and 0.95 when the graphs leave too little (llm-d #787),
+ * not at 0.90. */
+static void test_release_rules_2(void **state)
+{
+    (void)state;
+    static kv_plan p;
+    const char *const t4[] = {"dtype", "float16", "gpu-memory-utilization", "0.8938626454842437", "max-model-len",
+                              "2048", "max-num-batched-tokens", "2048", "max-num-seqs", "192", NULL};
+    release_plan(&p, "meta-llama/Llama-3.2-3B-Instruct", "t4", "0.8.2", t4);
+    assert_int_equal(p.engine_v1, 0);
+    check_near("0.8.2 T4", "activation", p.activation_bytes / KV_GIB, 0.90, 0.03);
+    release_plan(&p, "meta-llama/Llama-3.2-3B-Instruct", "a10g", "0.8.2", t4);
+    assert_int_equal(p.engine_v1, 1);
+    release_plan(&p, "meta-llama/Llama-3.2-3B-Instruct", "t4", "0.10.2", t4);
+    assert_int_equal(p.engine_v1, 1);
+
+    int pw = 0, full = 0;
+    kv_model *m = load_model("Qwen/Qwen2.5-7B-Instruct");
+    const kv_release *r = kv_release_find("0.22.0", NULL, 0);
+    double cg = kv_plan_cudagraph_bytes(r, m, 1, 0, 128, 2048, 2, &pw, &full);
+    assert_int_equal(pw, 35);
+    assert_int_equal(full, 19);
+    check_near("0.22 graphs", "estimate", cg / KV_GIB, 0.37, 0.03);
+    /* 0.11.0: 67 + 67 graphs on an H100 (1024 sequences), 0.10.0: 67 PIECEWISE only. */
+    kv_plan_cudagraph_bytes(kv_release_find("0.11.0", NULL, 0), m, 1, 0, 1024, 8192, 2, &pw, &full);
+    assert_int_equal(pw, 67);
+    assert_int_equal(full, 67);
+    kv_plan_cudagraph_bytes(kv_release_find("0.10.0", NULL, 0), m, 1, 0, 256, 2048, 2, &pw, &full);
+    assert_int_equal(pw, 67);
+    assert_int_equal(full, 0);
+
+    const char *const h100_19[] = {"gpu-memory-gib", "79.19", "gpu-memory-utilization", "0.95", "max-model-len", "8192",
+                                   NULL};
+    release_plan(&p, "meta-llama/Llama-3.1-8B-Instruct", "h100", "0.19.0", h100_19);
+    check_near("0.19 H100", "activation", p.activation_bytes / KV_GIB, 1.89, 0.05);
+    check_near("0.19 H100", "kv", p.available_kv_bytes / KV_GIB, 58.11, 0.1);
+    release_plan(&p, "meta-llama/Llama-3.1-8B-Instruct", "h100", "0.16.0", h100_19);
+    assert_true(p.activation_bytes / KV_GIB > 4.5);
+
+    const char *const q95[] = {"gpu-memory-gib", "79.18", "gpu-memory-utilization", "0.95", "tensor-parallel-size", "2",
+                               "max-model-len", "16000", "flashinfer-sampler", "true", NULL};
+    release_plan(&p, "Qwen/Qwen3-32B", "h100", "0.11.0", q95);
+    assert_false(p.starts);
+    assert_int_equal(p.error_kind, KV_PLAN_ERR_SAMPLER_OOM);
+    const char *const q90[] = {"gpu-memory-gib", "79.18", "gpu-memory-utilization", "0.90", "tensor-parallel-size", "2",
+                               "max-model-len", "16000", "flashinfer-sampler", "true", NULL};
+    release_plan(&p, "Qwen/Qwen3-32B", "h100", "0.11.0", q90);
+    assert_true(p.starts);
+}
+
 static void test_release_accounting(void **state)
 {
     (void)state;
@@ -1041,6 +1096,7 @@ int main(void)
         cmocka_unit_test(test_terms_and_overrides),
         cmocka_unit_test(test_json_fields),
         cmocka_unit_test(test_activation_formula),
+        cmocka_unit_test(test_release_rules_2),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
