@@ -388,7 +388,7 @@ static int cg_count(kv_release_cg_sizes k, int64_t max_size, int64_t *largest)
 {
     int n = 0;
     *largest = 0;
-    for (int64_t s = 1; s <= max_size && s <= 512; s = s < 4 ? s * 2 : s < 8 ? 8 : s + ((k == KV_CG_STEP16_2SEQS && s >= 256) ? 16 : 8)) {
+    for (int64_t s = 1; s <= max_size && s <= 1024; s = s < 4 ? s * 2 : s < 8 ? 8 : s + ((k == KV_CG_STEP16_2SEQS && s >= 256) ? 16 : 8)) {
         if (k == KV_CG_V0 && s > 256)
             break;
         n++;
@@ -411,11 +411,16 @@ double kv_plan_cudagraph_bytes(const kv_release *r, const kv_model *m, int32_t t
     case KV_CG_STEP16_2SEQS: cap = 2 * mns < 512 ? 2 * mns : 512; break;
     default: cap = 0; break;
     }
+    kv_release_cg_sizes rule = mem->cg_sizes;
+    if (mem->cg_big_arch && !strcmp(m->architecture, mem->cg_big_arch)) {
+        rule = KV_CG_STEP16_2SEQS;
+        cap = mem->cg_big_max;
+    }
     if (cap > mnbt)
         cap = mnbt;
     int64_t largest = 0, largest_full = 0;
-    int n = cap > 0 ? cg_count(mem->cg_sizes, cap, &largest) : 0;
-    int nfull = n > 0 && mem->cg_full_decode ? cg_count(mem->cg_sizes, cap < mns ? cap : mns, &largest_full) : 0;
+    int n = cap > 0 ? cg_count(rule, cap, &largest) : 0;
+    int nfull = n > 0 && mem->cg_full_decode ? cg_count(rule, cap < mns ? cap : mns, &largest_full) : 0;
     if (pw_out)
         *pw_out = mem->cg_sizes == KV_CG_V0 ? 0 : n;
     if (full_out)

@@ -344,22 +344,23 @@ static const kv_release_memory M_V1_091 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0
                                            .mxfp4_marlin_everywhere = 1, .v0_fallback_below_cc = 80};
 /* 0.10.1: graphs for 1, 2, 4, 8 ... min(2 x max_num_seqs, 512)
  * (config/scheduler.py cuda_graph_sizes). */
+#define GPT_OSS_GRAPHS(max_) .cg_big_arch = "GptOssForCausalLM", .cg_big_max = max_
 static const kv_release_memory M_V1_0101 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0), .card_classes = CARDS_090,
                                             .mxfp4_marlin_everywhere = 1, .v0_fallback_below_cc = 80,
-                                            .cg_sizes = KV_CG_STEP8_2SEQS};
+                                            .cg_sizes = KV_CG_STEP8_2SEQS, GPT_OSS_GRAPHS(1024)};
 /* 0.10.2: no V0 any more (the compute-capability fallback is gone). */
 static const kv_release_memory M_V1_0102 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0), .card_classes = CARDS_090,
                                             .mxfp4_marlin_everywhere = 1, .cg_sizes = KV_CG_STEP8_2SEQS,
-                                            .warmup_margin_gib = WARMUP_MARGIN};
+                                            .warmup_margin_gib = WARMUP_MARGIN, GPT_OSS_GRAPHS(1024)};
 /* 0.11.0: decode also gets FULL graphs (cudagraph_mode FULL_AND_PIECEWISE). */
 static const kv_release_memory M_V1_011 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0), .card_classes = CARDS_090,
                                            .mxfp4_marlin_everywhere = 1, .cg_sizes = KV_CG_STEP8_2SEQS,
-                                           .cg_full_decode = 1, .warmup_margin_gib = WARMUP_MARGIN};
+                                           .cg_full_decode = 1, .warmup_margin_gib = WARMUP_MARGIN, GPT_OSS_GRAPHS(992)};
 /* 0.11.1: FlashInfer becomes a dependency, its sampler opt-in
  * (VLLM_USE_FLASHINFER_SAMPLER=1); capture sizes step 16 above 256
  * (config/vllm.py _set_cudagraph_sizes). */
 #define V1_0111 V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0), .card_classes = CARDS_090, .cg_sizes = KV_CG_STEP16_2SEQS, \
-    .cg_full_decode = 1, .warmup_margin_gib = WARMUP_MARGIN
+    .cg_full_decode = 1, .warmup_margin_gib = WARMUP_MARGIN, GPT_OSS_GRAPHS(1024)
 static const kv_release_memory M_V1_0111 = {V1_0111, .mxfp4_marlin_everywhere = 1};
 /* 0.12.0: triton_kernels ships inside vLLM (vllm/third_party), so Hopper
  * runs mxfp4 on the Triton kernels. */

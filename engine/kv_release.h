@@ -128,6 +128,11 @@ typedef struct kv_release_memory {
      * attention layer (PIECEWISE). */
     kv_release_cg_sizes cg_sizes;
     int cg_full_decode;
+    /* An architecture that raises the largest capture size
+     * (model_executor/models/config.py: gpt-oss to 1024 from 0.10.1, 992 in
+     * 0.11.0), with step-16 sizes above 256, regardless of max_num_seqs. */
+    const char *cg_big_arch;
+    int64_t cg_big_max;
     /* The profile run's sampler pass: bytes per element of the [S, vocab]
      * logits at its peak (0: no sampler term). S = min(max_num_seqs,
      * max_num_batched_tokens) on V1; max_num_seqs on V0. */

@@ -40,9 +40,11 @@ static void serve_usage(FILE *f)
             "                    context, 1 GiB NCCL at tp > 1, all off the budget)\n"
             "terms by release: V0 <= 0.6.4 and V1 0.8.0-0.9.0 take the peak torch memory plus\n"
             "  all non-torch memory (CUDA context inside); V0 0.6.5-0.7 and V1 from 0.9.1\n"
-            "  measure from a snapshot taken after the context (outside); V1 adds a dummy\n"
-            "  sampler pass (max_num_seqs x vocab) to the activation peak; from 0.20 a CUDA\n"
-            "  graph estimate is taken before the pool and the default utilization is 0.92.\n"
+            "  measure from a snapshot taken after the context (outside); the profile also\n"
+            "  samples max_num_seqs sequences (x vocab: PyTorch's sort, from 0.17 a Triton\n"
+            "  kernel); CUDA graphs follow the release's capture sizes and the model's\n"
+            "  layers, taken before the pool from 0.20, else only off the sampler warm-up\n"
+            "  after it; cards below compute capability 8.0 run V0 in 0.8.0-0.10.1.x.\n"
             "  README.md (Which vLLM release) has the table.\n"
             "flags (vLLM's names; 32k = 32000, 128K = 131072):\n",
             DEFAULT_GPU, kv_release_at(0)->first, kv_release_newest()->first, kv_release_newest()->first);
