@@ -81,22 +81,23 @@ return {
     }
     lab.say("The server restarted with an fp8 cache and the documents are running again. "
       .. "Read its start-up log or the memory view.")
+    local doc = DOCS.prompt[2]
+    local function mib(v) return string.format("%.0f MiB", v / 2 ^ 20) end
+    -- the explanation heads the next page (the app keeps a right answer's
+    -- explanation on top when the lesson moves on at once)
     lab.ask{
       prompt = "How many tokens does the pool hold now?",
       answer = b.p.kv_cache_tokens, unit = "tokens", tolerance = 0.01,
       expect = "num_blocks * block_size",
       near = { { value = a.p.kv_cache_tokens, why = "That was the bf16 pool. Read the new start-up line." } },
       hints = { "The log's 'GPU KV cache size' line, or the memory view." },
+      explain = string.format("The pool went from %s to %s tokens in the same %.2f GiB: room for %.2f "
+        .. "sequences of %s tokens instead of %.2f. Each decode step also reads every cached token of every "
+        .. "running request, so a %s-token document now costs %s to read per step instead of %s.",
+        fmt.int(a.p.kv_cache_tokens), fmt.int(b.p.kv_cache_tokens), b.p.kv_cache_gib, b.p.max_concurrency,
+        fmt.int(b.p.max_model_len), a.p.max_concurrency, fmt.int(doc), mib(doc * b.p.kv_bytes_per_token),
+        mib(doc * a.p.kv_bytes_per_token)),
     }
-
-    local doc = DOCS.prompt[2]
-    local function mib(v) return string.format("%.0f MiB", v / 2 ^ 20) end
-    lab.say("Right: the pool went from %s to %s tokens in the same %.2f GiB: room for %.2f sequences of "
-      .. "%s tokens instead of %.2f. Each decode step also reads every cached token of every "
-      .. "running request, so a %s-token document now costs %s to read per step instead of %s.",
-      fmt.int(a.p.kv_cache_tokens), fmt.int(b.p.kv_cache_tokens), b.p.kv_cache_gib, b.p.max_concurrency,
-      fmt.int(b.p.max_model_len), a.p.max_concurrency, fmt.int(doc), mib(doc * b.p.kv_bytes_per_token),
-      mib(doc * a.p.kv_bytes_per_token))
     lab.page("The next limit")
     lab.highlight("metrics", "num_requests_running"); lab.highlight("metrics", "kv_cache_usage_perc")
     lab.say("Now %d run, %d wait, and KV usage is %s.", b.m.num_requests_running,

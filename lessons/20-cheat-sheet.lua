@@ -123,8 +123,8 @@ return {
       near = { { value = p.kv_cache_tokens / p.block_size, why = "That is blocks. Multiply by the block size." } },
       hints = { string.format("%.2f GiB / %s per token (GiB = 2^30 bytes).", p.kv_cache_gib,
                   fmt.bytes(p.kv_bytes_per_token)) },
+      explain = "That token count is what your deployment is made of: every request in flight shares it.",
     }
-    lab.say("That token count is what your deployment is made of.")
 
     lab.page("4. max-model-len from the p99")
     local lens, p99 = context_sample(lab, m.max_position_embeddings)

@@ -50,6 +50,9 @@ struct lsn_vm {
     jmp_buf jmp;
     int jmp_armed;
     int expect_reads;        /* engine figures an expect formula read (none: a literal, no proof) */
+    int said;                /* lab.say since the app last got control (kvlab check: text a lab.page
+                                would throw away unseen) */
+    char said_where[96];     /* file:line of that lab.say */
     lsn_strbuf error;
 };
 
@@ -599,6 +602,7 @@ static int protect(lsn_vm *vm, entry *e)
     if (vm->depth++ == 0) {
         vm->work = vm->pattern_work = 0;
         vm->deadline = now_s() + vm->seconds;
+        vm->said = 0; /* the app drew what was said before this entry */
     }
     int outer = !vm->jmp_armed;
     if (outer) {
@@ -1260,6 +1264,13 @@ static kv_engine *engine_or_nil(lua_State *L)
 static int f_page(lua_State *L)
 {
     lsn_vm *vm = V(L);
+    /* Text said on this page since the app last drew would vanish unread:
+     * kvlab check says where (the lesson must wait first, or put it in the
+     * question's explain, which the app keeps on top of the new page). */
+    if (vm->said && vm->env.headless)
+        return luaL_error(L, "lab.page: the text of %s is never shown: the page is replaced before the lesson "
+                             "waits (lab.pause, a question or a goal first, or make it the question's explain)",
+                          vm->said_where);
     lsn_stage_page(vm->env.stage, luaL_optstring(L, 1, ""));
     *vm->env.changes |= LSN_CH_TEXT;
     return 0;
@@ -1290,6 +1301,15 @@ static int f_say(lua_State *L)
         return luaL_error(L, "lab.say: a page holds at most %d bytes of text (start a new one with lab.page)",
                           (int)LSN_PAGE_MAX_BYTES);
     *vm->env.changes |= LSN_CH_TEXT;
+    if (!vm->said) {
+        luaL_where(L, 1);
+        snprintf(vm->said_where, sizeof vm->said_where, "the lab.say at %s", lua_tostring(L, -1));
+        lua_pop(L, 1);
+        size_t wl = strlen(vm->said_where);
+        while (wl > 0 && (vm->said_where[wl - 1] == ' ' || vm->said_where[wl - 1] == ':'))
+            vm->said_where[--wl] = '\0';
+    }
+    vm->said = 1;
     return 0;
 }
 
