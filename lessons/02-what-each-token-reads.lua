@@ -51,6 +51,7 @@ return {
       "and value are appended to the cache, then attention reads the keys and values of every " ..
       "token so far, the new one included, in all %d layers.", L)
     lab.show("plot")
+    lab.focus("plot") -- the page is about the line it draws
     local last_reads = 0
     while true do
       r = lab.request(id)

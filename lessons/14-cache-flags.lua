@@ -12,8 +12,8 @@ local CHOICES = {
   { key = "activation", text = "the activation peak" },
   { key = "cudagraph", text = "the CUDA graphs" },
   { key = "per_token", text = "the bytes per token" },
-  { key = "starts", text = "no term moved; only whether it starts" },
-  { key = "none", text = "none: the pool moves < 1%" },
+  { key = "starts", text = "only whether it starts" },
+  { key = "none", text = "nothing: the pool moves < 1%" },
 }
 
 -- One round per flag: the value kvlab check types, a hint for changing it,
@@ -155,9 +155,9 @@ local function round_choices(key)
 end
 
 -- The plan's terms side by side (before / after), or one column when b is nil.
-local function describe(a, b)
+local function describe(a, b, value)
   local two = b ~= nil
-  local rows = { two and { "", "before", "after" } or nil }
+  local rows = { two and { "", "example B", value or "after" } or nil }
   local function row(name, x, y, f) rows[#rows + 1] = two and { name, f(x), f(y) } or { name, f(x) } end
   b = b or a
   local gib = function(v) return string.format("%.2f GiB", v) end
@@ -165,7 +165,9 @@ local function describe(a, b)
   row("weights", a.weights, b.weights, gib)
   row("activation", a.activation, b.activation, gib)
   row("CUDA graphs", a.cudagraph, b.cudagraph, gib)
-  row("CUDA context", a.context, b.context, gib)
+  -- the context is the same in every round: shown on the first page only,
+  -- so the before/after table and its question fit an 80x24 text view
+  if not two or a.context ~= b.context then row("CUDA context", a.context, b.context, gib) end
   if a.nccl > 0 or b.nccl > 0 then row("NCCL", a.nccl, b.nccl, gib) end
   row("KV pool", a.kv, b.kv, gib)
   row("per token", a.per_token, b.per_token, fmt.bytes)
@@ -230,11 +232,10 @@ return {
       }
       local now = snapshot(lab)
       local key = judge(base, now)
-      lab.say(describe(base, now))
-      if not now.starts then
-        lab.say("The server refused to start:")
-        lab.say("%s", fmt.quote(lab.plan().error))
-      end
+      -- a fresh page: the table and the question on one screen
+      lab.page(string.format("Flag %d of %d: %s", i, #ROUNDS, round.flag))
+      lab.say(describe(base, now, lab.flag(round.flag)))
+      if not now.starts then lab.highlight("log", "To serve at least one request") end
       local offered = round_choices(key)
       local texts, why, correct = {}, {}, nil
       for j, c in ipairs(offered) do
@@ -242,7 +243,7 @@ return {
         if c.key == key then correct = j else why[j] = why_not(c.key, key, base, now) end
       end
       lab.ask{
-        prompt = string.format("Which term did %s move?", round.flag),
+        prompt = "Which term did that move?",
         choices = texts, correct = correct, why = why,
         hints = { round.ask_hint },
         explain = round.explain(base, now),

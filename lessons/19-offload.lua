@@ -94,7 +94,7 @@ return {
     if g.nvlink_gbps and g.nvlink_gbps > 0 then links[#links + 1] = { name = "NVLink", gbps = g.nvlink_gbps } end
     if #links == 0 then error("the catalogue lists no link bandwidth for " .. g.id) end
     local series = { "recompute" }
-    for _, l in ipairs(links) do series[#series + 1] = l.name .. " move" end
+    for _, l in ipairs(links) do series[#series + 1] = l.name end
     lab.plot{ title = "Time to get a prompt's KV back", xlabel = "prompt tokens", ylabel = "ms (log)",
               logy = true, series = series }
     local pcie = break_even(lab, decode, base.total_s, links[1].gbps)
@@ -135,9 +135,13 @@ return {
       .. "decode steps that wait on memory anyway: a short prompt fits in the idle compute "
       .. "for free. Past that, each extra token costs its full share of FLOPs, and attention "
       .. "over a longer prompt costs more per token still.", fmt.int(g.bf16_tflops))
-    lab.say("Milliseconds to get a prompt's KV back, by prompt length. The plot draws the same "
-      .. "curves from %d to %s tokens, around the crossing, with time on a log scale:",
-      xmax // 64, fmt.int(xmax))
+    lab.say("The plot draws both from %d to %s tokens, around where they cross, with time on a "
+      .. "log scale (PCIe and NVLink: moving the KV over that link).", xmax // 64, fmt.int(xmax))
+    lab.pause()
+
+    -- the table and its question on a page of their own, so both fit
+    lab.page("Move or recompute: the table")
+    lab.say("Milliseconds to get a prompt's KV back, by prompt length:")
     lab.say(fmt.table(rows))
     local before = nil
     for _, n in ipairs(lens) do if n < first_faster then before = n end end

@@ -22,6 +22,7 @@
 static void apply_flag(app *a, const char *name, const char *value)
 {
     char err[256] = "";
+    a->recap[0] = 0; /* the learner acted: the last answer's explanation has been read */
     unsigned ch = lsn_set_flag(a->lsn, name, value, err, sizeof err);
     if (!ch && err[0]) {
         app_status(a, UI_R_ERROR, "%s", err);
@@ -335,8 +336,13 @@ void app_handle_key(app *a, int ch, int *quit)
     }
     switch (ch) {
     case 'q': case 'Q': *quit = 1; break;
-    case 'n': case KEY_RIGHT: a->recap[0] = 0; next_step(a); break;
-    case 'p': case 'b': case KEY_LEFT: a->recap[0] = 0; app_lesson_changed(a, lsn_back(a->lsn)); break;
+    /* moving on or back: what was said about the last page is done with */
+    case 'n': case KEY_RIGHT: a->recap[0] = 0; a->status_until = 0; next_step(a); break;
+    case 'p': case 'b': case KEY_LEFT:
+        a->recap[0] = 0;
+        a->status_until = 0;
+        app_lesson_changed(a, lsn_back(a->lsn));
+        break;
     case ' ':
         if (!a->paused && !lsn_engine_runs(a->lsn)) {
             app_status(a, UI_R_DIM, "The lesson holds the engine on this page: nothing runs to pause");

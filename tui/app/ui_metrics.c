@@ -48,6 +48,13 @@ static void gen_note(const kv_frame *f)
     g_gen.n++;
 }
 
+/* The lesson names a metric as vLLM does (lab.metrics() keys): the hit
+ * rate row answers to the two counters it divides. */
+static const struct { const char *target, *row; } aliases[] = {
+    { "prefix_cache_hits", "prefix cache hit rate" }, { "prefix_cache_queries", "prefix cache hit rate" },
+    { "prefix_cache_hit_rate", "prefix cache hit rate" }, { "tokens_per_s", "throughput (tokens/s)" },
+};
+
 static int is_hilited(const ui_view_ctx *c, const char *name)
 {
     const lsn_view *v = ui_view_lesson(c, "metrics");
@@ -57,6 +64,8 @@ static int is_hilited(const ui_view_ctx *c, const char *name)
         if (!t) continue;
         if (!strncmp(t, "vllm:", 5)) t += 5;
         if (strstr(name, t)) return 1;
+        for (size_t k = 0; k < sizeof aliases / sizeof aliases[0]; k++)
+            if (!strcmp(t, aliases[k].target) && !strcmp(name, aliases[k].row)) return 1;
     }
     return 0;
 }

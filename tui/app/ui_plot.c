@@ -15,6 +15,7 @@ static void fmt_num(char *b, size_t n, double v)
     if (av >= 1e9) snprintf(b, n, "%.3gG", v / 1e9);
     else if (av >= 1e6) snprintf(b, n, "%.3gM", v / 1e6);
     else if (av >= 1e4) snprintf(b, n, "%.3gk", v / 1e3);
+    else if (av > 0 && av < 0.1) snprintf(b, n, "%.2g", v); /* 0.0025: fits the 7-column label */
     else snprintf(b, n, "%.4g", v);
 }
 

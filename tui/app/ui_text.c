@@ -177,7 +177,10 @@ static void text_draw(const ui_view_ctx *c, WINDOW *win)
         add_text(&bot, "r: start the lesson again   l: pick another lesson", iw, UI_R_DIM);
     }
     const char *serr = sc->server_error;
-    if (serr && *serr && st != LSN_ERROR) {
+    /* With the log on screen vLLM's message is there in full, in red: the
+     * rows here stay the page's. */
+    int log_shown = (a->lay.placed & UI_PANE_BIT(UI_PANE_LOG)) != 0;
+    if (serr && *serr && st != LSN_ERROR && !log_shown) {
         /* vLLM's message can be long; three lines here, all of it in the log. */
         add_text(&bot, "The server did not start:", iw, UI_R_ERROR);
         int before = bot.n;
@@ -235,9 +238,10 @@ static void text_draw(const ui_view_ctx *c, WINDOW *win)
         collect_line(&bot, L"", 0);
         const char *how = q->predict ? (q->kind == LSN_Q_CHOICE ? "predict: a letter, Enter"
                                                                 : "type your prediction, Enter")
-                        : q->kind == LSN_Q_CHOICE ? "type a letter, Enter to answer" : "type the answer, Enter to check";
+                        : q->kind == LSN_Q_CHOICE ? "a letter, Enter to answer" : "the answer, Enter to check";
         char hb[200];
-        snprintf(hb, sizeof hb, q->predict && !q->hints_total ? "%s" : "%s   h: hint", how);
+        /* one row at 80 columns: the rows above are the page the question is about */
+        snprintf(hb, sizeof hb, q->predict && !q->hints_total ? "%s" : "%s  h: hint", how);
         add_text(&bot, hb, iw, UI_R_DIM);
     } else if (st == LSN_WAIT_NEXT) {
         add_blank(&bot);
