@@ -88,12 +88,19 @@ static int get_int(const cJSON *v, double lo, double hi, int32_t *out)
 }
 
 #define MAX_TOKENS 100000000.0
+#define MAX_TOKENS_TEXT "100,000,000" /* MAX_TOKENS as the messages name it */
 
 static int parse_line(kv_trace *t, const char *line, size_t len, int64_t lineno, char *err, size_t errlen)
 {
-    cJSON *o = cJSON_ParseWithLength(line, len);
+    const char *end = NULL;
+    cJSON *o = cJSON_ParseWithLengthOpts(line, len, &end, 0);
     if (!o)
         return kv_errf(err, errlen, -1, "line %lld: not valid JSON", (long long)lineno);
+    if (end && end < line + len) { /* the line comes trimmed: anything left is a second value */
+        cJSON_Delete(o);
+        return kv_errf(err, errlen, -1, "line %lld: text after the JSON object (one request per line)",
+                       (long long)lineno);
+    }
     int rc = -1;
     kv_trace_req *r = NULL;
     if (!cJSON_IsObject(o)) {
@@ -114,6 +121,11 @@ static int parse_line(kv_trace *t, const char *line, size_t len, int64_t lineno,
         kv_errf(err, errlen, -1, "line %lld: field 'arrival_s': must be a number >= 0", (long long)lineno);
         goto bad;
     }
+    if (v->valuedouble > KV_TRACE_MAX_ARRIVAL_S) {
+        kv_errf(err, errlen, -1, "line %lld: field 'arrival_s': at most %.0e s (the virtual clock's range), got %g",
+                (long long)lineno, KV_TRACE_MAX_ARRIVAL_S, v->valuedouble);
+        goto bad;
+    }
     r->arrival_s = v->valuedouble;
     v = cJSON_GetObjectItemCaseSensitive(o, "output_tokens");
     if (!v) {
@@ -121,7 +133,8 @@ static int parse_line(kv_trace *t, const char *line, size_t len, int64_t lineno,
         goto bad;
     }
     if (get_int(v, 1, MAX_TOKENS, &r->output_tokens)) {
-        kv_errf(err, errlen, -1, "line %lld: field 'output_tokens': must be an integer >= 1", (long long)lineno);
+        kv_errf(err, errlen, -1, "line %lld: field 'output_tokens': must be a whole number from 1 to " MAX_TOKENS_TEXT,
+                (long long)lineno);
         goto bad;
     }
     const cJSON *pt = cJSON_GetObjectItemCaseSensitive(o, "prompt_tokens");
@@ -137,7 +150,8 @@ static int parse_line(kv_trace *t, const char *line, size_t len, int64_t lineno,
         goto bad;
     }
     if (pt && get_int(pt, 0, MAX_TOKENS, &r->prompt_tokens)) {
-        kv_errf(err, errlen, -1, "line %lld: field 'prompt_tokens': must be an integer >= 0", (long long)lineno);
+        kv_errf(err, errlen, -1, "line %lld: field 'prompt_tokens': must be a whole number from 0 to " MAX_TOKENS_TEXT,
+                (long long)lineno);
         goto bad;
     }
     if (ids) {
@@ -186,7 +200,9 @@ static int parse_line(kv_trace *t, const char *line, size_t len, int64_t lineno,
             goto bad;
         }
         if (get_int(ptok, 1, MAX_TOKENS, &r->prefix_tokens)) {
-            kv_errf(err, errlen, -1, "line %lld: field 'prefix_tokens': must be an integer >= 1", (long long)lineno);
+            kv_errf(err, errlen, -1,
+                    "line %lld: field 'prefix_tokens': must be a whole number from 1 to " MAX_TOKENS_TEXT,
+                    (long long)lineno);
             goto bad;
         }
         if (!(r->prefix_id = intern(t, s))) {
@@ -457,6 +473,12 @@ int kv_trace_generate(const char *spec, kv_trace *out, char *err, size_t errlen)
         kv_trace_req *r = &out->reqs[out->count++];
         memset(r, 0, sizeof *r);
         t += -log(rng_u01(&g)) / rate;
+        if (t > KV_TRACE_MAX_ARRIVAL_S) {
+            kv_trace_free(out);
+            return kv_errf(err, errlen, -1,
+                           "gen: request %lld arrives at %.3g s, past the virtual clock's range (%.0e s); raise rate "
+                           "or lower requests", (long long)i, t, KV_TRACE_MAX_ARRIVAL_S);
+        }
         r->arrival_s = t;
         r->prompt_tokens = pd.median > 0 || pd.min > 0 ? len_draw(&g, &pd) : 0;
         r->output_tokens = len_draw(&g, &od);

@@ -2,7 +2,7 @@
  * line"; docs/trace-format.md).
  *
  * A trace is JSONL, one request per line:
- *   arrival_s        seconds, required, >= 0
+ *   arrival_s        seconds, required, 0 .. KV_TRACE_MAX_ARRIVAL_S
  *   output_tokens    required, integer >= 1
  *   prompt_tokens    a length (integer >= 0)      } exactly one of the two
  *   prompt_token_ids a list of token ids (>= 0)   }
@@ -47,6 +47,11 @@ typedef struct kv_trace {
     int32_t num_strings, cap_strings;
     struct kv_trace_str *index;  /* uthash over strings: O(1) interning */
 } kv_trace;
+
+/* Latest arrival a trace may hold (seconds, about 31.7 years): below it a
+ * double keeps the virtual clock to a fraction of a microsecond, so every
+ * step's duration still adds up; past it latencies would round to 0. */
+#define KV_TRACE_MAX_ARRIVAL_S 1e9
 
 /* Largest trace file kv_trace_load reads (bytes): 1 GiB, ~10 million lines. */
 #define KV_TRACE_MAX_BYTES ((size_t)1 << 30)

@@ -37,6 +37,42 @@ grep -q '^vllm:num_preemptions_total{model_name=' "$tmp/out" || fail "no vllm:nu
 grep -q '^vllm:kv_cache_usage_perc{' "$tmp/out" || fail "no vllm:kv_cache_usage_perc"
 grep -q '^vllm:time_to_first_token_seconds_bucket{le="+Inf"' "$tmp/out" || fail "no TTFT histogram"
 
+# --json --metrics is ONE JSON object: the Prometheus text is its "prometheus"
+# string, the notes (here the card assumed without --gpu) its "notes" list
+"$K" simulate $M --max-model-len 8192 --trace gen:requests=20,rate=20,seed=1 --json --metrics \
+  >"$tmp/jm.json" 2>"$tmp/err" || fail "simulate --json --metrics: $(cat "$tmp/err")"
+python3 - "$tmp/jm.json" <<'PY' || fail "--json --metrics is not one JSON object with prometheus + notes: $(head -c 300 "$tmp/jm.json")"
+import json, sys
+o = json.loads(open(sys.argv[1]).read())  # raises on text after the object
+assert o["requests_finished"] == 20
+assert "\nvllm:num_preemptions_total{model_name=" in o["prometheus"], "no Prometheus counters inside"
+assert o["notes"] == ["no --gpu given; assuming h100-80gb"], o["notes"]
+PY
+[ ! -s "$tmp/err" ] || fail "--json wrote notes to stderr too: $(cat "$tmp/err")"
+# the text mode says the assumed card on stderr, as serve does; not with --gpu
+"$K" simulate $M --max-model-len 8192 --trace gen:requests=5,seed=1 >/dev/null 2>"$tmp/err" || fail "simulate no --gpu"
+grep -qx "kvlab simulate: note: no --gpu given; assuming h100-80gb" "$tmp/err" || fail "no assumed-card note: $(cat "$tmp/err")"
+"$K" simulate $M --gpu h100-80gb --max-model-len 8192 --trace gen:requests=5,seed=1 >/dev/null 2>"$tmp/err" || fail "simulate --gpu"
+! grep -q "assuming" "$tmp/err" || fail "assumed-card note with --gpu given: $(cat "$tmp/err")"
+"$K" simulate $M --gpu h100-80gb --max-model-len 8192 --trace gen:requests=5,seed=1 --json >"$tmp/g.json" || fail "simulate --gpu --json"
+python3 -c 'import json,sys; n=json.load(open(sys.argv[1]))["notes"]; assert n == [], n' "$tmp/g.json" || fail "notes with --gpu: $(grep -A3 notes "$tmp/g.json")"
+
+# README's simulate paragraph quotes the two example lines' figures: they are
+# what the engine prints now (one a second, bf16 vs fp8 KV, default accounting)
+README=${KVLAB_SOURCE_DIR:?}/README.md
+R1='gen:requests=300,rate=1,prompt=2000,output=800,shared=0.3,prefix=1024,seed=3'
+for d in auto fp8; do
+  "$K" simulate $M --gpu rtx-4090 --max-model-len 8192 --kv-cache-dtype $d --trace "$R1" --json >"$tmp/r_$d.json" \
+    || fail "README example ($d)"
+done
+pa=$(num preemptions "$tmp/r_auto.json"); pf=$(num preemptions "$tmp/r_fp8.json")
+ta=$(printf '%.0f' "$(num ttft_p50_s "$tmp/r_auto.json")"); tf=$(printf '%.2f' "$(num ttft_p50_s "$tmp/r_fp8.json")")
+readme=$(tr '\n' ' ' <"$README" | tr -s ' ')
+for want in "preempts $pa times" "(TTFT p50 $ta s)" "preempts $pf times" "(TTFT p50 $tf s"; do
+  case "$readme" in *"$want"*) ;; *) fail "README.md's simulate paragraph should say '$want' (bf16 $pa preemptions, p50 $ta s; fp8 $pf, p50 $tf s)";; esac
+done
+[ "$pf" -lt "$pa" ] && awk -v f="$tf" 'BEGIN { exit !(f < 1) }' || fail "README example: fp8 should preempt less ($pf vs $pa) and start half within 1 s ($tf)"
+
 # a JSONL trace file, with --verify (device read-back every step)
 cat >"$tmp/t.jsonl" <<'J'
 {"arrival_s": 0.0, "prompt_tokens": 300, "output_tokens": 20, "prefix_id": "repo", "prefix_tokens": 512}
@@ -55,6 +91,14 @@ printf '{"arrival_s": 0, "prompt_tokens": 5, "output_tokens": 1}\n{"arrival_s": 
 grep -q "line 2: field 'output_tokens'" "$tmp/err" || fail "bad trace message: $(cat "$tmp/err")"
 "$K" simulate $M >/dev/null 2>"$tmp/err"; rc=$?
 [ $rc -eq 2 ] && grep -q -- "--trace" "$tmp/err" || fail "missing --trace: exit $rc $(cat "$tmp/err")"
+# past the virtual clock's range, or two objects on a line: exit 2, one line
+printf '{"arrival_s": 1e308, "prompt_tokens": 5, "output_tokens": 1}\n' >"$tmp/far.jsonl"
+"$K" simulate $M --trace "$tmp/far.jsonl" >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "line 1: field 'arrival_s': at most 1e+09 s" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -eq 1 ] \
+  || fail "arrival 1e308: exit $rc $(cat "$tmp/err")"
+printf '{"arrival_s": 0, "prompt_tokens": 5, "output_tokens": 1} {"x": 1}\n' >"$tmp/two.jsonl"
+"$K" simulate $M --trace "$tmp/two.jsonl" >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "line 1: text after the JSON object" "$tmp/err" || fail "two objects on a line: exit $rc $(cat "$tmp/err")"
 "$K" simulate $M --trace gen:bogus=1 >/dev/null 2>"$tmp/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "unknown key 'bogus'" "$tmp/err" || fail "bad gen spec: exit $rc $(cat "$tmp/err")"
 # the server would not start (vLLM's error, exit 1)

@@ -250,11 +250,44 @@ static void test_generator_lengths(void **state)
     assert_non_null(strstr(err, "prompt_min is above prompt_max"));
 }
 
+/* What the virtual clock and one line can hold: an arrival past
+ * KV_TRACE_MAX_ARRIVAL_S (where a double no longer keeps microseconds and
+ * latencies round to 0) is refused, in a file and from the generator; a
+ * second object after the first on one line is refused, not dropped; a
+ * token count past the cap names the cap. */
+static void test_parse_limits(void **state)
+{
+    (void)state;
+    expect_error("{\"arrival_s\": 1e308, \"prompt_tokens\": 3, \"output_tokens\": 1}",
+                 "line 1: field 'arrival_s': at most 1e+09 s");
+    expect_error("{\"arrival_s\": 1000000000.5, \"prompt_tokens\": 3, \"output_tokens\": 1}",
+                 "field 'arrival_s': at most");
+    expect_error("{\"arrival_s\": 0, \"prompt_tokens\": 3, \"output_tokens\": 1} {\"x\": 1}",
+                 "line 1: text after the JSON object");
+    expect_error("{\"arrival_s\": 0, \"prompt_tokens\": 1e12, \"output_tokens\": 1}",
+                 "field 'prompt_tokens': must be a whole number from 0 to 100,000,000");
+    expect_error("{\"arrival_s\": 0, \"prompt_tokens\": 1, \"output_tokens\": 1e9}",
+                 "field 'output_tokens': must be a whole number from 1 to 100,000,000");
+    kv_trace t;
+    char err[256];
+    const char *ok = "{\"arrival_s\": 1e9, \"prompt_tokens\": 3, \"output_tokens\": 1}  \r\n";
+    assert_int_equal(kv_trace_parse(ok, strlen(ok), &t, err, sizeof err), 0);
+    assert_int_equal(t.count, 1);
+    kv_trace_free(&t);
+    assert_int_equal(kv_trace_generate("gen:requests=20,rate=1e-9", &t, err, sizeof err), -1);
+    assert_non_null(strstr(err, "past the virtual clock's range"));
+    assert_int_equal(t.count, 0);
+    assert_int_equal(kv_trace_generate("gen:requests=20,rate=1e-6", &t, err, sizeof err), 0);
+    assert_true(t.reqs[t.count - 1].arrival_s <= KV_TRACE_MAX_ARRIVAL_S);
+    kv_trace_free(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_fields),
         cmocka_unit_test(test_parse_errors),
+        cmocka_unit_test(test_parse_limits),
         cmocka_unit_test(test_load_missing_file),
         cmocka_unit_test(test_intern_many),
         cmocka_unit_test(test_load_refuses_special_files),

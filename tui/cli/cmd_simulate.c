@@ -31,8 +31,9 @@ static void sim_usage(FILE *f)
             "                    prompt_token_ids; optional prefix_id + prefix_tokens, priority, cache_salt\n"
             "  --trace gen:...   seeded generator, e.g. gen:requests=1000,rate=20,prompt=1024,output=256,\n"
             "                    shared=0.3,prefix=2048,prefixes=4,seed=1 (see docs/trace-format.md)\n"
-            "  --json            print the summary as one JSON object\n"
-            "  --metrics         print the metrics in Prometheus text format (vLLM's names)\n"
+            "  --json            print the summary as one JSON object (notes in \"notes\")\n"
+            "  --metrics         print the metrics in Prometheus text format (vLLM's names); with\n"
+            "                    --json, as the object's \"prometheus\" string\n"
             "  --mode M          paged (vLLM, default), contiguous (max_model_len slabs), no-cache\n"
             "  --seed N          seed for generated token ids (default 0)\n"
             "  --verify          write K/V to the device and read every running request back each step\n"
@@ -46,6 +47,40 @@ static void sim_usage(FILE *f)
             "vLLM flags as in `kvlab serve` (--max-model-len, --kv-cache-dtype, --max-num-seqs, ...);\n"
             "--gpu defaults to %s; --gpu this plans for this machine's CUDA device.\n",
             DEFAULT_GPU);
+}
+
+/* The notes a run carries (one per line in `notes`, as kv_args_parse and
+ * the plan write them), without their "note: " prefix: to stderr with the
+ * command's name, or as the JSON object's "notes" list. */
+static void add_note(char *notes, size_t cap, const char *text)
+{
+    if (!text || !*text)
+        return;
+    if (!strncmp(text, "note: ", 6))
+        text += 6;
+    size_t n = strlen(text);
+    while (n && (text[n - 1] == ' ' || text[n - 1] == '\n'))
+        n--;
+    size_t l = strlen(notes);
+    snprintf(notes + l, cap - l, "%.*s\n", (int)n, text);
+}
+
+static void print_notes(const char *notes, cJSON *json_list)
+{
+    for (const char *s = notes; s && *s;) {
+        const char *nl = strchr(s, '\n');
+        int len = (int)(nl ? (size_t)(nl - s) : strlen(s));
+        if (len > 0) {
+            if (json_list) {
+                char line[600];
+                snprintf(line, sizeof line, "%.*s", len, s);
+                cJSON_AddItemToArray(json_list, cJSON_CreateString(line));
+            } else {
+                fprintf(stderr, "kvlab simulate: note: %.*s\n", len, s);
+            }
+        }
+        s = nl ? nl + 1 : s + len;
+    }
 }
 
 /* ---- --steps-out ---------------------------------------------------- */
@@ -144,7 +179,8 @@ static void steps_step(FILE *f, const kv_engine *e, const int64_t *arrived, int3
 }
 
 static void summary_json(const kv_engine *e, const kv_plan *p, const kv_model *m, const char *trace_name,
-                         int64_t submitted, int64_t rejected, const char *first_reject, const kv_engine_info *info)
+                         int64_t submitted, int64_t rejected, const char *first_reject, const kv_engine_info *info,
+                         const char *notes, const char *prometheus)
 {
     kv_engine_metrics mt;
     kv_engine_get_metrics(e, &mt);
@@ -204,6 +240,9 @@ static void summary_json(const kv_engine *e, const kv_plan *p, const kv_model *m
     cJSON_AddNumberToObject(o, "block_evictions", (double)mt.block_evictions);
     cJSON_AddNumberToObject(o, "work_tokens_with_cache", (double)mt.work_tokens_with_cache);
     cJSON_AddNumberToObject(o, "work_tokens_without_cache", (double)mt.work_tokens_without_cache);
+    print_notes(notes, cJSON_AddArrayToObject(o, "notes"));
+    if (prometheus)
+        cJSON_AddStringToObject(o, "prometheus", prometheus);
     char *s = cJSON_Print(o);
     if (s)
         printf("%s\n", s);
@@ -289,8 +328,8 @@ int cmd_simulate(int argc, char **argv)
             else {
                 char *end;
                 seed = strtoull(v, &end, 10);
-                if (*end || end == v) {
-                    fprintf(stderr, "kvlab simulate: --seed: '%s' is not a whole number\n", v);
+                if (*end || end == v || v[0] == '-') {
+                    fprintf(stderr, "kvlab simulate: --seed: '%s' is not a whole number >= 0\n", v);
                     free(rest);
                     return 2;
                 }
@@ -322,8 +361,10 @@ int cmd_simulate(int argc, char **argv)
     }
     kv_args a;
     kv_args_init(&a);
-    char err[1024] = "", notes[2048] = "";
-    int rc = kv_args_parse(&a, n, rest, notes, sizeof notes, err, sizeof err);
+    char err[1024] = "", args_notes[2048] = "", notes[4096] = "";
+    int rc = kv_args_parse(&a, n, rest, args_notes, sizeof args_notes, err, sizeof err);
+    for (char *line = strtok(args_notes, "\n"); line; line = strtok(NULL, "\n"))
+        add_note(notes, sizeof notes, line);
     free(rest);
     if (rc < 0) {
         fprintf(stderr, "kvlab simulate: %s\n", err);
@@ -368,6 +409,8 @@ int cmd_simulate(int argc, char **argv)
                 gpu = &this_gpu;
         } else {
             gpu = kv_gpu_find(&cat, a.gpu[0] ? a.gpu : DEFAULT_GPU, err, sizeof err);
+            if (!a.gpu[0])
+                add_note(notes, sizeof notes, "no --gpu given; assuming " DEFAULT_GPU);
         }
         if (!gpu) {
             fprintf(stderr, "kvlab simulate: %s\n", err);
@@ -410,8 +453,9 @@ int cmd_simulate(int argc, char **argv)
         code = rc == KV_ENGINE_ERANGE ? 2 : 1; /* past an engine limit: bad input */
         goto done;
     }
-    if (note[0] && !json)
-        fprintf(stderr, "kvlab simulate: note: %s\n", note);
+    for (int i = 0; i < plan->num_notes; i++)
+        add_note(notes, sizeof notes, plan->notes[i]);
+    add_note(notes, sizeof notes, note);
     cfg.mode = mode;
     cfg.seed = seed;
     cfg.verify = verify;
@@ -431,10 +475,14 @@ int cmd_simulate(int argc, char **argv)
         code = 1;
         goto done;
     }
-    if (kv_engine_device_scale(e) < 1.0)
-        fprintf(stderr, "kvlab simulate: note: the ranks share %s cards: every term and the pool scaled by %.3f to "
-                        "fit (%d blocks)\n", kv_engine_device_name(e), kv_engine_device_scale(e),
-                (int)kv_engine_get_config(e)->num_blocks);
+    if (kv_engine_device_scale(e) < 1.0) {
+        char sc[300];
+        snprintf(sc, sizeof sc, "the ranks share %s cards: every term and the pool scaled by %.3f to fit (%d blocks)",
+                 kv_engine_device_name(e), kv_engine_device_scale(e), (int)kv_engine_get_config(e)->num_blocks);
+        add_note(notes, sizeof notes, sc);
+    }
+    if (!json)
+        print_notes(notes, NULL);
     if (steps_arg) {
         steps = fopen(steps_arg, "w");
         arrived = malloc((size_t)(tr.count > 0 ? tr.count : 1) * sizeof *arrived);
@@ -503,19 +551,22 @@ int cmd_simulate(int argc, char **argv)
         goto done;
     }
     const char *fr = rejected ? first_reject : NULL;
-    if (json)
-        summary_json(e, plan, &m, trace_arg, tr.count, rejected, fr, &info);
-    else
-        summary_text(e, plan, &m, trace_arg, tr.count, rejected, fr, &info);
+    char *prom = NULL;
     if (metrics) {
         size_t need = kv_engine_prometheus(e, m.id, NULL, 0) + 1;
-        char *buf = malloc(need);
-        if (buf) {
-            kv_engine_prometheus(e, m.id, buf, need);
-            fputs(buf, stdout);
-            free(buf);
-        }
+        prom = malloc(need);
+        if (prom)
+            kv_engine_prometheus(e, m.id, prom, need);
     }
+    /* --json stays one object: the Prometheus text goes inside it. */
+    if (json) {
+        summary_json(e, plan, &m, trace_arg, tr.count, rejected, fr, &info, notes, prom);
+    } else {
+        summary_text(e, plan, &m, trace_arg, tr.count, rejected, fr, &info);
+        if (prom)
+            fputs(prom, stdout);
+    }
+    free(prom);
 done:
     if (evo.f) {
         if (e)
