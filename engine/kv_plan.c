@@ -541,6 +541,12 @@ static int phase_length_check(const plan_ctx *c, kv_plan *p)
         return 0;
     }
     double avail = check_memory(p);
+    /* From 0.29 the null block comes off first: what is left may be nothing,
+     * and _check_enough_kv_cache_memory says so before it sizes a request. */
+    if (avail <= 0) {
+        fail_tpl(p, KV_PLAN_ERR_NO_KV_MEMORY, t->err_no_kv_memory, NULL, 0, "ValueError: ");
+        return 1;
+    }
     if ((double)p->needed_bytes <= avail)
         return 0;
     p->estimated_max_model_len = kv_plan_estimate_max_model_len(p, avail, p->max_model_len);

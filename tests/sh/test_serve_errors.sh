@@ -51,6 +51,9 @@ bad "kvlab cannot size its blocks yet" serve $L8 --kv-cache-dtype nvfp4
 bad "decimals are not allowed with binary suffixes" serve $L8 --max-model-len 1.5K
 bad "one pipeline stage" serve $L8 --pipeline-parallel-size 2
 bad "does not match the quantization method" serve deepseek-ai/DeepSeek-V3 --quantization awq
+# how to hold memory means nothing without --allocate
+bad "--hold needs --allocate" serve $L8 --hold 5
+bad "--no-placeholders needs --allocate" serve $L8 --no-placeholders
 # config.json errors name the file and the field
 printf '{"num_hidden_layers": 2, "hidden_size": 64' >"$tmp/broken.json"
 bad "$tmp/broken.json: not valid JSON" serve "$tmp/broken.json"

@@ -1070,10 +1070,29 @@ static void test_bnb_double_quant(void **state)
     check_near("dq", "bytes per linear weight", (w0 - w1) / lin, 4.0 / 64 - 1.0 / 64 - 4.0 / (64.0 * 256), 1e-6);
 }
 
+/* Rows of a newcomer's findings on kvlab serve (each fails when its fix is reverted). */
+static void test_serve_findings(void **state)
+{
+    (void)state;
+    static kv_plan p;
+    /* --kv-cache-memory-bytes 1: from 0.29 the null block comes off first,
+     * nothing is left and vLLM says so (not "-0.0 GiB" in the length check) */
+    const char *const one[] = {"kv-cache-memory-bytes", "1", NULL};
+    release_plan(&p, "meta-llama/Llama-3.1-8B-Instruct", "h100-80gb", "0.33.0", one);
+    assert_int_equal(p.error_kind, KV_PLAN_ERR_NO_KV_MEMORY);
+    assert_non_null(strstr(p.error, "No available memory for the cache blocks"));
+    assert_null(strstr(p.error, "-0.0"));
+    /* before 0.29 the whole byte is checked: the length check, 0.00 GiB */
+    release_plan(&p, "meta-llama/Llama-3.1-8B-Instruct", "h100-80gb", "0.11.0", one);
+    assert_int_equal(p.error_kind, KV_PLAN_ERR_MAX_MODEL_LEN);
+    assert_non_null(strstr(p.error, "(0.00 GiB)"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_release_accounting),
+        cmocka_unit_test(test_serve_findings),
         cmocka_unit_test(test_plan_fields_table),
         cmocka_unit_test(test_fixes_ranked_by_failure),
         cmocka_unit_test(test_bnb_double_quant),

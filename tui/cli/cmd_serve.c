@@ -31,7 +31,8 @@ static void serve_usage(FILE *f)
             "  --allocate        hold the plan on the GPU: placeholders for weights, activation\n"
             "                    peak, CUDA graphs and NCCL, and the KV pool with K/V written\n"
             "  --no-placeholders with --allocate: the KV pool only (a shared card)\n"
-            "  --hold S          with --allocate: keep it S seconds (default: until Enter)\n"
+            "  --hold S          with --allocate: keep it S seconds (default: until Enter);\n"
+            "                    --hold or --no-placeholders without --allocate exit 2\n"
             "which rules:\n"
             "  --vllm-version X.Y[.Z]  the vLLM release to follow, %s to %s (default %s): its\n"
             "                    budget, defaults, activation peak and the wording of its log\n"
@@ -215,6 +216,14 @@ int cmd_serve(int argc, char **argv)
     n = kvlab_serve_dev_flags(n, rest, &dev, err, sizeof err);
     if (n < 0) {
         fprintf(stderr, "kvlab serve: %s\n", err);
+        free(rest);
+        return 2;
+    }
+    /* --hold and --no-placeholders say how to hold what --allocate allocates:
+     * alone they would do nothing, which reads as if they had. */
+    if (!dev.allocate && (dev.hold_s >= 0 || !dev.placeholders)) {
+        fprintf(stderr, "kvlab serve: %s needs --allocate (it says how to hold the plan's memory on the GPU)\n",
+                dev.hold_s >= 0 ? "--hold" : "--no-placeholders");
         free(rest);
         return 2;
     }
