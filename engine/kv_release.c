@@ -381,7 +381,11 @@ static const kv_release_memory M_V1_020 = {V1_020};
 /* 0.21.0: VLLM_USE_FLASHINFER_SAMPLER defaults to on (envs.py, PR #40376). */
 #define V1_021 V1_020, .sampler_flashinfer = 1
 static const kv_release_memory M_V1_021 = {V1_021};
-/* 0.22.0-0.28: model runner V2 by default for some models
+/* 0.27.0 (utils/mem_utils.py memory_profiling) counts the non-KV memory as
+ * the free memory cudaMemGetInfo lost since the worker's snapshot plus the
+ * transient torch peak over what stays allocated: weights, non-torch growth
+ * and the activation peak as before, so the rows keep their terms.
+ * 0.22.0-0.28: model runner V2 by default for some models
  * (config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES); its
  * profile_cudagraph_memory returns 0 ("TBD whether we keep this API"). */
 static const kv_release_memory M_V1_022 = {V1_021, .v2_runner = KV_V2_LISTED_PLAIN, .v2_arches = {"Qwen3ForCausalLM"}};
@@ -394,10 +398,16 @@ static const kv_release_memory M_V1_024 = {
 static const kv_release_memory M_V1_025 = {
     V1_021, .v2_runner = KV_V2_LISTED_OR_DENSE,
     .v2_arches = {"DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM"}};
+/* 0.26.0 and 0.27.0 add MoE architectures to the list (config/vllm.py
+ * DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES of each release). */
+#define V2_ARCHES_026 "DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM", \
+    "InklingForConditionalGeneration", "LongcatFlashNgramForCausalLM", "Qwen2MoeForCausalLM"
+static const kv_release_memory M_V1_026 = {V1_021, .v2_runner = KV_V2_LISTED_OR_DENSE, .v2_arches = {V2_ARCHES_026}};
+static const kv_release_memory M_V1_027 = {V1_021, .v2_runner = KV_V2_LISTED_OR_DENSE,
+                                           .v2_arches = {V2_ARCHES_026, "KimiK3ForConditionalGeneration"}};
 static const kv_release_memory M_V1_028 = {
     V1_021, .card_classes = CARDS_028, .v2_runner = KV_V2_LISTED_OR_DENSE,
-    .v2_arches = {"DeepseekV2ForCausalLM", "DeepseekV4ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM",
-                  "KimiK3ForConditionalGeneration"}};
+    .v2_arches = {V2_ARCHES_026, "KimiK3ForConditionalGeneration", "DeepseekV4ForCausalLM"}};
 /* 0.29.0: V2 for every generative model, with a real graph estimate; the
  * length check and auto-fit first take off the null block
  * (kv_cache_utils.py "Reserve the null block BlockPool permanently holds
@@ -482,9 +492,11 @@ static const kv_release ROWS[] = {
     {"0.24.0", "0.24.99", "config/vllm.py: V2 for six architectures, quantized too; block_pool.py frees uncached "
                           "blocks first; config/scheduler.py watermark",
      &M_V1_024, &T_V1_022, &S_V1_024},
-    {"0.25.0", "0.26.99", "config/vllm.py: V2 for every dense model", &M_V1_025, &T_V1_022, &S_V1_024},
-    {"0.27.0", "0.27.99", "v1/core/kv_cache_manager.py: prefix-cache stats at admission", &M_V1_025, &T_V1_022,
-     &S_V1_027},
+    {"0.25.0", "0.25.99", "config/vllm.py: V2 for every dense model", &M_V1_025, &T_V1_022, &S_V1_024},
+    {"0.26.0", "0.26.99", "config/vllm.py: V2 also for Inkling and LongCat-Flash", &M_V1_026, &T_V1_022, &S_V1_024},
+    {"0.27.0", "0.27.99", "v1/core/kv_cache_manager.py: prefix-cache stats at admission; utils/mem_utils.py: non-KV "
+                          "memory read from cudaMemGetInfo (the same terms)",
+     &M_V1_027, &T_V1_022, &S_V1_027},
     {"0.28.0", "0.28.99", "arg_utils.py: >= 160 GiB card class; kv_cache_utils.py one KV size line", &M_V1_028,
      &T_V1_028, &S_V1_027},
     {"0.29.0", "0.30.99", "config/vllm.py: V2 everywhere; gpu/model_runner.py graph estimate; kv_cache_utils.py "

@@ -126,6 +126,16 @@ static void test_v2_runner(void **state)
     assert_true(kv_release_uses_v2_runner(kv_release_find("0.25.1", err, sizeof err), "Gemma3ForCausalLM", 0, 0));
     assert_false(kv_release_uses_v2_runner(kv_release_find("0.25.1", err, sizeof err), "MixtralForCausalLM", 1, 0));
     assert_true(kv_release_uses_v2_runner(kv_release_find("0.29.0", err, sizeof err), "MixtralForCausalLM", 1, 0));
+    /* MoE architectures each release's DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES adds. */
+    assert_false(kv_release_uses_v2_runner(kv_release_find("0.25.1", err, sizeof err), "InklingForCausalLM", 1, 0));
+    assert_true(kv_release_uses_v2_runner(kv_release_find("0.26.0", err, sizeof err), "InklingForCausalLM", 1, 0));
+    assert_false(kv_release_uses_v2_runner(kv_release_find("0.26.0", err, sizeof err),
+                                           "KimiK3ForConditionalGeneration", 1, 0));
+    assert_true(kv_release_uses_v2_runner(kv_release_find("0.27.0", err, sizeof err),
+                                          "KimiK3ForConditionalGeneration", 1, 0));
+    assert_false(kv_release_uses_v2_runner(kv_release_find("0.27.0", err, sizeof err), "DeepseekV4ForCausalLM", 1, 0));
+    assert_true(kv_release_uses_v2_runner(kv_release_find("0.28.0", err, sizeof err), "DeepseekV4ForCausalLM", 1, 0));
+    assert_true(kv_release_uses_v2_runner(kv_release_find("0.28.0", err, sizeof err), "LongcatFlashNgramForCausalLM", 1, 0));
 }
 
 static void test_format(void **state)
