@@ -15,7 +15,7 @@ enum {
     F_MODEL, F_UTIL, F_MAX_MODEL_LEN, F_MAX_NUM_SEQS, F_MNBT, F_BLOCK_SIZE, F_KV_DTYPE, F_QUANT, F_DTYPE, F_TP, F_PP,
     F_PREFIX, F_CHUNKED, F_EAGER, F_KV_BYTES, F_BLOCKS_OVERRIDE,
     F_GPU, F_GPU_GIB, F_GPU_USED, F_WEIGHTS, F_ACTIVATION, F_CUDAGRAPH, F_CONTEXT, F_NCCL, F_SCHED_POLICY,
-    F_VLLM_VERSION, F_ACCOUNTING, F_FI_SAMPLER, F_RESERVE_ISL, F_WATERMARK, F_MXFP4_BACKEND,
+    F_VLLM_VERSION, F_ACCOUNTING, F_FI_SAMPLER, F_RESERVE_ISL, F_WATERMARK, F_MXFP4_BACKEND, F_CPU_OFFLOAD,
     F_FIRST_NOTE
 };
 
@@ -75,6 +75,8 @@ static const kv_args_flag flags[] = {
                      "fraction of KV blocks kept free when admitting requests (vLLM 0.24+), in [0, 1)", 0},
     [F_MXFP4_BACKEND] = {"mxfp4-backend", "kvlab", KV_ARG_CHOICE, "marlin|triton", "the release's",
                          "mxfp4 MoE kernels (vLLM logs 'Using Marlin backend' / 'Using Triton backend')", 1},
+    [F_CPU_OFFLOAD] = {"cpu-offload-gb", "cpu_offload_gb", KV_ARG_FLOAT, NULL, "0",
+                       "GiB of weights per GPU kept in CPU memory (whole parameters of the first layers)", 1},
     /* Real vLLM flags that do not change the memory plan. */
     {"port", "port", KV_ARG_NOTE, NULL, "8000", "API server port", 0},
     {"host", "host", KV_ARG_NOTE, NULL, "", "API server host", 0},
@@ -102,8 +104,6 @@ static const kv_args_flag flags[] = {
     {"distributed-executor-backend", "distributed_executor_backend", KV_ARG_NOTE, NULL, "", "mp or ray", 0},
     {"data-parallel-size", "data_parallel_size", KV_ARG_NOTE, NULL, "1",
      "engine replicas; each runs this same per-GPU plan", 0},
-    {"cpu-offload-gb", "cpu_offload_gb", KV_ARG_NOTE, NULL, "0",
-     "weights kept in CPU memory (not modelled: use --weights-gib for what stays on the GPU)", 0},
     {"trust-remote-code", "trust_remote_code", KV_ARG_NOTE_BOOL, NULL, "false", "run the model repo's code", 0},
     {"disable-log-requests", "disable_log_requests", KV_ARG_NOTE_BOOL, NULL, "false", "quieter logs", 0},
     {"enable-log-requests", "enable_log_requests", KV_ARG_NOTE_BOOL, NULL, "false", "log each request", 0},
@@ -535,6 +535,12 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
         else
             a->quantization = KV_ARGS_QUANT_COMPRESSED_TENSORS;
         break;
+    case F_CPU_OFFLOAD:
+        if (parse_double(value, &dv) || !(dv >= 0 && dv <= 1e6))
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--cpu-offload-gb must be a non-negative number of GiB, got %s",
+                           value);
+        a->cpu_offload_gb = dv;
+        break;
     case F_WATERMARK:
         if (parse_double(value, &dv) || !(dv >= 0 && dv < 1))
             return kv_errf(err, errlen, KV_ARGS_EVALUE, "--watermark must be a fraction in [0, 1), got %s", value);
@@ -650,6 +656,7 @@ int kv_args_get(const kv_args *a, const char *name, char *b, size_t n)
             snprintf(b, n, "%s", (a->scheduler_reserve_full_isl != 0) != neg ? "true" : "false");
         break;
     case F_WATERMARK: if (kv_args_is_set(a, "watermark")) snprintf(b, n, "%g", a->watermark); break;
+    case F_CPU_OFFLOAD: snprintf(b, n, "%g", a->cpu_offload_gb); break;
     case F_KV_BYTES: if (a->kv_cache_memory_bytes) snprintf(b, n, "%lld", (long long)a->kv_cache_memory_bytes); break;
     case F_BLOCKS_OVERRIDE:
         if (a->num_gpu_blocks_override) snprintf(b, n, "%lld", (long long)a->num_gpu_blocks_override);

@@ -90,6 +90,7 @@ typedef struct kv_args {
     int64_t kv_cache_memory_bytes;  /* 0 = unset; else the KV pool per GPU and utilization is ignored */
     int64_t num_gpu_blocks_override;/* 0 = unset */
     int32_t scheduling_policy;      /* --scheduling-policy: 0 fcfs (default), 1 priority (kv_sched_policy) */
+    double cpu_offload_gb;          /* --cpu-offload-gb: GiB of weights per GPU kept in CPU memory (default 0) */
 
     /* kvlab: the card and term overrides (GiB; < 0 = not overridden). */
     char gpu[64];                   /* --gpu NAME ("" = none) */

@@ -277,7 +277,9 @@ static int phase_inputs(const plan_ctx *c, kv_plan *p)
         plan_note(p, "--vllm-version %s is not used under --accounting textbook (the course's arithmetic)",
                   a->vllm_version);
     p->engine_v1 = mem->engine_v1;
-    if (!c->textbook && !mem->engine_v1 && gpu && kv_release_compare(c->r->first, "0.8.0") >= 0)
+    if (c->v0_for_offload)
+        plan_log(p, "WARNING", "--cpu-offload-gb is not supported by the V1 Engine. Falling back to V0.");
+    else if (!c->textbook && !mem->engine_v1 && gpu && kv_release_compare(c->r->first, "0.8.0") >= 0)
         plan_note(p, "%s has compute capability %d.%d: vLLM %s falls back to its V0 engine below 8.0",
                   gpu->name, gpu->compute_capability / 10, gpu->compute_capability % 10, p->vllm_version);
     if (gpu) {
@@ -645,6 +647,10 @@ int kv_plan_compute_nofix(const kv_model *m, const kv_gpu *gpu, const kv_args *a
         if (!c.r)
             return KV_PLAN_EINVAL;
         c.r = kv_release_for_card(c.r, gpu ? gpu->compute_capability : 0);
+        if (a->cpu_offload_gb > 0 && c.r->mem->v0_fallback_cpu_offload) {
+            c.r = kv_release_v0_fallback(c.r);
+            c.v0_for_offload = 1;
+        }
     }
     c.act_bytes = a->dtype == KV_ARGS_DTYPE_FP32 ? 4 : 2;
     int rc = phase_validate(&c);

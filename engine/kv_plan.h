@@ -125,6 +125,8 @@ typedef struct kv_plan {
     double cuda_context_bytes;
     double nccl_bytes;
     double non_torch_bytes;      /* release accounting: non-torch growth in the profile (workspaces; tp > 1 NCCL) */
+    double cpu_offload_bytes;    /* --cpu-offload-gb: weights kept in CPU memory (weights_bytes is what stays) */
+    double cpu_offload_layer_bytes; /* the most of one layer offloaded (V0 copies it back for each forward) */
     double forward_bytes;        /* the activation peak's forward pass part */
     double sampler_bytes;        /* its dummy-sampler part (V1; 0 elsewhere) */
     double warmup_need_bytes;    /* V1: what the sampler warm-up after the pool allocates */
@@ -233,6 +235,19 @@ double kv_plan_cudagraph_bytes(const kv_release *r, const kv_model *m, int32_t t
  * parameter tally the course uses; kv_plan_loaded_weights_bytes adds what
  * vLLM's loader holds besides. */
 double kv_plan_weights_bytes(const kv_model *m, const kv_args *a, char *how, size_t howlen);
+
+/* --cpu-offload-gb: the weight bytes per GPU vLLM keeps in CPU memory. Each
+ * decoder layer, as make_layers builds it, goes through maybe_offload_to_cpu
+ * (model_executor/models/utils.py up to 0.16; from 0.17
+ * model_executor/offloader/uva.py): its parameters, in order (attention
+ * projections, then the MLP or the router and expert tensors, then the
+ * norms), move to the CPU one whole parameter at a time while the running
+ * total is below int(cpu_offload_gb x 2^30); the embeddings and lm_head
+ * stay. So the total may pass the limit by up to one parameter, and never
+ * exceeds the decoder layers' bytes. Bytes per parameter are the linear
+ * layers' as kv_plan_weights_bytes sizes them (tp-sharded). *layer_max (may
+ * be NULL) gets the most bytes offloaded from one layer. */
+double kv_plan_cpu_offload_bytes(const kv_model *m, const kv_args *a, double *layer_max);
 
 /* Weights as vLLM loads them, per GPU: kv_plan_weights_bytes plus the RoPE
  * cos_sin_cache buffer ([max_position, rotary_dim] in the model dtype,

@@ -49,6 +49,7 @@ G_BYTES(free_at_start, p->free_at_start_bytes)
 G_NUM(gpu_memory_utilization, p->gpu_memory_utilization)
 G_BYTES(budget, p->budget_bytes)
 G_BYTES(weights, p->weights_bytes)
+G_BYTES(cpu_offload, p->cpu_offload_bytes)
 G_BYTES(activation, p->activation_bytes)
 G_BYTES(forward, p->forward_bytes)
 G_BYTES(sampler, p->sampler_bytes)
@@ -111,6 +112,7 @@ static const kv_plan_field FIELDS[] = {
     F(gpu_memory_utilization, "", -1, "fraction of the total vLLM may use"),
     FB(budget, "total x gpu_memory_utilization"),
     FB(weights, "weights per GPU"),
+    FB(cpu_offload, "weights per GPU kept in CPU memory (--cpu-offload-gb)"),
     FB(activation, "the profile run's activation peak"),
     FB(forward, "its forward-pass part"),
     FB(sampler, "its dummy-sampler part (V1)"),

@@ -16,6 +16,7 @@ typedef struct plan_ctx {
     int tp;
     double total;                /* the card's reported total, bytes */
     int act_bytes;               /* 2, or 4 with --dtype float32 */
+    int v0_for_offload;          /* 1: the release's V1 fell back to V0 for --cpu-offload-gb */
     char *err;
     size_t errlen;
 } plan_ctx;

@@ -248,6 +248,109 @@ double kv_plan_loaded_weights_bytes(const kv_model *m, const kv_args *a, char *h
     return w;
 }
 
+/* A decoder layer's parameters in vLLM's order (named_parameters of the
+ * layer), as counts of weights; returns how many (at most 8). */
+static int layer_params(const kv_model *m, int layer, double *out)
+{
+    double h = m->hidden_size;
+    int n = 0;
+    if (m->is_mla) {
+        double qk = (double)m->qk_nope_head_dim + m->qk_rope_head_dim, H = m->num_attention_heads;
+        if (m->q_lora_rank > 0) {
+            out[n++] = h * m->q_lora_rank;             /* q_a_proj */
+            out[n++] = (double)m->q_lora_rank * H * qk; /* q_b_proj */
+        } else {
+            out[n++] = h * H * qk;                     /* q_proj */
+        }
+        out[n++] = h * ((double)m->kv_lora_rank + m->qk_rope_head_dim);      /* kv_a_proj_with_mqa */
+        out[n++] = (double)m->kv_lora_rank * H * ((double)m->qk_nope_head_dim + m->v_head_dim); /* kv_b_proj */
+        out[n++] = H * m->v_head_dim * h;                                       /* o_proj */
+    } else {
+        double hd = m->head_dim;
+        out[n++] = h * ((double)m->num_attention_heads + 2.0 * m->num_key_value_heads) * hd; /* qkv_proj */
+        out[n++] = (double)m->num_attention_heads * hd * h;                                  /* o_proj */
+    }
+    int moe = m->num_experts > 0 && layer >= m->first_k_dense_replace &&
+              layer < m->first_k_dense_replace + (m->num_moe_layers > 0 ? m->num_moe_layers : m->num_hidden_layers);
+    if (moe) {
+        double E = m->num_experts, I = m->moe_intermediate_size;
+        double shared = (double)m->num_shared_experts * I + m->shared_expert_intermediate_size;
+        out[n++] = E * h;           /* the router gate */
+        out[n++] = E * 2.0 * I * h; /* experts.w13_weight: every expert in one tensor */
+        out[n++] = E * I * h;       /* experts.w2_weight */
+        if (shared > 0) {
+            out[n++] = 2.0 * shared * h; /* shared expert gate_up_proj */
+            out[n++] = shared * h;       /* down_proj */
+        }
+    } else {
+        out[n++] = 2.0 * m->intermediate_size * h; /* gate_up_proj */
+        out[n++] = (double)m->intermediate_size * h; /* down_proj */
+    }
+    return n;
+}
+
+double kv_plan_cpu_offload_bytes(const kv_model *m, const kv_args *a, double *layer_max)
+{
+    if (layer_max)
+        *layer_max = 0;
+    double limit = floor(a->cpu_offload_gb * 1073741824.0);
+    int L = m->num_hidden_layers;
+    if (!(limit > 0) || L < 1)
+        return 0;
+    /* Scale the shape's counts to the bytes the weights term gives the linear layers. */
+    double counts = 0, par[8];
+    for (int l = 0; l < L; l++) {
+        int n = layer_params(m, l, par);
+        for (int i = 0; i < n; i++)
+            counts += par[i];
+    }
+    double lin = linear_bytes(m, a);
+    if (!(counts > 0) || !(lin > 0))
+        return 0;
+    double per = lin / counts, done = 0;
+    for (int l = 0; l < L && done < limit; l++) {
+        int n = layer_params(m, l, par);
+        double here = 0;
+        for (int i = 0; i < n && done < limit; i++) {
+            done += par[i] * per;
+            here += par[i] * per;
+        }
+        if (layer_max && here > *layer_max)
+            *layer_max = here;
+    }
+    return done;
+}
+
+/* --cpu-offload-gb: what leaves the weights term (not with --weights-gib,
+ * which is what stays on the GPU). */
+static void plan_cpu_offload(const plan_ctx *c, kv_plan *p, double *w, char *how, size_t howlen)
+{
+    const kv_args *a = c->a;
+    if (!(a->cpu_offload_gb > 0))
+        return;
+    if (a->weights_gib >= 0) {
+        plan_note(p, "--cpu-offload-gb %g: --weights-gib is what stays on the GPU, so nothing more is taken off",
+                  a->cpu_offload_gb);
+        return;
+    }
+    double layer = 0, off = kv_plan_cpu_offload_bytes(c->m, a, &layer);
+    if (off > *w)
+        off = *w;
+    p->cpu_offload_bytes = off;
+    p->cpu_offload_layer_bytes = layer;
+    *w -= off;
+    char tail[64];
+    snprintf(tail, sizeof tail, " - %.2f GiB in CPU memory", off / KV_GIB);
+    size_t l = strlen(how), tl = strlen(tail);
+    if (l + tl + 1 > howlen) /* keep the offload visible: it changes the figure */
+        l = howlen > tl + 1 ? howlen - tl - 1 : 0;
+    snprintf(how + l, howlen - l, "%s", tail);
+    plan_note(p, "--cpu-offload-gb %g: vLLM keeps %.2f GiB of the weights per GPU in CPU memory (whole parameters "
+                 "of the first decoder layers); every forward reads them from there%s",
+              a->cpu_offload_gb, off / KV_GIB,
+              off + 1.0 < a->cpu_offload_gb * KV_GIB ? " (that is all the decoder layers hold)" : "");
+}
+
 void plan_weights(const plan_ctx *c, kv_plan *p)
 {
     const kv_model *m = c->m;
@@ -278,6 +381,7 @@ void plan_weights(const plan_ctx *c, kv_plan *p)
             }
         }
     }
+    plan_cpu_offload(c, p, &w, how, sizeof how);
     p->weights_bytes = w;
     plan_set_term(p, KV_PLAN_TERM_WEIGHTS, "weights", w, over, 1, "%s", how);
 }
@@ -345,8 +449,16 @@ void plan_activation(const plan_ctx *c, kv_plan *p)
         p->warmup_need_bytes = fmax(sampler_bytes(m, S, S, topk, c->act_bytes),
                                     kv_plan_forward_bytes(m, c->tp, S, c->act_bytes));
     }
-    char fwd[40];
+    /* V0 has no UVA view of offloaded weights: each offloaded layer's
+     * forward copies its parameters back to the GPU for the call
+     * (functional_call in maybe_offload_to_cpu), on top of the activations. */
+    double onload = mem->runner == KV_RUNNER_V0 ? p->cpu_offload_layer_bytes : 0;
+    p->forward_bytes += onload;
+    char fwd[96];
     snprintf(fwd, sizeof fwd, "forward of %lld tokens", (long long)T);
+    if (onload > 0)
+        snprintf(fwd + strlen(fwd), sizeof fwd - strlen(fwd), " + %.2f GiB offloaded layer copied in",
+                 onload / KV_GIB);
     if (p->sampler_bytes > p->forward_bytes) {
         p->activation_bytes = p->sampler_bytes;
         int64_t S = p->max_num_seqs < T ? p->max_num_seqs : T;

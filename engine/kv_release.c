@@ -324,6 +324,9 @@ static const kv_release_memory M_V0_065 = {V0_MEM(KV_BUDGET_PROFILED, 2048)};
 /* V1 0.8.0-0.9.0 (v1/worker/gpu_worker.py determine_available_memory):
  * total x util - (peak + non-torch allocations), context inside. */
 static const kv_release_memory M_V1_080 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_080,
+                                           .v0_fallback_below_cc = 80, .v0_fallback_cpu_offload = 1};
+/* 0.8.3: V1 offloads weights itself (models/utils.py maybe_offload_to_cpu over UVA). */
+static const kv_release_memory M_V1_083 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_080,
                                            .v0_fallback_below_cc = 80};
 static const kv_release_memory M_V1_084 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_084,
                                            .v0_fallback_below_cc = 80};
@@ -450,7 +453,8 @@ static const kv_release ROWS[] = {
     {"0.8.0", "0.8.2", "V1 by default: v1/worker/gpu_worker.py determine_available_memory; arg_utils.py "
                        "_set_default_args_v1 (H100/H200 by name)",
      &M_V1_080, &T_V1_080, &S_V1_080},
-    {"0.8.3", "0.8.3", "v1/worker/gpu_model_runner.py logs GiB", &M_V1_080, &T_V1_083, &S_V1_080},
+    {"0.8.3", "0.8.3", "v1/worker/gpu_model_runner.py logs GiB; V1 offloads weights to the CPU", &M_V1_083, &T_V1_083,
+     &S_V1_080},
     {"0.8.4", "0.8.4", "v1/core/kv_cache_utils.py estimate_max_model_len; arg_utils.py 256 seqs off H100/H200",
      &M_V1_084, &T_V1_084, &S_V1_080},
     {"0.8.5", "0.8.5.post1", "arg_utils.py: defaults by card memory (>= 70 GiB)", &M_V1_085, &T_V1_084, &S_V1_080},
@@ -660,6 +664,13 @@ void kv_release_card_defaults(const kv_release *r, double total_gib, const char 
 const kv_release *kv_release_for_card(const kv_release *r, int cc)
 {
     if (!r || !r->mem->v0_fallback_below_cc || cc <= 0 || cc >= r->mem->v0_fallback_below_cc)
+        return r;
+    return kv_release_v0_fallback(r);
+}
+
+const kv_release *kv_release_v0_fallback(const kv_release *r)
+{
+    if (!r || !r->mem->engine_v1)
         return r;
     for (size_t i = 0; i < sizeof V0_FALLBACK / sizeof V0_FALLBACK[0]; i++)
         if (kv_release_compare(r->first, V0_FALLBACK[i].first) >= 0 &&

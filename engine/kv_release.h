@@ -163,6 +163,9 @@ typedef struct kv_release_memory {
      * (x10: 80 = 8.0; engine/arg_utils.py _is_v1_supported_oracle, 0.8.0 to
      * 0.10.1.x); 0: no fallback. */
     int v0_fallback_below_cc;
+    /* V1 falls back to V0 when --cpu-offload-gb is given ("No CPU offloading
+     * yet": engine/arg_utils.py _is_v1_supported_oracle, 0.8.0 to 0.8.2). */
+    int v0_fallback_cpu_offload;
     /* What the warm-up after the pool needs beyond the profiled activation:
      * vLLM's own "memory profiling may slightly underestimate" buffer
      * (gpu_worker.py redundancy_buffer_memory, 150 MiB, 0.10.2 on). */
@@ -247,6 +250,10 @@ void kv_release_card_defaults(const kv_release *r, double total_gib, const char 
  * r->mem->v0_fallback_below_cc (then the V0 row of that era, whose sched
  * section is r's). */
 const kv_release *kv_release_for_card(const kv_release *r, int cc);
+
+/* The V0 engine a V1 row of 0.8.0 - 0.10.1.x falls back to (the V0 row of
+ * its era, whose sched section is r's); r itself for any other row. */
+const kv_release *kv_release_v0_fallback(const kv_release *r);
 
 /* Whether r runs a model of this architecture on model runner V2 by default. */
 int kv_release_uses_v2_runner(const kv_release *r, const char *architecture, int is_moe, int is_quantized);

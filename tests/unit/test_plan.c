@@ -1086,6 +1086,47 @@ static void test_serve_findings(void **state)
     release_plan(&p, "meta-llama/Llama-3.1-8B-Instruct", "h100-80gb", "0.11.0", one);
     assert_int_equal(p.error_kind, KV_PLAN_ERR_MAX_MODEL_LEN);
     assert_non_null(strstr(p.error, "(0.00 GiB)"));
+
+    /* --cpu-offload-gb: whole parameters of the first layers move to the
+     * CPU until the limit is reached; the weights term drops by that and,
+     * on V1, the pool grows by the same bytes. */
+    static kv_plan q;
+    const char *const base[] = {"max-model-len", "8192", NULL};
+    const char *const off4[] = {"max-model-len", "8192", "cpu-offload-gb", "4", NULL};
+    release_plan(&q, "meta-llama/Llama-3.1-8B-Instruct", "rtx-4090", "0.33.0", base);
+    release_plan(&p, "meta-llama/Llama-3.1-8B-Instruct", "rtx-4090", "0.33.0", off4);
+    assert_true(p.starts && q.starts);
+    assert_true(p.cpu_offload_bytes >= 4.0 * KV_GIB);
+    /* Llama-3.1-8B's largest parameter (gate_up_proj) is 0.22 GiB: no more past the limit */
+    assert_true(p.cpu_offload_bytes < 4.0 * KV_GIB + 0.22 * KV_GIB);
+    check_near("offload", "weights", p.weights_bytes, q.weights_bytes - p.cpu_offload_bytes, 1.0);
+    check_near("offload", "kv", p.available_kv_bytes - q.available_kv_bytes, p.cpu_offload_bytes, 1.0);
+    assert_non_null(strstr(p.terms[KV_PLAN_TERM_WEIGHTS].how, "in CPU memory"));
+    /* a limit inside a layer: one parameter more, not the rest of the layer (0.41 GiB) */
+    const char *const off37[] = {"max-model-len", "8192", "cpu-offload-gb", "3.7", NULL};
+    release_plan(&p, "meta-llama/Llama-3.1-8B-Instruct", "rtx-4090", "0.33.0", off37);
+    assert_true(p.cpu_offload_bytes >= 3.7 * KV_GIB && p.cpu_offload_bytes < 3.7 * KV_GIB + 0.22 * KV_GIB);
+    /* more than the decoder layers hold: the embeddings and lm_head stay */
+    const char *const off99[] = {"max-model-len", "8192", "cpu-offload-gb", "99", NULL};
+    release_plan(&p, "meta-llama/Llama-3.1-8B-Instruct", "rtx-4090", "0.33.0", off99);
+    check_near("offload all", "left on the GPU", p.weights_bytes / KV_GIB, 2.0 * 128256 * 4096 * 2 / KV_GIB + 0.03, 0.02);
+    /* 0.8.0-0.8.2: V1 has no CPU offload and falls back to V0, whose forward
+     * copies an offloaded layer back in (0.41 GiB for this model) */
+    release_plan(&q, "meta-llama/Llama-3.1-8B-Instruct", "rtx-4090", "0.8.2", base);
+    release_plan(&p, "meta-llama/Llama-3.1-8B-Instruct", "rtx-4090", "0.8.2", off4);
+    assert_int_equal(q.engine_v1, 1);
+    assert_int_equal(p.engine_v1, 0);
+    assert_non_null(strstr(p.log[0], "--cpu-offload-gb is not supported by the V1 Engine. Falling back to V0."));
+    check_near("0.8.2 offload", "copied-in layer", p.cpu_offload_layer_bytes / KV_GIB, 0.41, 0.01);
+    check_near("0.8.2 offload", "forward", p.forward_bytes - kv_plan_forward_bytes(load_model(
+        "meta-llama/Llama-3.1-8B-Instruct"), 1, p.max_num_batched_tokens, 2), p.cpu_offload_layer_bytes, 1.0);
+    release_plan(&p, "meta-llama/Llama-3.1-8B-Instruct", "rtx-4090", "0.8.3", off4);
+    assert_int_equal(p.engine_v1, 1);
+    assert_true(p.cpu_offload_bytes >= 4.0 * KV_GIB);
+    /* --weights-gib is what stays: nothing more comes off */
+    const char *const ow[] = {"max-model-len", "8192", "cpu-offload-gb", "4", "weights-gib", "12", NULL};
+    release_plan(&p, "meta-llama/Llama-3.1-8B-Instruct", "rtx-4090", "0.33.0", ow);
+    check_near("offload + --weights-gib", "weights", p.weights_bytes / KV_GIB, 12.0, 1e-9);
 }
 
 int main(void)
