@@ -481,19 +481,23 @@ void plan_activation(const plan_ctx *c, kv_plan *p)
  * parameters and per-graph buffers), MiB. At tp 1 the estimates vLLM logs
  * give 0.24: Qwen2.5-7B on 0.22.0 with 35 PIECEWISE and 19 FULL graphs,
  * "Estimated CUDA graph memory: 0.37 GiB total"; Llama-3.1-8B on 0.19.0
- * (H100, 51 + 51 graphs), 0.84 GiB. At tp > 1 every layer also captures its
- * all-reduce: custom all-reduce on NVLink, NCCL on PCIe. The NVLink figure,
- * 0.40, sits in the window the logs leave: above 0.37 (0.10.2, H200,
- * Qwen3-Next-80B at tp 2 took 2.37 GiB for 67 + 67 graphs of 48 layers; a
- * capture can free cached blocks, so "took" only bounds it from below) and
- * 0.39 (0.11.0, H100, Qwen3-32B at tp 2 and utilization 0.95 fails its
- * sampler warm-up), and at most 0.41 (0.19.0, H100: the 80-layer Qwen2.5-72B
- * and Llama-3.3-70B start at tp 2 and 4 at 0.95). PCIe: 0.56, the lower bound
- * of Qwen3-235B-A22B at tp 4 on L40S (0.10.2, 3.45 GiB for 67 graphs of 94
- * layers). tests/vectors/real-logs.json holds the logs. */
+ * (H100, 51 + 51 graphs), 0.84 GiB; gpt-oss-20b's PIECEWISE graphs on
+ * 0.19.0 (DEBUG "(83-1) x 6.00 MiB per-graph" over 25 pieces). At tp > 1
+ * every layer also captures its all-reduce, one kernel node more whichever
+ * kind runs it: 0.40 on NVLink (custom all-reduce) and on PCIe (NCCL) alike.
+ * NVLink: above 0.37 (0.10.2, H200, Qwen3-Next-80B at tp 2 took 2.37 GiB for
+ * 67 + 67 graphs of 48 layers; a capture can free cached blocks, so "took"
+ * only bounds it from below) and 0.39 (0.11.0, H100, Qwen3-32B at tp 2 and
+ * utilization 0.95 fails its sampler warm-up), and at most 0.41 (0.19.0,
+ * H100: the 80-layer Qwen2.5-72B and Llama-3.3-70B start at tp 2 and 4 at
+ * 0.95). PCIe: 0.19.0 on 4 L40S with custom all-reduce off, Qwen2.5-72B at
+ * tp 4, 51 + 35 graphs of 80 layers: estimate 2.73 GiB, pool 2.62 GiB, i.e.
+ * 0.39-0.41. What this leaves out: Qwen3-235B-A22B (MoE) at tp 4 on L40S
+ * (0.10.2) took at least 3.45 GiB for 67 graphs of 94 layers, 0.56, so MoE
+ * layers at tp > 1 can cost more; one log is too few to fit a rule on.
+ * tests/vectors/real-logs.json holds the logs. */
 #define CG_NODE_MIB 0.24
-#define CG_NODE_NVLINK_MIB 0.40
-#define CG_NODE_PCIE_MIB 0.56
+#define CG_NODE_TP_MIB 0.40
 
 /* Capture sizes of rule k up to max_size: how many, and the largest. */
 static int cg_count(kv_release_cg_sizes k, int64_t max_size, int64_t *largest)
@@ -539,7 +543,8 @@ double kv_plan_cudagraph_bytes(const kv_release *r, const kv_model *m, int32_t t
         *full_out = mem->cg_sizes == KV_CG_V0 ? n : nfull;
     if (n == 0)
         return 0;
-    double node = (tp == 1 ? CG_NODE_MIB : nvlink ? CG_NODE_NVLINK_MIB : CG_NODE_PCIE_MIB) * 1024.0 * 1024.0;
+    double node = (tp == 1 ? CG_NODE_MIB : CG_NODE_TP_MIB) * 1024.0 * 1024.0;
+    (void)nvlink; /* the all-reduce node costs the same on NVLink and PCIe */
     double L = m->num_hidden_layers;
     double first = kv_plan_forward_bytes(m, tp, largest, act_bytes);
     if (mem->cg_sizes == KV_CG_V0)

@@ -863,6 +863,17 @@ static void test_release_rules_2(void **state)
     kv_plan_cudagraph_bytes(kv_release_find("0.10.0", NULL, 0), m, 1, 0, 256, 2048, 2, &pw, &full);
     assert_int_equal(pw, 67);
     assert_int_equal(full, 0);
+    /* 0.19.0 on 4 PCIe L40S (NCCL, custom all-reduce off): Qwen2.5-72B's 51 + 35
+     * graphs, "Estimated CUDA graph memory: 2.73 GiB total"; the all-reduce node
+     * costs what it costs on NVLink. */
+    kv_model *m72 = load_model("Qwen/Qwen2.5-72B-Instruct");
+    const kv_release *r19 = kv_release_find("0.19.0", NULL, 0);
+    double pcie = kv_plan_cudagraph_bytes(r19, m72, 4, 0, 256, 2048, 2, &pw, &full);
+    assert_int_equal(pw, 51);
+    assert_int_equal(full, 35);
+    check_near("0.19 L40S tp 4", "estimate", pcie / KV_GIB, 2.73, 0.12);
+    check_near("0.19 tp 4", "NVLink = PCIe", kv_plan_cudagraph_bytes(r19, m72, 4, 1, 256, 2048, 2, NULL, NULL) / KV_GIB,
+               pcie / KV_GIB, 1e-9);
 
     const char *const h100_19[] = {"gpu-memory-gib", "79.19", "gpu-memory-utilization", "0.95", "max-model-len", "8192",
                                    NULL};
