@@ -118,6 +118,11 @@ def predicted_terms(plan):
             "kv": plan["kv_cache_gib"]}
 
 
+def card_is_hopper(k):
+    """Whether a case ran on an H100/H200 (most of the set); the others are summarized apart."""
+    return (k.get("gpu") or "").startswith(("h100", "h200", "gh200"))
+
+
 def fmt(v):
     return "   -  " if v is None else "%6.2f" % v
 
@@ -141,7 +146,7 @@ def main():
             print("fidelity: no case %s" % a.case, file=sys.stderr)
             return 2
 
-    errors, wrong, skipped, failed, rows = [], [], [], [], []
+    errors, wrong, skipped, failed, rows, hopper = [], [], [], [], [], {}
     held_out = {c["id"] for c in cases if c.get("held_out")}
     print("%-44s %-9s %-26s %-26s %-26s %-22s %s" % ("case", "release", "weights  kvlab  vLLM",
                                                     "activation kvlab vLLM", "non-torch kvlab vLLM",
@@ -167,6 +172,7 @@ def main():
         if not ok:
             wrong.append(c["id"])
         rows.append((c["id"], k["vllm_version"], kv_err, ok))
+        hopper[c["id"]] = card_is_hopper(k)
         print("%-44s %-9s %s %s        %s %s        %s %s        %s %s %7s  %s" % (
             c["id"][:44], k["vllm_version"], fmt(p["weights"]), fmt(l["weights"]), fmt(p["activation"]),
             fmt(l["activation"]), fmt(p["non_torch"]), fmt(l["non_torch"]), fmt(p["kv"]), fmt(k.get("logged_kv_gib")),
@@ -188,6 +194,9 @@ def main():
         print("known misses, not run (kvlab's verdict differs; each note says why): %d: %s" % (
             len(misses), ", ".join("%s (vLLM %s, kvlab %s)" % (c["id"], c["kvlab"]["verdict"], c["kvlab"]["kvlab_predicts"])
                                    for c in misses)))
+    off = [r for r in rows if not hopper[r[0]]]
+    if off:
+        summarize(off, "cards other than H100/H200 (A100, L40S, RTX, custom), by release range:")
     held = [r for r in rows if r[0] in held_out]
     hmed = float("nan")
     if held:
