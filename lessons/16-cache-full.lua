@@ -37,9 +37,12 @@ return {
     lab.show("pool"); lab.show("metrics"); lab.show("requests"); lab.show("flags")
     lab.on_flag(function() send(lab) end)
     send(lab)
+    lab.say("Example B again: Llama 3.1 8B on the RTX 4090, a pool of %s tokens. %d code "
+      .. "reviews arrive together, each a %s-token prompt that grows to %s tokens as the "
+      .. "answer is written. max-num-seqs is %s: at most that many requests run at once.",
+      fmt.int(pool), NREQ, fmt.int(REVIEW.prompt), fmt.int(peak_tokens()), lab.flag("max-num-seqs"))
     lab.predict{
-      prompt = string.format("%d reviews arrive together and max-num-seqs is %s. Before the engine runs: "
-        .. "how many of them will wait?", NREQ, lab.flag("max-num-seqs")),
+      prompt = string.format("Before the engine runs: how many of the %d reviews will wait?", NREQ),
       unit = "requests", abs = 0.5, script = "12 requests",
       expect = "metrics.num_requests_waiting",
       run = function()
@@ -50,10 +53,7 @@ return {
     }
     local m = lab.metrics()
     lab.highlight("metrics", "num_requests_waiting")
-    lab.say("Example B again: Llama 3.1 8B on the RTX 4090, a pool of %s tokens. %d code "
-      .. "reviews arrive together, each a %s-token prompt that grows to %s tokens as the "
-      .. "answer is written. max-num-seqs is %s, so %d run and %d wait, while the cache is only %s full.",
-      fmt.int(pool), NREQ, fmt.int(REVIEW.prompt), fmt.int(peak_tokens()), lab.flag("max-num-seqs"),
+    lab.say("%d run and %d wait, while the cache is only %s full.",
       m.num_requests_running, m.num_requests_waiting, fmt.pct(m.kv_cache_usage_perc))
     lab.say("Someone looks at the queue and decides the server should run more requests at once.")
     lab.ask{

@@ -103,6 +103,8 @@ local LEVERS = {
   { "traffic-output", "the traffic, not the server" },
 }
 local changed = {}   -- flags changed while a challenge's goal was pending
+local challenge = 0  -- the challenge whose goal is pending (0: none)
+local start_flags = {} -- each lever's value when that goal began
 
 local function lever_rank(plan, name)
   if plan and plan.fixes then
@@ -120,6 +122,9 @@ end
 local function golf_hints(lab, n, hints, par)
   local best = lab.best(string.format("challenge %d", n))
   changed = {}
+  -- the flags as the challenge starts: a lever pulled and put back is no lever
+  start_flags = {}
+  for _, l in ipairs(LEVERS) do start_flags[l[1]] = lab.flag(l[1]) end
   if best then
     hints[#hints + 1] = string.format("You solved this before in %d change%s (%s); the best is %d.", best.changes,
       best.changes == 1 and "" or "s", best.lever, par)
@@ -133,7 +138,7 @@ local function golf_score(lab, n, changes, par)
   local names, costs, rank = {}, {}, 0
   local plan = lab.plan()
   for _, l in ipairs(LEVERS) do
-    if changed[l[1]] then
+    if changed[l[1]] and lab.flag(l[1]) ~= start_flags[l[1]] then
       names[#names + 1] = l[1]
       costs[#costs + 1] = l[2]
       local r = lever_rank(plan, l[1])
@@ -178,6 +183,15 @@ return {
         lab.restart({})
         apply_traffic(lab)
       end
+      -- challenge 1's dead end: a max-model-len past the model's own limit
+      -- is refused as an argument, not at the length check
+      local len, m = tonumber(lab.flag("max-model-len")), lab.model()
+      if challenge == 1 and name == "max-model-len" and not lab.plan() and len and m
+          and len > m.max_position_embeddings then
+        lab.say("vLLM refused max-model-len %s before it sizes the pool: the model's limit is %s tokens. " ..
+          "That is not the length check; put max-model-len back and shrink the pool.", fmt.int(len),
+          fmt.int(m.max_position_embeddings))
+      end
     end)
     local ok, err = restart(lab, { ["request-rate"] = 4, ["traffic-prompt"] = 1500, ["traffic-output"] = 300 })
     if not ok then error("the playground's first server should start: " .. tostring(err)) end
@@ -204,18 +218,25 @@ return {
     restart(lab)
     lab.highlight("flags", "gpu")
     lab.highlight("flags", "max-model-len")
+    local limit = lab.plan().model_max_model_len
     lab.say("vLLM refuses to start when one request of max-model-len tokens does not fit in the pool. " ..
-      "Either shrink the pool (a smaller gpu, or a lower gpu-memory-utilization) or leave the pool " ..
-      "and raise max-model-len beyond the %s tokens it holds.", fmt.int(lab.plan().kv_cache_tokens))
+      "Here the pool holds %s tokens, and max-model-len cannot grow past the model's own %s (vLLM " ..
+      "refuses a longer one before it sizes anything). So the request cannot outgrow this pool: " ..
+      "shrink the pool instead, with a smaller gpu or a lower gpu-memory-utilization.",
+      fmt.int(lab.plan().kv_cache_tokens), fmt.int(limit))
+    challenge = 1
     local changes = lab.goal({
       text = "Make vLLM refuse to start at the length check (\"To serve at least one request ...\").",
       check = function() local p = lab.plan(); return p ~= nil and p.error_kind == "max_model_len" end,
       hints = golf_hints(lab, 1, {
-        "The pool must be smaller than one max-model-len request: shrink the pool or lengthen the request.",
+        "The pool must be smaller than one max-model-len request, and the request is at most " .. fmt.int(limit) ..
+          " tokens: shrink the pool.",
         "Try a smaller card: set gpu to rtx-4090 and leave max-model-len unset.",
       }, 1),
       script = { { "gpu", "rtx-4090" } },
+      wrong = { { { "max-model-len", tostring(2 * limit) }, says = "before it sizes the pool" } },
     })
+    challenge = 0
     golf_score(lab, 1, changes, 1)
     local p = lab.plan()
     lab.say("There it is:")

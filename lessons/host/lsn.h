@@ -203,6 +203,12 @@ unsigned lsn_tick_steps(lsn_runner *r, int64_t k);
  * in err. */
 int lsn_save_to(lsn_runner *r, const char *state_dir, char *err, size_t errlen);
 
+/* Who makes the answers, predictions and flag changes the page reports:
+ * NULL or "" the learner ("Your prediction: 20."), else a name that the
+ * page uses instead ("root predicted 20."): a follower replaying its
+ * presenter's moves. Affects lines said from now on. */
+void lsn_set_voice(lsn_runner *r, const char *who);
+
 /* Step counter: steps are counted at each pause, question and goal passed. */
 int lsn_step(const lsn_runner *r);
 

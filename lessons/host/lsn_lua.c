@@ -2606,17 +2606,18 @@ static int f_predict_outcome(lua_State *L)
     }
     if (vm->env.log && *vm->env.log)
         fprintf(*vm->env.log, "    outcome: engine %s = %.10g (the run gave %.10g)\n", t.expect, want, got);
-    /* the page: prediction, outcome, gap, why */
+    /* the page: prediction, outcome, gap, why (a follower's page names the presenter) */
     char line[1024];
+    const char *who = vm->env.voice && vm->env.voice[0] ? vm->env.voice : "You";
     if (nchoices) {
         lua_getfield(L, 1, "choices");
         lua_rawgeti(L, -1, (lua_Integer)pred);
         lua_rawgeti(L, -2, (lua_Integer)got);
         const char *pc = lua_tostring(L, -2), *gc = lua_tostring(L, -1);
         if (pred == got)
-            snprintf(line, sizeof line, "You predicted %c) %s, and so it went.", 'a' + (int)pred - 1, pc ? pc : "?");
+            snprintf(line, sizeof line, "%s predicted %c) %s, and so it went.", who, 'a' + (int)pred - 1, pc ? pc : "?");
         else
-            snprintf(line, sizeof line, "You predicted %c) %s; the engine did %c) %s.", 'a' + (int)pred - 1,
+            snprintf(line, sizeof line, "%s predicted %c) %s; the engine did %c) %s.", who, 'a' + (int)pred - 1,
                      pc ? pc : "?", 'a' + (int)got - 1, gc ? gc : "?");
         lua_pop(L, 3);
     } else {
@@ -2626,15 +2627,15 @@ static int f_predict_outcome(lua_State *L)
         lsn_numq around = {got, t.unit, t.rel, t.abs, 0, NULL};
         double back;
         if (lsn_answer_check_number(&around, ptxt, &back, msg, sizeof msg) == LSN_CHECK_CORRECT) {
-            snprintf(line, sizeof line, "You predicted %s; the engine: %s. Right on.", ptxt, gtxt);
+            snprintf(line, sizeof line, "%s predicted %s; the engine: %s. Right on.", who, ptxt, gtxt);
         } else {
             char gaptxt[128];
             lsn_answer_format(fabs(gap), t.unit, gaptxt, sizeof gaptxt);
             if (got != 0)
-                snprintf(line, sizeof line, "You predicted %s; the engine: %s. %s by %s (%.0f%% of the outcome).",
-                         ptxt, gtxt, gap > 0 ? "Low" : "High", gaptxt, 100.0 * fabs(gap) / fabs(got));
+                snprintf(line, sizeof line, "%s predicted %s; the engine: %s. %s by %s (%.0f%% of the outcome).",
+                         who, ptxt, gtxt, gap > 0 ? "Low" : "High", gaptxt, 100.0 * fabs(gap) / fabs(got));
             else
-                snprintf(line, sizeof line, "You predicted %s; the engine: %s. %s by %s.", ptxt, gtxt,
+                snprintf(line, sizeof line, "%s predicted %s; the engine: %s. %s by %s.", who, ptxt, gtxt,
                          gap > 0 ? "Low" : "High", gaptxt);
         }
     }

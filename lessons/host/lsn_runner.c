@@ -564,6 +564,7 @@ static int start_lesson(lsn_runner *r, int number)
         .lessons_dir = r->lessons_dir, .lessons_name = r->lessons_name, .number = number,
         .title = les->title, .shown_path = les->shown_path, .limits = r->limits, .interrupt = r->interrupt,
         .start_server = env_start_server, .stop_server = env_stop_server, .score = env_score, .host = r,
+        .voice = r->voice,
     };
     char err[512];
     r->vm = lsn_vm_new(&env, err, sizeof err);
@@ -742,6 +743,11 @@ const lsn_input *lsn_inputs(const lsn_runner *r, int *n)
     }
     *n = r->saving.progress.lessons[num].ninputs;
     return r->saving.progress.lessons[num].inputs;
+}
+
+void lsn_set_voice(lsn_runner *r, const char *who)
+{
+    snprintf(r->voice, sizeof r->voice, "%s", who ? who : "");
 }
 
 int lsn_save_to(lsn_runner *r, const char *state_dir, char *err, size_t errlen)
@@ -985,8 +991,13 @@ static int apply_remembered(lsn_runner *r)
                 r->q.tries = tries;
                 r->q.hints_shown = hints;
             }
-            if (did && !r->saving.notice[0]) /* the lesson may turn the page at once */
-                snprintf(r->saving.notice, sizeof r->saving.notice, "Your answer: %.700s (from before).", ans->value);
+            if (did && !r->saving.notice[0]) { /* the lesson may turn the page at once */
+                if (r->voice[0])
+                    snprintf(r->saving.notice, sizeof r->saving.notice, "%s's answer: %.700s.", r->voice, ans->value);
+                else
+                    snprintf(r->saving.notice, sizeof r->saving.notice, "Your answer: %.700s (from before).",
+                             ans->value);
+            }
         }
     } else {
         for (int i = 0; i < nmine && r->pace.wait == W_GOAL; i++) {
@@ -996,8 +1007,14 @@ static int apply_remembered(lsn_runner *r)
             if (lsn_set_flag(r, mine[i].name, mine[i].value, err, sizeof err))
                 did = 1;
         }
-        if (did && r->pace.wait == W_GOAL && r->g.met)
-            say_line(r, "You reached this goal before: your flag changes were made again.");
+        if (did && r->pace.wait == W_GOAL && r->g.met) {
+            char line[256];
+            if (r->voice[0])
+                snprintf(line, sizeof line, "%s reached this goal with these flag changes.", r->voice);
+            else
+                snprintf(line, sizeof line, "You reached this goal before: your flag changes were made again.");
+            say_line(r, line);
+        }
     }
     inputs_free(mine, nmine);
     r->changes |= saved;
@@ -1181,7 +1198,12 @@ unsigned lsn_answer(lsn_runner *r, const char *text, lsn_verdict *v)
     if (res == LSN_CHECK_CORRECT) {
         record(r, LSN_IN_ANSWER, NULL, text);
         char line[1024];
-        if (q->predict)
+        if (r->voice[0] && q->predict) /* a follower: the presenter's move, not the reader's */
+            snprintf(line, sizeof line, "%s predicted %s.%s", r->voice, text,
+                     r->ahead.from_before ? "" : " Now the engine runs.");
+        else if (r->voice[0])
+            snprintf(line, sizeof line, "%s's answer: %s. That's right.", r->voice, text);
+        else if (q->predict)
             snprintf(line, sizeof line, r->ahead.from_before ? "Your prediction: %s (from before)."
                                                              : "Your prediction: %s. Now the engine runs.", text);
         else

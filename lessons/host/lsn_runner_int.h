@@ -105,6 +105,7 @@ struct lsn_runner {
     lsn_checking chk;
     unsigned changes;        /* LSN_CH_* since the last public call returned */
     lsn_scene scene;
+    char voice[64];          /* who answers ("" = the learner; lsn_set_voice) */
 };
 
 /* ---- lsn_runner.c, for lsn_check.c ---- */

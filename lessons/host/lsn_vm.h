@@ -86,6 +86,8 @@ typedef struct lsn_lab_env {
      * not, -1 refused. s->changes < 0: only look the kept one up. */
     int (*score)(void *host, const lsn_score *s, lsn_score *before);
     void *host;
+    const char *voice;       /* who makes the answers: "" the learner ("You predicted"),
+                                else a name ("root predicted"); lsn_set_voice */
 } lsn_lab_env;
 
 typedef struct lsn_vm lsn_vm;

@@ -151,8 +151,10 @@ kill -TERM "$pid"
 on pres tui_wait "EXIT:" 10
 for f in f1 f2; do
     on $f tui_wait "presenter quit" 10
-    on $f tui_wait "waiting for presenter" 5
+    on $f tui_wait "presenter left" 5
     on $f tui_wait "Second run over" 2   # the page stays
+    on $f tui_wait "The presenter has left" 5   # and says so, not "the presenter moves on"
+    if screen_of $f | grep -qF "the presenter moves on"; then fail "$f still says the presenter moves on"; fi
 done
 tui_tmux kill-session -t pres
 room_start pres 80 24 -- --present class

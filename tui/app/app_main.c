@@ -102,7 +102,7 @@ void app_status(app *a, ui_role role, const char *fmt, ...)
     a->status_role = role;
     a->status_until = a->now + 6.0;
     a->status_page = -1; /* app_status_on_page binds one to its page */
-    a->dirty |= UI_PANE_BIT(UI_PANE_HEADER) | UI_PANE_BIT(UI_PANE_FLAGS);
+    a->dirty |= UI_PANE_BIT(UI_PANE_HEADER) | UI_PANE_BIT(UI_PANE_FLAGS) | UI_PANE_BIT(UI_PANE_FOOTER);
 }
 
 /* ---- layout and windows ------------------------------------------------ */
@@ -230,6 +230,9 @@ void app_open_overlay(app *a, int kind)
 static void draw(app *a)
 {
     app_frame_update(a); /* one snapshot of the engine for every view */
+    /* The header's run state decides where a status message goes (header
+     * or footer, ui_chrome_status_in_footer) and what space does next. */
+    if (a->dirty & UI_PANE_BIT(UI_PANE_HEADER)) a->dirty |= UI_PANE_BIT(UI_PANE_FOOTER) | UI_PANE_BIT(UI_PANE_FLAGS);
     if (a->lay.too_small) {
         if (g_small && a->dirty) ui_chrome_small(a, g_small);
     } else {
@@ -385,7 +388,16 @@ void app_load_lesson(app *a, int number, int resume)
 void app_replay_lesson(app *a, int number, int step, const lsn_input *in, int nin)
 {
     int focus = a->view_focus;
+    /* The room's own message ("Following ...", "Back with ...") is about
+     * the room, not the lesson: a replay keeps it. */
+    char status[sizeof a->status];
+    int role = a->status_role;
+    double until = a->status_until;
+    memcpy(status, a->status, sizeof status);
     lesson_ui_reset(a);
+    memcpy(a->status, status, sizeof status);
+    a->status_role = role;
+    a->status_until = until;
     a->view_focus = focus; /* the presenter's, set again right after */
     if (lsn_replay(a->lsn, number, step, in, nin, 1) != 0 && lsn_current(a->lsn) != number)
         app_status(a, UI_R_ERROR, "Could not open lesson %d", number);
@@ -615,7 +627,7 @@ int app_main(int argc, char **argv)
         if (a->status[0] && (a->status_until <= a->now ||
                              (a->status_page >= 0 && a->lsn && lsn_page_number(a->lsn) != a->status_page))) {
             a->status[0] = 0;
-            a->dirty |= UI_PANE_BIT(UI_PANE_HEADER) | UI_PANE_BIT(UI_PANE_FLAGS);
+            a->dirty |= UI_PANE_BIT(UI_PANE_HEADER) | UI_PANE_BIT(UI_PANE_FLAGS) | UI_PANE_BIT(UI_PANE_FOOTER);
         }
         if (a->dirty) {
             draw(a);

@@ -347,6 +347,8 @@ static void sync_to(app *a, app_room *m, const room_state *t)
     lsn_runner *r = a->lsn;
     if (t->lesson <= 0 || !lsn_info_of(r, t->lesson))
         return; /* nothing to show yet (or a lesson this kvlab does not have) */
+    /* the page says whose answers these are ("root predicted 20") */
+    lsn_set_voice(r, m->presenter[0] ? m->presenter : "the presenter");
     if (m->force_replay || follow_steps(a, t) < 0)
         replay(a, m, t);
     m->force_replay = 0;
@@ -459,6 +461,7 @@ int app_room_key(app *a, int ch)
         char err[256];
         if (!m->exploring) {
             m->exploring = 1;
+            lsn_set_voice(a->lsn, NULL); /* the learner's own answers from here */
             a->paused = 0;
             a->speed = 1.0;
             lsn_set_speed(a->lsn, a->speed);
@@ -495,6 +498,13 @@ int app_room_drives(const app *a)
     return m && m->fol && !m->exploring;
 }
 
+int app_room_presenter_left(const app *a)
+{
+    const app_room *m = R(a);
+    return m && m->fol && !m->exploring && room_follow_get_status(m->fol) != ROOM_FS_FOLLOWING &&
+           room_follow_state(m->fol) != NULL;
+}
+
 int app_room_footer_mode(const app *a)
 {
     const app_room *m = R(a);
@@ -513,6 +523,8 @@ const char *app_room_label(const app *a)
         snprintf(m->label, sizeof m->label, "presenting to %d", n);
     } else if (m->exploring) {
         snprintf(m->label, sizeof m->label, "on your own");
+    } else if (app_room_presenter_left(a)) {
+        snprintf(m->label, sizeof m->label, "presenter left");
     } else if (room_follow_get_status(m->fol) == ROOM_FS_FOLLOWING) {
         snprintf(m->label, sizeof m->label, "following");
     } else if (room_follow_get_status(m->fol) == ROOM_FS_REFUSED) {

@@ -56,6 +56,10 @@ int app_room_key(struct app *a, int ch);
  * lesson itself (no lsn_tick), the room drives it. */
 int app_room_drives(const struct app *a);
 
+/* A follower (not broken away) whose presenter was there and is not now
+ * (quit, killed, restarting): the page stays as the presenter left it. */
+int app_room_presenter_left(const struct app *a);
+
 /* 1 following, 2 broken away, 0 otherwise (which keys the footer shows). */
 int app_room_footer_mode(const struct app *a);
 

@@ -45,21 +45,73 @@ static const keydef keys_answer[] = {
     { "n", "next" }, { "?", "help" },
 };
 
-static void draw_keys(WINDOW *win, int w, const keydef *k, int n)
+static void draw_keys(WINDOW *win, int w, const keydef *k, int n, int paused)
 {
     int x = 1;
     for (int i = 0; i < n; i++) {
-        int need = (int)strlen(k[i].key) + 1 + (int)strlen(k[i].what) + 2;
+        /* space says what it does now: run when paused, pause when running */
+        const char *what = paused && !strcmp(k[i].key, "space") ? "run" : k[i].what;
+        int need = (int)strlen(k[i].key) + 1 + (int)strlen(what) + 2;
         if (x + need > w) break;
         x += ui_puts(win, 0, x, w - x, k[i].key, ui_attr(UI_R_KEY));
         x++;
-        x += ui_puts(win, 0, x, w - x, k[i].what, ui_attr(UI_R_NORMAL));
+        x += ui_puts(win, 0, x, w - x, what, ui_attr(UI_R_NORMAL));
         x += 2;
     }
 }
 
-void ui_chrome_footer(app *a, WINDOW *win)
+static int text_cols(const char *utf8)
 {
+    wchar_t tmp[512];
+    int n = ui_decode(utf8, tmp, 512), cols = 0;
+    for (int i = 0; i < n; i++) cols += ui_wcwidth(tmp[i]);
+    return cols;
+}
+
+/* The header's right end: the room, the step, the run state, the speed. */
+static void header_right(const ui_view_ctx *c, char *out, size_t len)
+{
+    const app *a = c->a;
+    lsn_state st = c->s->state;
+    /* While the learner reads, answers or edits flags the lesson usually
+     * holds the engine still on purpose: say so, so it does not look stuck. */
+    int runs = a->lsn && lsn_engine_runs(a->lsn);
+    int held = a->lsn && !runs && c->f->has_engine &&
+               (st == LSN_WAIT_NEXT || st == LSN_WAIT_ANSWER || st == LSN_WAIT_GOAL);
+    const char *state = a->paused ? "paused" : st == LSN_RUNNING || st == LSN_WAIT_COND || runs ? "running"
+                       : st == LSN_DONE ? "done" : st == LSN_ERROR ? "error" : held ? "held by the lesson" : "waiting";
+    const char *room = app_room_label(a);
+    snprintf(out, len, "%s%sstep %d  %lc %s x%.1f ", room, room[0] ? "  " : "", c->s->step,
+             (wint_t)(a->paused ? ui_gl()->pause : ui_gl()->play), state, a->speed);
+}
+
+/* The header's middle: the lesson and its title (a status message takes
+ * the title's place while it lasts). */
+static void header_mid(const ui_view_ctx *c, int with_title, char *out, size_t len)
+{
+    int num = c->s->lesson;
+    int total = c->a->lsn ? lsn_count(c->a->lsn) : 0;
+    if (num > 0) snprintf(out, len, "  Lesson %d/%d  %s", num, total, with_title ? c->s->title : "");
+    else snprintf(out, len, "  no lesson  ");
+}
+
+static int status_on(const app *a) { return a->status[0] && a->status_until > a->now; }
+
+int ui_chrome_status_in_footer(const ui_view_ctx *c)
+{
+    const app *a = c->a;
+    if (!status_on(a) || a->overlay != APP_OV_NONE || app_rewind_active(a)) return 0;
+    char right[192], mid[256];
+    header_right(c, right, sizeof right);
+    header_mid(c, 0, mid, sizeof mid);
+    /* the header holds it whole after "kvlab" and the lesson, before the right end */
+    int room = a->cols - (1 + 5) - text_cols(mid) - text_cols(right) - 2;
+    return text_cols(a->status) > room;
+}
+
+void ui_chrome_footer(const ui_view_ctx *c, WINDOW *win)
+{
+    app *a = c->a;
     int h, w;
     getmaxyx(win, h, w);
     (void)h;
@@ -72,56 +124,46 @@ void ui_chrome_footer(app *a, WINDOW *win)
         ui_puts(win, 0, 1, w - 2, k, ui_attr(UI_R_KEY));
         return;
     }
-    int room = app_room_footer_mode(a);
-    if (room == 1) draw_keys(win, w, keys_follow, (int)(sizeof keys_follow / sizeof keys_follow[0]));
-    else if (a->input_active) draw_keys(win, w, keys_answer, 6);
-    else if (a->key_focus == UI_PANE_FLAGS && a->flag_editing) draw_keys(win, w, keys_edit, 4);
-    else if (a->key_focus == UI_PANE_FLAGS) draw_keys(win, w, keys_flags, 5);
-    else if (room == 2) draw_keys(win, w, keys_away, (int)(sizeof keys_away / sizeof keys_away[0]));
-    else if (app_rewind_active(a)) draw_keys(win, w, keys_replay, (int)(sizeof keys_replay / sizeof keys_replay[0]));
-    else draw_keys(win, w, keys_main, (int)(sizeof keys_main / sizeof keys_main[0]));
+    /* A message too long for the header has this row to itself while it
+     * lasts (the keys come back after it). */
+    if (ui_chrome_status_in_footer(c)) {
+        ui_puts(win, 0, 1, w - 2, a->status, ui_attr(a->status_role) | A_BOLD);
+        return;
+    }
+    int room = app_room_footer_mode(a), p = a->paused;
+    if (room == 1) draw_keys(win, w, keys_follow, (int)(sizeof keys_follow / sizeof keys_follow[0]), p);
+    else if (a->input_active) draw_keys(win, w, keys_answer, 6, p);
+    else if (a->key_focus == UI_PANE_FLAGS && a->flag_editing) draw_keys(win, w, keys_edit, 4, p);
+    else if (a->key_focus == UI_PANE_FLAGS) draw_keys(win, w, keys_flags, 5, p);
+    else if (room == 2) draw_keys(win, w, keys_away, (int)(sizeof keys_away / sizeof keys_away[0]), p);
+    else if (app_rewind_active(a)) draw_keys(win, w, keys_replay, (int)(sizeof keys_replay / sizeof keys_replay[0]), p);
+    else draw_keys(win, w, keys_main, (int)(sizeof keys_main / sizeof keys_main[0]), p);
 }
 
 static void header_draw(const ui_view_ctx *c, WINDOW *win)
 {
     const app *a = c->a;
-    const lsn_scene *sc = c->s;
     int h, w;
     getmaxyx(win, h, w);
     (void)h;
     attr_t hd = ui_attr(UI_R_HEADER);
     for (int x = 0; x < w; x++) ui_put(win, 0, x, L' ', hd);
-    const ui_glyphs *g = ui_gl();
     int x = 1;
     x += ui_puts(win, 0, x, w - x, "kvlab", hd | A_BOLD);
     if (app_rewind_active(a)) { /* "replay, step N of M" and the timeline take the row */
         app_rewind_header(a, win, x + 2, w);
         return;
     }
-    int num = sc->lesson;
-    int total = a->lsn ? lsn_count(a->lsn) : 0;
-    char right[192];
-    lsn_state st = sc->state;
-    /* While the learner reads, answers or edits flags the lesson usually
-     * holds the engine still on purpose: say so, so it does not look stuck. */
-    int runs = a->lsn && lsn_engine_runs(a->lsn);
-    int held = a->lsn && !runs && c->f->has_engine &&
-               (st == LSN_WAIT_NEXT || st == LSN_WAIT_ANSWER || st == LSN_WAIT_GOAL);
-    const char *state = a->paused ? "paused" : st == LSN_RUNNING || st == LSN_WAIT_COND || runs ? "running"
-                       : st == LSN_DONE ? "done" : st == LSN_ERROR ? "error" : held ? "held by the lesson" : "waiting";
-    const char *room = app_room_label(a);
-    snprintf(right, sizeof right, "%s%sstep %d  %lc %s x%.1f ", room, room[0] ? "  " : "",
-             sc->step, (wint_t)(a->paused ? g->pause : g->play), state, a->speed);
-    int rl = 0;
-    { wchar_t tmp[192]; int n = ui_decode(right, tmp, 192); for (int i = 0; i < n; i++) rl += ui_wcwidth(tmp[i]); }
-    char mid[256];
+    char right[192], mid[256];
+    header_right(c, right, sizeof right);
+    int rl = text_cols(right);
     /* A message for the learner takes the title's place while it lasts
-     * (at 80 columns there is no room for both). */
-    int st_on = a->status[0] && a->status_until > a->now;
-    if (num > 0) snprintf(mid, sizeof mid, "  Lesson %d/%d  %s", num, total, !st_on ? sc->title : "");
-    else snprintf(mid, sizeof mid, "  no lesson  ");
+     * (at 80 columns there is no room for both); one too long for it goes
+     * to the footer row, and the title stays. */
+    int st_on = status_on(a) && !ui_chrome_status_in_footer(c);
+    header_mid(c, !st_on, mid, sizeof mid);
     x += ui_puts(win, 0, x, w - x - rl - 2, mid, hd);
-    if (st_on && w - x - rl > 12) ui_puts(win, 0, x, w - x - rl - 2, a->status, hd | A_BOLD);
+    if (st_on) ui_puts(win, 0, x, w - x - rl - 2, a->status, hd | A_BOLD);
     if (w - rl > x) ui_puts(win, 0, w - rl, rl, right, hd);
 }
 
@@ -272,7 +314,7 @@ void ui_chrome_overlay(app *a, WINDOW *win)
     }
 }
 
-static void footer_draw(const ui_view_ctx *c, WINDOW *win) { ui_chrome_footer(c->a, win); }
+static void footer_draw(const ui_view_ctx *c, WINDOW *win) { ui_chrome_footer(c, win); }
 
 const ui_view_class ui_view_header = {
     .pane = UI_PANE_HEADER, .name = "header", .focusable = 0,

@@ -11,7 +11,12 @@
 extern const ui_view_class ui_view_header;
 extern const ui_view_class ui_view_footer;
 
-void ui_chrome_footer(app *a, WINDOW *win);
+/* The key footer (or, while one lasts, a status message too long for the header). */
+void ui_chrome_footer(const ui_view_ctx *c, WINDOW *win);
+
+/* 1 when the status message is drawn on the footer row this frame: it does
+ * not fit the header beside the lesson and the run state at a->cols. */
+int ui_chrome_status_in_footer(const ui_view_ctx *c);
 
 /* The whole-terminal screen shown below UI_MIN_COLS x UI_MIN_ROWS. */
 void ui_chrome_small(app *a, WINDOW *win);

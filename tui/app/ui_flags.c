@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ui_chrome.h"
 #include "ui_style.h"
 
 static int g_first, g_rows; /* scroll of the last draw */
@@ -115,10 +116,14 @@ static void flags_draw(const ui_view_ctx *c, WINDOW *win)
     g_first = 0;
     /* The row to keep in sight: the selected flag while editing, else the
      * first flag the lesson highlights. */
-    int keep = a->flag_sel;
+    int keep = a->flag_sel, keep_first = -1;
     if (!focus)
         for (int i = 0; i < n; i++)
-            if (flag_hilited(c, flags[i].name)) { keep = i; break; }
+            if (flag_hilited(c, flags[i].name)) {
+                /* every highlighted flag when they fit, else the first */
+                if (keep_first < 0) keep_first = keep = i;
+                else if (i - keep_first < list_rows) keep = i;
+            }
     if (keep >= list_rows) g_first = keep - list_rows + 1;
     g_rows = list_rows;
     int namew = 0;
@@ -167,7 +172,9 @@ static void flags_draw(const ui_view_ctx *c, WINDOW *win)
     /* Last row: a status message, else what the selected flag changes. */
     int sy = h - 2;
     if (list_rows < ih) {
-        if (a->status[0] && a->status_until > a->now) ui_puts(win, sy, 2, iw, a->status, ui_attr(a->status_role));
+        /* (one too long for the header is whole on the footer row instead) */
+        if (a->status[0] && a->status_until > a->now && !ui_chrome_status_in_footer(c))
+            ui_puts(win, sy, 2, iw, a->status, ui_attr(a->status_role));
         else if (focus) {
             const lsn_flag *f = a->flag_sel >= 0 && a->flag_sel < n ? &flags[a->flag_sel] : NULL;
             ui_puts(win, sy, 2, iw, f && f->help ? f->help : "", ui_attr(UI_R_DIM));

@@ -59,54 +59,85 @@ static int hilite(const ui_view_ctx *c, const char *line)
     return 0;
 }
 
+/* One log line into w, wrapped at iw ("! " before an error); *first and
+ * *last get its rows when it is the first line of its kind (mark). */
+static void add_line(wrapped *w, const char *line, int level, ui_role role, int iw, int mark, int *first,
+                     int *last)
+{
+    char buf[600], t[1100];
+    shorten(line, buf, sizeof buf, iw < 110);
+    w->cur = role;
+    int at = w->count;
+    if (level == 2) { snprintf(t, sizeof t, "! %s", buf); ui_text_wrap(t, iw, wrap_cb, w); }
+    else ui_text_wrap(buf, iw, wrap_cb, w);
+    if (mark && *first < 0) { *first = at; *last = w->count - 1; }
+}
+
+static int failed(const ui_view_ctx *c) { return c->s->server_error && c->s->server_error[0]; }
+
+/* The log as the view wraps it at iw into w: the plan's start-up lines
+ * (those the replay has revealed, or all of them when all), the engine's
+ * log, or for a server refused before start-up its refusal. *first..*last:
+ * the rows the view must show whole, -1 for none: the lesson's first
+ * highlighted line, else after a failed start its first error. Returns 1
+ * when they are the highlighted line's. */
+static int build(const ui_view_ctx *c, int iw, int all, wrapped *w, int *first, int *last)
+{
+    const app *a = c->a;
+    const kv_frame *f = c->f;
+    const kv_plan *p = f->has_plan ? &f->plan : NULL;
+    int hf = -1, hl = -1, ef = -1, el = -1, shown = 0;
+    w->count = 0;
+    for (int i = 0; p && i < p->num_log && (all || shown < a->startup_shown); i++) {
+        if (!app_log_visible(a, i)) continue;
+        shown++;
+        int lv = ui_log_level(p->log[i]), hi = hilite(c, p->log[i]);
+        ui_role role = hi ? UI_R_HILITE : lv == 2 ? UI_R_ERROR : lv == 1 ? UI_R_WARN : UI_R_NORMAL;
+        if (hi) add_line(w, p->log[i], lv, role, iw, 1, &hf, &hl);
+        else add_line(w, p->log[i], lv, role, iw, lv == 2, &ef, &el);
+    }
+    if (app_engine_log_visible(a)) {
+        for (int i = 0; i < f->nlog; i++) {
+            int lv = f->log_level[i], hi = hilite(c, f->log[i]);
+            ui_role role = hi ? UI_R_HILITE : lv == 2 ? UI_R_ERROR : lv == 1 ? UI_R_WARN : UI_R_DIM;
+            if (hi) add_line(w, f->log[i], lv, role, iw, 1, &hf, &hl);
+            else add_line(w, f->log[i], lv, role, iw, 0, &ef, &el);
+        }
+    }
+    if (!p && failed(c)) {
+        /* Stopped before start-up (the model, the card or a flag refused):
+         * no plan and no start-up lines; its refusal is the log. */
+        char line[1100];
+        snprintf(line, sizeof line, "ERROR %s", c->s->server_error);
+        add_line(w, line, 2, UI_R_ERROR, iw, 1, &ef, &el);
+        w->cur = UI_R_DIM;
+        ui_text_wrap("(stopped before start-up: the model, the card or a flag was refused)", iw, wrap_cb, w);
+    }
+    *first = hf >= 0 ? hf : failed(c) ? ef : -1;
+    *last = hf >= 0 ? hl : failed(c) ? el : -1;
+    return hf >= 0;
+}
+
 static void log_draw(const ui_view_ctx *c, WINDOW *win)
 {
     static wrapped wr;
     const app *a = c->a;
-    const kv_frame *f = c->f;
     int h, w;
     getmaxyx(win, h, w);
     werase(win);
     ui_box(win, "start-up log", app_starting(a) ? "starting" : "", c->focused);
     int iw = w - 4, ih = h - 2;
     if (iw < 8 || ih < 1) return;
-    wr.count = 0;
-    int hl_first = -1, hl_last = -1; /* wrapped lines of the first highlighted log line */
-    const kv_plan *p = f->has_plan ? &f->plan : NULL;
-    int shown = 0;
-    char buf[600];
-    for (int i = 0; p && i < p->num_log && shown < a->startup_shown; i++) {
-        if (!app_log_visible(a, i)) continue;
-        shown++;
-        shorten(p->log[i], buf, sizeof buf, iw < 110);
-        int lv = ui_log_level(p->log[i]);
-        wr.cur = hilite(c, p->log[i]) ? UI_R_HILITE : lv == 2 ? UI_R_ERROR : lv == 1 ? UI_R_WARN : UI_R_NORMAL;
-        int first_hl = wr.cur == UI_R_HILITE && hl_first < 0;
-        if (first_hl) hl_first = wr.count;
-        if (lv == 2) { char t[620]; snprintf(t, sizeof t, "! %s", buf); ui_text_wrap(t, iw, wrap_cb, &wr); }
-        else ui_text_wrap(buf, iw, wrap_cb, &wr);
-        if (first_hl) hl_last = wr.count - 1;
-    }
-    if (app_engine_log_visible(a)) {
-        for (int i = 0; i < f->nlog; i++) {
-            shorten(f->log[i], buf, sizeof buf, iw < 110);
-            int lv = f->log_level[i];
-            wr.cur = hilite(c, f->log[i]) ? UI_R_HILITE : lv == 2 ? UI_R_ERROR : lv == 1 ? UI_R_WARN : UI_R_DIM;
-            int first_hl = wr.cur == UI_R_HILITE && hl_first < 0;
-            if (first_hl) hl_first = wr.count;
-            if (lv == 2) { char t[620]; snprintf(t, sizeof t, "! %s", buf); ui_text_wrap(t, iw, wrap_cb, &wr); }
-            else ui_text_wrap(buf, iw, wrap_cb, &wr);
-            if (first_hl) hl_last = wr.count - 1;
-        }
-    }
+    int hl_first, hl_last;
+    build(c, iw, 0, &wr, &hl_first, &hl_last);
     if (wr.count == 0) {
-        ui_puts(win, 1, 2, iw, p ? "" : "No server started yet.", ui_attr(UI_R_DIM));
+        ui_puts(win, 1, 2, iw, c->f->has_plan ? "" : "No server started yet.", ui_attr(UI_R_DIM));
         return;
     }
     int first = wr.count > ih ? wr.count - ih : 0;
     /* The log shows its newest lines, unless the lesson highlights an older
-     * one: then the view scrolls back to show it whole (with a line of
-     * context above when there is room for both). */
+     * one or a failed start's error is: then the view scrolls back to show
+     * it whole (with a line of context above when there is room for both). */
     if (hl_first >= 0 && (hl_first < first || hl_last >= first + ih)) {
         first = hl_first;
         if (first > 0 && hl_last - hl_first + 2 <= ih) first--;
@@ -127,36 +158,18 @@ static void log_draw(const ui_view_ctx *c, WINDOW *win)
     }
 }
 
-static void count_cb(void *ctx, const wchar_t *s, int n)
-{
-    (void)s;
-    (void)n;
-    (*(int *)ctx)++;
-}
-
-/* The rows the highlighted start-up line takes, wrapped as log_draw wraps
- * it, plus one of context above it and the border. */
+/* The rows the lesson's highlighted start-up line takes, wrapped as
+ * log_draw wraps it, plus the border. (A failed start's error only scrolls
+ * the log to its first words: it asks for no rows, so the memory view and
+ * the flags that explain and fix it keep theirs.) */
 static int log_must_h(const ui_view_ctx *c, int w)
 {
-    const kv_frame *f = c->f;
-    const kv_plan *p = f->has_plan ? &f->plan : NULL;
+    static wrapped wr;
     int iw = w - 4;
-    if (!p || iw < 8) return 0;
-    char buf[600];
-    for (int i = 0; i < p->num_log; i++) {
-        if (!app_log_visible(c->a, i) || !hilite(c, p->log[i])) continue;
-        shorten(p->log[i], buf, sizeof buf, iw < 110);
-        int rows = 0;
-        if (ui_log_level(p->log[i]) == 2) {
-            char t[620];
-            snprintf(t, sizeof t, "! %s", buf);
-            ui_text_wrap(t, iw, count_cb, &rows);
-        } else {
-            ui_text_wrap(buf, iw, count_cb, &rows);
-        }
-        return rows + 2;
-    }
-    return 0;
+    if (iw < 8) return 0;
+    int first, last;
+    if (!build(c, iw, 1, &wr, &first, &last)) return 0;
+    return last - first + 1 + 2;
 }
 
 const ui_view_class ui_view_log = {

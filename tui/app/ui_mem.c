@@ -9,6 +9,7 @@
 
 #include "kv_util.h"
 #include "ui_style.h"
+#include "ui_text.h"
 
 typedef struct term_def {
     const char *name;      /* legend */
@@ -176,6 +177,24 @@ static int mem_must_h(const ui_view_ctx *c, int w)
     return 0;
 }
 
+/* Rows of wrapped text from row y on, at most n (error colour). */
+typedef struct mem_rows {
+    WINDOW *win;
+    int y, n;
+} mem_rows;
+
+static void mem_row(void *ctx, const wchar_t *s, int n)
+{
+    mem_rows *r = ctx;
+    if (r->n <= 0) return;
+    for (int i = 0, x = 2; i < n; i++) {
+        ui_put(r->win, r->y, x, s[i], ui_attr(UI_R_ERROR));
+        x += ui_wcwidth(s[i]);
+    }
+    r->y++;
+    r->n--;
+}
+
 static void mem_draw(const ui_view_ctx *c, WINDOW *win)
 {
     const app *a = c->a;
@@ -189,7 +208,15 @@ static void mem_draw(const ui_view_ctx *c, WINDOW *win)
     int iw = w - 4, ih = h - 2;
     if (iw < 8 || ih < 1) return;
     if (!p) {
-        ui_puts(win, 1, 2, iw, "No server started yet.", ui_attr(UI_R_DIM));
+        const char *refused = c->s->server_error;
+        if (refused && refused[0]) {
+            /* refused before it touched the GPU: nothing to draw but that */
+            mem_rows r = { win, 1, ih };
+            ui_text_wrap("Nothing allocated: the server stopped before start-up (the start-up log says why).", iw,
+                         mem_row, &r);
+        } else {
+            ui_puts(win, 1, 2, iw, "No server started yet.", ui_attr(UI_R_DIM));
+        }
         return;
     }
     unsigned mask = app_mem_terms(a) & ui_mem_reached(p);
@@ -221,7 +248,11 @@ static void mem_draw(const ui_view_ctx *c, WINDOW *win)
     int rows_left = ih - (y - 1);
     y += legend(c, win, y, 2, iw, rows_left, p, mask, 1);
     if (y - 1 >= ih || want_sum == 0) return;
-    if ((mask & all) != all) {
+    /* A start that failed before the pool, with all it reached drawn: its
+     * summary, not a running subtraction. */
+    unsigned reached = ui_mem_reached(p) & all;
+    int stopped = !p->starts && reached != all && (mask & all) == reached;
+    if ((mask & all) != all && !stopped) {
         /* The subtraction so far: what is left of the budget for the KV cache. */
         double left = p->budget_bytes;
         for (int t = 0; t < UI_MEM_NT; t++)

@@ -231,8 +231,12 @@ static void text_draw(const ui_view_ctx *c, WINDOW *win)
     if (app_room_drives(a)) {
         /* A follower: the presenter answers and moves on. */
         add_blank(&bot);
-        add_text(&bot, q ? "the presenter answers (x: try it)" : goal ? "the presenter's goal (x: try it)"
-                         : "the presenter moves on (x: explore)", iw, UI_R_DIM);
+        if (app_room_presenter_left(a))
+            add_text(&bot, "The presenter has left: this page stays until they come back (x: explore on your own)",
+                     iw, UI_R_WARN);
+        else
+            add_text(&bot, q ? "the presenter answers (x: try it)" : goal ? "the presenter's goal (x: try it)"
+                             : "the presenter moves on (x: explore)", iw, UI_R_DIM);
     } else if (q) {
         input_row = bot.n;
         collect_line(&bot, L"", 0);
