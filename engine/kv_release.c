@@ -166,6 +166,15 @@ static const kv_release_text T_V1_028 = {
     .graphs = GRAPHS, .err_free_memory = FREE_014, .err_no_kv_memory = NOKV_022, .err_max_model_len = MAXLEN_022,
     .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM,
 };
+/* 0.29: every model on runner V2, whose graph estimate
+ * (v1/worker/gpu/cudagraph_utils.py profile_cudagraph_memory) logs no
+ * "Estimated CUDA graph memory" line; only runner V1's gpu_model_runner.py
+ * prints it. */
+static const kv_release_text T_V1_029 = {
+    .weights = W_014, .available_kv = AVAIL_GIB, .kv_cache_size = KV_SIZE_CONC, .graphs = GRAPHS,
+    .err_free_memory = FREE_014, .err_no_kv_memory = NOKV_022, .err_max_model_len = MAXLEN_022,
+    .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM,
+};
 /* The course's wording: the source document's vLLM, as kvlab has always
  * printed it (the golden files under tests/golden/ pin it). */
 static const kv_release_text T_TEXTBOOK = {
@@ -505,12 +514,12 @@ static const kv_release ROWS[] = {
      &T_V1_028, &S_V1_027},
     {"0.29.0", "0.30.99", "config/vllm.py: V2 everywhere; gpu/model_runner.py graph estimate; kv_cache_utils.py "
                           "null block held back in the length check",
-     &M_V1_029, &T_V1_028, &S_V1_027},
+     &M_V1_029, &T_V1_029, &S_V1_027},
     {"0.31.0", "0.32.99", "v1/core/sched/scheduler.py: long_prefill_token_threshold needs two requests", &M_V1_029,
-     &T_V1_028, &S_V1_031},
+     &T_V1_029, &S_V1_031},
     {"0.33.0", "0.33.99", "v1/core/sched/scheduler.py: priority self-preemption goes on; v1/worker/gpu/"
                           "model_runner.py: the profile runs the warm-up's sampling parameters too",
-     &M_V1_033, &T_V1_028, &S_V1_033},
+     &M_V1_033, &T_V1_029, &S_V1_033},
 };
 #define NUM_ROWS ((int)(sizeof ROWS / sizeof ROWS[0]))
 

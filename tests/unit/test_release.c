@@ -136,6 +136,11 @@ static void test_v2_runner(void **state)
     assert_false(kv_release_uses_v2_runner(kv_release_find("0.27.0", err, sizeof err), "DeepseekV4ForCausalLM", 1, 0));
     assert_true(kv_release_uses_v2_runner(kv_release_find("0.28.0", err, sizeof err), "DeepseekV4ForCausalLM", 1, 0));
     assert_true(kv_release_uses_v2_runner(kv_release_find("0.28.0", err, sizeof err), "LongcatFlashNgramForCausalLM", 1, 0));
+    /* Runner V1 logs its graph estimate (0.18 on); V2, every model's runner from 0.29, does not. */
+    assert_non_null(kv_release_find("0.19.0", err, sizeof err)->text->cudagraph_estimate);
+    assert_non_null(kv_release_find("0.28.0", err, sizeof err)->text->cudagraph_estimate);
+    assert_null(kv_release_find("0.29.0", err, sizeof err)->text->cudagraph_estimate);
+    assert_null(kv_release_newest()->text->cudagraph_estimate);
 }
 
 static void test_format(void **state)
