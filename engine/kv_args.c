@@ -16,6 +16,7 @@ enum {
     F_PREFIX, F_CHUNKED, F_EAGER, F_KV_BYTES, F_BLOCKS_OVERRIDE,
     F_GPU, F_GPU_GIB, F_GPU_USED, F_WEIGHTS, F_ACTIVATION, F_CUDAGRAPH, F_CONTEXT, F_NCCL, F_SCHED_POLICY,
     F_VLLM_VERSION, F_ACCOUNTING, F_FI_SAMPLER, F_RESERVE_ISL, F_WATERMARK, F_MXFP4_BACKEND, F_CPU_OFFLOAD,
+    F_OPT_LEVEL, F_MAX_CG_SIZE, F_CG_SIZES,
     F_FIRST_NOTE
 };
 
@@ -48,7 +49,7 @@ static const kv_args_flag flags[] = {
                    "split long prompts over steps", 0},
     [F_EAGER] = {"enforce-eager", "enforce_eager", KV_ARG_BOOL, NULL, "false", "no CUDA graphs (their memory becomes 0)", 1},
     [F_KV_BYTES] = {"kv-cache-memory-bytes", "kv_cache_memory_bytes", KV_ARG_INT, NULL, "unset",
-                    "KV pool size per GPU in bytes; gpu_memory_utilization is then ignored", 1},
+                    "KV pool size per GPU in bytes; gpu_memory_utilization is then ignored", 1, "0.10.2"},
     [F_BLOCKS_OVERRIDE] = {"num-gpu-blocks-override", "num_gpu_blocks_override", KV_ARG_INT, NULL, "unset",
                            "force num_blocks (vLLM uses it to test preemption)", 1},
     [F_GPU] = {"gpu", "kvlab", KV_ARG_STRING, NULL, "", "the card: a kvlab gpus id or alias (rtx-4090, h100-80gb)", 1},
@@ -70,20 +71,27 @@ static const kv_args_flag flags[] = {
     [F_FI_SAMPLER] = {"flashinfer-sampler", "kvlab", KV_ARG_BOOL, NULL, "the release's",
                       "FlashInfer's top-k/top-p sampler in the profile (vLLM's VLLM_USE_FLASHINFER_SAMPLER)", 1},
     [F_RESERVE_ISL] = {"scheduler-reserve-full-isl", "scheduler_reserve_full_isl", KV_ARG_BOOL, NULL, "the release's",
-                       "admit a request only if its whole prompt fits the free KV blocks (vLLM 0.19+)", 0},
+                       "admit a request only if its whole prompt fits the free KV blocks (vLLM 0.19+)", 0, "0.19.0"},
     [F_WATERMARK] = {"watermark", "watermark", KV_ARG_FLOAT, NULL, "0.0",
-                     "fraction of KV blocks kept free when admitting requests (vLLM 0.24+), in [0, 1)", 0},
+                     "fraction of KV blocks kept free when admitting requests (vLLM 0.24+), in [0, 1)", 0, "0.24.0"},
     [F_MXFP4_BACKEND] = {"mxfp4-backend", "kvlab", KV_ARG_CHOICE, "marlin|triton", "the release's",
                          "mxfp4 MoE kernels (vLLM logs 'Using Marlin backend' / 'Using Triton backend')", 1},
     [F_CPU_OFFLOAD] = {"cpu-offload-gb", "cpu_offload_gb", KV_ARG_FLOAT, NULL, "0",
                        "GiB of weights per GPU kept in CPU memory (whole parameters of the first layers)", 1},
+    [F_OPT_LEVEL] = {"optimization-level", "optimization_level", KV_ARG_INT, NULL, "2",
+                     "-O N: 0 no CUDA graphs, 1 PIECEWISE only, 2-3 the default (0.12 on; before: compile level)",
+                     1, "0.12.0"},
+    [F_MAX_CG_SIZE] = {"max-cudagraph-capture-size", "max_cudagraph_capture_size", KV_ARG_INT, NULL, "the release's",
+                       "largest batch captured in a CUDA graph (0.11.1 on)", 1, "0.11.1"},
+    [F_CG_SIZES] = {"cuda-graph-sizes", "cuda_graph_sizes", KV_ARG_STRING, NULL, "the release's",
+                    "batch sizes captured in CUDA graphs (one value: the largest; 0.9-0.12)", 1, "0.9.0", "0.13.0"},
     /* Real vLLM flags that do not change the memory plan. */
     {"port", "port", KV_ARG_NOTE, NULL, "8000", "API server port", 0},
     {"host", "host", KV_ARG_NOTE, NULL, "", "API server host", 0},
     {"served-model-name", "served_model_name", KV_ARG_NOTE, NULL, "", "names the API serves the model under", 0},
     {"api-key", "api_key", KV_ARG_NOTE, NULL, "", "API key", 0},
     {"seed", "seed", KV_ARG_NOTE, NULL, "0", "random seed", 0},
-    {"swap-space", "swap_space", KV_ARG_NOTE, NULL, "4", "CPU swap space in GiB (host memory; gone in newer vLLM)", 0},
+    {"swap-space", "swap_space", KV_ARG_NOTE, NULL, "4", "CPU swap space in GiB (host memory)", 0, NULL, "0.18.0"},
     {"tokenizer", "tokenizer", KV_ARG_NOTE, NULL, "", "tokenizer name or path", 0},
     {"tokenizer-mode", "tokenizer_mode", KV_ARG_NOTE, NULL, "auto", "tokenizer mode", 0},
     {"revision", "revision", KV_ARG_NOTE, NULL, "", "model revision", 0},
@@ -92,27 +100,73 @@ static const kv_args_flag flags[] = {
     {"load-format", "load_format", KV_ARG_NOTE, NULL, "auto", "weight file format", 0},
     {"config-format", "config_format", KV_ARG_NOTE, NULL, "auto", "config file format", 0},
     {"chat-template", "chat_template", KV_ARG_NOTE, NULL, "", "chat template", 0},
-    {"generation-config", "generation_config", KV_ARG_NOTE, NULL, "auto", "generation config source", 0},
+    {"generation-config", "generation_config", KV_ARG_NOTE, NULL, "auto", "generation config source", 0, "0.6.6"},
     {"uvicorn-log-level", "uvicorn_log_level", KV_ARG_NOTE, NULL, "info", "API server log level", 0},
     {"max-logprobs", "max_logprobs", KV_ARG_NOTE, NULL, "20", "most logprobs returned", 0},
     {"max-log-len", "max_log_len", KV_ARG_NOTE, NULL, "", "prompt characters logged", 0},
     {"tool-call-parser", "tool_call_parser", KV_ARG_NOTE, NULL, "", "tool-call parser", 0},
-    {"reasoning-parser", "reasoning_parser", KV_ARG_NOTE, NULL, "", "reasoning parser", 0},
+    {"reasoning-parser", "reasoning_parser", KV_ARG_NOTE, NULL, "", "reasoning parser", 0, "0.7.3"},
     {"root-path", "root_path", KV_ARG_NOTE, NULL, "", "API root path", 0},
     {"ssl-keyfile", "ssl_keyfile", KV_ARG_NOTE, NULL, "", "TLS key", 0},
     {"ssl-certfile", "ssl_certfile", KV_ARG_NOTE, NULL, "", "TLS certificate", 0},
     {"distributed-executor-backend", "distributed_executor_backend", KV_ARG_NOTE, NULL, "", "mp or ray", 0},
     {"data-parallel-size", "data_parallel_size", KV_ARG_NOTE, NULL, "1",
-     "engine replicas; each runs this same per-GPU plan", 0},
+     "engine replicas; each runs this same per-GPU plan", 0, "0.8.3"},
     {"trust-remote-code", "trust_remote_code", KV_ARG_NOTE_BOOL, NULL, "false", "run the model repo's code", 0},
-    {"disable-log-requests", "disable_log_requests", KV_ARG_NOTE_BOOL, NULL, "false", "quieter logs", 0},
-    {"enable-log-requests", "enable_log_requests", KV_ARG_NOTE_BOOL, NULL, "false", "log each request", 0},
+    {"disable-log-requests", "disable_log_requests", KV_ARG_NOTE_BOOL, NULL, "false", "quieter logs", 0, NULL, "0.17.0"},
+    {"enable-log-requests", "enable_log_requests", KV_ARG_NOTE_BOOL, NULL, "false", "log each request", 0, "0.10.1"},
     {"disable-log-stats", "disable_log_stats", KV_ARG_NOTE_BOOL, NULL, "false", "no periodic stats", 0},
     {"enable-auto-tool-choice", "enable_auto_tool_choice", KV_ARG_NOTE_BOOL, NULL, "false", "automatic tool choice", 0},
     {"disable-custom-all-reduce", "disable_custom_all_reduce", KV_ARG_NOTE_BOOL, NULL, "false",
      "use NCCL all-reduce only", 0},
     {"disable-frontend-multiprocessing", "disable_frontend_multiprocessing", KV_ARG_NOTE_BOOL, NULL, "false",
      "API server in the engine's process", 0},
+    /* Real vLLM flags that change memory in ways kvlab does not model: a note says what. */
+    {"limit-mm-per-prompt", "limit_mm_per_prompt", KV_ARG_NOTE, NULL, "", "multimodal items per prompt (JSON)", 1, NULL,
+     NULL, "the multimodal encoder's profile run and cache (kvlab profiles text only)"},
+    {"enable-expert-parallel", "enable_expert_parallel", KV_ARG_NOTE_BOOL, NULL, "false",
+     "whole experts per rank instead of slices of each", 1, "0.8.0", NULL,
+     "the all-to-all buffers (the expert bytes per GPU stay the same)"},
+    {"compilation-config", "compilation_config", KV_ARG_NOTE, NULL, "", "torch.compile and CUDA-graph settings (JSON)", 1,
+     "0.6.5", NULL, "CUDA-graph sizes and modes (kvlab models -O N and --max-cudagraph-capture-size)"},
+    {"speculative-config", "speculative_config", KV_ARG_NOTE, NULL, "", "speculative decoding (JSON)", 1, "0.8.2", NULL,
+     "a draft model's weights and KV cache, and the extra tokens each step verifies"},
+    {"speculative-model", "speculative_model", KV_ARG_NOTE, NULL, "", "the draft model", 1, NULL, "0.8.3",
+     "a draft model's weights and KV cache"},
+    {"num-speculative-tokens", "num_speculative_tokens", KV_ARG_NOTE, NULL, "", "tokens the draft proposes", 1, NULL,
+     "0.8.3", "the extra tokens each step verifies"},
+    {"kv-offloading-size", "kv_offloading_size", KV_ARG_NOTE, NULL, "", "GiB of KV blocks kept in CPU memory", 1,
+     "0.11.1", NULL, "a CPU tier for KV blocks (host memory) and its transfer buffers; the GPU pool is sized as without"},
+    {"enable-lora", "enable_lora", KV_ARG_NOTE_BOOL, NULL, "false", "serve LoRA adapters", 1, NULL, NULL,
+     "LoRA slots (max_loras adapters of max_lora_rank on every layer) and the profile run's LoRA pass"},
+    {"max-lora-rank", "max_lora_rank", KV_ARG_NOTE, NULL, "16", "largest LoRA rank", 1, NULL, NULL,
+     "the size of the LoRA slots"},
+    {"max-loras", "max_loras", KV_ARG_NOTE, NULL, "1", "LoRA adapters in one batch", 1, NULL, NULL,
+     "how many LoRA slots the GPU holds"},
+    {"hf-overrides", "hf_overrides", KV_ARG_NOTE, NULL, "", "overrides of the model's config (JSON)", 1, NULL, NULL,
+     "the model's config: kvlab sizes config.json as it is (edit a copy of it instead)"},
+    {"rope-scaling", "rope_scaling", KV_ARG_NOTE, NULL, "", "RoPE scaling (JSON)", 1, NULL, "0.11.1",
+     "the model's maximum length: kvlab reads rope_scaling from config.json (edit a copy of it instead)"},
+    {"cpu-offload-params", "cpu_offload_params", KV_ARG_NOTE, NULL, "", "which parameters --cpu-offload-gb moves", 1,
+     "0.17.0", NULL, "which parameters move to the CPU (kvlab moves them in layer order)"},
+    /* Real vLLM flags that do not change the memory plan (scheduler, compile, frontend). */
+    {"max-seq-len-to-capture", "max_seq_len_to_capture", KV_ARG_NOTE, NULL, "8192",
+     "longest sequence run in a CUDA graph (the graphs' memory stays)", 0, NULL, "0.11.0"},
+    {"async-scheduling", "async_scheduling", KV_ARG_NOTE_BOOL, NULL, "false", "schedule the next step during this one",
+     0, "0.10.0"},
+    {"long-prefill-token-threshold", "long_prefill_token_threshold", KV_ARG_NOTE, NULL, "0",
+     "prefills longer than this count as long", 0, "0.7.3"},
+    {"max-num-partial-prefills", "max_num_partial_prefills", KV_ARG_NOTE, NULL, "1", "concurrent partial prefills", 0,
+     "0.7.3", "0.27.0"},
+    {"calculate-kv-scales", "calculate_kv_scales", KV_ARG_NOTE_BOOL, NULL, "false",
+     "fp8 KV scales from the first batch (a few floats per layer)", 0, "0.7.0", "0.28.0"},
+    {"kv-offloading-backend", "kv_offloading_backend", KV_ARG_NOTE, NULL, "native", "the KV offloading backend", 0,
+     "0.11.1"},
+    {"max-cpu-loras", "max_cpu_loras", KV_ARG_NOTE, NULL, "", "LoRA adapters cached in CPU memory", 0},
+    {"model-impl", "model_impl", KV_ARG_NOTE, NULL, "auto", "vLLM's or the Transformers implementation", 0, "0.7.3"},
+    /* Real vLLM flags kvlab cannot follow. */
+    {"config", "config", KV_ARG_REFUSED, NULL, "", "a YAML file of flags", 0, NULL, NULL,
+     "kvlab does not read vLLM's YAML config files; put the file's flags on the command line"},
 };
 #define NUM_FLAGS ((int)(sizeof flags / sizeof flags[0]))
 
@@ -132,6 +186,7 @@ void kv_args_init(kv_args *a)
     a->gpu_memory_gib = a->weights_gib = a->activation_gib = -1;
     a->cudagraph_gib = a->cuda_context_gib = a->nccl_gib = -1;
     a->gpu_used_gib = 0;
+    a->optimization_level = -1;
 }
 
 /* Normalise a name: strip leading dashes, '_' -> '-'; *negated set for "no-". */
@@ -155,6 +210,8 @@ static int find_index(const char *name, int *negated)
         return F_PP;
     if (!strcmp(n, "kv-cache-memory"))
         return F_KV_BYTES;
+    if (!strcmp(n, "cc")) /* -cc, 0.12's short form of --compilation-config */
+        snprintf(n, sizeof n, "compilation-config");
     for (int pass = 0; pass < 2; pass++) {
         const char *s = n;
         if (pass == 1) {
@@ -374,6 +431,13 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
     if (i < 0)
         return unknown_flag(nm, err, errlen);
     const kv_args_flag *f = &flags[i];
+    if (f->kind == KV_ARG_REFUSED)
+        return kv_errf(err, errlen, KV_ARGS_EVALUE, "--%s: %s", f->name, f->changes);
+    if (i < 256)
+        a->given[i / 64] |= 1ull << (i % 64);
+    if ((f->kind == KV_ARG_NOTE_BOOL || f->kind == KV_ARG_NOTE) && f->changes)
+        return kv_errf(err, errlen, KV_ARGS_IGNORED, "note: --%s is accepted but not modelled: it changes %s", f->name,
+                       f->changes);
     if (f->kind == KV_ARG_NOTE_BOOL || f->kind == KV_ARG_NOTE)
         return kv_errf(err, errlen, KV_ARGS_IGNORED, "note: --%s does not change the memory plan; ignored", f->name);
     if (f->kind == KV_ARG_BOOL) {
@@ -535,6 +599,41 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
         else
             a->quantization = KV_ARGS_QUANT_COMPRESSED_TENSORS;
         break;
+    case F_OPT_LEVEL:
+        if (strlen(value) != 1 || value[0] < '0' || value[0] > '3')
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--optimization-level (-O) must be 0, 1, 2 or 3, got '%.40s'",
+                           value);
+        a->optimization_level = value[0] - '0';
+        break;
+    case F_MAX_CG_SIZE:
+        if (kv_args_parse_int(value, &iv, e2, sizeof e2))
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--%s: %s", f->name, e2);
+        if (iv < 0 || iv > 65536)
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--%s must be a batch size in [0, 65536], got %s", f->name, value);
+        a->max_cudagraph_capture_size = iv;
+        break;
+    case F_CG_SIZES: {
+        /* "8", "1 2 4 8", "1,2,4,8" or "[1, 2, 4, 8]" */
+        int n = 0;
+        for (const char *q = value; *q;) {
+            while (*q == ' ' || *q == ',' || *q == '[' || *q == ']')
+                q++;
+            if (!*q)
+                break;
+            char *end;
+            errno = 0;
+            long long v = strtoll(q, &end, 10);
+            if (end == q || errno || v < 1 || v > 65536 || n >= 64)
+                return kv_errf(err, errlen, KV_ARGS_EVALUE,
+                               "--cuda-graph-sizes takes up to 64 batch sizes in [1, 65536], got '%.60s'", value);
+            a->cuda_graph_sizes[n++] = v;
+            q = end;
+        }
+        if (!n)
+            return kv_errf(err, errlen, KV_ARGS_EMISSING, "--cuda-graph-sizes needs a value");
+        a->cuda_graph_sizes_n = n;
+        break;
+    }
     case F_CPU_OFFLOAD:
         if (parse_double(value, &dv) || !(dv >= 0 && dv <= 1e6))
             return kv_errf(err, errlen, KV_ARGS_EVALUE, "--cpu-offload-gb must be a non-negative number of GiB, got %s",
@@ -657,6 +756,16 @@ int kv_args_get(const kv_args *a, const char *name, char *b, size_t n)
         break;
     case F_WATERMARK: if (kv_args_is_set(a, "watermark")) snprintf(b, n, "%g", a->watermark); break;
     case F_CPU_OFFLOAD: snprintf(b, n, "%g", a->cpu_offload_gb); break;
+    case F_OPT_LEVEL: if (a->optimization_level >= 0) snprintf(b, n, "%d", a->optimization_level); break;
+    case F_MAX_CG_SIZE:
+        if (a->max_cudagraph_capture_size) snprintf(b, n, "%lld", (long long)a->max_cudagraph_capture_size);
+        break;
+    case F_CG_SIZES:
+        for (int k = 0; k < a->cuda_graph_sizes_n; k++) {
+            size_t l = strlen(b);
+            snprintf(b + l, n - l, "%s%lld", k ? " " : "", (long long)a->cuda_graph_sizes[k]);
+        }
+        break;
     case F_KV_BYTES: if (a->kv_cache_memory_bytes) snprintf(b, n, "%lld", (long long)a->kv_cache_memory_bytes); break;
     case F_BLOCKS_OVERRIDE:
         if (a->num_gpu_blocks_override) snprintf(b, n, "%lld", (long long)a->num_gpu_blocks_override);
@@ -690,7 +799,50 @@ static int is_flag(const char *s)
         return 0;
     if (s[1] == '-')
         return 1;
-    return !strcmp(s, "-q") || !strcmp(s, "-tp") || !strcmp(s, "-pp");
+    return !strcmp(s, "-q") || !strcmp(s, "-tp") || !strcmp(s, "-pp") || !strcmp(s, "-cc") || !strncmp(s, "-O", 2);
+}
+
+/* Bit of kv_args.given for the -O shorthand (every release from 0.6.5). */
+#define GIVEN_DASH_O 255
+
+int kv_args_flag_in_release(const kv_args_flag *f, const char *version)
+{
+    const kv_release *r = kv_release_find(version && *version ? version : NULL, NULL, 0);
+    if (!f || !r)
+        return 0;
+    const char *v = version && *version ? version : r->first;
+    return (!f->since || kv_release_compare(v, f->since) >= 0) && (!f->removed || kv_release_compare(v, f->removed) < 0);
+}
+
+static int not_in_release(const char *flag, const char *v, const char *since, const char *removed, char *err,
+                          size_t errlen)
+{
+    if (removed && since)
+        return kv_errf(err, errlen, KV_ARGS_EVALUE,
+                       "%s: vLLM %s has no such flag (%s to before %s); vLLM would reject it", flag, v, since, removed);
+    if (removed)
+        return kv_errf(err, errlen, KV_ARGS_EVALUE,
+                       "%s: vLLM %s has no such flag (removed in %s); vLLM would reject it", flag, v, removed);
+    return kv_errf(err, errlen, KV_ARGS_EVALUE, "%s: vLLM %s has no such flag (%s and later); vLLM would reject it",
+                   flag, v, since);
+}
+
+int kv_args_check_release(const kv_args *a, char *err, size_t errlen)
+{
+    if (a->accounting == KV_ACCOUNTING_TEXTBOOK)
+        return 0;
+    const char *v = a->vllm_version[0] ? a->vllm_version : kv_release_newest()->first;
+    char name[80];
+    for (int i = 0; i < NUM_FLAGS && i < 256; i++) {
+        if (!((a->given[i / 64] >> (i % 64)) & 1) || !strcmp(flags[i].field, "kvlab") ||
+            kv_args_flag_in_release(&flags[i], a->vllm_version))
+            continue;
+        snprintf(name, sizeof name, "--%s", flags[i].name);
+        return not_in_release(name, v, flags[i].since, flags[i].removed, err, errlen);
+    }
+    if (((a->given[GIVEN_DASH_O / 64] >> (GIVEN_DASH_O % 64)) & 1) && kv_release_compare(v, "0.6.5") < 0)
+        return not_in_release("-O", v, "0.6.5", NULL, err, errlen);
+    return 0;
 }
 
 int kv_args_parse(kv_args *a, int argc, char **argv, char *notes, size_t noteslen, char *err, size_t errlen)
@@ -701,6 +853,7 @@ int kv_args_parse(kv_args *a, int argc, char **argv, char *notes, size_t notesle
     if (argc >= 2 && !strcmp(argv[0], "vllm") && !strcmp(argv[1], "serve"))
         i = 2;
     int have_model = 0;
+    char sizes[512];
     for (; i < argc; i++) {
         const char *arg = argv[i];
         if (!arg)
@@ -713,6 +866,33 @@ int kv_args_parse(kv_args *a, int argc, char **argv, char *notes, size_t notesle
                                a->model);
             snprintf(a->model, sizeof a->model, "%s", arg);
             have_model = 1;
+            continue;
+        }
+        if (!strncmp(arg, "-O", 2)) {
+            /* -O3, -O 3, -O=3: the compilation level (0.6.5-0.11), the
+             * optimization level (0.12 on); other -O forms are JSON or
+             * dotted compilation settings kvlab does not model */
+            const char *v = arg[2] == '=' ? arg + 3 : arg[2] ? arg + 2 : NULL;
+            if (!v && i + 1 < argc && argv[i + 1] && !is_flag(argv[i + 1]))
+                v = argv[++i];
+            if (!v || !*v)
+                return kv_errf(err, errlen, KV_ARGS_EMISSING, "-O needs a value (0, 1, 2 or 3)");
+            a->given[GIVEN_DASH_O / 64] |= 1ull << (GIVEN_DASH_O % 64);
+            int rc = strlen(v) == 1 && v[0] >= '0' && v[0] <= '3'
+                         ? kv_args_set(a, "optimization-level", v, err, errlen)
+                         : kv_args_set(a, "compilation-config", v, err, errlen);
+            a->given[F_OPT_LEVEL / 64] &= ~(1ull << (F_OPT_LEVEL % 64)); /* -O is not the long flag */
+            int neg2, cci = find_index("compilation-config", &neg2);
+            if (cci >= 0 && cci < 256)
+                a->given[cci / 64] &= ~(1ull << (cci % 64));
+            if (rc == KV_ARGS_IGNORED) {
+                add_note(notes, noteslen, err);
+                if (err && errlen)
+                    err[0] = '\0';
+                continue;
+            }
+            if (rc < 0)
+                return rc;
             continue;
         }
         char name[128];
@@ -741,6 +921,19 @@ int kv_args_parse(kv_args *a, int argc, char **argv, char *notes, size_t notesle
             if (fi >= F_FIRST_NOTE && !strcmp(f->name, "served-model-name"))
                 while (i + 1 < argc && argv[i + 1] && !is_flag(argv[i + 1]) && have_model)
                     i++;
+            /* --cuda-graph-sizes takes one or more sizes (nargs="+") */
+            if (fi == F_CG_SIZES) {
+                size_t l = strlen(value);
+                if (l >= sizeof sizes)
+                    l = sizeof sizes - 1;
+                memcpy(sizes, value, l);
+                sizes[l] = '\0';
+                while (i + 1 < argc && argv[i + 1] && !is_flag(argv[i + 1]) && isdigit((unsigned char)argv[i + 1][0])) {
+                    l = strlen(sizes);
+                    snprintf(sizes + l, sizeof sizes - l, " %s", argv[++i]);
+                }
+                value = sizes;
+            }
         }
         if (fi == F_MODEL)
             have_model = 1;
@@ -754,7 +947,7 @@ int kv_args_parse(kv_args *a, int argc, char **argv, char *notes, size_t notesle
         if (rc < 0)
             return rc;
     }
-    return KV_ARGS_OK;
+    return kv_args_check_release(a, err, errlen);
 }
 
 const char *kv_args_quant_name(kv_args_quant q)

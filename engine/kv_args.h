@@ -91,6 +91,12 @@ typedef struct kv_args {
     int64_t num_gpu_blocks_override;/* 0 = unset */
     int32_t scheduling_policy;      /* --scheduling-policy: 0 fcfs (default), 1 priority (kv_sched_policy) */
     double cpu_offload_gb;          /* --cpu-offload-gb: GiB of weights per GPU kept in CPU memory (default 0) */
+    /* CUDA-graph flags (kv_plan_cudagraph_bytes reads them): */
+    int32_t optimization_level;     /* -O N / --optimization-level N (0-3; -1 = unset): the compilation level
+                                       before 0.12, the optimization level from 0.12 */
+    int64_t max_cudagraph_capture_size; /* --max-cudagraph-capture-size N (0 = the release's) */
+    int32_t cuda_graph_sizes_n;     /* --cuda-graph-sizes: how many sizes were given (0 = unset; 1 = a maximum) */
+    int64_t cuda_graph_sizes[64];   /* the sizes */
 
     /* kvlab: the card and term overrides (GiB; < 0 = not overridden). */
     char gpu[64];                   /* --gpu NAME ("" = none) */
@@ -114,6 +120,9 @@ typedef struct kv_args {
     /* Which vLLM args the user set explicitly (bit per kv_args flag index), so
      * defaults that depend on the card can be filled in later. */
     uint64_t set_mask;
+    /* Every flag given by kv_args_set, any kind (bit per flag index): what
+     * kv_args_check_release checks against the release. */
+    uint64_t given[4];
 } kv_args;
 
 /* Fill *a with vLLM's defaults (above). */
@@ -145,8 +154,10 @@ int kv_args_is_set(const kv_args *a, const char *name);
 typedef enum kv_args_kind {
     KV_ARG_INT, KV_ARG_FLOAT, KV_ARG_BOOL, KV_ARG_CHOICE, KV_ARG_STRING,
     KV_ARG_GIB,       /* kvlab override in GiB */
-    KV_ARG_NOTE,      /* real vLLM flag that does not change memory: accepted and ignored */
+    KV_ARG_NOTE,      /* real vLLM flag kvlab does not model: accepted with a note ("does not change the
+                         memory plan", or with .changes "not modelled: ...") */
     KV_ARG_NOTE_BOOL, /* the same, taking no value */
+    KV_ARG_REFUSED,   /* real vLLM flag kvlab cannot follow (--config FILE): exit 2 with .changes */
 } kv_args_kind;
 
 typedef struct kv_args_flag {
@@ -157,7 +168,25 @@ typedef struct kv_args_flag {
     const char *deflt;    /* vLLM's default, as text */
     const char *help;     /* one line */
     int memory;           /* 1: changes the memory plan */
+    /* The vLLM releases that have the flag (engine/arg_utils.py and the
+     * frontend's cli_args.py of each release): since = the first (NULL: all
+     * of 0.6.4 on), removed = the first without it (NULL: still there). */
+    const char *since;
+    const char *removed;
+    /* A flag that changes memory in a way kvlab does not model: what it
+     * changes, for the note "not modelled: ..." (NULL otherwise). */
+    const char *changes;
 } kv_args_flag;
+
+/* Whether vLLM release `version` (X.Y[.Z]; "" = the newest) has flag f. */
+int kv_args_flag_in_release(const kv_args_flag *f, const char *version);
+
+/* Every vLLM flag given to a (a->given) exists in the release a follows
+ * (a->vllm_version, the newest when ""): 0, or KV_ARGS_EVALUE with one line
+ * in err ("--async-scheduling: vLLM 0.9.2 has no such flag (0.10.0 and
+ * later); vLLM would reject it"). Nothing is checked under textbook
+ * accounting. kv_args_parse calls it once all flags are read. */
+int kv_args_check_release(const kv_args *a, char *err, size_t errlen);
 
 int kv_args_flag_count(void);
 const kv_args_flag *kv_args_flag_at(int i);

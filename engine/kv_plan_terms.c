@@ -513,8 +513,29 @@ static int cg_count(kv_release_cg_sizes k, int64_t max_size, int64_t *largest)
     return n;
 }
 
-double kv_plan_cudagraph_bytes(const kv_release *r, const kv_model *m, int32_t tp, int nvlink, int64_t mns,
-                               int64_t mnbt, int act_bytes, int *pw_out, int *full_out)
+/* The user's graph flags: a largest size, an explicit list, FULL graphs off. */
+typedef struct cg_flags {
+    int64_t max_size;          /* --max-cudagraph-capture-size, or --cuda-graph-sizes N (0: the release's) */
+    const int64_t *list;       /* --cuda-graph-sizes A B C ... (NULL: the release's rule) */
+    int nlist;
+    int no_full;               /* -O1 (0.12 on): PIECEWISE graphs only */
+} cg_flags;
+
+/* Sizes of an explicit list up to max_size: how many, and the largest. */
+static int cg_count_list(const cg_flags *f, int64_t max_size, int64_t *largest)
+{
+    int n = 0;
+    *largest = 0;
+    for (int i = 0; i < f->nlist; i++)
+        if (f->list[i] <= max_size) {
+            n++;
+            *largest = f->list[i] > *largest ? f->list[i] : *largest;
+        }
+    return n;
+}
+
+static double cg_bytes(const kv_release *r, const kv_model *m, int32_t tp, int nvlink, int64_t mns, int64_t mnbt,
+                       int act_bytes, const cg_flags *f, int *pw_out, int *full_out)
 {
     const kv_release_memory *mem = r->mem;
     if (tp < 1)
@@ -532,11 +553,19 @@ double kv_plan_cudagraph_bytes(const kv_release *r, const kv_model *m, int32_t t
         rule = KV_CG_STEP16_2SEQS;
         cap = mem->cg_big_max;
     }
+    if (f && f->max_size > 0 && mem->cg_sizes != KV_CG_NONE)
+        cap = f->max_size;
     if (cap > mnbt)
         cap = mnbt;
     int64_t largest = 0, largest_full = 0;
-    int n = cap > 0 ? cg_count(rule, cap, &largest) : 0;
-    int nfull = n > 0 && mem->cg_full_decode ? cg_count(rule, cap < mns ? cap : mns, &largest_full) : 0;
+    int list = f && f->list && f->nlist > 0 && mem->cg_sizes != KV_CG_NONE;
+    int n = list ? cg_count_list(f, mnbt, &largest) : cap > 0 ? cg_count(rule, cap, &largest) : 0;
+    if (list)
+        cap = largest;
+    int full_decode = mem->cg_full_decode && !(f && f->no_full);
+    int nfull = n > 0 && full_decode ? (list ? cg_count_list(f, cap < mns ? cap : mns, &largest_full)
+                                             : cg_count(rule, cap < mns ? cap : mns, &largest_full))
+                                     : 0;
     if (pw_out)
         *pw_out = mem->cg_sizes == KV_CG_V0 ? 0 : n;
     if (full_out)
@@ -555,6 +584,47 @@ double kv_plan_cudagraph_bytes(const kv_release *r, const kv_model *m, int32_t t
     return bytes;
 }
 
+double kv_plan_cudagraph_bytes(const kv_release *r, const kv_model *m, int32_t tp, int nvlink, int64_t mns,
+                               int64_t mnbt, int act_bytes, int *pw_out, int *full_out)
+{
+    return cg_bytes(r, m, tp, nvlink, mns, mnbt, act_bytes, NULL, pw_out, full_out);
+}
+
+/* -O N by release (kv_release_opt_levels): 1 when it turns the graphs off
+ * (the term is then set), else fills *no_full for PIECEWISE-only. */
+static int plan_opt_level(const plan_ctx *c, kv_plan *p, int *no_full)
+{
+    int lv = c->a->optimization_level;
+    *no_full = 0;
+    if (lv < 0)
+        return 0;
+    if (c->textbook) {
+        plan_note(p, "-O %d is not used under --accounting textbook (its CUDA-graph figure is fixed)", lv);
+        return 0;
+    }
+    switch (c->r->mem->opt_levels) {
+    case KV_OPT_LEVELS:
+        if (lv == 0) {
+            plan_set_term(p, KV_PLAN_TERM_CUDAGRAPH, "cudagraph", 0, 0, 1, "-O0: no CUDA graphs");
+            return 1;
+        }
+        *no_full = lv == 1;
+        return 0;
+    case KV_OPT_COMPILE_LEVEL:
+        if (lv != 3) {
+            plan_set_term(p, KV_PLAN_TERM_CUDAGRAPH, "cudagraph", 0, 0, 1,
+                          "-O %d: V1 captures CUDA graphs only at compilation level 3", lv);
+            return 1;
+        }
+        return 0;
+    default:
+        if (lv != 3 || !p->engine_v1)
+            plan_note(p, "-O %d is not modelled for vLLM %s: the CUDA graphs shown are the release's default", lv,
+                      p->vllm_version);
+        return 0;
+    }
+}
+
 void plan_cudagraph(const plan_ctx *c, kv_plan *p)
 {
     const kv_args *a = c->a;
@@ -570,15 +640,24 @@ void plan_cudagraph(const plan_ctx *c, kv_plan *p)
         plan_set_term(p, KV_PLAN_TERM_CUDAGRAPH, "cudagraph", 0, 0, 1, "--enforce-eager: no CUDA graphs");
         return;
     }
+    cg_flags f = {.max_size = a->max_cudagraph_capture_size};
+    if (a->cuda_graph_sizes_n == 1)
+        f.max_size = a->cuda_graph_sizes[0];
+    else if (a->cuda_graph_sizes_n > 1)
+        f.list = a->cuda_graph_sizes, f.nlist = a->cuda_graph_sizes_n;
+    if (plan_opt_level(c, p, &f.no_full))
+        return;
     if (c->textbook) {
+        if (f.max_size || f.list)
+            plan_note(p, "the CUDA-graph sizes are not used under --accounting textbook (its figure is fixed)");
         p->cudagraph_bytes = mem->cudagraph_gib * KV_GIB;
         plan_set_term(p, KV_PLAN_TERM_CUDAGRAPH, "cudagraph", p->cudagraph_bytes, 0, 1,
                       "estimate (vLLM profiles a capture)");
         return;
     }
     int pw = 0, full = 0;
-    p->cudagraph_bytes = kv_plan_cudagraph_bytes(c->r, c->m, c->tp, c->gpu && c->gpu->nvlink_gbps > 0, p->max_num_seqs,
-                                                 p->max_num_batched_tokens, c->act_bytes, &pw, &full);
+    p->cudagraph_bytes = cg_bytes(c->r, c->m, c->tp, c->gpu && c->gpu->nvlink_gbps > 0, p->max_num_seqs,
+                                  p->max_num_batched_tokens, c->act_bytes, &f, &pw, &full);
     char graphs[64];
     if (pw > 0 && full > 0)
         snprintf(graphs, sizeof graphs, "%d PIECEWISE + %d FULL graphs", pw, full);

@@ -333,27 +333,33 @@ static const kv_release_memory M_V0_065 = {V0_MEM(KV_BUDGET_PROFILED, 2048)};
 /* V1 0.8.0-0.9.0 (v1/worker/gpu_worker.py determine_available_memory):
  * total x util - (peak + non-torch allocations), context inside. */
 static const kv_release_memory M_V1_080 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_080,
-                                           .v0_fallback_below_cc = 80, .v0_fallback_cpu_offload = 1};
+                                           .v0_fallback_below_cc = 80, .v0_fallback_cpu_offload = 1,
+                                           .opt_levels = KV_OPT_COMPILE_LEVEL};
 /* 0.8.3: V1 offloads weights itself (models/utils.py maybe_offload_to_cpu over UVA). */
 static const kv_release_memory M_V1_083 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_080,
-                                           .v0_fallback_below_cc = 80};
+                                           .v0_fallback_below_cc = 80,
+                                           .opt_levels = KV_OPT_COMPILE_LEVEL};
 static const kv_release_memory M_V1_084 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_084,
-                                           .v0_fallback_below_cc = 80};
+                                           .v0_fallback_below_cc = 80,
+                                           .opt_levels = KV_OPT_COMPILE_LEVEL};
 static const kv_release_memory M_V1_085 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_085,
-                                           .v0_fallback_below_cc = 80};
+                                           .v0_fallback_below_cc = 80,
+                                           .opt_levels = KV_OPT_COMPILE_LEVEL};
 /* 0.9.0: FlashInfer's sampler whenever FlashInfer is installed (0.8.x
  * logged it as disabled, "not backward compatible"). The PyPI wheel does
  * not install FlashInfer before 0.11.1 (an extra), so kvlab's default is
  * PyTorch's sort; the official image has FlashInfer (--flashinfer-sampler
  * true): flashinfer issue #1180 compares the two. */
 static const kv_release_memory M_V1_090 = {V1_MEM(KV_BUDGET_PEAK, 0.90, 0, 0), .card_classes = CARDS_090,
-                                           .mxfp4_marlin_everywhere = 1, .v0_fallback_below_cc = 80};
+                                           .mxfp4_marlin_everywhere = 1, .v0_fallback_below_cc = 80,
+                                           .opt_levels = KV_OPT_COMPILE_LEVEL};
 /* V1 0.9.1: memory_profiling with the snapshot taken after NCCL init:
  * requested memory - non-KV memory. mxfp4 (gpt-oss, 0.10.1 on) runs on
  * Marlin unless the optional triton_kernels package is installed
  * (quantization/mxfp4.py get_mxfp4_backend; vllm issue #23278: 65.97 GiB). */
 static const kv_release_memory M_V1_091 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0), .card_classes = CARDS_090,
-                                           .mxfp4_marlin_everywhere = 1, .v0_fallback_below_cc = 80};
+                                           .mxfp4_marlin_everywhere = 1, .v0_fallback_below_cc = 80,
+                                           .opt_levels = KV_OPT_COMPILE_LEVEL};
 /* 0.10.1: graphs for 1, 2, 4, 8 ... min(2 x max_num_seqs, 512)
  * (config/scheduler.py cuda_graph_sizes). */
 #define GPT_OSS_GRAPHS(max_) .cg_big_arch = "GptOssForCausalLM", .cg_big_max = max_
@@ -376,11 +382,12 @@ static const kv_release_memory M_V1_011 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0
 static const kv_release_memory M_V1_0111 = {V1_0111, .mxfp4_marlin_everywhere = 1};
 /* 0.12.0: triton_kernels ships inside vLLM (vllm/third_party), so Hopper
  * runs mxfp4 on the Triton kernels. */
-static const kv_release_memory M_V1_012 = {V1_0111};
+static const kv_release_memory M_V1_012 = {V1_0111, .opt_levels = KV_OPT_LEVELS};
 /* 0.14.0: --max-model-len auto (kv_cache_utils.py "Cannot auto-fit"). */
-static const kv_release_memory M_V1_014 = {V1_0111, .supports_auto_fit = 1};
+static const kv_release_memory M_V1_014 = {V1_0111, .supports_auto_fit = 1, .opt_levels = KV_OPT_LEVELS};
 /* 0.17.0: the Triton top-k/top-p kernel; FlashInfer's all-reduce fusion at tp > 1. */
-#define V1_017 V1_0111, .supports_auto_fit = 1, .sampler_bytes_per_elem = SAMPLER_TRITON, \
+#define V1_017 V1_0111, .supports_auto_fit = 1, .opt_levels = KV_OPT_LEVELS, \
+    .sampler_bytes_per_elem = SAMPLER_TRITON, \
     .non_torch_tp_fusion_gib = NON_TORCH_FUSION
 static const kv_release_memory M_V1_017 = {V1_017};
 /* 0.18.0: more non-torch memory at tp 1 (measured). */

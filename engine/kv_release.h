@@ -88,6 +88,15 @@ typedef enum kv_release_cg_sizes {
     KV_CG_STEP16_2SEQS,    /* 1, 2, 4, 8..248 step 8, 256..min(2 x max_num_seqs, 512) step 16 (0.11.1) */
 } kv_release_cg_sizes;
 
+/* What -O N (--optimization-level N) does to the CUDA graphs. */
+typedef enum kv_release_opt_levels {
+    KV_OPT_UNMODELLED = 0, /* kvlab does not follow it in this release (noted) */
+    KV_OPT_COMPILE_LEVEL,  /* -O N is the compilation level; V1 captures graphs only at 3, the default
+                              (v1/worker/gpu_model_runner.py use_cuda_graph, 0.8.0 - 0.10.0) */
+    KV_OPT_LEVELS,         /* --optimization-level: 0 no graphs, 1 PIECEWISE only, 2 and 3 (the default 2)
+                              the release's graphs (config/vllm.py OPTIMIZATION_LEVEL_00..03, 0.12 on) */
+} kv_release_opt_levels;
+
 #define KV_RELEASE_MAX_CARD_CLASSES 4
 #define KV_RELEASE_MAX_V2_ARCHES 8
 
@@ -128,6 +137,7 @@ typedef struct kv_release_memory {
      * attention layer (PIECEWISE). */
     kv_release_cg_sizes cg_sizes;
     int cg_full_decode;
+    kv_release_opt_levels opt_levels;
     /* An architecture that raises the largest capture size
      * (model_executor/models/config.py: gpt-oss to 1024 from 0.10.1, 992 in
      * 0.11.0), with step-16 sizes above 256, regardless of max_num_seqs. */

@@ -130,7 +130,7 @@ void lsn_offer_build(lsn_offer *o, const lsn_server *s)
             add_flag(o, first[i]);
         for (int i = 0; i < kv_args_flag_count(); i++) {
             const kv_args_flag *f = kv_args_flag_at(i);
-            if (f && f->kind != KV_ARG_NOTE && f->kind != KV_ARG_NOTE_BOOL)
+            if (f && f->kind != KV_ARG_NOTE && f->kind != KV_ARG_NOTE_BOOL && f->kind != KV_ARG_REFUSED)
                 add_flag(o, f->name);
         }
     } else {

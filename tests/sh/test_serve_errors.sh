@@ -91,11 +91,39 @@ KVLAB_DATA_DIR="$tmp/empty" bad "cannot open the GPU catalogue" serve "$KVLAB_SO
 
 # Accepted with a note (exit 0): vLLM flags that do not touch memory.
 out=$("$KVLAB" serve $L8 --gpu h100 --port 8000 --api-key k --seed 1 --disable-log-requests --swap-space 4 \
-      --max-model-len 8192 2>&1)
+      --max-model-len 8192 --vllm-version 0.16 2>&1)
 rc=$?
 if [ $rc != 0 ] || ! grep -q "note: --swap-space does not change the memory plan" <<<"$out"; then
   echo "FAIL: ignored flags (exit $rc)"; fail=1
 fi
+
+# Real vLLM flags people paste: accepted with a note each (exit 0); the ones
+# that change memory in ways kvlab does not model say what they change.
+out=$("$KVLAB" serve vllm serve $L8 --gpu h100 --max-model-len 8k --limit-mm-per-prompt '{"image":0}' \
+      --enable-expert-parallel -O3 --compilation-config '{"level":3}' --max-cudagraph-capture-size 256 \
+      --async-scheduling --long-prefill-token-threshold 512 --max-num-partial-prefills 2 --vllm-version 0.26 \
+      --speculative-config '{"method":"ngram","num_speculative_tokens":3}' --kv-offloading-size 8 --enable-lora \
+      --max-lora-rank 64 --hf-overrides '{}' --model-impl vllm --calculate-kv-scales 2>&1)
+rc=$?
+for want in "--speculative-config is accepted but not modelled: it changes a draft model" \
+            "--enable-lora is accepted but not modelled: it changes LoRA slots" \
+            "--kv-offloading-size is accepted but not modelled" "--async-scheduling does not change the memory plan" \
+            "--compilation-config is accepted but not modelled"; do
+  if [ $rc != 0 ] || ! grep -qF -- "$want" <<<"$out"; then
+    echo "FAIL: real flags (exit $rc): no '$want'"; sed 's/^/  /' <<<"$out" | head -5; fail=1
+  fi
+done
+# old flags and old releases: vLLM would reject them, so kvlab does (exit 2)
+bad "--max-seq-len-to-capture: vLLM 0.33.0 has no such flag (removed in 0.11.0)" serve $L8 --max-seq-len-to-capture 8192
+bad "--swap-space: vLLM 0.33.0 has no such flag (removed in 0.18.0)" serve $L8 --swap-space 4
+bad "--async-scheduling: vLLM 0.9.2 has no such flag (0.10.0 and later)" serve $L8 --async-scheduling --vllm-version 0.9.2
+bad "--cuda-graph-sizes: vLLM 0.13 has no such flag (0.9.0 to before 0.13.0)" serve $L8 --cuda-graph-sizes 64 --vllm-version 0.13
+bad "-O: vLLM 0.6.4 has no such flag (0.6.5 and later)" serve $L8 -O3 --vllm-version 0.6.4
+bad "--optimization-level (-O) must be 0, 1, 2 or 3" serve $L8 --optimization-level 7
+bad "--config: kvlab does not read vLLM's YAML config files" serve $L8 --config serve.yaml
+# under textbook accounting there is no release to check against
+"$KVLAB" serve $L8 --gpu h100 --max-model-len 8192 --swap-space 4 --accounting textbook >/dev/null 2>&1 ||
+  { echo "FAIL: --swap-space under textbook: exit $?"; fail=1; }
 
 [ $fail = 0 ] && echo "all serve error checks passed"
 exit $fail

@@ -218,6 +218,56 @@ static void test_parse_argv(void **state)
     assert_string_equal(a.model, "x/y");
 }
 
+/* Real vLLM flags from pasted lines: -O in its three spellings, the
+ * CUDA-graph sizes (several values), notes that say what is not modelled,
+ * and the release check (a flag the chosen release lacks, --config). */
+static void test_real_vllm_flags(void **state)
+{
+    (void)state;
+    kv_args a;
+    char err[256], notes[1024];
+    static const char *const forms[][3] = {{"-O3", NULL, NULL}, {"-O", "3", NULL}, {"-O=3", NULL, NULL},
+                                           {"--optimization-level", "3", NULL}};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        char *argv[4] = {"m", (char *)forms[i][0], (char *)forms[i][1], NULL};
+        kv_args_init(&a);
+        assert_int_equal(kv_args_parse(&a, forms[i][1] ? 3 : 2, argv, notes, sizeof notes, err, sizeof err), 0);
+        assert_int_equal(a.optimization_level, 3);
+        assert_string_equal(a.model, "m");
+    }
+    char *sizes[] = {"m", "--vllm-version", "0.10.0", "--cuda-graph-sizes", "1", "2", "4", "8", "--enforce-eager"};
+    kv_args_init(&a);
+    assert_int_equal(kv_args_parse(&a, 9, sizes, notes, sizeof notes, err, sizeof err), 0);
+    assert_int_equal(a.cuda_graph_sizes_n, 4);
+    assert_int_equal(a.cuda_graph_sizes[3], 8);
+    assert_int_equal(a.enforce_eager, 1);
+    char *noted[] = {"m", "--speculative-config", "{}", "--enable-lora", "--async-scheduling"};
+    kv_args_init(&a);
+    assert_int_equal(kv_args_parse(&a, 5, noted, notes, sizeof notes, err, sizeof err), 0);
+    assert_non_null(strstr(notes, "--speculative-config is accepted but not modelled: it changes a draft model"));
+    assert_non_null(strstr(notes, "--enable-lora is accepted but not modelled"));
+    assert_non_null(strstr(notes, "--async-scheduling does not change the memory plan"));
+    /* the release decides, whatever the order of the flags */
+    char *old[] = {"m", "--async-scheduling", "--vllm-version", "0.9.2"};
+    kv_args_init(&a);
+    assert_int_equal(kv_args_parse(&a, 4, old, notes, sizeof notes, err, sizeof err), KV_ARGS_EVALUE);
+    assert_string_equal(err, "--async-scheduling: vLLM 0.9.2 has no such flag (0.10.0 and later); vLLM would reject it");
+    char *gone[] = {"m", "--rope-scaling", "{}"};
+    kv_args_init(&a);
+    assert_int_equal(kv_args_parse(&a, 3, gone, notes, sizeof notes, err, sizeof err), KV_ARGS_EVALUE);
+    assert_non_null(strstr(err, "--rope-scaling: vLLM 0.33.0 has no such flag (removed in 0.11.1)"));
+    char *tb[] = {"m", "--rope-scaling", "{}", "--accounting", "textbook"};
+    kv_args_init(&a);
+    assert_int_equal(kv_args_parse(&a, 5, tb, notes, sizeof notes, err, sizeof err), 0);
+    assert_true(kv_args_flag_in_release(kv_args_flag_find("rope-scaling"), "0.11.0"));
+    assert_false(kv_args_flag_in_release(kv_args_flag_find("rope-scaling"), "0.11.1"));
+    assert_true(kv_args_flag_in_release(kv_args_flag_find("max-cudagraph-capture-size"), ""));
+    char *cfg[] = {"m", "--config", "serve.yaml"};
+    kv_args_init(&a);
+    assert_int_equal(kv_args_parse(&a, 3, cfg, notes, sizeof notes, err, sizeof err), KV_ARGS_EVALUE);
+    assert_non_null(strstr(err, "does not read vLLM's YAML config files"));
+}
+
 /* Unknown flags name the near ones: typos, British spellings, a longer or
  * shorter form; nothing when nothing is close. */
 static void test_flag_suggestions(void **state)
@@ -293,6 +343,7 @@ int main(void)
         cmocka_unit_test(test_bad_values),
         cmocka_unit_test(test_ignored_flags),
         cmocka_unit_test(test_parse_argv),
+        cmocka_unit_test(test_real_vllm_flags),
         cmocka_unit_test(test_flag_suggestions),
         cmocka_unit_test(test_kv_cache_dtypes),
     };

@@ -51,11 +51,15 @@ static void serve_usage(FILE *f)
             DEFAULT_GPU, kv_release_at(0)->first, kv_release_newest()->first, kv_release_newest()->first);
     for (int i = 0; i < kv_args_flag_count(); i++) {
         const kv_args_flag *fl = kv_args_flag_at(i);
-        if (fl->kind == KV_ARG_NOTE || fl->kind == KV_ARG_NOTE_BOOL)
+        if (fl->kind == KV_ARG_NOTE || fl->kind == KV_ARG_NOTE_BOOL || fl->kind == KV_ARG_REFUSED)
             continue;
         fprintf(f, "  --%-26s %s (default %s)\n", fl->name, fl->help, fl->deflt);
     }
-    fprintf(f, "other vLLM flags (--port, --host, --served-model-name, ...) are accepted and ignored.\n");
+    fprintf(f, "other vLLM flags are accepted with a note: --port, --host, --async-scheduling, ... do not\n"
+               "change memory; --speculative-config, --enable-lora, --kv-offloading-size,\n"
+               "--limit-mm-per-prompt, --hf-overrides, --compilation-config, ... are not modelled\n"
+               "(the note says what they change). A flag the --vllm-version lacks exits 2, as\n"
+               "vLLM would reject it; --config FILE is refused (put its flags on the line).\n");
 }
 
 static const char *term_label(int i)
