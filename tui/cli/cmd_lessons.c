@@ -15,7 +15,8 @@ static void check_usage(FILE *f)
     fprintf(f, "usage: kvlab check [N ...] [--lessons DIR] [-v]\n"
                "  runs lessons headless with their scripted answers (all written lessons when no N);\n"
                "  every question must refuse its wrong answers and accept its script; every goal\n"
-               "  must be reached by its scripted flag changes. Exit 0 when all pass, 1 otherwise.\n"
+               "  must be reached by its scripted flag changes. Exit 0 when all pass, 1 otherwise,\n"
+               "  2 for a number the course does not have.\n"
                "  -v also shows each page's text and what lessons print(). KVLAB_LESSONS_DIR also sets the folder.\n");
 }
 
@@ -39,8 +40,7 @@ int cmd_check(int argc, char **argv)
             char *end;
             long v = strtol(a, &end, 10);
             if (*end || v < 1 || v > 99 || n == 128) {
-                fprintf(stderr, "kvlab check: '%s' is not a lesson number\n", a);
-                check_usage(stderr);
+                fprintf(stderr, "kvlab check: '%s' is not a lesson number (see kvlab check --help)\n", a);
                 return 2;
             }
             nums[n++] = (int)v;
@@ -54,6 +54,21 @@ int cmd_check(int argc, char **argv)
     if (!r) {
         fprintf(stderr, "kvlab check: %s\n", err);
         return 2;
+    }
+    /* A number the course does not have is bad input (exit 2, one line),
+     * told before any lesson runs; a listed lesson whose file is missing is
+     * the course's failure (exit 1, below). */
+    for (int i = 0; i < n; i++) {
+        if (!lsn_info_of(r, nums[i])) {
+            int c = lsn_count(r);
+            if (c > 0)
+                fprintf(stderr, "kvlab check: no lesson %d: the course has lessons %d to %d\n", nums[i],
+                        lsn_info_at(r, 0)->number, lsn_info_at(r, c - 1)->number);
+            else
+                fprintf(stderr, "kvlab check: no lesson %d: the course in %s has no lessons\n", nums[i], dir);
+            lsn_free(r);
+            return 2;
+        }
     }
     int failed = 0, passed = 0, skipped = 0;
     if (n == 0) {
@@ -77,11 +92,6 @@ int cmd_check(int argc, char **argv)
     }
     for (int i = 0; i < n; i++) {
         const lsn_info *l = lsn_info_of(r, nums[i]);
-        if (!l) {
-            printf("FAIL lesson %d: the course has only %d lessons\n", nums[i], lsn_count(r));
-            failed++;
-            continue;
-        }
         if (!l->available) {
             printf("FAIL lesson %d (%s): %s is missing\n", l->number, l->title, l->file);
             failed++;
