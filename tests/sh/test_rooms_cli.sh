@@ -20,7 +20,7 @@ fi
 
 bad() { # expected-substring args...
   local want=$1; shift
-  "$KVLAB" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+  timeout 20 "$KVLAB" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null # 124: waited instead of refusing
   local rc=$? lines
   lines=$(wc -l <"$tmp/err")
   if [ $rc != 2 ] || [ -s "$tmp/out" ] || [ "$lines" != 1 ] || ! grep -qF -- "$want" "$tmp/err"; then
@@ -35,6 +35,7 @@ if [ "${KVLAB_TUI:-1}" = "0" ] || [ "${KVLAB_TUI:-}" = "OFF" ] || [ "${KVLAB_LES
     exit $fail
 fi
 bad "'bad name!' is not a room name" --follow 'bad name!'
+bad "no user 'nosuchuser-kvlab' on this machine" --follow nosuchuser-kvlab/class
 bad "'.hidden' is not a room name" --present .hidden
 bad "there is no group 'no-such-group-kvlab'" --present class --allow-group no-such-group-kvlab
 bad "use it with --present" --follow class --allow-group users

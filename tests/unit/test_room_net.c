@@ -114,6 +114,33 @@ static void test_names(void **state)
     /* Not there yet: 0, with where one's own would appear. */
     assert_int_equal(room_find("nobody-here", &e, err, sizeof err), 0);
     assert_non_null(strstr(e.sock, g_xdg));
+    /* USER/NAME with no such user: nobody will ever present it, so refused
+     * (a follower would wait forever); the "uidN" form of a uid without a
+     * name, and one's own name, are waited for. */
+    assert_int_equal(room_find("nosuchuser-kvlab/x", &e, err, sizeof err), -1);
+    assert_non_null(strstr(err, "no user 'nosuchuser-kvlab' on this machine"));
+    assert_int_equal(room_find("uid4000000/x", &e, err, sizeof err), 0);
+    assert_int_equal(e.uid, 4000000);
+    char me[ROOM_NAME_MAX], spec[ROOM_NAME_MAX + 8];
+    room_user_name(geteuid(), me, sizeof me);
+    snprintf(spec, sizeof spec, "%s/x", me);
+    assert_int_equal(room_find(spec, &e, err, sizeof err), 0);
+    room_follow *f = room_follow_new("nosuchuser-kvlab/x", err, sizeof err);
+    assert_null(f);
+    assert_non_null(strstr(err, "no user 'nosuchuser-kvlab'"));
+    /* The waiting text names the room as the follower wrote it. */
+    f = room_follow_new(spec, err, sizeof err);
+    assert_non_null(f);
+    char want[ROOM_NAME_MAX + 40];
+    snprintf(want, sizeof want, "room '%s'", spec);
+    assert_non_null(strstr(room_follow_message(f), want));
+    room_follow_poll(f, now_s()); /* no presenter: still waiting, still named so */
+    assert_non_null(strstr(room_follow_message(f), want));
+    room_follow_free(f);
+    f = room_follow_new("x", err, sizeof err);
+    assert_non_null(f);
+    assert_non_null(strstr(room_follow_message(f), "room 'x'"));
+    room_follow_free(f);
 }
 
 static void test_private_dir(void **state)

@@ -17,8 +17,9 @@
 typedef struct app_room {
     int mode;
     char name[ROOM_ROOMNAME_MAX];
+    char shown[ROOM_NAME_MAX + ROOM_ROOMNAME_MAX + 2]; /* the room as --follow named it (USER/NAME) */
     char label[96];
-    char idle[ROOM_TEXT_MAX + 160];
+    char idle[ROOM_TEXT_MAX + 400];
 
     /* presenter */
     room_pres *pres;
@@ -31,6 +32,7 @@ typedef struct app_room {
     /* follower */
     room_follow *fol;
     int exploring;              /* broken away */
+    int x_idle;                 /* x was pressed with no lesson to explore */
     int force_replay;           /* rejoining: rebuild from the presenter's state */
     char presenter[ROOM_NAME_MAX];
     double hint_at;
@@ -93,6 +95,9 @@ int app_room_open(app *a, int mode, const char *name, const char *group, char *e
         char e2[256];
         room_find(name, &e, e2, sizeof e2);
         snprintf(m->name, sizeof m->name, "%s", e.name[0] ? e.name : "room");
+        const char *slash = name ? strchr(name, '/') : NULL;
+        snprintf(m->shown, sizeof m->shown, "%.*s%s", slash ? (int)(slash - name + 1) : 0, slash ? name : "",
+                 m->name);
         follower_state_dir(m);
     }
     const char *tr = getenv("KVLAB_ROOM_TRACE");
@@ -459,7 +464,12 @@ int app_room_key(app *a, int ch)
     int typing = a->flag_editing || (m->exploring && a->input_active && a->input_len > 0);
     if ((ch == 'x' || ch == 'X') && !typing) {
         char err[256];
-        if (!m->exploring) {
+        if (!m->exploring && !lsn_current(a->lsn)) {
+            /* No lesson yet (no presenter, or one on the lesson list): breaking
+             * away would leave an empty screen with the presenter's keys off. */
+            app_status(a, UI_R_WARN, "Nothing to explore until the presenter opens a lesson");
+            m->x_idle = 1; /* the text view says it too: a narrow header drops the status */
+        } else if (!m->exploring) {
             m->exploring = 1;
             lsn_set_voice(a->lsn, NULL); /* the learner's own answers from here */
             a->paused = 0;
@@ -554,6 +564,8 @@ const char *app_room_idle_text(const app *a)
         snprintf(m->idle, sizeof m->idle, "%s.\n\nkvlab tries again every few seconds. q quits.", msg);
     else
         snprintf(m->idle, sizeof m->idle, "%s%s\n\nThe lesson appears here as soon as the presenter of room '%s' "
-                 "has one open. q quits.", msg[0] ? msg : "Joining", msg[0] ? "." : " ...", m->name);
+                 "has one open. q quits.%s", msg[0] ? msg : "Joining", msg[0] ? "." : " ...", m->shown,
+                 m->x_idle ? "\n\nNothing to explore until the presenter opens a lesson: x breaks away from "
+                             "the presenter's lesson, once there is one." : "");
     return m->idle;
 }

@@ -23,6 +23,7 @@ struct room_follow {
     char spec[ROOM_NAME_MAX + ROOM_ROOMNAME_MAX + 2];
     char fixed_path[ROOM_PATH_MAX]; /* room_follow_new_at */
     char name[ROOM_ROOMNAME_MAX];
+    char shown[ROOM_NAME_MAX + ROOM_ROOMNAME_MAX + 2]; /* as the follower named it: NAME or USER/NAME */
     int fd;
     room_follow_status status;
     char message[ROOM_TEXT_MAX + 128];
@@ -66,7 +67,9 @@ room_follow *room_follow_new(const char *spec, char *err, size_t errlen)
     }
     snprintf(f->spec, sizeof f->spec, "%s", spec ? spec : "");
     snprintf(f->name, sizeof f->name, "%s", e.name);
-    snprintf(f->message, sizeof f->message, "waiting for the presenter of room '%s'", f->name);
+    const char *slash = spec ? strchr(spec, '/') : NULL;
+    snprintf(f->shown, sizeof f->shown, "%.*s%s", slash ? (int)(slash - spec + 1) : 0, slash ? spec : "", e.name);
+    snprintf(f->message, sizeof f->message, "waiting for the presenter of room '%s'", f->shown);
     return f;
 }
 
@@ -77,7 +80,8 @@ room_follow *room_follow_new_at(const char *sock_path, const char *name)
         return NULL;
     snprintf(f->fixed_path, sizeof f->fixed_path, "%s", sock_path);
     snprintf(f->name, sizeof f->name, "%s", name ? name : "room");
-    snprintf(f->message, sizeof f->message, "waiting for the presenter of room '%s'", f->name);
+    snprintf(f->shown, sizeof f->shown, "%s", f->name);
+    snprintf(f->message, sizeof f->message, "waiting for the presenter of room '%s'", f->shown);
     return f;
 }
 
@@ -179,14 +183,14 @@ static void try_connect(room_follow *f, double now, unsigned *ch)
                            "you are in with --allow-group GROUP)",
                            e.owner);
             else if (f->ever_followed)
-                set_status(f, ROOM_FS_WAITING, ch, "presenter gone: waiting for room '%s' to come back", f->name);
+                set_status(f, ROOM_FS_WAITING, ch, "presenter gone: waiting for room '%s' to come back", f->shown);
             else if (e.owner[0] && e.uid != geteuid())
                 set_status(f, ROOM_FS_WAITING, ch,
                            "waiting for %s's room '%s' (a room %s opens to no group stays invisible to you: "
                            "it needs --allow-group GROUP with a group you are in)",
                            e.owner, f->name, e.owner);
             else
-                set_status(f, ROOM_FS_WAITING, ch, "waiting for the presenter of room '%s'", f->name);
+                set_status(f, ROOM_FS_WAITING, ch, "waiting for the presenter of room '%s'", f->shown);
             f->next_try = now + (f->status == ROOM_FS_REFUSED ? ROOM_RETRY_REFUSED_S : ROOM_RETRY_S);
             return;
         }
@@ -199,13 +203,13 @@ static void try_connect(room_follow *f, double now, unsigned *ch)
             set_status(f, ROOM_FS_REFUSED, ch,
                        "refused: room '%s' is not open to you (permission denied); ask the presenter to open it "
                        "to your group with --allow-group",
-                       f->name);
+                       f->shown);
             f->next_try = now + ROOM_RETRY_REFUSED_S;
         } else {
             if (f->ever_followed)
-                set_status(f, ROOM_FS_WAITING, ch, "presenter gone: waiting for room '%s' to come back", f->name);
+                set_status(f, ROOM_FS_WAITING, ch, "presenter gone: waiting for room '%s' to come back", f->shown);
             else
-                set_status(f, ROOM_FS_WAITING, ch, "waiting for the presenter of room '%s'", f->name);
+                set_status(f, ROOM_FS_WAITING, ch, "waiting for the presenter of room '%s'", f->shown);
             f->next_try = now + ROOM_RETRY_S;
         }
         return;
@@ -218,7 +222,7 @@ static void try_connect(room_follow *f, double now, unsigned *ch)
     f->fd = fd;
     f->inlen = 0;
     f->stats.connects++;
-    set_status(f, ROOM_FS_JOINING, ch, "joining room '%s'", f->name);
+    set_status(f, ROOM_FS_JOINING, ch, "joining room '%s'", f->shown);
 }
 
 /* Act on one decoded message. Returns -1 when the connection must end. */
@@ -354,9 +358,9 @@ unsigned room_follow_poll(room_follow *f, double now)
         if (n <= 0) {
             if (f->ever_followed)
                 set_status(f, ROOM_FS_WAITING, &ch,
-                           "presenter gone: waiting for room '%s' to come back", f->name);
+                           "presenter gone: waiting for room '%s' to come back", f->shown);
             else
-                set_status(f, ROOM_FS_WAITING, &ch, "waiting for the presenter of room '%s'", f->name);
+                set_status(f, ROOM_FS_WAITING, &ch, "waiting for the presenter of room '%s'", f->shown);
             disconnect(f, now, ROOM_RETRY_S);
             return ch;
         }

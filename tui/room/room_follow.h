@@ -36,7 +36,9 @@ typedef struct room_follow room_follow;
 
 /* A follower of the room named spec (NULL or "" = this user's default room;
  * NAME or USER/NAME, see room_path.h). Connects on the first poll. Returns
- * NULL with one line in err when spec is not a valid room name. */
+ * NULL with one line in err when spec is not a valid room name or names a
+ * user this machine does not have. room_follow_message names the room as
+ * spec wrote it ("bob/class" stays "bob/class"). */
 room_follow *room_follow_new(const char *spec, char *err, size_t errlen);
 void room_follow_free(room_follow *f);
 

@@ -448,29 +448,40 @@ int room_find(const char *spec, room_entry *out, char *err, size_t errlen)
         }
     } else {
         snprintf(out->owner, sizeof out->owner, "%s", want_user);
-        /* The user's folders we may not read: rooms that are not open to us. */
         struct passwd pw, *res = NULL;
         char pbuf[4096];
-        if (getpwnam_r(want_user, &pw, pbuf, sizeof pbuf, &res) == 0 && res) {
+        int prc = getpwnam_r(want_user, &pw, pbuf, sizeof pbuf, &res);
+        char *nend = NULL;
+        unsigned long nuid = 0;
+        if (res)
             out->uid = res->pw_uid;
-            DIR *d = opendir(room_shared_root());
-            struct dirent *de;
-            while (d && (de = readdir(d))) {
-                uid_t u;
-                gid_t g;
-                if (!parse_folder(de->d_name, &u, &g) || u != res->pw_uid)
-                    continue;
-                char dir[ROOM_PATH_MAX];
-                snprintf(dir, sizeof dir, "%.80s/%.26s", room_shared_root(), de->d_name);
-                DIR *x = opendir(dir);
-                if (x)
-                    closedir(x);
-                else if (errno == EACCES)
-                    out->closed = 1;
-            }
-            if (d)
-                closedir(d);
+        else if (!strncmp(want_user, "uid", 3) && want_user[3] >= '0' && want_user[3] <= '9' &&
+                 (nuid = strtoul(want_user + 3, &nend, 10), !*nend))
+            out->uid = (uid_t)nuid; /* room_user_name's form for a uid without a name */
+        else if (prc == 0 || prc == ENOENT || prc == ESRCH)
+            /* Nobody to wait for: a follower would wait forever. */
+            return kv_errf(err, errlen, -1, "no user '%s' on this machine (kvlab rooms lists the rooms you can "
+                           "follow)", want_user);
+        else
+            return 0; /* the user database did not answer: wait, and ask again on the next try */
+        /* The user's folders we may not read: rooms that are not open to us. */
+        DIR *d = opendir(room_shared_root());
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+            uid_t u;
+            gid_t g;
+            if (!parse_folder(de->d_name, &u, &g) || u != out->uid)
+                continue;
+            char dir[ROOM_PATH_MAX];
+            snprintf(dir, sizeof dir, "%.80s/%.26s", room_shared_root(), de->d_name);
+            DIR *x = opendir(dir);
+            if (x)
+                closedir(x);
+            else if (errno == EACCES)
+                out->closed = 1;
         }
+        if (d)
+            closedir(d);
     }
     return 0;
 }

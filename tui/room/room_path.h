@@ -93,8 +93,10 @@ int room_closed_owners(char *out, size_t len);
  * room). Returns 1 with *out, 0 when no such room exists yet (*out still has
  * the name and, for one's own room, the expected socket path, so a follower
  * can wait for it; for a USER/ room, out->closed says whether USER has room
- * folders this process may not read), -1 when the name is invalid or
- * matches rooms of several users (err says to write USER/NAME). */
+ * folders this process may not read), -1 when the name is invalid, when
+ * USER is no user of this machine (nor the "uidN" form room_user_name gives
+ * a uid without a name), or when NAME matches rooms of several users (err
+ * says to write USER/NAME). */
 int room_find(const char *spec, room_entry *out, char *err, size_t errlen);
 
 #endif
