@@ -584,6 +584,7 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
             choices_text(f->choices, list, sizeof list);
             return kv_errf(err, errlen, KV_ARGS_EVALUE, "--quantization must be one of %s; got '%s'", list, value);
         }
+        snprintf(a->quantization_text, sizeof a->quantization_text, "%s", value);
         if (!strcmp(value, "none"))
             a->quantization = KV_ARGS_QUANT_NONE;
         else if (!strcmp(value, "fp8"))

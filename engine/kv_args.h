@@ -81,6 +81,7 @@ typedef struct kv_args {
     char kv_cache_dtype_text[24];   /* --kv-cache-dtype as given: kv_args_get reads an alias (fp8_e4m3, fp8_inc) back
                                        as itself, so a list of choices can be stepped through; "" = never set */
     kv_args_quant quantization;
+    char quantization_text[24];     /* --quantization as given ("awq_marlin"); "" = never set */
     kv_args_dtype dtype;
     int32_t tensor_parallel_size;   /* default 1 */
     int32_t pipeline_parallel_size; /* default 1; kvlab plans pp=1 only */

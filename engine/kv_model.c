@@ -743,8 +743,23 @@ static int load_file(const char *file, const char *id, kv_model *out, char *err,
         return KV_MODEL_ENOTFOUND;
     int rc = kv_model_parse(txt, len, file, out, err, errlen);
     free(txt);
-    if (rc == KV_MODEL_OK)
+    if (rc == KV_MODEL_OK) {
         copy_str(out->id, sizeof out->id, id);
+        /* vLLM's get_quant_config looks for these beside config.json when
+         * --quantization awq/gptq meets a config without quantization_config */
+        char dir[1024], q[1100];
+        copy_str(dir, sizeof dir, file);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = '\0';
+        else
+            copy_str(dir, sizeof dir, ".");
+        static const char *const names[] = {"quantize_config.json", "quant_config.json"};
+        for (int i = 0; i < 2; i++) {
+            snprintf(q, sizeof q, "%s/%s", dir, names[i]);
+            out->has_quantize_config |= is_file(q);
+        }
+    }
     return rc;
 }
 

@@ -87,6 +87,8 @@ typedef struct kv_model {
     int32_t quant_group_size;     /* weights per scale group; 0 = per channel / per tensor */
     int32_t quant_block[2];       /* fp8 weight_block_size, {0,0} if none */
     int32_t quant_double;         /* bitsandbytes bnb_4bit_use_double_quant: the absmax quantized too */
+    int32_t has_quantize_config;  /* the folder beside config.json holds quantize_config.json or
+                                     quant_config.json (AutoAWQ / AutoGPTQ checkpoints; kv_model_load only) */
 
     /* Parameter counts derived from the shape (not typed in). All in parameters. */
     int64_t params_linear;        /* weights of linear layers in the loaded model (every expert counted) */

@@ -250,6 +250,19 @@ static int phase_validate(const plan_ctx *c)
                            "method specified in the `quantization` argument (%s).",
                            m->quant_method, flag);
     }
+    /* --quantization awq/gptq on a checkpoint without its quantization
+     * config: vLLM's get_quant_config (model_executor/model_loader/
+     * weight_utils.py, every release) finds no quantize_config.json to read
+     * the scales' layout from and stops loading. The textbook sizes such a
+     * checkpoint of the same shape (the course's "what AWQ would give"). */
+    if (!c->textbook && m->quant == KV_QUANT_NONE && !m->has_quantize_config &&
+        (a->quantization == KV_ARGS_QUANT_AWQ || a->quantization == KV_ARGS_QUANT_GPTQ)) {
+        const char *q = a->quantization_text[0] ? a->quantization_text : kv_args_quant_name(a->quantization);
+        return kv_errf(c->err, c->errlen, KV_PLAN_EINVAL,
+                       "Cannot find the config file for %s (%s has no quantization_config: --quantization %s needs "
+                       "an %s checkpoint of the model; --accounting textbook sizes one)",
+                       q, m->id, q, a->quantization == KV_ARGS_QUANT_AWQ ? "AWQ" : "GPTQ");
+    }
     if (a->kv_cache_dtype == KV_ARGS_KV_FP8_DS_MLA && !m->is_mla)
         return kv_errf(c->err, c->errlen, KV_PLAN_EINVAL,
                        "--kv-cache-dtype fp8_ds_mla needs an MLA model (DeepSeek V2/V3)");
@@ -834,7 +847,23 @@ static void fix_quantization(kv_plan *p, const kv_model *m, const kv_gpu *g, con
         return; /* an fp8 checkpoint cannot take --quantization awq; a 4-bit one is another checkpoint */
     b = *a;
     b.quantization = KV_ARGS_QUANT_AWQ;
-    try_fix(p, m, g, &b, "4-bit weights (AWQ checkpoint)", "--quantization awq", 1);
+    if (p->accounting == KV_ACCOUNTING_TEXTBOOK || m->has_quantize_config) {
+        try_fix(p, m, g, &b, "4-bit weights (AWQ checkpoint)", "--quantization awq", 1);
+        return;
+    }
+    /* vLLM refuses --quantization awq on these weights: the row is another
+     * checkpoint, as vLLM would load it (its config says awq, no flag). */
+    kv_model *q = malloc(sizeof *q);
+    if (!q)
+        return;
+    *q = *m;
+    q->quant = KV_QUANT_AWQ;
+    q->quant_bits = 4;
+    q->quant_group_size = 128;
+    snprintf(q->quant_method, sizeof q->quant_method, "awq");
+    b.quantization = KV_ARGS_QUANT_NONE;
+    try_fix(p, q, g, &b, "4-bit weights (AWQ checkpoint)", "MODEL=<its AWQ checkpoint>", 1);
+    free(q);
 }
 
 /* More GPUs: double tensor parallelism while it divides the attention heads

@@ -51,6 +51,12 @@ bad "kvlab cannot size its blocks yet" serve $L8 --kv-cache-dtype nvfp4
 bad "decimals are not allowed with binary suffixes" serve $L8 --max-model-len 1.5K
 bad "one pipeline stage" serve $L8 --pipeline-parallel-size 2
 bad "does not match the quantization method" serve deepseek-ai/DeepSeek-V3 --quantization awq
+# --quantization awq/gptq on plain weights: vLLM's loader finds no AWQ/GPTQ config (the textbook sizes one)
+bad "Cannot find the config file for awq (mistralai/Mixtral-8x7B-Instruct-v0.1 has no quantization_config" \
+  serve mistralai/Mixtral-8x7B-Instruct-v0.1 --quantization awq
+bad "Cannot find the config file for gptq" serve $L8 --quantization gptq --vllm-version 0.6.4
+"$KVLAB" serve mistralai/Mixtral-8x7B-Instruct-v0.1 --quantization awq --accounting textbook >/dev/null 2>&1 ||
+  { echo "FAIL: --quantization awq under textbook: exit $?"; fail=1; }
 # how to hold memory means nothing without --allocate
 bad "--hold needs --allocate" serve $L8 --hold 5
 bad "--no-placeholders needs --allocate" serve $L8 --no-placeholders

@@ -1039,14 +1039,17 @@ static void test_fixes_ranked_by_failure(void **state)
     for (int i = 0; i < p.num_fixes; i++)
         assert_true(!strstr(p.fixes[i].flags, "0.95") && !strstr(p.fixes[i].flags, "0.96") &&
                     !strstr(p.fixes[i].flags, "0.97"));
-    /* a bf16 checkpoint: 4-bit is another checkpoint, and the row says so */
+    /* a bf16 checkpoint: 4-bit is another checkpoint (vLLM refuses
+     * --quantization awq on these weights), and the row says so */
     const char *const big[] = {"max-model-len", "8192", NULL};
     release_plan(&p, "meta-llama/Llama-3.1-70B-Instruct", "h100-80gb", "0.11.1", big);
     assert_int_equal(p.error_kind, KV_PLAN_ERR_WEIGHTS_OOM);
     awq = 0;
-    for (int i = 0; i < p.num_fixes; i++)
-        if (strstr(p.fixes[i].flags, "--quantization awq"))
-            awq = strstr(p.fixes[i].what, "AWQ checkpoint") != NULL;
+    for (int i = 0; i < p.num_fixes; i++) {
+        assert_null(strstr(p.fixes[i].flags, "--quantization awq"));
+        if (strstr(p.fixes[i].flags, "AWQ checkpoint"))
+            awq = strstr(p.fixes[i].what, "AWQ checkpoint") != NULL && p.fixes[i].starts;
+    }
     assert_true(awq);
     /* starts at 0.95 or more: the run-time OOM note */
     const char *const hi[] = {"gpu-memory-utilization", "0.95", "max-model-len", "8192", NULL};
@@ -1138,6 +1141,26 @@ static void test_serve_findings(void **state)
     const char *const ow[] = {"max-model-len", "8192", "cpu-offload-gb", "4", "weights-gib", "12", NULL};
     release_plan(&p, "meta-llama/Llama-3.1-8B-Instruct", "rtx-4090", "0.33.0", ow);
     check_near("offload + --weights-gib", "weights", p.weights_bytes / KV_GIB, 12.0, 1e-9);
+
+    /* --quantization awq on a checkpoint without an AWQ config: vLLM's
+     * loader finds no quantize_config.json and stops; the textbook sizes an
+     * AWQ checkpoint of the same shape; an AWQ checkpoint starts */
+    {
+        kv_args a;
+        char err[512];
+        kv_args_init(&a);
+        assert_int_equal(kv_args_set(&a, "quantization", "awq_marlin", err, sizeof err), 0);
+        const kv_gpu *g = kv_gpu_find(&catalog, "h100-80gb", err, sizeof err);
+        kv_model *mx = load_model("mistralai/Mixtral-8x7B-Instruct-v0.1");
+        assert_int_equal(kv_plan_compute(mx, g, &a, &p, err, sizeof err), KV_PLAN_EINVAL);
+        assert_non_null(strstr(err, "Cannot find the config file for awq_marlin"));
+        a.accounting = KV_ACCOUNTING_TEXTBOOK;
+        assert_int_equal(kv_plan_compute(mx, g, &a, &p, err, sizeof err), KV_PLAN_OK);
+        kv_model awq_ckpt = *mx;
+        awq_ckpt.has_quantize_config = 1; /* a folder with quantize_config.json */
+        a.accounting = KV_ACCOUNTING_RELEASE;
+        assert_int_equal(kv_plan_compute(&awq_ckpt, g, &a, &p, err, sizeof err), KV_PLAN_OK);
+    }
 
     /* CUDA-graph flags, by release: 0.12 on -O0 none, -O1 PIECEWISE only;
      * --max-cudagraph-capture-size caps the sizes; 0.8-0.10 capture only
