@@ -99,6 +99,8 @@ return {
     lab.pause()
 
     lab.page("Count the work")
+    lab.say("Both runs are on the plot: o with the cache, + without it. The total without the cache " ..
+      "follows from the two lengths alone, a %d-token prompt and %d output tokens.", PROMPT, OUTPUT)
     ask.count(lab, {
       prompt = string.format("Without the cache, how many tokens in total went through the model " ..
         "to answer the %d-token prompt with %d tokens? (Exactly: the engine counted them; you can " ..

@@ -61,6 +61,9 @@ return {
       why = "A request is in flight from its arrival to its last token, so the count is the arrival rate "
         .. "times the lifetime: a second's arrivals times a few seconds each.",
     }
+    -- hold the engine while the learner reads: the next page's figures are the
+    -- outcome's, not those of a run that went on behind the text
+    lab.autorun(false)
     lab.pause()
 
     local m = lab.metrics()
@@ -89,6 +92,7 @@ return {
     lab.on_flag(function(name)
       if name == "request-rate" then send(lab) end
     end)
+    lab.autorun(true)   -- the traffic runs while the learner turns it up
     lab.goal{
       text = "Raise request-rate until the queue grows while the KV cache is full.",
       check = function() return saturated(lab) end,

@@ -208,7 +208,7 @@ return {
 
     for i, round in ipairs(ROUNDS) do
       restore(lab)
-      lab.page(string.format("Flag %d of %d: %s", i, #ROUNDS, round.flag))
+      lab.page(string.format("Flag %d/%d: %s", i, #ROUNDS, round.flag))
       lab.unhighlight()
       lab.highlight("flags", round.flag)
       local was = lab.flag(round.flag)
@@ -233,7 +233,7 @@ return {
       local now = snapshot(lab)
       local key = judge(base, now)
       -- a fresh page: the table and the question on one screen
-      lab.page(string.format("Flag %d of %d: %s", i, #ROUNDS, round.flag))
+      lab.page(string.format("Flag %d/%d: %s", i, #ROUNDS, round.flag))
       lab.say(describe(base, now, lab.flag(round.flag)))
       if not now.starts then lab.highlight("log", "To serve at least one request") end
       local offered = round_choices(key)

@@ -96,6 +96,9 @@ return {
 
     lab.page("Without prefix caching")
     lab.show("flags"); lab.highlight("flags", "enable-prefix-caching")
+    lab.say("Now the same %d questions, each behind the same %s-token repository, on a server that " ..
+      "keeps no prefix cache: turn it off, and watch how many blocks the pool needs this time.",
+      NQ, fmt.int(REPO.prefix_tokens))
     lab.goal{
       text = "Turn enable-prefix-caching off, then the same questions are asked again.",
       check = function() return lab.running() and lab.flag("enable-prefix-caching") == "false" end,

@@ -12,12 +12,12 @@ local CHOICES = {
 -- Two servers the team runs. Traffic shapes are the only figures typed in.
 local SERVERS = {
   {
-    name = "Server 1: long documents on an RTX 4090",
+    name = "Server 1: long documents on an RTX 4090", title = "Server 1: long documents",
     example = "B", args = course.example("B", { ["max-model-len"] = 8192 }),
     traffic = { prompt = { 2500, 4000 }, output = { 300, 600 } }, n = 40,
   },
   {
-    name = "Server 2: short chats on an H100, max-num-seqs 8",
+    name = "Server 2: short chats on an H100, max-num-seqs 8", title = "Server 2: short chats",
     example = "A", args = course.example("A", { ["max-model-len"] = 8192, ["max-num-seqs"] = 8 }),
     traffic = { prompt = { 200, 800 }, output = { 100, 300 } }, n = 80,
   },
@@ -57,7 +57,7 @@ return {
 
     local seen = {}
     for i, s in ipairs(SERVERS) do
-      lab.page(s.name)
+      lab.page(s.title)   -- short enough for the page's border at 80 columns; the text names it whole
       local m = run_server(lab, s)
       local d = diagnosis(m)
       seen[i] = { m = m, d = d }

@@ -186,8 +186,8 @@ return {
       -- challenge 1's dead end: a max-model-len past the model's own limit
       -- is refused as an argument, not at the length check
       local len, m = tonumber(lab.flag("max-model-len")), lab.model()
-      if challenge == 1 and name == "max-model-len" and not lab.plan() and len and m
-          and len > m.max_position_embeddings then
+      -- (said again after any change while it stands: the gpu alone cannot help then)
+      if challenge == 1 and not lab.plan() and len and m and len > m.max_position_embeddings then
         lab.say("vLLM refused max-model-len %s before it sizes the pool: the model's limit is %s tokens. " ..
           "That is not the length check; put max-model-len back and shrink the pool.", fmt.int(len),
           fmt.int(m.max_position_embeddings))

@@ -1197,7 +1197,12 @@ unsigned lsn_answer(lsn_runner *r, const char *text, lsn_verdict *v)
     r->changes |= LSN_CH_QUESTION;
     if (res == LSN_CHECK_CORRECT) {
         record(r, LSN_IN_ANSWER, NULL, text);
-        char line[1024];
+        char line[1024], picked_text[600];
+        /* a choice reads back as the choice, not its letter alone */
+        if (q->nchoices > 0 && picked >= 1 && picked <= q->nchoices && q->choices[picked - 1]) {
+            snprintf(picked_text, sizeof picked_text, "%c) %s", 'a' + picked - 1, q->choices[picked - 1]);
+            text = picked_text;
+        }
         if (r->voice[0] && q->predict) /* a follower: the presenter's move, not the reader's */
             snprintf(line, sizeof line, "%s predicted %s.%s", r->voice, text,
                      r->ahead.from_before ? "" : " Now the engine runs.");

@@ -69,6 +69,11 @@ static void submit_answer(app *a, const char *text)
         snprintf(a->recap, sizeof a->recap, "%s", v.message[0] ? v.message : "Right.");
         a->recap_page = page;
         a->verdict[0] = 0;
+    } else if (a->status_page >= 0) {
+        /* the last question's "Right: ..." does not stand beside this one's miss */
+        a->status[0] = 0;
+        a->status_until = 0;
+        a->dirty |= UI_PANE_BIT(UI_PANE_HEADER) | UI_PANE_BIT(UI_PANE_FOOTER) | UI_PANE_BIT(UI_PANE_FLAGS);
     }
     a->text_follow = 1;
     /* A wrong answer earns the next hint (lessons/API.md): lsn_answer already
