@@ -4,6 +4,7 @@
  * FlashAttention shape per layer); the kernels' per-thread work lives there
  * too, so the unit tests run the same code on a host buffer. */
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -832,14 +833,32 @@ const kv_device_ops cuda_ops = {
 
 /* ---- the driver --------------------------------------------------------- */
 
+static_assert(KV_CUDA_ERR_INSUFFICIENT_DRIVER == cudaErrorInsufficientDriver, "kv_cuda.h");
+static_assert(KV_CUDA_ERR_NO_DEVICE == cudaErrorNoDevice, "kv_cuda.h");
+
 int drv_count(char *err, size_t errlen)
 {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n < 1) {
         (void)cudaGetLastError();
-        return kv_errf(err, errlen, KV_DEV_EDEVICE, "no CUDA device: %s",
-                       e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA-capable device is detected");
+        /* Whether the driver library is there at all: the runtime says
+         * "insufficient driver" for a missing one too. */
+        kv_cuda_no_device w = {(int)e, cudaGetErrorString(e), NULL, 0, 0};
+        void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+        char dlerr[200] = "";
+        if (lib) {
+            dlclose(lib);
+        } else {
+            const char *de = dlerror();
+            snprintf(dlerr, sizeof dlerr, "%s", de ? de : "libcuda.so.1: cannot open shared object file");
+            w.libcuda = dlerr;
+        }
+        (void)cudaDriverGetVersion(&w.driver_version);
+        (void)cudaRuntimeGetVersion(&w.runtime_version);
+        (void)cudaGetLastError();
+        char why[400];
+        return kv_errf(err, errlen, KV_DEV_EDEVICE, "%s", kv_cuda_format_no_device(why, sizeof why, &w));
     }
     return n;
 }

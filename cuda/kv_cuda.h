@@ -82,6 +82,29 @@ double kv_cuda_peak_gbps(double mem_clock_khz, double bus_bits);
  * prefix given ("GPU-" or "MIG-"): "GPU-6482a92e-d06b-dc68-c272-e3d8f7ecabbf". */
 void kv_cuda_format_uuid(char *buf, size_t len, const char *prefix, const unsigned char bytes[16]);
 
+/* Why no CUDA device opened, as cudaGetDeviceCount and the loader saw it. */
+typedef struct kv_cuda_no_device {
+    int code;                /* cudaGetDeviceCount's cudaError_t (0 = success, with count < 1) */
+    const char *cuda_text;   /* cudaGetErrorString(code) */
+    const char *libcuda;     /* NULL: libcuda.so.1 loads; else dlerror()'s text */
+    int driver_version;      /* cudaDriverGetVersion: 12020 = CUDA 12.2, 0 = no driver */
+    int runtime_version;     /* cudaRuntimeGetVersion: the runtime kvlab was built with */
+} kv_cuda_no_device;
+
+/* cudaError_t values the message tells apart (cuda/kv_cuda.cu asserts
+ * them against driver_types.h). */
+#define KV_CUDA_ERR_INSUFFICIENT_DRIVER 35 /* cudaErrorInsufficientDriver */
+#define KV_CUDA_ERR_NO_DEVICE 100          /* cudaErrorNoDevice */
+
+/* The one-line reason (kv_device_driver.count's err): "no NVIDIA driver
+ * (libcuda.so.1 not found)" when the driver library cannot be loaded, which
+ * the CUDA runtime reports as cudaErrorInsufficientDriver ("CUDA driver
+ * version is insufficient for CUDA runtime version") although no driver is
+ * there at all; "no CUDA device: the NVIDIA driver supports CUDA 12.2, older
+ * than the CUDA 13.0 runtime kvlab was built with" for a real old driver;
+ * else "no CUDA device: <CUDA's text>". Returns buf. */
+const char *kv_cuda_format_no_device(char *buf, size_t len, const kv_cuda_no_device *w);
+
 #ifdef __cplusplus
 }
 #endif

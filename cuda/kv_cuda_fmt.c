@@ -69,3 +69,26 @@ void kv_cuda_format_uuid(char *buf, size_t len, const char *prefix, const unsign
     snprintf(buf, len, "%s%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", prefix, b[0],
              b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
+
+const char *kv_cuda_format_no_device(char *buf, size_t len, const kv_cuda_no_device *w)
+{
+    if (w->libcuda) {
+        /* The runtime's "driver version is insufficient" when there is no driver at all. */
+        int missing = strstr(w->libcuda, "No such file") || strstr(w->libcuda, "cannot open shared object");
+        if (missing)
+            snprintf(buf, len, "no NVIDIA driver (libcuda.so.1 not found)");
+        else
+            snprintf(buf, len, "no NVIDIA driver (libcuda.so.1 does not load: %s)", w->libcuda);
+    } else if (w->code == KV_CUDA_ERR_INSUFFICIENT_DRIVER && w->driver_version > 0 && w->runtime_version > 0) {
+        snprintf(buf, len, "no CUDA device: the NVIDIA driver supports CUDA %d.%d, older than the CUDA %d.%d runtime "
+                 "kvlab was built with (%s)", w->driver_version / 1000, w->driver_version % 1000 / 10,
+                 w->runtime_version / 1000, w->runtime_version % 1000 / 10,
+                 w->cuda_text ? w->cuda_text : "driver too old");
+    } else if (w->code == 0 || w->code == KV_CUDA_ERR_NO_DEVICE) {
+        snprintf(buf, len, "no CUDA device: no CUDA-capable device is detected (the NVIDIA driver is there; "
+                 "see nvidia-smi and CUDA_VISIBLE_DEVICES)");
+    } else {
+        snprintf(buf, len, "no CUDA device: %s", w->cuda_text ? w->cuda_text : "unknown CUDA error");
+    }
+    return buf;
+}

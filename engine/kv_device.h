@@ -287,7 +287,8 @@ struct kv_device {
 typedef struct kv_device_driver {
     const char *name;
     /* Cards the driver sees (>= 1), or a negative KV_DEV_* with err
-     * ("no CUDA device: <reason>"). */
+     * ("no CUDA device: <reason>", or "no NVIDIA driver (libcuda.so.1 not
+     * found)": kv_cuda_format_no_device in cuda/kv_cuda.h). */
     int (*count)(char *err, size_t errlen);
     /* Creates card's context and measures it into *out. Called at most once
      * per card per process by kv_device_driver_card. */

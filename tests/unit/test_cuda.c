@@ -5,6 +5,7 @@
  * bandwidth. With a device present (tests/gpu/check.sh runs this binary
  * there) the last tests also write, read back and gather real blocks in
  * every dtype and run the host/device parity trace. */
+#include <dlfcn.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -445,6 +446,36 @@ static void test_mig_names_and_peak(void **state)
     assert_string_equal(s, "MIG-00112233-4455-6677-8899-aabbccddeeff");
 }
 
+/* Why no device opened, told apart honestly: the runtime reports a missing
+ * libcuda.so.1 as cudaErrorInsufficientDriver, which must not read as an old
+ * driver; a real old driver names both CUDA versions; a driver without a
+ * visible GPU says the driver is there. */
+static void test_format_no_device(void **state)
+{
+    (void)state;
+    char b[400];
+    const char *insuff = "CUDA driver version is insufficient for CUDA runtime version";
+    kv_cuda_no_device w = {KV_CUDA_ERR_INSUFFICIENT_DRIVER, insuff,
+                           "libcuda.so.1: cannot open shared object file: No such file or directory", 0, 13000};
+    assert_string_equal(kv_cuda_format_no_device(b, sizeof b, &w), "no NVIDIA driver (libcuda.so.1 not found)");
+    w.libcuda = "/usr/lib/x86_64-linux-gnu/libcuda.so.1: wrong ELF class: ELFCLASS32";
+    kv_cuda_format_no_device(b, sizeof b, &w);
+    assert_non_null(strstr(b, "no NVIDIA driver (libcuda.so.1 does not load: "));
+    assert_non_null(strstr(b, "wrong ELF class"));
+    w.libcuda = NULL;
+    w.driver_version = 12020;
+    kv_cuda_format_no_device(b, sizeof b, &w);
+    assert_non_null(strstr(b, "no CUDA device: the NVIDIA driver supports CUDA 12.2, older than the CUDA 13.0 runtime"));
+    assert_non_null(strstr(b, insuff));
+    w.code = KV_CUDA_ERR_NO_DEVICE;
+    w.cuda_text = "no CUDA-capable device is detected";
+    kv_cuda_format_no_device(b, sizeof b, &w);
+    assert_non_null(strstr(b, "no CUDA device: no CUDA-capable device is detected (the NVIDIA driver is there"));
+    w.code = 999;
+    w.cuda_text = "unknown error";
+    assert_string_equal(kv_cuda_format_no_device(b, sizeof b, &w), "no CUDA device: unknown error");
+}
+
 #ifdef KVLAB_HAVE_CUDA
 /* Without a device: one line naming the reason. With one: small pools in
  * every dtype written, read back, gathered and benchmarked; a wrong token
@@ -458,7 +489,13 @@ static void test_device_or_fallback(void **state)
     err[0] = 0;
     kv_device *d = kv_device_driver_open(drv, 1, err, sizeof err);
     if (!d) {
-        assert_int_equal(strncmp(err, "no CUDA device: ", 16), 0);
+        void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+        if (lib) {
+            dlclose(lib);
+            assert_int_equal(strncmp(err, "no CUDA device: ", 16), 0);
+        } else { /* no driver on this machine: said so, not "insufficient driver" */
+            assert_string_equal(err, "no NVIDIA driver (libcuda.so.1 not found)");
+        }
         assert_null(strchr(err, '\n'));
         print_message("no CUDA device here (%s): fallback path checked\n", err);
         skip();
@@ -560,6 +597,7 @@ int main(void)
         cmocka_unit_test(test_format_size),
         cmocka_unit_test(test_format_oom),
         cmocka_unit_test(test_mig_names_and_peak),
+        cmocka_unit_test(test_format_no_device),
 #ifdef KVLAB_HAVE_CUDA
         cmocka_unit_test(test_device_or_fallback),
         cmocka_unit_test(test_device_parity),

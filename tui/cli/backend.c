@@ -231,6 +231,7 @@ kv_device *kvlab_serve_allocate(const kv_plan *p, const kvlab_serve_dev *o, kvla
     r->scale = 1;
     r->context_bytes = -1;
     r->used_bytes = -1;
+    r->host_bytes = -1;
     r->mismatches = -1;
     r->pid = (long)getpid();
     r->num_ranks = p->num_ranks > 0 ? p->num_ranks : 1;
@@ -260,6 +261,8 @@ kv_device *kvlab_serve_allocate(const kv_plan *p, const kvlab_serve_dev *o, kvla
     snprintf(r->device_name, sizeof r->device_name, "%s", info.name);
     r->shared_card = info.ranks_on_card > 1;
     r->context_bytes = (double)info.context_bytes;
+    r->card_bytes = (double)info.total_bytes;
+    r->host_bytes = -1;
 
     /* The pool layout vLLM would build from the plan (one tensor per layer of a
      * KV cache group; block ids shared by the group's layers). */
@@ -301,6 +304,10 @@ kv_device *kvlab_serve_allocate(const kv_plan *p, const kvlab_serve_dev *o, kvla
     }
     kv_device_info after;
     if (d->ops->info(d, 0, &after, NULL, 0) == 0) r->pool_alloc_ms = after.pool_alloc_ms;
+    if (!strcmp(info.backend, "host")) {
+        r->host_bytes = 0;
+        for (int rank = 0; rank < r->num_ranks; rank++) r->host_bytes += (double)kv_device_host_mapped_bytes(d, rank);
+    }
 
     /* K/V bytes really land in the blocks: write tokens into every block (up
      * to 4M tokens) and read them back through a shuffled block table. */
@@ -348,9 +355,18 @@ void kvlab_serve_print_alloc(FILE *f, const kvlab_alloc_result *r)
         fprintf(f, "  the engine stopped cleanly: everything it held was released\n");
         return;
     }
-    if (host)
-        fprintf(f, "  %s holds %.2f GiB of bookkeeping (placeholders and KV pool; nothing on a device)\n",
-                r->device_name, kv_gib(r->held_bytes));
+    if (host) {
+        /* The held GiB are a count on the simulated card; the host stores one
+         * 8-byte fingerprint per KV slot (engine/kv_device_host.h), no more. */
+        char hb[32];
+        double mib = r->host_bytes / (1024.0 * 1024.0);
+        if (mib >= 1024) snprintf(hb, sizeof hb, "%.2f GiB", mib / 1024);
+        else snprintf(hb, sizeof hb, "%.2f MiB", mib);
+        fprintf(f, "  the simulated %.2f GiB card%s counts %.2f GiB as held (placeholders and KV pool)\n",
+                kv_gib(r->card_bytes), r->num_ranks > 1 ? " of each rank" : "", kv_gib(r->held_bytes));
+        fprintf(f, "  host memory keeps only the K/V fingerprints: %s (8 bytes per KV slot%s), nothing on a GPU\n",
+                hb, r->num_ranks > 1 ? ", every rank" : "");
+    }
     else if (r->context_bytes >= 0)
         fprintf(f, "  kvlab holds %.2f GiB (placeholders and KV pool) plus a %.2f GiB CUDA context\n",
                 kv_gib(r->held_bytes), kv_gib(r->context_bytes));
@@ -382,6 +398,8 @@ void kvlab_serve_json_alloc(void *json_object, const kvlab_alloc_result *r)
     cJSON_AddNumberToObject(o, "scale", r->scale);
     cJSON_AddNumberToObject(o, "num_blocks", (double)r->num_blocks);
     cJSON_AddNumberToObject(o, "held_gib", kv_gib(r->held_bytes));
+    if (r->host_bytes >= 0) cJSON_AddNumberToObject(o, "host_memory_bytes", r->host_bytes);
+    else cJSON_AddNullToObject(o, "host_memory_bytes");
     if (r->context_bytes >= 0) cJSON_AddNumberToObject(o, "cuda_context_gib", kv_gib(r->context_bytes));
     else cJSON_AddNullToObject(o, "cuda_context_gib");
     if (r->used_bytes >= 0) cJSON_AddNumberToObject(o, "device_used_gib", kv_gib(r->used_bytes));

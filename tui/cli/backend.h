@@ -72,6 +72,9 @@ typedef struct kvlab_alloc_result {
     double scale;        /* 1 = as planned; < 1 when the simulated card is bigger than the real one */
     int64_t num_blocks;  /* blocks in each rank's pool as allocated */
     double held_bytes;   /* kvlab's allocations on rank 0's device (every rank placed there) */
+    double card_bytes;   /* rank 0's device total (the host backend: the simulated card's) */
+    double host_bytes;   /* the host backend: the fingerprint mappings of every rank (the host
+                            memory the "held" bytes really take), -1 on a GPU */
     double context_bytes;/* measured context of rank 0's device, -1 unknown */
     double used_bytes;   /* what rank 0's device shows kvlab using: context + the drop in free memory
                             since the context was created (cudaMemGetInfo), -1 unknown */
