@@ -273,6 +273,36 @@ static int phase_validate(const plan_ctx *c)
     return KV_PLAN_OK;
 }
 
+/* bfloat16 needs compute capability 8.0: an explicit --dtype bfloat16 is
+ * refused on an older card (the worker's dtype check); with --dtype auto a
+ * bfloat16 checkpoint falls back to float16 with a warning where the release
+ * does (warn_bf16_fallback), else it is refused the same way. */
+static int phase_dtype(plan_ctx *c, kv_plan *p)
+{
+    const kv_gpu *gpu = c->gpu;
+    int cc = gpu ? gpu->compute_capability : 0;
+    if (cc <= 0 || cc >= 80)
+        return KV_PLAN_OK;
+    const kv_args *a = c->a;
+    int bf16_ckpt = strcmp(c->m->torch_dtype, "float16") && strcmp(c->m->torch_dtype, "float32");
+    if (a->dtype != KV_ARGS_DTYPE_BF16 && !(a->dtype == KV_ARGS_DTYPE_AUTO && bf16_ckpt))
+        return KV_PLAN_OK;
+    char ccs[16];
+    snprintf(ccs, sizeof ccs, "%d.%d", cc / 10, cc % 10);
+    kv_release_arg x[] = {{"gpu_name", 0, gpu->name}, {"cc", 0, ccs}};
+    const kv_release_text *t = c->r->text;
+    if (a->dtype == KV_ARGS_DTYPE_AUTO && t->warn_bf16_fallback) {
+        plan_log_tpl(p, "WARNING", t->warn_bf16_fallback, x, 2);
+        c->fp16_for_card = 1;
+        return KV_PLAN_OK;
+    }
+    char msg[600];
+    plan_format(p, t->err_bf16, x, 2, msg, sizeof msg);
+    return kv_errf(c->err, c->errlen, KV_PLAN_EINVAL, "%s%s", msg,
+                   a->dtype == KV_ARGS_DTYPE_AUTO ? " (--dtype auto keeps the checkpoint's bfloat16 in this release)"
+                                                  : "");
+}
+
 /* The card, the accounting and the scheduler's defaults
  * (engine/arg_utils.py _set_default_args, config.py SchedulerConfig). */
 static int phase_inputs(const plan_ctx *c, kv_plan *p)
@@ -375,8 +405,8 @@ static void phase_geometry(const plan_ctx *c, kv_plan *p)
     const char *wdt = a->dtype == KV_ARGS_DTYPE_FP32   ? "float32"
                       : a->dtype == KV_ARGS_DTYPE_FP16 ? "float16"
                       : a->dtype == KV_ARGS_DTYPE_BF16 ? "bfloat16"
-                      : !strcmp(m->torch_dtype, "float16") ? "float16"
-                                                         : "bfloat16";
+                      : !strcmp(m->torch_dtype, "float16") || c->fp16_for_card ? "float16"
+                                                                             : "bfloat16";
     p->block_size = a->block_size > 0 ? a->block_size : 16;
     p->num_layers = m->num_hidden_layers;
     p->num_sliding_layers = m->num_sliding_layers;
@@ -670,7 +700,7 @@ int kv_plan_compute_nofix(const kv_model *m, const kv_gpu *gpu, const kv_args *a
     if (rc)
         return rc;
     c.total = a->gpu_memory_gib >= 0 ? a->gpu_memory_gib * KV_GIB : gpu->reported_total_bytes;
-    if ((rc = phase_inputs(&c, p)))
+    if ((rc = phase_inputs(&c, p)) || (rc = phase_dtype(&c, p)))
         return rc;
     phase_geometry(&c, p);
     plan_weights(&c, p);

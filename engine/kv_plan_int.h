@@ -17,6 +17,7 @@ typedef struct plan_ctx {
     double total;                /* the card's reported total, bytes */
     int act_bytes;               /* 2, or 4 with --dtype float32 */
     int v0_for_offload;          /* 1: the release's V1 fell back to V0 for --cpu-offload-gb */
+    int fp16_for_card;           /* 1: --dtype auto on a bfloat16 checkpoint ran as float16 (card below 8.0) */
     char *err;
     size_t errlen;
 } plan_ctx;

@@ -91,26 +91,43 @@
     "`gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or decreasing `max_model_len` "  \
     "when initializing the engine." SEE
 
+/* bfloat16 below compute capability 8.0; until 0.7 the message lacks a space ("the`dtype`"). */
+#define BF16_V0                                                                                                    \
+    "Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your {gpu_name} GPU has compute " \
+    "capability {cc}. You can use float16 instead by explicitly setting the`dtype` flag in CLI, for example: "      \
+    "--dtype=half."
+#define BF16                                                                                                       \
+    "Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your {gpu_name} GPU has compute " \
+    "capability {cc}. You can use float16 instead by explicitly setting the `dtype` flag in CLI, for example: "     \
+    "--dtype=half."
+#define BF16_FALLBACK                                                                                              \
+    "Your device '{gpu_name}' (with compute capability {cc}) doesn't support torch.bfloat16. Falling back to "     \
+    "torch.float16 for compatibility."
+
 /* V0: 0.6.x names the device GPU, 0.7 the platform ("cuda"). */
 static const kv_release_text T_V0_064 = {
     .weights = W_V0, .profile = PROF_V0_064, .gpu_blocks = "# GPU blocks: {blocks:d}, # CPU blocks: {cpu_blocks:d}",
     .concurrency = "Maximum concurrency for {max_model_len:d} tokens per request: {concurrency:.2f}x",
     .graphs = GRAPHS, .err_no_kv_memory = NOKV, .err_max_model_len = MAXLEN_V0,
+    .err_bf16 = BF16_V0,
 };
 static const kv_release_text T_V0_065 = {
     .weights = W_V0, .profile = PROF_V0_065, .gpu_blocks = "# GPU blocks: {blocks:d}, # CPU blocks: {cpu_blocks:d}",
     .concurrency = "Maximum concurrency for {max_model_len:d} tokens per request: {concurrency:.2f}x",
     .graphs = GRAPHS, .err_no_kv_memory = NOKV, .err_max_model_len = MAXLEN_V0,
+    .err_bf16 = BF16_V0,
 };
 static const kv_release_text T_V0_070 = { /* 0.7.0-0.7.2: the platform's dispatch key */
     .weights = W_V0, .profile = PROF_V0_065, .gpu_blocks = "# CUDA blocks: {blocks:d}, # CPU blocks: {cpu_blocks:d}",
     .concurrency = "Maximum concurrency for {max_model_len:d} tokens per request: {concurrency:.2f}x",
     .graphs = GRAPHS, .err_no_kv_memory = NOKV, .err_max_model_len = MAXLEN_V0,
+    .err_bf16 = BF16_V0,
 };
 static const kv_release_text T_V0_073 = { /* 0.7.3: the platform's device name */
     .weights = W_V0, .profile = PROF_V0_065, .gpu_blocks = "# cuda blocks: {blocks:d}, # CPU blocks: {cpu_blocks:d}",
     .concurrency = "Maximum concurrency for {max_model_len:d} tokens per request: {concurrency:.2f}x",
     .graphs = GRAPHS, .err_no_kv_memory = NOKV, .err_max_model_len = MAXLEN_V0,
+    .err_bf16 = BF16_V0,
 };
 /* V0 inside 0.8.0-0.10.1.x (the compute-capability fallback):
  * worker/model_runner.py says "Model loading took ... GB". */
@@ -118,53 +135,71 @@ static const kv_release_text T_V0_080 = {
     .weights = W_080, .profile = PROF_V0_065, .gpu_blocks = "# cuda blocks: {blocks:d}, # CPU blocks: {cpu_blocks:d}",
     .concurrency = "Maximum concurrency for {max_model_len:d} tokens per request: {concurrency:.2f}x",
     .graphs = GRAPHS, .err_no_kv_memory = NOKV, .err_max_model_len = MAXLEN_V0,
+    .err_bf16 = BF16,
+};
+/* ... from 0.9.1, where --dtype auto falls back to float16 on such a card. */
+static const kv_release_text T_V0_091 = {
+    .weights = W_080, .profile = PROF_V0_065, .gpu_blocks = "# cuda blocks: {blocks:d}, # CPU blocks: {cpu_blocks:d}",
+    .concurrency = "Maximum concurrency for {max_model_len:d} tokens per request: {concurrency:.2f}x",
+    .graphs = GRAPHS, .err_no_kv_memory = NOKV, .err_max_model_len = MAXLEN_V0,
+    .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
 };
 static const kv_release_text T_V1_080 = {
     .weights = W_080, .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS, .err_no_kv_memory = NOKV,
     .err_max_model_len = MAXLEN_080, .err_sampler_oom = SAMPLER_OOM,
+    .err_bf16 = BF16,
 };
 static const kv_release_text T_V1_083 = {
     .weights = W_083, .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS, .err_no_kv_memory = NOKV,
     .err_max_model_len = MAXLEN_080, .err_sampler_oom = SAMPLER_OOM,
+    .err_bf16 = BF16,
 };
 static const kv_release_text T_V1_084 = {
     .weights = W_083, .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS, .err_no_kv_memory = NOKV,
     .err_max_model_len = MAXLEN_084, .estimated_clause = EST_084, .err_sampler_oom = SAMPLER_OOM,
+    .err_bf16 = BF16,
 };
 static const kv_release_text T_V1_091 = {
     .weights = W_083, .available_kv = AVAIL_2F, .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS,
     .err_free_memory = FREE_2F, .err_no_kv_memory = NOKV, .err_max_model_len = MAXLEN_091,
     .estimated_clause = EST_091, .err_sampler_oom = SAMPLER_OOM,
+    .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
 };
 static const kv_release_text T_V1_0111 = {
     .weights = W_0111, .available_kv = AVAIL_2F, .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS,
     .err_free_memory = FREE_2F, .err_no_kv_memory = NOKV, .err_max_model_len = MAXLEN_091,
     .estimated_clause = EST_091, .err_sampler_oom = SAMPLER_OOM,
+    .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
 };
 static const kv_release_text T_V1_013 = {
     .weights = W_0111, .available_kv = AVAIL_2F, .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS,
     .err_free_memory = FREE_2F, .err_no_kv_memory = NOKV SEE, .err_max_model_len = MAXLEN_091 SEE,
     .estimated_clause = EST_091, .err_sampler_oom = SAMPLER_OOM,
+    .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
 };
 static const kv_release_text T_V1_014 = {
     .weights = W_014, .available_kv = AVAIL_GIB, .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS,
     .err_free_memory = FREE_014, .err_no_kv_memory = NOKV SEE, .err_max_model_len = MAXLEN_014,
     .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM,
+    .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
 };
 static const kv_release_text T_V1_018 = { /* the graph estimate is logged (and, from 0.20, subtracted) */
     .weights = W_014, .cudagraph_estimate = CG_EST, .available_kv = AVAIL_GIB, .kv_cache_size = KV_SIZE,
     .concurrency = CONC, .graphs = GRAPHS, .err_free_memory = FREE_014, .err_no_kv_memory = NOKV SEE,
     .err_max_model_len = MAXLEN_014, .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM,
+    .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
 };
 static const kv_release_text T_V1_022 = {
     .weights = W_014, .cudagraph_estimate = CG_EST, .available_kv = AVAIL_GIB, .kv_cache_size = KV_SIZE,
     .concurrency = CONC, .graphs = GRAPHS, .err_free_memory = FREE_014, .err_no_kv_memory = NOKV_022,
     .err_max_model_len = MAXLEN_022, .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM,
+    .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
 };
 static const kv_release_text T_V1_028 = {
     .weights = W_014, .cudagraph_estimate = CG_EST, .available_kv = AVAIL_GIB, .kv_cache_size = KV_SIZE_CONC,
     .graphs = GRAPHS, .err_free_memory = FREE_014, .err_no_kv_memory = NOKV_022, .err_max_model_len = MAXLEN_022,
     .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM,
+    .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
 };
 /* 0.29: every model on runner V2, whose graph estimate
  * (v1/worker/gpu/cudagraph_utils.py profile_cudagraph_memory) logs no
@@ -174,6 +209,7 @@ static const kv_release_text T_V1_029 = {
     .weights = W_014, .available_kv = AVAIL_GIB, .kv_cache_size = KV_SIZE_CONC, .graphs = GRAPHS,
     .err_free_memory = FREE_014, .err_no_kv_memory = NOKV_022, .err_max_model_len = MAXLEN_022,
     .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM,
+    .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
 };
 /* The course's wording: the source document's vLLM, as kvlab has always
  * printed it (the golden files under tests/golden/ pin it). */
@@ -193,6 +229,7 @@ static const kv_release_text T_TEXTBOOK = {
         "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine." SEE,
     .estimated_clause = " Based on the available memory, the estimated maximum model length is {estimated:d}.",
     .err_sampler_oom = SAMPLER_OOM,
+    .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
 };
 
 /* ----------------------------------------------------------- scheduler */
@@ -533,11 +570,13 @@ static const kv_release ROWS[] = {
 /* The V0 engine the V1 rows of 0.8.0 - 0.10.1.x fall back to on old cards,
  * one per scheduler era of those rows (kv_release_for_card). */
 static const kv_release V0_FALLBACK[] = {
-    {"0.8.0", "0.9.1", "engine/arg_utils.py: \"Compute Capability < 8.0 is not supported by the V1 Engine. Falling "
+    {"0.8.0", "0.9.0.99", "engine/arg_utils.py: \"Compute Capability < 8.0 is not supported by the V1 Engine. Falling "
                        "back to V0\"; worker/worker.py memory_profiling",
      &M_V0_080, &T_V0_080, &S_V1_080},
+    {"0.9.1", "0.9.1", "config.py _resolve_auto_dtype: --dtype auto falls back to float16 below compute capability 8.0",
+     &M_V0_080, &T_V0_091, &S_V1_080},
     {"0.9.2", "0.10.1.99", "engine/arg_utils.py _is_v1_supported_oracle (compute capability); worker/worker.py",
-     &M_V0_080, &T_V0_080, &S_V1_092},
+     &M_V0_080, &T_V0_091, &S_V1_092},
 };
 
 static const kv_release TEXTBOOK = {"textbook", "textbook",

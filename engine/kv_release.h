@@ -193,7 +193,7 @@ typedef struct kv_release_memory {
  * Field names used: weights, total, util, budget, initial, peak, post,
  * non_torch, activation, kv, tokens, blocks, cpu_blocks, max_model_len,
  * concurrency, needed, estimated, estimated_clause (text), free, requested,
- * num_reqs, cudagraph.
+ * num_reqs, cudagraph, gpu_name, cc.
  * NULL: the release has no such line. */
 typedef struct kv_release_text {
     const char *weights;          /* after load_model */
@@ -209,6 +209,14 @@ typedef struct kv_release_text {
     const char *err_max_model_len;/* one request of max_model_len does not fit */
     const char *estimated_clause; /* appended inside err_max_model_len when an estimate exists */
     const char *err_sampler_oom;  /* V1 sampler warm-up after the pool */
+    /* bfloat16 on a card below compute capability 8.0 (fields gpu_name, cc):
+     * worker/worker.py _check_if_gpu_supports_dtype, later
+     * platforms/cuda.py check_if_supports_dtype (every release). */
+    const char *err_bf16;
+    /* --dtype auto on such a card with a bfloat16 checkpoint: the warning of
+     * config _resolve_auto_dtype, which falls back to float16 (0.9.1 on);
+     * NULL: auto keeps bfloat16 and err_bf16 stops the start. */
+    const char *warn_bf16_fallback;
 } kv_release_text;
 
 /* (c) The scheduler: the rules that changed between releases, as

@@ -57,6 +57,9 @@ bad "Cannot find the config file for awq (mistralai/Mixtral-8x7B-Instruct-v0.1 h
 bad "Cannot find the config file for gptq" serve $L8 --quantization gptq --vllm-version 0.6.4
 "$KVLAB" serve mistralai/Mixtral-8x7B-Instruct-v0.1 --quantization awq --accounting textbook >/dev/null 2>&1 ||
   { echo "FAIL: --quantization awq under textbook: exit $?"; fail=1; }
+# bfloat16 on a T4 (compute capability 7.5): vLLM's worker refuses it
+bad "Bfloat16 is only supported on GPUs with compute capability of at least 8.0." \
+  serve meta-llama/Llama-3.2-1B-Instruct --gpu t4 --dtype bfloat16
 # how to hold memory means nothing without --allocate
 bad "--hold needs --allocate" serve $L8 --hold 5
 bad "--no-placeholders needs --allocate" serve $L8 --no-placeholders

@@ -1162,6 +1162,50 @@ static void test_serve_findings(void **state)
         assert_int_equal(kv_plan_compute(&awq_ckpt, g, &a, &p, err, sizeof err), KV_PLAN_OK);
     }
 
+    /* bfloat16 below compute capability 8.0 (T4, 7.5): --dtype bfloat16 is
+     * refused in every release; --dtype auto on a bfloat16 checkpoint falls
+     * back to float16 with vLLM's warning from 0.9.1, before that the
+     * worker refuses it too */
+    {
+        kv_args a;
+        char err[600];
+        const kv_gpu *t4 = kv_gpu_find(&catalog, "t4", err, sizeof err);
+        kv_model *m1 = load_model("meta-llama/Llama-3.2-1B-Instruct");
+        static const struct { const char *ver, *dtype; int ok; const char *says; } cases[] = {
+            {"0.33.0", "bfloat16", 0, "setting the `dtype` flag in CLI, for example: --dtype=half."},
+            {"0.6.4", "bfloat16", 0, "setting the`dtype` flag"},
+            {"0.9.0", "auto", 0, "--dtype auto keeps the checkpoint's bfloat16"},
+            {"0.9.1", "auto", 1, "doesn't support torch.bfloat16. Falling back to torch.float16 for compatibility."},
+            {"0.33.0", "auto", 1, "(with compute capability 7.5) doesn't support torch.bfloat16"},
+            {"0.8.2", "float16", 1, NULL},
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            kv_args_init(&a);
+            assert_int_equal(kv_args_set(&a, "vllm-version", cases[i].ver, err, sizeof err), 0);
+            assert_int_equal(kv_args_set(&a, "dtype", cases[i].dtype, err, sizeof err), 0);
+            assert_int_equal(kv_args_set(&a, "max-model-len", "4096", err, sizeof err), 0);
+            int rc = kv_plan_compute(m1, t4, &a, &p, err, sizeof err);
+            if (rc != (cases[i].ok ? KV_PLAN_OK : KV_PLAN_EINVAL))
+                fail_msg("%s --dtype %s: rc %d (%s)", cases[i].ver, cases[i].dtype, rc, err);
+            if (!cases[i].ok) {
+                assert_non_null(strstr(err, "Bfloat16 is only supported on GPUs with compute capability of at least "
+                                            "8.0. Your NVIDIA Tesla T4"));
+                assert_non_null(strstr(err, cases[i].says));
+                continue;
+            }
+            assert_string_equal(p.weights_dtype, "float16");
+            int warned = 0;
+            for (int j = 0; j < p.num_log; j++)
+                warned |= cases[i].says && strstr(p.log[j], cases[i].says) != NULL;
+            assert_int_equal(warned, cases[i].says != NULL);
+        }
+        /* an A10G (8.6) runs bfloat16 */
+        kv_args_init(&a);
+        assert_int_equal(kv_args_set(&a, "dtype", "bfloat16", err, sizeof err), 0);
+        assert_int_equal(kv_plan_compute(m1, kv_gpu_find(&catalog, "a10g", err, sizeof err), &a, &p, err, sizeof err),
+                         KV_PLAN_OK);
+    }
+
     /* CUDA-graph flags, by release: 0.12 on -O0 none, -O1 PIECEWISE only;
      * --max-cudagraph-capture-size caps the sizes; 0.8-0.10 capture only
      * at compilation level 3; --cuda-graph-sizes as a list */
