@@ -153,10 +153,11 @@ void plan_fail(kv_plan *p, kv_plan_error kind, const char *msg)
 
 void plan_format(const kv_plan *p, const char *tpl, const kv_release_arg *extra, int nextra, char *out, size_t n)
 {
-    enum { NBASE = 20 };
+    enum { NBASE = 22 };
     kv_release_arg args[NBASE + 8];
     double G = KV_GIB;
     double init = p->gpu_used_bytes + p->cuda_context_bytes + p->weights_bytes;
+    double cg_delta = p->gpu_total_bytes > 0 ? p->cudagraph_bytes / p->gpu_total_bytes : 0;
     kv_release_arg base[NBASE] = {
         {"weights", p->weights_bytes / G, NULL},
         {"total", p->gpu_total_bytes / G, NULL},
@@ -180,6 +181,10 @@ void plan_format(const kv_plan *p, const char *tpl, const kv_release_arg *extra,
         {"free", p->free_at_start_bytes / G, NULL},
         {"requested", p->gpu_total_bytes * p->gpu_memory_utilization / G, NULL},
         {"cudagraph", p->cudagraph_bytes / G, NULL},
+        /* gpu_worker.py: round(util -/+ estimate / total, 4), capped at 1.0 */
+        {"equiv_util", p->gpu_total_bytes > 0 ? round((p->gpu_memory_utilization - cg_delta) * 1e4) / 1e4 : 0, NULL},
+        {"suggested_util", p->gpu_total_bytes > 0 ? fmin(round((p->gpu_memory_utilization + cg_delta) * 1e4) / 1e4, 1.0)
+                                                  : 0, NULL},
     };
     int na = 0;
     for (int i = 0; i < nextra && na < 8; i++)
@@ -488,7 +493,8 @@ static int phase_load_and_profile(const plan_ctx *c, kv_plan *p)
         plan_log(p, "ERROR", msg);
         return 1;
     }
-    plan_log_tpl(p, "INFO", c->r->text->weights, NULL, 0);
+    const kv_release_text *t = c->r->text;
+    plan_log_tpl(p, "INFO", p->model_runner_v2 && t->weights_v2 ? t->weights_v2 : t->weights, NULL, 0);
     if (p->weights_bytes + p->activation_bytes > free_now) {
         snprintf(msg, sizeof msg,
                  "torch.OutOfMemoryError: CUDA out of memory in the profile run (%lld batched tokens): weights %.2f "
@@ -510,10 +516,14 @@ static int phase_kv_sizing(const plan_ctx *c, kv_plan *p)
 {
     const kv_release_text *t = c->r->text;
     const kv_args *a = c->a;
-    if (t->cudagraph_estimate && p->cudagraph_bytes > 0 && (c->textbook || c->r->mem->cudagraph_estimate ||
-                                                             c->r->mem->supports_auto_fit) &&
-        p->terms[KV_PLAN_TERM_CUDAGRAPH].counted)
-        plan_log_tpl(p, "INFO", t->cudagraph_estimate, NULL, 0);
+    /* profile_cudagraph_memory runs when graphs are captured and the pool is
+     * not given (--kv-cache-memory-bytes skips the profile); each runner logs
+     * it in its own words, subtracted or not. */
+    const kv_release_memory *mem = c->r->mem;
+    int cg_taken = p->cudagraph_bytes > 0 && (!p->kv_cache_memory_bytes_set || c->textbook) &&
+                   (p->model_runner_v2 ? mem->cudagraph_estimate_v2 : mem->cudagraph_profiled);
+    if (cg_taken)
+        plan_log_tpl(p, "INFO", p->model_runner_v2 ? t->cudagraph_estimate_v2 : t->cudagraph_estimate, NULL, 0);
     if (p->kv_cache_memory_bytes_set) {
         char line[160];
         snprintf(line, sizeof line, "Using --kv-cache-memory-bytes=%lld: gpu_memory_utilization is ignored",
@@ -526,6 +536,8 @@ static int phase_kv_sizing(const plan_ctx *c, kv_plan *p)
     p->kv_cache_tokens = plan_clamp_i64((double)(p->num_blocks_computed / p->num_kv_groups) * p->block_size);
     plan_log_tpl(p, "INFO", t->profile, NULL, 0);
     plan_log_tpl(p, "INFO", t->available_kv, NULL, 0);
+    if (cg_taken)
+        plan_log_tpl(p, "INFO", t->cudagraph_util, NULL, 0);
     if (p->num_sliding_layers && p->num_kv_groups > 1)
         plan_note(p, "%d of %d layers use a %d-token sliding window: %d KV cache groups of %d layers share the pool",
                   p->num_sliding_layers, p->num_layers, p->sliding_window, p->num_kv_groups, p->group_size);

@@ -20,6 +20,9 @@
 #define W_083 "Model loading took {weights:.4f} GiB"           /* 0.8.3 */
 #define W_0111 "Model loading took {weights:.4f} GiB memory"   /* 0.11.1 */
 #define W_014 "Model loading took {weights:gib} GiB memory"    /* 0.14.0: format_gib */
+/* Model runner V2 (v1/worker/gpu/model_runner.py load_model) says "GiB and"
+ * from 0.18 to 0.27, "GiB memory and" from 0.28. */
+#define W_V2_018 "Model loading took {weights:gib} GiB"
 
 #define PROF_V0_064                                                                                                \
     "Memory profiling results: total_gpu_memory={total:.2f}GiB initial_memory_usage={initial:.2f}GiB "               \
@@ -33,6 +36,21 @@
 
 #define GRAPHS "Graph capturing finished, took {cudagraph:.2f} GiB"
 #define CG_EST "Estimated CUDA graph memory: {cudagraph:.2f} GiB total"
+/* v1/worker/gpu_worker.py determine_available_memory, after "Available KV
+ * cache memory" when the estimate is > 0, in the words of the release's
+ * default VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS: off in 0.18-0.19 (the
+ * "In v0.19" text is 0.19's too), on from 0.20 (whose text already says
+ * "default since v0.21.0"). */
+#define CG_UTIL_018                                                                                                \
+    "In v0.19, CUDA graph memory profiling will be enabled by default (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1), " \
+    "which more accurately accounts for CUDA graph memory during KV cache allocation. To try it now, set "         \
+    "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 and increase --gpu-memory-utilization from {util:.4f} to "          \
+    "{suggested_util:.4f} to maintain the same effective KV cache size."
+#define CG_UTIL_020                                                                                                \
+    "CUDA graph memory profiling is enabled (default since v0.21.0). The current --gpu-memory-utilization="         \
+    "{util:.4f} is equivalent to --gpu-memory-utilization={equiv_util:.4f} without CUDA graph memory profiling. "  \
+    "To maintain the same effective KV cache size as before, increase --gpu-memory-utilization to "                \
+    "{suggested_util:.4f}. To disable, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0."
 #define AVAIL_2F "Available KV cache memory: {kv:.2f} GiB"
 #define AVAIL_GIB "Available KV cache memory: {kv:gib} GiB"
 #define KV_SIZE "GPU KV cache size: {tokens:,} tokens"
@@ -183,32 +201,47 @@ static const kv_release_text T_V1_014 = {
     .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM,
     .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
 };
-static const kv_release_text T_V1_018 = { /* the graph estimate is logged (and, from 0.20, subtracted) */
-    .weights = W_014, .cudagraph_estimate = CG_EST, .available_kv = AVAIL_GIB, .kv_cache_size = KV_SIZE,
-    .concurrency = CONC, .graphs = GRAPHS, .err_free_memory = FREE_014, .err_no_kv_memory = NOKV SEE,
-    .err_max_model_len = MAXLEN_014, .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM,
+/* 0.18: runner V1 logs its graph estimate (subtracted from 0.20) and the
+ * utilization that allows for it. */
+static const kv_release_text T_V1_018 = {
+    .weights = W_014, .weights_v2 = W_V2_018, .cudagraph_estimate = CG_EST, .available_kv = AVAIL_GIB,
+    .cudagraph_util = CG_UTIL_018, .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS,
+    .err_free_memory = FREE_014, .err_no_kv_memory = NOKV SEE, .err_max_model_len = MAXLEN_014,
+    .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM,
+    .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
+};
+static const kv_release_text T_V1_020 = {
+    .weights = W_014, .weights_v2 = W_V2_018, .cudagraph_estimate = CG_EST, .available_kv = AVAIL_GIB,
+    .cudagraph_util = CG_UTIL_020, .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS,
+    .err_free_memory = FREE_014, .err_no_kv_memory = NOKV SEE, .err_max_model_len = MAXLEN_014,
+    .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM,
     .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
 };
 static const kv_release_text T_V1_022 = {
-    .weights = W_014, .cudagraph_estimate = CG_EST, .available_kv = AVAIL_GIB, .kv_cache_size = KV_SIZE,
-    .concurrency = CONC, .graphs = GRAPHS, .err_free_memory = FREE_014, .err_no_kv_memory = NOKV_022,
-    .err_max_model_len = MAXLEN_022, .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM,
-    .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
-};
-static const kv_release_text T_V1_028 = {
-    .weights = W_014, .cudagraph_estimate = CG_EST, .available_kv = AVAIL_GIB, .kv_cache_size = KV_SIZE_CONC,
-    .graphs = GRAPHS, .err_free_memory = FREE_014, .err_no_kv_memory = NOKV_022, .err_max_model_len = MAXLEN_022,
-    .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM,
-    .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
-};
-/* 0.29: every model on runner V2, whose graph estimate
- * (v1/worker/gpu/cudagraph_utils.py profile_cudagraph_memory) logs no
- * "Estimated CUDA graph memory" line; only runner V1's gpu_model_runner.py
- * prints it. */
-static const kv_release_text T_V1_029 = {
-    .weights = W_014, .available_kv = AVAIL_GIB, .kv_cache_size = KV_SIZE_CONC, .graphs = GRAPHS,
+    .weights = W_014, .weights_v2 = W_V2_018, .cudagraph_estimate = CG_EST, .available_kv = AVAIL_GIB,
+    .cudagraph_util = CG_UTIL_020, .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS,
     .err_free_memory = FREE_014, .err_no_kv_memory = NOKV_022, .err_max_model_len = MAXLEN_022,
     .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM,
+    .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
+};
+/* 0.28: runner V2 says "GiB memory" too; one KV size line. */
+static const kv_release_text T_V1_028 = {
+    .weights = W_014, .weights_v2 = W_014, .cudagraph_estimate = CG_EST, .available_kv = AVAIL_GIB,
+    .cudagraph_util = CG_UTIL_020, .kv_cache_size = KV_SIZE_CONC, .graphs = GRAPHS, .err_free_memory = FREE_014,
+    .err_no_kv_memory = NOKV_022, .err_max_model_len = MAXLEN_022, .estimated_clause = EST_014,
+    .err_sampler_oom = SAMPLER_OOM,
+    .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
+};
+/* 0.29: every model on runner V2, whose graph estimate is real
+ * (v1/worker/gpu/cudagraph_utils.py profile_cudagraph_memory) but logs no
+ * "Estimated CUDA graph memory" line (cudagraph_estimate_v2 NULL); only
+ * runner V1's gpu_model_runner.py prints it. gpu_worker.py's utilization
+ * line follows any estimate. */
+static const kv_release_text T_V1_029 = {
+    .weights = W_014, .weights_v2 = W_014, .cudagraph_estimate = CG_EST, .available_kv = AVAIL_GIB,
+    .cudagraph_util = CG_UTIL_020, .kv_cache_size = KV_SIZE_CONC, .graphs = GRAPHS, .err_free_memory = FREE_014,
+    .err_no_kv_memory = NOKV_022, .err_max_model_len = MAXLEN_022, .estimated_clause = EST_014,
+    .err_sampler_oom = SAMPLER_OOM,
     .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
 };
 /* The course's wording: the source document's vLLM, as kvlab has always
@@ -428,11 +461,12 @@ static const kv_release_memory M_V1_014 = {V1_0111, .supports_auto_fit = 1, .opt
     .non_torch_tp_fusion_gib = NON_TORCH_FUSION
 static const kv_release_memory M_V1_017 = {V1_017};
 /* 0.18.0: more non-torch memory at tp 1 (measured). */
-static const kv_release_memory M_V1_018 = {V1_017, .non_torch_gib = NON_TORCH_018};
+static const kv_release_memory M_V1_018 = {V1_017, .non_torch_gib = NON_TORCH_018, .cudagraph_profiled = 1};
 /* 0.20.0: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1 (envs.py),
  * so the CUDA-graph estimate is subtracted before sizing; the default
  * gpu_memory_utilization becomes 0.92 (config/cache.py). */
-#define V1_020 V1_017, .non_torch_gib = NON_TORCH_018, .cudagraph_estimate = 1, .default_gpu_memory_utilization = 0.92
+#define V1_020 V1_017, .non_torch_gib = NON_TORCH_018, .cudagraph_profiled = 1, .cudagraph_estimate = 1, \
+    .default_gpu_memory_utilization = 0.92
 static const kv_release_memory M_V1_020 = {V1_020};
 /* 0.21.0: VLLM_USE_FLASHINFER_SAMPLER defaults to on (envs.py, PR #40376). */
 #define V1_021 V1_020, .sampler_flashinfer = 1
@@ -490,6 +524,7 @@ static const kv_release_memory M_V0_080 = {V0_MEM(KV_BUDGET_PROFILED, 2048)};
 static const kv_release_memory M_TEXTBOOK = {
     .engine_v1 = 1, .budget = KV_BUDGET_TEXTBOOK, .runner = KV_RUNNER_TEXTBOOK,
     .default_gpu_memory_utilization = 0.92, .cuda_context_gib = {0.60, 0.60}, .cudagraph_estimate = 1,
+    .cudagraph_profiled = 1,
     .cudagraph_gib = CG_GIB, .check_reserves_null_block = 1, .supports_auto_fit = 1, .card_classes = CARDS_090,
 };
 
@@ -536,15 +571,18 @@ static const kv_release ROWS[] = {
     {"0.14.0", "0.16.99", "utils/mem_utils.py format_gib; --max-model-len auto", &M_V1_014, &T_V1_014, &S_V1_012},
     {"0.17.0", "0.17.99", "v1/sample/ops/topk_topp_triton.py (no sort); config/vllm.py enable_allreduce_rms_fusion",
      &M_V1_017, &T_V1_014, &S_V1_012},
-    {"0.18.0", "0.18.99", "v1/worker/gpu_model_runner.py profile_cudagraph_memory (logged, opt-in)", &M_V1_018,
-     &T_V1_018, &S_V1_012},
+    {"0.18.0", "0.18.99", "v1/worker/gpu_model_runner.py profile_cudagraph_memory (logged, opt-in); "
+                          "gpu_worker.py: \"In v0.19, CUDA graph memory profiling will be enabled\"",
+     &M_V1_018, &T_V1_018, &S_V1_012},
     {"0.19.0", "0.19.99", "config/scheduler.py scheduler_reserve_full_isl=True", &M_V1_018, &T_V1_018, &S_V1_019},
-    {"0.20.0", "0.20.99", "envs.py VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1; config/cache.py utilization 0.92",
-     &M_V1_020, &T_V1_018, &S_V1_019},
-    {"0.21.0", "0.21.99", "envs.py: FlashInfer's top-k/top-p sampler on by default", &M_V1_021, &T_V1_018,
+    {"0.20.0", "0.20.99", "envs.py VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 (gpu_worker.py: \"CUDA graph "
+                          "memory profiling is enabled\"); config/cache.py utilization 0.92",
+     &M_V1_020, &T_V1_020, &S_V1_019},
+    {"0.21.0", "0.21.99", "envs.py: FlashInfer's top-k/top-p sampler on by default", &M_V1_021, &T_V1_020,
      &S_V1_019},
-    {"0.22.0", "0.22.99", "config/vllm.py: model runner V2 for Qwen3; kv_cache_utils.py wording", &M_V1_022,
-     &T_V1_022, &S_V1_019},
+    {"0.22.0", "0.22.99", "config/vllm.py: model runner V2 for Qwen3 (gpu/model_runner.py: \"Model loading "
+                          "took ... GiB and\"); kv_cache_utils.py wording",
+     &M_V1_022, &T_V1_022, &S_V1_019},
     {"0.23.0", "0.23.99", "config/vllm.py: V2 for Llama, Mistral, Qwen3", &M_V1_023, &T_V1_022, &S_V1_019},
     {"0.24.0", "0.24.99", "config/vllm.py: V2 for six architectures, quantized too; block_pool.py frees uncached "
                           "blocks first; config/scheduler.py watermark",
@@ -554,8 +592,9 @@ static const kv_release ROWS[] = {
     {"0.27.0", "0.27.99", "v1/core/kv_cache_manager.py: prefix-cache stats at admission; utils/mem_utils.py: non-KV "
                           "memory read from cudaMemGetInfo (the same terms)",
      &M_V1_027, &T_V1_022, &S_V1_027},
-    {"0.28.0", "0.28.99", "arg_utils.py: >= 160 GiB card class; kv_cache_utils.py one KV size line", &M_V1_028,
-     &T_V1_028, &S_V1_027},
+    {"0.28.0", "0.28.99", "arg_utils.py: >= 160 GiB card class; kv_cache_utils.py one KV size line; "
+                          "gpu/model_runner.py \"GiB memory\"",
+     &M_V1_028, &T_V1_028, &S_V1_027},
     {"0.29.0", "0.30.99", "config/vllm.py: V2 everywhere; gpu/model_runner.py graph estimate; kv_cache_utils.py "
                           "null block held back in the length check",
      &M_V1_029, &T_V1_029, &S_V1_027},

@@ -130,6 +130,12 @@ typedef struct kv_release_memory {
      * on by default). Model runner V2 returns 0 before 0.29. */
     int cudagraph_estimate;
     int cudagraph_estimate_v2;     /* 1: the V2 runner's estimate is real too */
+    /* 1: runner V1 takes (and logs) the estimate before the pool is sized
+     * whenever graphs are captured, subtracted or not
+     * (v1/worker/gpu_worker.py determine_available_memory calls
+     * profile_cudagraph_memory from 0.18; cudagraph_estimate says whether it
+     * is subtracted). */
+    int cudagraph_profiled;
     double cudagraph_gib;          /* the textbook's fixed estimate (0 for releases: modelled, below) */
     /* CUDA graph memory (kv_plan_cudagraph_bytes): which sizes are captured,
      * whether decode also gets FULL graphs (cudagraph_mode FULL_AND_PIECEWISE,
@@ -193,13 +199,22 @@ typedef struct kv_release_memory {
  * Field names used: weights, total, util, budget, initial, peak, post,
  * non_torch, activation, kv, tokens, blocks, cpu_blocks, max_model_len,
  * concurrency, needed, estimated, estimated_clause (text), free, requested,
- * num_reqs, cudagraph, gpu_name, cc.
+ * num_reqs, cudagraph, gpu_name, cc, equiv_util, suggested_util
+ * (gpu_worker.py's round(util -/+ estimate / total, 4), the latter capped
+ * at 1.0).
  * NULL: the release has no such line. */
 typedef struct kv_release_text {
-    const char *weights;          /* after load_model */
+    const char *weights;          /* after load_model (model runner V1) */
+    const char *weights_v2;       /* the same on model runner V2 (v1/worker/gpu/model_runner.py);
+                                     NULL: as weights (a row where no model runs V2) */
     const char *profile;          /* V0's memory profiling summary */
-    const char *cudagraph_estimate; /* before the pool is sized */
+    const char *cudagraph_estimate; /* before the pool is sized, by runner V1 (gpu_model_runner.py) */
+    const char *cudagraph_estimate_v2; /* the same by runner V2 (NULL in every release: its
+                                          cudagraph_utils.py logs no estimate) */
     const char *available_kv;     /* "Available KV cache memory: ..." */
+    const char *cudagraph_util;   /* after it, when an estimate was taken: the --gpu-memory-utilization
+                                     that allows for it (gpu_worker.py, 0.18 on; the wording of the
+                                     release's default VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS) */
     const char *gpu_blocks;       /* V0: "# GPU blocks: ..., # CPU blocks: ..." */
     const char *kv_cache_size;    /* V1: "GPU KV cache size: N tokens" (with concurrency when one line) */
     const char *concurrency;      /* V1: a line of its own before 0.28, else NULL */

@@ -228,7 +228,7 @@ function course.release_page(lab, fmt, title)
     "is a forward pass or a dummy sampler pass over the vocabulary, whichever is larger.",
     (ca and cb and ca.counted and not cb.counted) and " (the context exists before vLLM measures)" or "")
   for _, line in ipairs(rel.log) do
-    if line:find("KV cache size", 1, true) or line:find("Error", 1, true) then lab.say("%s", fmt.quote(line)) end
+    if line:find("GPU KV cache size", 1, true) or line:find("Error", 1, true) then lab.say("%s", fmt.quote(line)) end
   end
   lab.say("Each release differs a little (kvlab serve --vllm-version X shows any). " ..
     "If the server's log disagrees with both, trust the server: its figures are measured.")

@@ -894,6 +894,110 @@ static void test_release_rules_2(void **state)
     assert_true(p.starts);
 }
 
+/* The log line of p that starts with prefix (after its level), or NULL. */
+static const char *log_with(const kv_plan *p, const char *prefix)
+{
+    for (int i = 0; i < p->num_log; i++) {
+        const char *sp = strchr(p->log[i], ' ');
+        if (sp && !strncmp(sp + 1, prefix, strlen(prefix)))
+            return p->log[i];
+    }
+    return NULL;
+}
+
+/* Which runner-dependent lines a plan prints, release by release, in each
+ * release's words (the templates: test_release.c test_runner_lines).
+ * Llama-3.1-8B runs on runner V1 up to 0.22 and on V2 from 0.23
+ * (config/vllm.py); V1 takes a graph estimate from 0.18 (logged, subtracted
+ * from 0.20), V2's is 0 until 0.29 and never logged. */
+static void test_release_log_lines(void **state)
+{
+    (void)state;
+    static kv_plan p;
+    char want[1024];
+    const char *const fh[] = {"gpu-memory-gib", "79.18", "max-model-len", "16000", NULL};
+    for (int i = 0; i < kv_release_count(); i++) {
+        const char *v = kv_release_at(i)->first;
+        release_plan(&p, "meta-llama/Llama-3.1-8B-Instruct", "h100-80gb", v, fh);
+        assert_true(p.starts);
+        int v2 = kv_release_compare(v, "0.23.0") >= 0;
+        assert_int_equal(p.model_runner_v2, v2);
+        int v1_estimate = !v2 && kv_release_compare(v, "0.18.0") >= 0;
+        int estimate = v1_estimate || kv_release_compare(v, "0.29.0") >= 0;
+        const char *est = log_with(&p, "Estimated CUDA graph memory: ");
+        const char *util_019 = log_with(&p, "In v0.19, CUDA graph memory profiling will be enabled by default");
+        const char *util_020 = log_with(&p, "CUDA graph memory profiling is enabled (default since v0.21.0).");
+        if (v1_estimate) {
+            snprintf(want, sizeof want, "INFO Estimated CUDA graph memory: %.2f GiB total", p.cudagraph_bytes / KV_GIB);
+            if (!est || strcmp(est, want))
+                fail_msg("%s: %s", v, est ? est : "no estimate line");
+        } else if (est) {
+            fail_msg("%s: %s", v, est);
+        }
+        double u = p.gpu_memory_utilization, d = p.cudagraph_bytes / p.gpu_total_bytes;
+        double sugg = fmin(round((u + d) * 1e4) / 1e4, 1.0), equiv = round((u - d) * 1e4) / 1e4;
+        if (estimate && kv_release_compare(v, "0.20.0") < 0) {
+            snprintf(want, sizeof want,
+                     "INFO In v0.19, CUDA graph memory profiling will be enabled by default "
+                     "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1), which more accurately accounts for CUDA graph "
+                     "memory during KV cache allocation. To try it now, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 "
+                     "and increase --gpu-memory-utilization from %.4f to %.4f to maintain the same effective KV "
+                     "cache size.",
+                     u, sugg);
+            if (!util_019 || strcmp(util_019, want))
+                fail_msg("%s: %s", v, util_019 ? util_019 : "no utilization line");
+            assert_null(util_020);
+            assert_false(p.terms[KV_PLAN_TERM_CUDAGRAPH].counted); /* logged, not subtracted */
+        } else if (estimate) {
+            snprintf(want, sizeof want,
+                     "INFO CUDA graph memory profiling is enabled (default since v0.21.0). The current "
+                     "--gpu-memory-utilization=%.4f is equivalent to --gpu-memory-utilization=%.4f without CUDA graph "
+                     "memory profiling. To maintain the same effective KV cache size as before, increase "
+                     "--gpu-memory-utilization to %.4f. To disable, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0.",
+                     u, equiv, sugg);
+            if (!util_020 || strcmp(util_020, want))
+                fail_msg("%s: %s", v, util_020 ? util_020 : "no utilization line");
+            assert_null(util_019);
+            assert_true(p.terms[KV_PLAN_TERM_CUDAGRAPH].counted);
+        } else {
+            if (util_019 || util_020)
+                fail_msg("%s: %s", v, util_019 ? util_019 : util_020);
+        }
+        /* the utilization line comes right after "Available KV cache memory" */
+        const char *avail = log_with(&p, "Available KV cache memory: ");
+        if (estimate && avail)
+            assert_ptr_equal(avail + sizeof p.log[0], util_019 ? util_019 : util_020);
+        /* runner V2's weights line: "GiB and" (no "memory") from 0.18 to 0.27 */
+        const char *w = log_with(&p, "Model loading took ");
+        int no_memory = v2 && kv_release_compare(v, "0.28.0") < 0;
+        if (kv_release_compare(v, "0.14.0") >= 0) {
+            assert_non_null(w);
+            snprintf(want, sizeof want, "INFO Model loading took %.2f GiB%s", round(p.weights_bytes / KV_GIB * 100) / 100,
+                     no_memory ? "" : " memory");
+            if (strcmp(w, want))
+                fail_msg("%s: %s, want %s", v, w, want);
+        }
+    }
+    /* No estimate without graphs, nor when --kv-cache-memory-bytes skips the profile (gpu_worker.py returns early) */
+    const char *const eager[] = {"gpu-memory-gib", "79.18", "max-model-len", "16000", "enforce-eager", "true", NULL};
+    const char *const kvb[] = {"gpu-memory-gib", "79.18", "max-model-len", "16000", "kv-cache-memory-bytes", "8G", NULL};
+    const char *const *none[] = {eager, kvb};
+    const char *vers[] = {"0.19.0", "0.22.0", "0.33.0"};
+    for (size_t k = 0; k < 2; k++)
+        for (size_t j = 0; j < 3; j++) {
+            release_plan(&p, "meta-llama/Llama-3.1-8B-Instruct", "h100-80gb", vers[j], none[k]);
+            assert_null(log_with(&p, "Estimated CUDA graph memory"));
+            assert_null(log_with(&p, "In v0.19, CUDA graph"));
+            assert_null(log_with(&p, "CUDA graph memory profiling is enabled"));
+        }
+    /* 0.22 runs Qwen3 on runner V2: its words, and no estimate */
+    release_plan(&p, "Qwen/Qwen3-8B", "h100-80gb", "0.22.0", fh);
+    assert_true(p.model_runner_v2);
+    assert_null(strstr(log_with(&p, "Model loading took "), "memory"));
+    assert_null(log_with(&p, "Estimated CUDA graph memory"));
+    assert_null(log_with(&p, "CUDA graph memory profiling is enabled"));
+}
+
 static void test_release_accounting(void **state)
 {
     (void)state;
@@ -1240,6 +1344,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_release_accounting),
+        cmocka_unit_test(test_release_log_lines),
         cmocka_unit_test(test_serve_findings),
         cmocka_unit_test(test_plan_fields_table),
         cmocka_unit_test(test_fixes_ranked_by_failure),

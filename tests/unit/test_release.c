@@ -136,11 +136,61 @@ static void test_v2_runner(void **state)
     assert_false(kv_release_uses_v2_runner(kv_release_find("0.27.0", err, sizeof err), "DeepseekV4ForCausalLM", 1, 0));
     assert_true(kv_release_uses_v2_runner(kv_release_find("0.28.0", err, sizeof err), "DeepseekV4ForCausalLM", 1, 0));
     assert_true(kv_release_uses_v2_runner(kv_release_find("0.28.0", err, sizeof err), "LongcatFlashNgramForCausalLM", 1, 0));
-    /* Runner V1 logs its graph estimate (0.18 on); V2, every model's runner from 0.29, does not. */
-    assert_non_null(kv_release_find("0.19.0", err, sizeof err)->text->cudagraph_estimate);
-    assert_non_null(kv_release_find("0.28.0", err, sizeof err)->text->cudagraph_estimate);
-    assert_null(kv_release_find("0.29.0", err, sizeof err)->text->cudagraph_estimate);
-    assert_null(kv_release_newest()->text->cudagraph_estimate);
+}
+
+/* The start-up lines that differ by runner and release, as each release's
+ * source words them (tests/unit/test_plan.c test_release_log_lines checks
+ * which a plan prints). */
+static void test_runner_lines(void **state)
+{
+    (void)state;
+    char err[256];
+    for (int i = 0; i < kv_release_count(); i++) {
+        const kv_release *r = kv_release_at(i);
+        const kv_release_text *t = r->text;
+        int v018 = kv_release_compare(r->first, "0.18.0") >= 0, v020 = kv_release_compare(r->first, "0.20.0") >= 0;
+        /* Runner V2 never logs its estimate (v1/worker/gpu/cudagraph_utils.py);
+         * runner V1 takes one from 0.18 (gpu_worker.py determine_available_memory)
+         * and logs it (gpu_model_runner.py), 0.29 on included. */
+        assert_null(t->cudagraph_estimate_v2);
+        assert_int_equal(r->mem->cudagraph_profiled, v018);
+        assert_int_equal(t->cudagraph_estimate != NULL, v018);
+        if (v018)
+            assert_string_equal(t->cudagraph_estimate, "Estimated CUDA graph memory: {cudagraph:.2f} GiB total");
+        /* gpu_worker.py's utilization line: 0.18-0.19 with the estimate off by default, 0.20 on */
+        if (!v018)
+            assert_null(t->cudagraph_util);
+        else if (!v020)
+            assert_string_equal(t->cudagraph_util,
+                                "In v0.19, CUDA graph memory profiling will be enabled by default "
+                                "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1), which more accurately accounts for "
+                                "CUDA graph memory during KV cache allocation. To try it now, set "
+                                "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 and increase --gpu-memory-utilization "
+                                "from {util:.4f} to {suggested_util:.4f} to maintain the same effective KV cache "
+                                "size.");
+        else
+            assert_string_equal(t->cudagraph_util,
+                                "CUDA graph memory profiling is enabled (default since v0.21.0). The current "
+                                "--gpu-memory-utilization={util:.4f} is equivalent to "
+                                "--gpu-memory-utilization={equiv_util:.4f} without CUDA graph memory profiling. To "
+                                "maintain the same effective KV cache size as before, increase "
+                                "--gpu-memory-utilization to {suggested_util:.4f}. To disable, set "
+                                "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0.");
+    }
+    /* Runner V2's weights line (v1/worker/gpu/model_runner.py): "GiB and" up to 0.27, "GiB memory and" from 0.28 */
+    const char *no_memory[] = {"0.22.0", "0.23.0", "0.24.0", "0.25.0", "0.26.0", "0.27.0"};
+    for (size_t i = 0; i < sizeof no_memory / sizeof no_memory[0]; i++) {
+        const kv_release_text *t = kv_release_find(no_memory[i], err, sizeof err)->text;
+        assert_string_equal(t->weights_v2, "Model loading took {weights:gib} GiB");
+        assert_string_equal(t->weights, "Model loading took {weights:gib} GiB memory");
+    }
+    const char *memory[] = {"0.28.0", "0.29.0", "0.31.0", "0.33.0"};
+    for (size_t i = 0; i < sizeof memory / sizeof memory[0]; i++)
+        assert_string_equal(kv_release_find(memory[i], err, sizeof err)->text->weights_v2,
+                            "Model loading took {weights:gib} GiB memory");
+    /* the course keeps its own lines: no utilization advice */
+    assert_null(kv_release_textbook()->text->cudagraph_util);
+    assert_null(kv_release_textbook()->text->weights_v2);
 }
 
 static void test_format(void **state)
@@ -169,15 +219,17 @@ static void test_templates_fill(void **state)
         {"activation", 2.16, NULL}, {"kv", 2.83, NULL}, {"tokens", 23184, NULL}, {"blocks", 1449, NULL},
         {"cpu_blocks", 2048, NULL}, {"max_model_len", 8192, NULL}, {"concurrency", 2.83, NULL}, {"needed", 16.0, NULL},
         {"estimated", 23184, NULL}, {"estimated_clause", 0, "(clause)"}, {"free", 20.0, NULL}, {"requested", 21.0, NULL},
-        {"num_reqs", 1024, NULL}, {"cudagraph", 0.6, NULL},
+        {"num_reqs", 1024, NULL}, {"cudagraph", 0.6, NULL}, {"equiv_util", 0.89, NULL}, {"suggested_util", 0.91, NULL},
     };
     int na = (int)(sizeof a / sizeof a[0]);
     for (int i = -1; i < kv_release_count(); i++) {
         const kv_release *r = i < 0 ? kv_release_textbook() : kv_release_at(i);
         const kv_release_text *t = r->text;
-        const char *all[] = {t->weights,         t->profile,          t->cudagraph_estimate, t->available_kv,
-                             t->gpu_blocks,      t->kv_cache_size,    t->concurrency,        t->graphs,
-                             t->err_free_memory, t->err_no_kv_memory, t->err_max_model_len,  t->estimated_clause,
+        const char *all[] = {t->weights,          t->weights_v2,       t->profile,
+                             t->cudagraph_estimate, t->cudagraph_estimate_v2, t->available_kv,
+                             t->cudagraph_util,     t->gpu_blocks,       t->kv_cache_size,
+                             t->concurrency,        t->graphs,           t->err_free_memory,
+                             t->err_no_kv_memory,   t->err_max_model_len, t->estimated_clause,
                              t->err_sampler_oom};
         assert_non_null(t->weights);
         assert_non_null(t->err_no_kv_memory);
@@ -200,7 +252,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows_ordered), cmocka_unit_test(test_find),      cmocka_unit_test(test_compare),
         cmocka_unit_test(test_defaults),     cmocka_unit_test(test_v2_runner), cmocka_unit_test(test_format),
-        cmocka_unit_test(test_templates_fill),
+        cmocka_unit_test(test_templates_fill), cmocka_unit_test(test_runner_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
