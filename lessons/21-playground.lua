@@ -81,7 +81,7 @@ local function restart(lab, extra)
 end
 
 local function challenge_page(lab, n, title)
-  lab.page(string.format("Challenge %d of 5: %s", n, title))
+  lab.page(string.format("Challenge %d/5: %s", n, title))  -- fits the page's border at 80 columns
   lab.unhighlight()
 end
 
@@ -258,7 +258,7 @@ return {
     lab.pause()
 
     -- 2. OOM while profiling
-    challenge_page(lab, 2, "out of memory while profiling")
+    challenge_page(lab, 2, "OOM while profiling")
     restart(lab)
     lab.highlight("flags", "max-num-batched-tokens")
     lab.highlight("memory", "activation")
@@ -297,7 +297,7 @@ return {
     lab.pause()
 
     -- 3. OOM after running a while at high utilization
-    challenge_page(lab, 3, "fine at first, out of memory later")
+    challenge_page(lab, 3, "OOM after a while")
     restart(lab, { ["request-rate"] = 30, ["traffic-prompt"] = 1500, ["traffic-output"] = 300 })
     lab.highlight("flags", "gpu-memory-utilization")
     lab.say("Some servers start, serve for a while, then die with CUDA out of memory. vLLM sized the " ..
@@ -305,7 +305,7 @@ return {
       "see PyTorch's allocator): fragmentation that grows as batch shapes vary, up to %s of the card, " ..
       "plus short-lived buffers each step such as the logits (requests x %s vocabulary x 4 bytes). " ..
       "Raise gpu-memory-utilization to 0.95 or more, so little is left above the budget, and let " ..
-      "the traffic run: the crash comes after some hundreds of steps.",
+      "the traffic run: the crash comes once it has served a while, not at start-up.",
       fmt.pct(FRAG_SHARE), fmt.int(lab.model().vocab_size))
     changes = lab.goal({
       text = "Make the server crash with CUDA out of memory after it has been serving for a while.",
@@ -330,7 +330,7 @@ return {
     lab.pause()
 
     -- 4. Works at tp=1, fails at tp=2
-    challenge_page(lab, 4, "one GPU works, two do not")
+    challenge_page(lab, 4, "fails at tp=2")
     restart(lab)
     lab.highlight("flags", "tensor-parallel-size")
     lab.highlight("memory", "nccl")
@@ -361,7 +361,7 @@ return {
     lab.pause()
 
     -- 5. A throughput cliff from preemptions
-    challenge_page(lab, 5, "the throughput cliff")
+    challenge_page(lab, 5, "throughput cliff")
     restart(lab, { ["max-model-len"] = 8192, ["request-rate"] = 4, ["traffic-prompt"] = 1500,
       ["traffic-output"] = 300 })
     lab.show("requests")

@@ -20,6 +20,9 @@ tui_keys Down Down
 tui_wait "< 131072 >" 5
 tui_keys Enter C-u 5 0 0 0 0 0 Enter
 tui_wait "max-model-len = 500000: the server did not start" 10
+# the flags take the column while edited: the log is one Tab away, and the
+# text view's cut error says so rather than "see the log"
+tui_wait "(Tab: the log)" 5
 tui_keys Escape
 tui_wait "f: edit" 5
 tui_wait "! ERROR User-specified" 5          # the log holds the refusal, from its start

@@ -188,7 +188,14 @@ static void text_draw(const ui_view_ctx *c, WINDOW *win)
         if (bot.n - before > 3) {
             bot.n = before + 3;
             tline *l = &bot.lines[bot.n - 1];
-            const wchar_t *more = ui_gl()->utf8 ? L" \u2026 (see the log)" : L" ... (see the log)";
+            /* point at the log only where it is: on screen, or one Tab away */
+            int lf;
+            unsigned shown = app_shown_panes(a, &lf);
+            int placed = (a->lay.placed & UI_PANE_BIT(UI_PANE_LOG)) != 0;
+            int u = ui_gl()->utf8;
+            const wchar_t *more = placed ? (u ? L" \u2026 (see the log)" : L" ... (see the log)")
+                                : (shown & UI_PANE_BIT(UI_PANE_LOG)) ? (u ? L" \u2026 (Tab: the log)" : L" ... (Tab: the log)")
+                                : (u ? L" \u2026" : L" ...");
             int ml = (int)wcslen(more);
             int keep = iw - ml < l->n ? iw - ml : l->n;
             if (keep < 0) keep = 0;
