@@ -494,6 +494,13 @@ static int phase_load_and_profile(const plan_ctx *c, kv_plan *p)
         return 1;
     }
     const kv_release_text *t = c->r->text;
+    if (!p->model_runner_v2 && c->r->mem->sampler_flashinfer && !p->flashinfer_sampler &&
+        !kv_args_is_set(c->a, "flashinfer-sampler") && c->gpu) { /* runner V1 builds its sampler first */
+        char ccs[16];
+        snprintf(ccs, sizeof ccs, "%d.%d", c->gpu->compute_capability / 10, c->gpu->compute_capability % 10);
+        kv_release_arg x[] = {{"cc", 0, ccs}};
+        plan_log_tpl(p, "WARNING", t->warn_fi_sampler, x, 1);
+    }
     plan_log_tpl(p, "INFO", p->model_runner_v2 && t->weights_v2 ? t->weights_v2 : t->weights, NULL, 0);
     if (p->weights_bytes + p->activation_bytes > free_now) {
         snprintf(msg, sizeof msg,

@@ -436,7 +436,10 @@ void plan_activation(const plan_ctx *c, kv_plan *p)
         p->sampler_bytes = sampler_bytes(m, S, T, mem->sampler_bytes_per_elem, c->act_bytes);
     } else if (mem->runner == KV_RUNNER_V1) {
         int64_t S = p->max_num_seqs < T ? p->max_num_seqs : T;
-        int fi = kv_args_is_set(a, "flashinfer-sampler") ? a->flashinfer_sampler != 0 : mem->sampler_flashinfer;
+        /* the default-on FlashInfer sampler falls back to PyTorch's on a card it does not support */
+        int cc = c->gpu ? c->gpu->compute_capability : 0;
+        int fi_card = cc <= 0 || !mem->sampler_fi_cc[0] || (cc >= mem->sampler_fi_cc[0] && cc <= mem->sampler_fi_cc[1]);
+        int fi = kv_args_is_set(a, "flashinfer-sampler") ? a->flashinfer_sampler != 0 : mem->sampler_flashinfer && fi_card;
         p->flashinfer_sampler = fi;
         double topk = fi ? mem->sampler_fi_bytes_per_elem : mem->sampler_bytes_per_elem;
         double bpe = topk;

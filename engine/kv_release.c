@@ -71,6 +71,15 @@
     "utilization ({util:g}, {requested:gib} GiB). Decrease GPU memory utilization or reduce GPU memory used by "    \
     "other processes."
 
+/* v1/sample/ops/topk_topp_sampler.py: the default-on FlashInfer sampler on
+ * a card it does not support (0.21-0.22; reworded in 0.23). */
+#define FI_FALLBACK_021                                                                                            \
+    "FlashInfer top-p/top-k sampling not supported on compute capability {cc}; falling back to PyTorch-native "    \
+    "sampler. Set VLLM_USE_FLASHINFER_SAMPLER=0 to silence."
+#define FI_FALLBACK_023                                                                                            \
+    "FlashInfer top-p/top-k sampling unavailable: unsupported compute capability {cc}; falling back. Set "         \
+    "VLLM_USE_FLASHINFER_SAMPLER=0 to silence."
+
 #define SAMPLER_OOM                                                                                                \
     "CUDA out of memory occurred when warming up sampler with {num_reqs:d} dummy requests. Please try lowering "    \
     "`max_num_seqs` or `gpu_memory_utilization` when initializing the engine."
@@ -214,14 +223,21 @@ static const kv_release_text T_V1_020 = {
     .weights = W_014, .weights_v2 = W_V2_018, .cudagraph_estimate = CG_EST, .available_kv = AVAIL_GIB,
     .cudagraph_util = CG_UTIL_020, .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS,
     .err_free_memory = FREE_014, .err_no_kv_memory = NOKV SEE, .err_max_model_len = MAXLEN_014,
-    .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM,
+    .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM, .warn_fi_sampler = FI_FALLBACK_021,
     .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
 };
 static const kv_release_text T_V1_022 = {
     .weights = W_014, .weights_v2 = W_V2_018, .cudagraph_estimate = CG_EST, .available_kv = AVAIL_GIB,
     .cudagraph_util = CG_UTIL_020, .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS,
     .err_free_memory = FREE_014, .err_no_kv_memory = NOKV_022, .err_max_model_len = MAXLEN_022,
-    .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM,
+    .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM, .warn_fi_sampler = FI_FALLBACK_021,
+    .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
+};
+static const kv_release_text T_V1_023 = {
+    .weights = W_014, .weights_v2 = W_V2_018, .cudagraph_estimate = CG_EST, .available_kv = AVAIL_GIB,
+    .cudagraph_util = CG_UTIL_020, .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS,
+    .err_free_memory = FREE_014, .err_no_kv_memory = NOKV_022, .err_max_model_len = MAXLEN_022,
+    .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM, .warn_fi_sampler = FI_FALLBACK_023,
     .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
 };
 /* 0.28: runner V2 says "GiB memory" too; one KV size line. */
@@ -229,7 +245,7 @@ static const kv_release_text T_V1_028 = {
     .weights = W_014, .weights_v2 = W_014, .cudagraph_estimate = CG_EST, .available_kv = AVAIL_GIB,
     .cudagraph_util = CG_UTIL_020, .kv_cache_size = KV_SIZE_CONC, .graphs = GRAPHS, .err_free_memory = FREE_014,
     .err_no_kv_memory = NOKV_022, .err_max_model_len = MAXLEN_022, .estimated_clause = EST_014,
-    .err_sampler_oom = SAMPLER_OOM,
+    .err_sampler_oom = SAMPLER_OOM, .warn_fi_sampler = FI_FALLBACK_023,
     .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
 };
 /* 0.29: every model on runner V2, whose graph estimate is real
@@ -241,7 +257,7 @@ static const kv_release_text T_V1_029 = {
     .weights = W_014, .weights_v2 = W_014, .cudagraph_estimate = CG_EST, .available_kv = AVAIL_GIB,
     .cudagraph_util = CG_UTIL_020, .kv_cache_size = KV_SIZE_CONC, .graphs = GRAPHS, .err_free_memory = FREE_014,
     .err_no_kv_memory = NOKV_022, .err_max_model_len = MAXLEN_022, .estimated_clause = EST_014,
-    .err_sampler_oom = SAMPLER_OOM,
+    .err_sampler_oom = SAMPLER_OOM, .warn_fi_sampler = FI_FALLBACK_023,
     .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
 };
 /* The course's wording: the source document's vLLM, as kvlab has always
@@ -469,7 +485,9 @@ static const kv_release_memory M_V1_018 = {V1_017, .non_torch_gib = NON_TORCH_01
     .default_gpu_memory_utilization = 0.92
 static const kv_release_memory M_V1_020 = {V1_020};
 /* 0.21.0: VLLM_USE_FLASHINFER_SAMPLER defaults to on (envs.py, PR #40376). */
-#define V1_021 V1_020, .sampler_flashinfer = 1
+#define V1_021 V1_020, .sampler_flashinfer = 1, .sampler_fi_cc = {75, 121}
+/* 0.24.0: FlashInfer "currently broken on SM75 (Turing)": the floor is 8.0 (flashinfer.py). */
+#define FI_CC_024 .sampler_fi_cc = {80, 121}
 static const kv_release_memory M_V1_021 = {V1_021};
 /* 0.27.0 (utils/mem_utils.py memory_profiling) counts the non-KV memory as
  * the free memory cudaMemGetInfo lost since the worker's snapshot plus the
@@ -484,31 +502,31 @@ static const kv_release_memory M_V1_023 = {
 static const kv_release_memory M_V1_024 = {
     V1_021, .v2_runner = KV_V2_LISTED,
     .v2_arches = {"Qwen3ForCausalLM", "DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM",
-                  "LlamaForCausalLM", "MistralForCausalLM"}};
+                  "LlamaForCausalLM", "MistralForCausalLM"}, FI_CC_024};
 static const kv_release_memory M_V1_025 = {
     V1_021, .v2_runner = KV_V2_LISTED_OR_DENSE,
-    .v2_arches = {"DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM"}};
+    .v2_arches = {"DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM"}, FI_CC_024};
 /* 0.26.0 and 0.27.0 add MoE architectures to the list (config/vllm.py
  * DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES of each release). */
 #define V2_ARCHES_026 "DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM", \
     "InklingForConditionalGeneration", "LongcatFlashNgramForCausalLM", "Qwen2MoeForCausalLM"
-static const kv_release_memory M_V1_026 = {V1_021, .v2_runner = KV_V2_LISTED_OR_DENSE, .v2_arches = {V2_ARCHES_026}};
+static const kv_release_memory M_V1_026 = {V1_021, .v2_runner = KV_V2_LISTED_OR_DENSE, .v2_arches = {V2_ARCHES_026}, FI_CC_024};
 static const kv_release_memory M_V1_027 = {V1_021, .v2_runner = KV_V2_LISTED_OR_DENSE,
-                                           .v2_arches = {V2_ARCHES_026, "KimiK3ForConditionalGeneration"}};
+                                           .v2_arches = {V2_ARCHES_026, "KimiK3ForConditionalGeneration"}, FI_CC_024};
 static const kv_release_memory M_V1_028 = {
     V1_021, .card_classes = CARDS_028, .v2_runner = KV_V2_LISTED_OR_DENSE,
-    .v2_arches = {V2_ARCHES_026, "KimiK3ForConditionalGeneration", "DeepseekV4ForCausalLM"}};
+    .v2_arches = {V2_ARCHES_026, "KimiK3ForConditionalGeneration", "DeepseekV4ForCausalLM"}, FI_CC_024};
 /* 0.29.0: V2 for every generative model, with a real graph estimate; the
  * length check and auto-fit first take off the null block
  * (kv_cache_utils.py "Reserve the null block BlockPool permanently holds
  * back"). */
 static const kv_release_memory M_V1_029 = {V1_021, .card_classes = CARDS_028, .v2_runner = KV_V2_ALL,
-                                           .cudagraph_estimate_v2 = 1, .check_reserves_null_block = 1};
+                                           .cudagraph_estimate_v2 = 1, .check_reserves_null_block = 1, FI_CC_024};
 /* 0.33.0: V2's profile also samples with the warm-up's parameters
  * (gpu/model_runner.py _dummy_sampler_run "Warmup-param pass"). */
 static const kv_release_memory M_V1_033 = {V1_021, .card_classes = CARDS_028, .v2_runner = KV_V2_ALL,
                                            .cudagraph_estimate_v2 = 1, .check_reserves_null_block = 1,
-                                           .v2_profiles_warmup = 1};
+                                           .v2_profiles_warmup = 1, FI_CC_024};
 /* The V0 engine that 0.8.0 - 0.10.1.x fall back to on cards below compute
  * capability 8.0 (T4, V100, RTX 20xx): 0.7's V0 accounting
  * (worker/worker.py memory_profiling), with 0.8's "Model loading took". */
@@ -583,15 +601,15 @@ static const kv_release ROWS[] = {
     {"0.22.0", "0.22.99", "config/vllm.py: model runner V2 for Qwen3 (gpu/model_runner.py: \"Model loading "
                           "took ... GiB and\"); kv_cache_utils.py wording",
      &M_V1_022, &T_V1_022, &S_V1_019},
-    {"0.23.0", "0.23.99", "config/vllm.py: V2 for Llama, Mistral, Qwen3", &M_V1_023, &T_V1_022, &S_V1_019},
+    {"0.23.0", "0.23.99", "config/vllm.py: V2 for Llama, Mistral, Qwen3", &M_V1_023, &T_V1_023, &S_V1_019},
     {"0.24.0", "0.24.99", "config/vllm.py: V2 for six architectures, quantized too; block_pool.py frees uncached "
                           "blocks first; config/scheduler.py watermark",
-     &M_V1_024, &T_V1_022, &S_V1_024},
-    {"0.25.0", "0.25.99", "config/vllm.py: V2 for every dense model", &M_V1_025, &T_V1_022, &S_V1_024},
-    {"0.26.0", "0.26.99", "config/vllm.py: V2 also for Inkling and LongCat-Flash", &M_V1_026, &T_V1_022, &S_V1_024},
+     &M_V1_024, &T_V1_023, &S_V1_024},
+    {"0.25.0", "0.25.99", "config/vllm.py: V2 for every dense model", &M_V1_025, &T_V1_023, &S_V1_024},
+    {"0.26.0", "0.26.99", "config/vllm.py: V2 also for Inkling and LongCat-Flash", &M_V1_026, &T_V1_023, &S_V1_024},
     {"0.27.0", "0.27.99", "v1/core/kv_cache_manager.py: prefix-cache stats at admission; utils/mem_utils.py: non-KV "
                           "memory read from cudaMemGetInfo (the same terms)",
-     &M_V1_027, &T_V1_022, &S_V1_027},
+     &M_V1_027, &T_V1_023, &S_V1_027},
     {"0.28.0", "0.28.99", "arg_utils.py: >= 160 GiB card class; kv_cache_utils.py one KV size line; "
                           "gpu/model_runner.py \"GiB memory\"",
      &M_V1_028, &T_V1_028, &S_V1_027},

@@ -156,6 +156,11 @@ typedef struct kv_release_memory {
     double sampler_fi_bytes_per_elem; /* FlashInfer's top-k/top-p kernel */
     int sampler_flashinfer;           /* FlashInfer's sampler in a PyPI install of the release
                                          (VLLM_USE_FLASHINFER_SAMPLER, v1/sample/ops/topk_topp_sampler.py) */
+    /* FlashInfer's sampler runs only on compute capability [min, max] (x10;
+     * FlashInferBackend.supports_compute_capability, v1/attention/backends/
+     * flashinfer.py): outside it the default-on sampler of 0.21 on falls back
+     * to PyTorch's (v1/sample/ops/topk_topp_sampler.py); {0, 0}: any card. */
+    int sampler_fi_cc[2];
     double sampler_v2_bytes_per_elem; /* model runner V2's dummy pass (no top-k/top-p) */
     int v2_profiles_warmup;           /* V2's profile also runs the warm-up's sampling parameters (0.33) */
     kv_release_v2 v2_runner;
@@ -224,6 +229,8 @@ typedef struct kv_release_text {
     const char *err_max_model_len;/* one request of max_model_len does not fit */
     const char *estimated_clause; /* appended inside err_max_model_len when an estimate exists */
     const char *err_sampler_oom;  /* V1 sampler warm-up after the pool */
+    const char *warn_fi_sampler;  /* runner V1's default FlashInfer sampler falls back on a card outside
+                                     mem->sampler_fi_cc (topk_topp_sampler.py; field cc) */
     /* bfloat16 on a card below compute capability 8.0 (fields gpu_name, cc):
      * worker/worker.py _check_if_gpu_supports_dtype, later
      * platforms/cuda.py check_if_supports_dtype (every release). */

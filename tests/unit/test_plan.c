@@ -990,6 +990,25 @@ static void test_release_log_lines(void **state)
             assert_null(log_with(&p, "In v0.19, CUDA graph"));
             assert_null(log_with(&p, "CUDA graph memory profiling is enabled"));
         }
+    /* The default-on FlashInfer sampler of runner V1 on a T4 (7.5): used in
+     * 0.23, refused from 0.24 (floor 8.0) in favour of PyTorch's, with vLLM's
+     * warning before the weights load; an A10G (8.6) keeps it. */
+    const char *const t4[] = {"dtype", "float16", "max-model-len", "4096", NULL};
+    release_plan(&p, "microsoft/Phi-3-mini-4k-instruct", "t4-16gb", "0.23.0", t4);
+    assert_false(p.model_runner_v2);
+    assert_true(p.flashinfer_sampler);
+    assert_null(log_with(&p, "FlashInfer top-p/top-k"));
+    release_plan(&p, "microsoft/Phi-3-mini-4k-instruct", "t4-16gb", "0.24.0", t4);
+    assert_false(p.flashinfer_sampler);
+    const char *fb = log_with(&p, "FlashInfer top-p/top-k");
+    assert_non_null(fb);
+    assert_string_equal(fb, "WARNING FlashInfer top-p/top-k sampling unavailable: unsupported compute capability 7.5; "
+                            "falling back. Set VLLM_USE_FLASHINFER_SAMPLER=0 to silence.");
+    assert_true(fb + sizeof p.log[0] == log_with(&p, "Model loading took "));
+    release_plan(&p, "microsoft/Phi-3-mini-4k-instruct", "a10g-24gb", "0.24.0", t4);
+    assert_true(p.flashinfer_sampler);
+    assert_null(log_with(&p, "FlashInfer top-p/top-k"));
+
     /* 0.22 runs Qwen3 on runner V2: its words, and no estimate */
     release_plan(&p, "Qwen/Qwen3-8B", "h100-80gb", "0.22.0", fh);
     assert_true(p.model_runner_v2);

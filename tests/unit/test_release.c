@@ -189,6 +189,26 @@ static void test_runner_lines(void **state)
     for (size_t i = 0; i < sizeof memory / sizeof memory[0]; i++)
         assert_string_equal(kv_release_find(memory[i], err, sizeof err)->text->weights_v2,
                             "Model loading took {weights:gib} GiB memory");
+    /* The default-on FlashInfer sampler (0.21 on) runs on compute capability
+     * 7.5-12.1, from 0.24 8.0-12.1 (flashinfer.py supports_compute_capability),
+     * and says so when it falls back (topk_topp_sampler.py, reworded in 0.23). */
+    for (int i = 0; i < kv_release_count(); i++) {
+        const kv_release *r = kv_release_at(i);
+        if (kv_release_compare(r->first, "0.21.0") < 0) {
+            assert_int_equal(r->mem->sampler_flashinfer, 0);
+            continue;
+        }
+        int v023 = kv_release_compare(r->first, "0.23.0") >= 0, v024 = kv_release_compare(r->first, "0.24.0") >= 0;
+        assert_int_equal(r->mem->sampler_flashinfer, 1);
+        assert_int_equal(r->mem->sampler_fi_cc[0], v024 ? 80 : 75);
+        assert_int_equal(r->mem->sampler_fi_cc[1], 121);
+        assert_non_null(r->text->warn_fi_sampler);
+        assert_string_equal(r->text->warn_fi_sampler,
+                            v023 ? "FlashInfer top-p/top-k sampling unavailable: unsupported compute capability {cc}; "
+                                   "falling back. Set VLLM_USE_FLASHINFER_SAMPLER=0 to silence."
+                                 : "FlashInfer top-p/top-k sampling not supported on compute capability {cc}; falling "
+                                   "back to PyTorch-native sampler. Set VLLM_USE_FLASHINFER_SAMPLER=0 to silence.");
+    }
     /* the course keeps its own lines: no utilization advice */
     assert_null(kv_release_textbook()->text->cudagraph_util);
     assert_null(kv_release_textbook()->text->weights_v2);
@@ -221,6 +241,7 @@ static void test_templates_fill(void **state)
         {"cpu_blocks", 2048, NULL}, {"max_model_len", 8192, NULL}, {"concurrency", 2.83, NULL}, {"needed", 16.0, NULL},
         {"estimated", 23184, NULL}, {"estimated_clause", 0, "(clause)"}, {"free", 20.0, NULL}, {"requested", 21.0, NULL},
         {"num_reqs", 1024, NULL}, {"cudagraph", 0.6, NULL}, {"equiv_util", 0.89, NULL}, {"suggested_util", 0.91, NULL},
+        {"cc", 0, "7.0"},
     };
     int na = (int)(sizeof a / sizeof a[0]);
     for (int i = -1; i < kv_release_count(); i++) {
@@ -231,7 +252,7 @@ static void test_templates_fill(void **state)
                              t->cudagraph_util,     t->gpu_blocks,       t->kv_cache_size,
                              t->concurrency,        t->graphs,           t->err_free_memory,
                              t->err_no_kv_memory,   t->err_max_model_len, t->estimated_clause,
-                             t->err_sampler_oom};
+                             t->err_sampler_oom,    t->warn_fi_sampler};
         assert_non_null(t->weights);
         assert_non_null(t->err_no_kv_memory);
         assert_non_null(t->err_max_model_len);
