@@ -3,7 +3,7 @@
 # "Right: see the text view." after its first answer does not stay beside a
 # miss on the next question (the page turned on the right answer, so the
 # message was bound to the new page), and a message too long for the header
-# ("Right: ..." does not fit beside "held by the lesson") is on the footer
+# ("Right: ..." does not fit beside the right end, "step N > held") is on the footer
 # row whole.
 . "$(dirname "$0")/tui_lib.sh"
 

@@ -68,8 +68,10 @@ static int text_cols(const char *utf8)
     return cols;
 }
 
-/* The header's right end: the room, the step, the run state, the speed. */
-static void header_right(const ui_view_ctx *c, char *out, size_t len)
+/* The header's right end: the room, the step, the run state, the speed
+ * (said only when not x1.0). compact: the short words ("held" for "held by
+ * the lesson"), for a row too narrow for the page title beside the long ones. */
+static void header_right(const ui_view_ctx *c, int compact, char *out, size_t len)
 {
     const app *a = c->a;
     lsn_state st = c->s->state;
@@ -79,10 +81,14 @@ static void header_right(const ui_view_ctx *c, char *out, size_t len)
     int held = a->lsn && !runs && c->f->has_engine &&
                (st == LSN_WAIT_NEXT || st == LSN_WAIT_ANSWER || st == LSN_WAIT_GOAL);
     const char *state = a->paused ? "paused" : st == LSN_RUNNING || st == LSN_WAIT_COND || runs ? "running"
-                       : st == LSN_DONE ? "done" : st == LSN_ERROR ? "error" : held ? "held by the lesson" : "waiting";
+                       : st == LSN_DONE ? "done" : st == LSN_ERROR ? "error"
+                       : held ? (compact ? "held" : "held by the lesson") : "waiting";
     const char *room = app_room_label(a);
-    snprintf(out, len, "%s%sstep %d  %lc %s x%.1f ", room, room[0] ? "  " : "", c->s->step,
-             (wint_t)(a->paused ? ui_gl()->pause : ui_gl()->play), state, a->speed);
+    char speed[32];
+    snprintf(speed, sizeof speed, " x%.1f", a->speed);
+    if (!strcmp(speed, " x1.0")) speed[0] = '\0';
+    snprintf(out, len, "%s%sstep %d%s%lc %s%s ", room, room[0] ? "  " : "", c->s->step, compact ? " " : "  ",
+             (wint_t)(a->paused ? ui_gl()->pause : ui_gl()->play), state, speed);
 }
 
 /* The header's middle: the lesson and its title (a status message takes
@@ -95,6 +101,16 @@ static void header_mid(const ui_view_ctx *c, int with_title, char *out, size_t l
     else snprintf(out, len, "  no lesson  ");
 }
 
+/* The right end in its long words when the page title fits beside them,
+ * else in its short ones. */
+static void header_right_fit(const ui_view_ctx *c, char *out, size_t len)
+{
+    char mid[256];
+    header_mid(c, 1, mid, sizeof mid);
+    header_right(c, 0, out, len);
+    if (1 + 5 + text_cols(mid) + 2 + text_cols(out) > c->a->cols) header_right(c, 1, out, len);
+}
+
 static int status_on(const app *a) { return a->status[0] && a->status_until > a->now; }
 
 int ui_chrome_status_in_footer(const ui_view_ctx *c)
@@ -102,7 +118,7 @@ int ui_chrome_status_in_footer(const ui_view_ctx *c)
     const app *a = c->a;
     if (!status_on(a) || a->overlay != APP_OV_NONE || app_rewind_active(a)) return 0;
     char right[192], mid[256];
-    header_right(c, right, sizeof right);
+    header_right_fit(c, right, sizeof right);
     header_mid(c, 0, mid, sizeof mid);
     /* the header holds it whole after "kvlab" and the lesson, before the right end */
     int room = a->cols - (1 + 5) - text_cols(mid) - text_cols(right) - 2;
@@ -155,7 +171,7 @@ static void header_draw(const ui_view_ctx *c, WINDOW *win)
         return;
     }
     char right[192], mid[256];
-    header_right(c, right, sizeof right);
+    header_right_fit(c, right, sizeof right);
     int rl = text_cols(right);
     /* A message for the learner takes the title's place while it lasts
      * (at 80 columns there is no room for both); one too long for it goes
