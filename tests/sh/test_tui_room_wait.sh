@@ -33,6 +33,11 @@ TUI_SESSION=fol
 me=$(id -un)
 room_start fol -- --follow "$me/early"
 on fol tui_wait "waiting for the presenter of room '$me/early'" 10
+# Nothing open to break away from: neither the footer nor the page offers x.
+s=$(on fol tui_screen)
+if printf '%s' "$s" | grep -q "x explore\|x: explore"; then
+    TUI_SESSION=fol fail "x is offered while no lesson is open"
+fi
 on fol tui_keys x
 on fol tui_wait "Nothing to explore until the presenter opens a" 5
 on fol tui_wait "waiting for presenter" 2    # the header: still following, not on its own
@@ -41,6 +46,7 @@ if on fol tui_screen | head -1 | grep -q "on your own"; then TUI_SESSION=fol fai
 room_start pres -- --present early --lesson 1
 on pres tui_wait "presenting to 1" 15
 on fol tui_wait "following" 10
+on fol tui_wait "x explore on your own" 5    # a lesson is open: now x is offered
 on fol tui_keys x
 on fol tui_wait "On your own from here" 5
 on fol tui_quit_clean

@@ -147,7 +147,9 @@ void ui_chrome_footer(const ui_view_ctx *c, WINDOW *win)
         return;
     }
     int room = app_room_footer_mode(a), p = a->paused;
-    if (room == 1) draw_keys(win, w, keys_follow, (int)(sizeof keys_follow / sizeof keys_follow[0]), p);
+    /* x breaks away only from a lesson: none is offered while the presenter has none open */
+    int skip_x = room == 1 && !(a->lsn && lsn_current(a->lsn));
+    if (room == 1) draw_keys(win, w, keys_follow + skip_x, (int)(sizeof keys_follow / sizeof keys_follow[0]) - skip_x, p);
     else if (a->input_active) draw_keys(win, w, keys_answer, 6, p);
     else if (a->key_focus == UI_PANE_FLAGS && a->flag_editing) draw_keys(win, w, keys_edit, 4, p);
     else if (a->key_focus == UI_PANE_FLAGS) draw_keys(win, w, keys_flags, 5, p);

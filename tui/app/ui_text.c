@@ -238,12 +238,17 @@ static void text_draw(const ui_view_ctx *c, WINDOW *win)
     if (app_room_drives(a)) {
         /* A follower: the presenter answers and moves on. */
         add_blank(&bot);
+        /* x breaks away only from a lesson: say it only when one is open */
+        int lesson_open = a->lsn && lsn_current(a->lsn);
         if (app_room_presenter_left(a))
-            add_text(&bot, "The presenter has left: this page stays until they come back (x: explore on your own)",
+            add_text(&bot, lesson_open ? "The presenter has left: this page stays until they come back (x: explore "
+                                         "on your own)"
+                                       : "The presenter has left: this page stays until they come back",
                      iw, UI_R_WARN);
         else
             add_text(&bot, q ? "the presenter answers (x: try it)" : goal ? "the presenter's goal (x: try it)"
-                             : "the presenter moves on (x: explore)", iw, UI_R_DIM);
+                         : lesson_open ? "the presenter moves on (x: explore)" : "the presenter moves on",
+                     iw, UI_R_DIM);
     } else if (q) {
         input_row = bot.n;
         collect_line(&bot, L"", 0);
