@@ -2630,8 +2630,15 @@ static int f_predict_outcome(lua_State *L)
             snprintf(line, sizeof line, "%s predicted %s; the engine: %s. Right on.", who, ptxt, gtxt);
         } else {
             char gaptxt[128];
-            lsn_answer_format(fabs(gap), t.unit, gaptxt, sizeof gaptxt);
-            if (got != 0)
+            /* The gap between two percentages is in percentage points; a
+             * share of a share ("13% of the outcome") would only blur it. */
+            const lsn_unit *gu = lsn_unit_find(t.unit ? t.unit : "");
+            int points = gu && !strcmp(gu->name, "%");
+            lsn_answer_format(fabs(gap), points ? "" : t.unit, gaptxt, sizeof gaptxt);
+            if (points)
+                snprintf(line, sizeof line, "%s predicted %s; the engine: %s. %s by %s percentage point%s.", who, ptxt,
+                         gtxt, gap > 0 ? "Low" : "High", gaptxt, fabs(gap) == 1 ? "" : "s");
+            else if (got != 0)
                 snprintf(line, sizeof line, "%s predicted %s; the engine: %s. %s by %s (%.0f%% of the outcome).",
                          who, ptxt, gtxt, gap > 0 ? "Low" : "High", gaptxt, 100.0 * fabs(gap) / fabs(got));
             else
