@@ -63,12 +63,8 @@ return {
     if not ok then error("the lesson's server did not start: " .. tostring(err)) end
     local g, p = lab.gpu(), lab.plan()
     lab.show("metrics"); lab.show("plot")
-    lab.say("So far KV lived and died in one GPU's memory. Two techniques treat it as data "
-      .. "that travels. Offloading copies blocks out to host memory over PCIe and brings them "
-      .. "back when a conversation returns. Disaggregated serving prefills a prompt on one GPU "
-      .. "and ships its KV to another GPU that decodes, over NVLink within a node.")
-    lab.say("Either way the alternative is to recompute the prompt. Which is cheaper depends "
-      .. "on the link's bandwidth, the GPU's arithmetic, and how busy the GPU already is.")
+    -- The busy server first, then the whole page at once: a paragraph added
+    -- after the run would scroll the page to its end before it was read.
     W.submit(lab, NCHAT, CHATS)
     local fine = lab.run_until(function()
       local m = lab.metrics()
@@ -81,6 +77,12 @@ return {
     if not fine then error("the conversations never all reached decode") end
     local decode = decode_chunks(lab)
     local base = lab.step_time(decode)
+    lab.say("So far KV lived and died in one GPU's memory. Two techniques treat it as data "
+      .. "that travels. Offloading copies blocks out to host memory over PCIe and brings them "
+      .. "back when a conversation returns. Disaggregated serving prefills a prompt on one GPU "
+      .. "and ships its KV to another GPU that decodes, over NVLink within a node.")
+    lab.say("Either way the alternative is to recompute the prompt. Which is cheaper depends "
+      .. "on the link's bandwidth, the GPU's arithmetic, and how busy the GPU already is.")
     lab.say("This H100 is serving %d conversations, all decoding. One decode step takes %.1f ms "
       .. "and is %s-bound: it reads %.1f GiB of weights and KV for only %d new tokens, so the "
       .. "arithmetic units sit mostly idle (compute would take %.1f ms).",
