@@ -366,6 +366,9 @@ return {
       ["traffic-output"] = 300 })
     lab.show("requests")
     lab.highlight("metrics", "num_preemptions")
+    -- the levers the page names, in the flags view (f picks the first)
+    lab.highlight("flags", "gpu-memory-utilization")
+    lab.highlight("flags", "request-rate")
     lab.say("No error this time. When the pool is full, the scheduler preempts a running request: " ..
       "it frees its blocks, sends it back to wait, and later computes it again: the GPU redoes old " ..
       "work instead of new. (This server caps requests at max-model-len 8192, so a small " ..
@@ -389,8 +392,8 @@ return {
     lab.speed(20)
     local m = lab.metrics()
     lab.say("%s preemptions so far. %s of the %s tokens the GPU computed were recomputes of work it " ..
-      "had already done once, and %.1f requests waited on average. vLLM's metrics show it as " ..
-      "vllm:num_preemptions_total rising under normal traffic.", fmt.int(m.num_preemptions),
+      "had already done once, and on average %.1f requests were waiting in the queue. vLLM's metrics " ..
+      "show it as vllm:num_preemptions_total rising under normal traffic.", fmt.int(m.num_preemptions),
       fmt.int(m.recomputed_tokens), fmt.int(m.computed_tokens), m.mean_num_requests_waiting)
     lab.pause()
 
@@ -408,7 +411,7 @@ return {
       "second, %d s of serving each, and plots the output tokens per second it served against what " ..
       "was asked for (rate x %d tokens).", #rates, rates[1], rates[#rates], CLIFF_SECONDS, out_mean)
     local rows = { { "req/s", "tok/s", "redone", "TTFT" } }
-    local served = {}
+    local served, redone = {}, {}
     lab.speed(100000)
     for i, r in ipairs(rates) do
       lab.restart{ ["request-rate"] = r }
@@ -416,10 +419,11 @@ return {
       lab.run_until(function() return lab.metrics().time_s >= CLIFF_SECONDS end, 200000)
       local mm = lab.metrics()
       served[i] = mm.generation_tokens / mm.time_s
+      redone[i] = mm.computed_tokens > 0 and mm.recomputed_tokens / mm.computed_tokens or 0
       lab.plot_add(1, r, served[i])
       lab.plot_add(2, r, r * out_mean)
       rows[#rows + 1] = { r, fmt.int(served[i]),
-        fmt.pct(mm.computed_tokens > 0 and mm.recomputed_tokens / mm.computed_tokens or 0, 1),
+        fmt.pct(redone[i], 1),
         string.format("%.1f s", mm.ttft_mean_s) }
     end
     lab.speed(20)
@@ -435,15 +439,24 @@ return {
     end
     local peak, last = 0, served[#served]
     for _, v in ipairs(served) do peak = math.max(peak, v) end
+    -- what the recomputed share did past the knee, as the table shows it
+    local at_knee, share_max = 0, 0
+    for i, r in ipairs(rates) do
+      if r == knee then at_knee = redone[i] end
+      if r >= knee then share_max = math.max(share_max, redone[i]) end
+    end
+    local share = redone[#redone] > at_knee + 0.01
+      and "the recomputed share rises"
+      or string.format("the recomputed share stays near %s", fmt.pct(share_max, 0))
     lab.say("Read it plainly. Up to about %g requests per second the server serves what is asked. Past " ..
       "that the pool holds only so many requests at once, so the served output flattens at about %s " ..
-      "tokens per second, the recomputed share rises, and the first token waits longer and longer as " ..
-      "the queue grows without end.", knee, fmt.int(peak))
+      "tokens per second, %s, and the first token waits longer and longer as " ..
+      "the queue grows without end.", knee, fmt.int(peak), share)
     if last < 0.9 * peak then
       lab.say("Here the served output even falls, to %s: the recomputes crowd out new work.", fmt.int(last))
     else
-      lab.say("It does not fall: vLLM's scheduler admits only what the pool holds and preempts the " ..
-        "newest request, so the recomputes stay a share, not a collapse. The cliff a user meets is " ..
+      lab.say("The served output does not fall: vLLM's scheduler admits only what the pool holds and " ..
+        "preempts the newest request, so the recomputes stay a share, not a collapse. The cliff a user meets is " ..
         "latency: more load buys no more output, only a longer wait.")
     end
     lab.say("The fix is the arithmetic of this course, not a bigger max-num-seqs: more room per " ..

@@ -265,7 +265,7 @@ static void text_draw(const ui_view_ctx *c, WINDOW *win)
     } else if (st == LSN_RUNNING || st == LSN_WAIT_COND) {
         add_blank(&bot);
         add_text(&bot, a->paused ? "paused   space: run   s: one step   n: finish now"
-                                 : "running   space: pause   n: finish now", iw, UI_R_DIM);
+                                 : "running  space: pause  n: finish now", iw, UI_R_DIM); /* one row at 80 columns */
     } else if (st == LSN_DONE) {
         add_blank(&bot);
         add_text(&bot, "Lesson complete.   n: next lesson   l: lesson list", iw, UI_R_OK);
