@@ -684,6 +684,57 @@ static void test_peer_credentials(void **state)
     free(s);
 }
 
+/* The presenter refuses at accept, writes its REFUSE and closes before the
+ * follower's hello is sent (forced here by the before-hello seam): the hello
+ * meets a closed socket (EPIPE), and the follower and kvlab rooms' probe
+ * must still read the refusal rather than show "waiting". */
+static int g_race_listener;
+
+static void refuse_then_close(void *ctx)
+{
+    (void)ctx;
+    int fd = accept(g_race_listener, NULL, NULL);
+    assert_true(fd >= 0);
+    room_msg m;
+    room_msg_init(&m, ROOM_T_REFUSE);
+    snprintf(m.text, sizeof m.text, "room 'race' is open to its owner only");
+    uint8_t buf[512];
+    size_t n = room_msg_encode(&m, buf, sizeof buf);
+    assert_true(n > 0);
+    assert_int_equal(send(fd, buf, n, MSG_NOSIGNAL), (ssize_t)n);
+    close(fd);
+}
+
+static void test_refusal_before_hello(void **state)
+{
+    (void)state;
+    char path[240];
+    snprintf(path, sizeof path, "%s/race.sock", g_tmp);
+    unlink(path);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    size_t plen = strlen(path);
+    assert_true(plen < sizeof sa.sun_path);
+    memcpy(sa.sun_path, path, plen + 1);
+    g_race_listener = socket(AF_UNIX, SOCK_STREAM, 0);
+    assert_true(g_race_listener >= 0);
+    assert_int_equal(bind(g_race_listener, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(g_race_listener, 4), 0);
+    room_follow_set_before_hello(refuse_then_close, NULL);
+    room_follow *f = room_follow_new_at(path, "race");
+    assert_non_null(f);
+    room_follow_poll(f, now_s());
+    assert_int_equal(room_follow_get_status(f), ROOM_FS_REFUSED);
+    assert_non_null(strstr(room_follow_message(f), "open to its owner only"));
+    room_follow_free(f);
+    room_msg w;
+    char err[512];
+    assert_int_equal(room_probe(path, 2000, &w, err, sizeof err), 1);
+    assert_int_equal(w.type, ROOM_T_REFUSE);
+    room_follow_set_before_hello(NULL, NULL);
+    close(g_race_listener);
+    unlink(path);
+}
+
 /* A group room: folder 0750 and socket 0660, both with the group. */
 static void test_group_room(void **state)
 {
@@ -721,6 +772,7 @@ int main(void)
         cmocka_unit_test(test_slow_follower_skips),
         cmocka_unit_test(test_access_rule),
         cmocka_unit_test(test_peer_credentials),
+        cmocka_unit_test(test_refusal_before_hello),
         cmocka_unit_test(test_group_room),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

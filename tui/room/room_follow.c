@@ -155,8 +155,27 @@ static int connect_path(const char *path)
     return fd;
 }
 
+static void (*before_hello)(void *ctx);
+static void *before_hello_ctx;
+
+void room_follow_set_before_hello(void (*fn)(void *ctx), void *ctx)
+{
+    before_hello = fn;
+    before_hello_ctx = ctx;
+}
+
+/* A presenter that refuses at accept writes its REFUSE and closes before
+ * reading anything, so our hello may meet a closed socket: EPIPE or
+ * ECONNRESET then still leaves the refusal to read. */
+static int hello_lost_to_close(void)
+{
+    return errno == EPIPE || errno == ECONNRESET;
+}
+
 static int send_hello(int fd, int mode)
 {
+    if (before_hello)
+        before_hello(before_hello_ctx);
     room_msg m;
     room_msg_init(&m, ROOM_T_HELLO);
     m.mode = (uint8_t)mode;
@@ -214,7 +233,7 @@ static void try_connect(room_follow *f, double now, unsigned *ch)
         }
         return;
     }
-    if (send_hello(fd, ROOM_MODE_FOLLOW) < 0) {
+    if (send_hello(fd, ROOM_MODE_FOLLOW) < 0 && !hello_lost_to_close()) {
         close(fd);
         f->next_try = now + ROOM_RETRY_S;
         return;
@@ -406,7 +425,7 @@ int room_probe(const char *sock_path, int timeout_ms, room_msg *welcome, char *e
             return kv_errf(err, errlen, -1, "not open to you");
         return kv_errf(err, errlen, -1, "cannot connect: %s", strerror(e));
     }
-    if (send_hello(fd, ROOM_MODE_PROBE) < 0) {
+    if (send_hello(fd, ROOM_MODE_PROBE) < 0 && !hello_lost_to_close()) {
         close(fd);
         return kv_errf(err, errlen, -1, "cannot send: %s", strerror(errno));
     }

@@ -75,6 +75,11 @@ void room_follow_get_stats(const room_follow *f, room_follow_stats *out);
  * presenter (connected or not). Returns ROOM_FC_* bits. */
 unsigned room_follow_feed(room_follow *f, const uint8_t *bytes, size_t n, double now);
 
+/* For tests: fn(ctx) runs after each connect, just before the hello is
+ * sent (NULL: nothing), so a test can make the presenter refuse and close
+ * first: the follower must still read the refusal. */
+void room_follow_set_before_hello(void (*fn)(void *ctx), void *ctx);
+
 /* For tests: follow the socket at an explicit path. */
 room_follow *room_follow_new_at(const char *sock_path, const char *name);
 
