@@ -435,6 +435,25 @@ static void choices_text(const char *choices, char *out, size_t n)
     out[j] = '\0';
 }
 
+/* kv_args.given: one bit per flag index (0-255) that kv_args_set or the -O
+ * shorthand saw; GIVEN_DASH_O is the -O shorthand (every release from 0.6.5). */
+#define GIVEN_DASH_O 255
+
+static void given_mark(kv_args *a, int i, int on)
+{
+    if (i < 0 || i > GIVEN_DASH_O)
+        return;
+    if (on)
+        a->given[i / 64] |= 1ull << (i % 64);
+    else
+        a->given[i / 64] &= ~(1ull << (i % 64));
+}
+
+static int given_has(const kv_args *a, int i)
+{
+    return i >= 0 && i <= GIVEN_DASH_O && ((a->given[i / 64] >> (i % 64)) & 1);
+}
+
 int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size_t errlen)
 {
     int neg;
@@ -447,8 +466,7 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
     const kv_args_flag *f = &flags[i];
     if (f->kind == KV_ARG_REFUSED)
         return kv_errf(err, errlen, KV_ARGS_EVALUE, "--%s: %s", f->name, f->changes);
-    if (i < 256)
-        a->given[i / 64] |= 1ull << (i % 64);
+    given_mark(a, i, 1);
     if ((f->kind == KV_ARG_NOTE_BOOL || f->kind == KV_ARG_NOTE) && f->changes)
         return kv_errf(err, errlen, KV_ARGS_IGNORED, "note: --%s is accepted but not modelled: it changes %s", f->name,
                        f->changes);
@@ -817,8 +835,6 @@ static int is_flag(const char *s)
     return !strcmp(s, "-q") || !strcmp(s, "-tp") || !strcmp(s, "-pp") || !strcmp(s, "-cc") || !strncmp(s, "-O", 2);
 }
 
-/* Bit of kv_args.given for the -O shorthand (every release from 0.6.5). */
-#define GIVEN_DASH_O 255
 
 int kv_args_flag_in_release(const kv_args_flag *f, const char *version)
 {
@@ -849,14 +865,26 @@ int kv_args_check_release(const kv_args *a, char *err, size_t errlen)
     const char *v = a->vllm_version[0] ? a->vllm_version : kv_release_newest()->first;
     char name[80];
     for (int i = 0; i < NUM_FLAGS && i < 256; i++) {
-        if (!((a->given[i / 64] >> (i % 64)) & 1) || !strcmp(flags[i].field, "kvlab") ||
+        if (!given_has(a, i) || !strcmp(flags[i].field, "kvlab") ||
             kv_args_flag_in_release(&flags[i], a->vllm_version))
             continue;
         snprintf(name, sizeof name, "--%s", flags[i].name);
         return not_in_release(name, v, flags[i].since, flags[i].removed, err, errlen);
     }
-    if (((a->given[GIVEN_DASH_O / 64] >> (GIVEN_DASH_O % 64)) & 1) && kv_release_compare(v, "0.6.5") < 0)
+    if (given_has(a, GIVEN_DASH_O) && kv_release_compare(v, "0.6.5") < 0)
         return not_in_release("-O", v, "0.6.5", NULL, err, errlen);
+    return 0;
+}
+
+/* A flag kv_args_set accepted without modelling (KV_ARGS_IGNORED) leaves
+ * its message as a note; any other result passes through. */
+static int note_if_ignored(int rc, char *notes, size_t noteslen, char *err, size_t errlen)
+{
+    if (rc != KV_ARGS_IGNORED)
+        return rc;
+    add_note(notes, noteslen, err);
+    if (err && errlen)
+        err[0] = '\0';
     return 0;
 }
 
@@ -892,21 +920,14 @@ int kv_args_parse(kv_args *a, int argc, char **argv, char *notes, size_t notesle
                 v = argv[++i];
             if (!v || !*v)
                 return kv_errf(err, errlen, KV_ARGS_EMISSING, "-O needs a value (0, 1, 2 or 3)");
-            a->given[GIVEN_DASH_O / 64] |= 1ull << (GIVEN_DASH_O % 64);
+            given_mark(a, GIVEN_DASH_O, 1);
             int rc = strlen(v) == 1 && v[0] >= '0' && v[0] <= '3'
                          ? kv_args_set(a, "optimization-level", v, err, errlen)
                          : kv_args_set(a, "compilation-config", v, err, errlen);
-            a->given[F_OPT_LEVEL / 64] &= ~(1ull << (F_OPT_LEVEL % 64)); /* -O is not the long flag */
-            int neg2, cci = find_index("compilation-config", &neg2);
-            if (cci >= 0 && cci < 256)
-                a->given[cci / 64] &= ~(1ull << (cci % 64));
-            if (rc == KV_ARGS_IGNORED) {
-                add_note(notes, noteslen, err);
-                if (err && errlen)
-                    err[0] = '\0';
-                continue;
-            }
-            if (rc < 0)
+            int neg2;
+            given_mark(a, F_OPT_LEVEL, 0); /* -O is not the long flags */
+            given_mark(a, find_index("compilation-config", &neg2), 0);
+            if ((rc = note_if_ignored(rc, notes, noteslen, err, errlen)) < 0)
                 return rc;
             continue;
         }
@@ -952,13 +973,7 @@ int kv_args_parse(kv_args *a, int argc, char **argv, char *notes, size_t notesle
         }
         if (fi == F_MODEL)
             have_model = 1;
-        int rc = kv_args_set(a, name, value, err, errlen);
-        if (rc == KV_ARGS_IGNORED) {
-            add_note(notes, noteslen, err);
-            if (err && errlen)
-                err[0] = '\0';
-            continue;
-        }
+        int rc = note_if_ignored(kv_args_set(a, name, value, err, errlen), notes, noteslen, err, errlen);
         if (rc < 0)
             return rc;
     }
