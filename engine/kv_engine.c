@@ -569,18 +569,9 @@ int64_t kv_engine_submit(kv_engine *e, const kv_request_spec *sp, char *err, siz
         e->by_id = nb;
         e->cap_ids = ncap;
     }
-    int32_t *ids = r->prompt_ids;
+    kv_req_clear(r);
+    int32_t *ids = r->prompt_ids; /* kept below only if this request has ids */
     int32_t ids_cap = r->prompt_ids_cap;
-    int32_t *table = r->table;
-    int32_t tcap = r->table_cap;
-    kv_hash *hashes = r->hashes;
-    int32_t hcap = r->hashes_cap;
-    memset(r, 0, sizeof *r);
-    r->prompt_ids_cap = ids_cap;
-    r->table = table;
-    r->table_cap = tcap;
-    r->hashes = hashes;
-    r->hashes_cap = hcap;
     r->prompt_ids = NULL;
     if (sp->prompt_token_ids) {
         if (ids_cap < body) {
@@ -620,7 +611,6 @@ int64_t kv_engine_submit(kv_engine *e, const kv_request_spec *sp, char *err, siz
     r->has_salt = sp->cache_salt && sp->cache_salt[0];
     r->salt = r->has_salt ? kv_hash_str(sp->cache_salt) : 0;
     r->vocab = c->vocab_size;
-    r->sched_index = -1;
     prefix_hashes(e, r);
     kv_req_update_hashes(r, c->block_size, e->kvcm.none_hash);
     if (kv_sched_add(e->sched, r) != 0) {

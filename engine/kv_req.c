@@ -1,6 +1,7 @@
 #include "kv_req.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define KV_REQ_OUTPUT_SALT 0xD1B54A32D192ED03ull
 
@@ -111,6 +112,21 @@ void kv_req_hash_blocks(kv_req *r, int32_t full, int32_t block_size, kv_hash non
         }
         r->num_hashes++;
     }
+}
+
+void kv_req_clear(kv_req *r)
+{
+    int32_t *ids = r->prompt_ids, *table = r->table;
+    int32_t icap = r->prompt_ids_cap, tcap = r->table_cap, hcap = r->hashes_cap;
+    kv_hash *hashes = r->hashes;
+    memset(r, 0, sizeof *r);
+    r->prompt_ids = ids;
+    r->prompt_ids_cap = icap;
+    r->table = table;
+    r->table_cap = tcap;
+    r->hashes = hashes;
+    r->hashes_cap = hcap;
+    r->sched_index = -1;
 }
 
 void kv_req_release(kv_req *r)

@@ -74,6 +74,11 @@ void kv_req_update_hashes(kv_req *r, int32_t block_size, kv_hash none);
 /* The same, up to at most nblocks blocks (a shared prefix's full blocks). */
 void kv_req_hash_blocks(kv_req *r, int32_t nblocks, int32_t block_size, kv_hash none);
 
+/* Zero a reused record for a new request, keeping its prompt_ids, table
+ * and hashes arrays and their capacities (a reused record allocates
+ * nothing it already has); sched_index = -1 (in no queue). */
+void kv_req_clear(kv_req *r);
+
 /* Free the arrays (the struct itself is the caller's). */
 void kv_req_release(kv_req *r);
 

@@ -346,17 +346,7 @@ static kv_req *take_req(kv_engine *e)
         e->free_reqs = q->next_free;
     else if (!(q = calloc(1, sizeof *q)))
         return NULL;
-    int32_t *ids = q->prompt_ids, *table = q->table;
-    int32_t icap = q->prompt_ids_cap, tcap = q->table_cap, hcap = q->hashes_cap;
-    kv_hash *hashes = q->hashes;
-    memset(q, 0, sizeof *q);
-    q->prompt_ids = ids;
-    q->prompt_ids_cap = icap;
-    q->table = table;
-    q->table_cap = tcap;
-    q->hashes = hashes;
-    q->hashes_cap = hcap;
-    q->sched_index = -1;
+    kv_req_clear(q);
     return q;
 }
 
