@@ -10,23 +10,6 @@
 . "$(dirname "$0")/tui_lib.sh"
 export KVLAB_LESSONS_DIR="$KVLAB_SOURCE_DIR/lessons"
 
-set_flag() { # set_flag NAME VALUE in the flags view (the flag must be listed)
-    local name=$1 value=$2 names idx i
-    tui_keys f
-    tui_wait "Esc: done" 5
-    names=$(tui_screen | sed -n '/┌ flags/,/└/p' | sed -E 's/.*││ ([a-z][a-z0-9-]*) .*/\1/;t;d')
-    idx=$(grep -nxF -- "$name" <<<"$names" | cut -d: -f1 | head -1)
-    [ -n "$idx" ] || fail "flag $name is not in the flags view"
-    for i in $(seq 24); do tui_keys Up; done
-    for i in $(seq $((idx - 1))); do tui_keys Down; done
-    tui_keys Enter C-u
-    tui_keys -l -- "$value"
-    tui_keys Enter
-    tui_wait "$name = $value" 15 || fail "--$name $value was not applied"
-    tui_keys Escape
-    tui_wait "f: edit" 5
-}
-
 tui_start 80 24 -- --lesson 7
 tui_wait "The server will not start" 10
 tui_wait "more details." 10 || fail "lesson 7: the highlighted error line is cut in the log view"
@@ -40,7 +23,7 @@ tui_keys -l -- "12"; tui_keys Enter
 tui_advance_until ", Enter to" 12
 tui_keys -l -- "2400"; tui_keys Enter
 tui_advance_until "Goal:" 12
-set_flag max-num-seqs 16
+tui_set_flag max-num-seqs 16
 tui_wait "Watch it happen" 60
 tui_wait "num_preemptions_total" 10 || fail "lesson 16: num_preemptions_total is not on screen"
 tui_stop
@@ -52,7 +35,7 @@ tui_start 80 24 -- --lesson 13
 tui_advance_until ", Enter to" 12
 tui_keys -l -- "15"; tui_keys Enter
 tui_advance_until "Goal:" 12
-set_flag contiguous off
+tui_set_flag contiguous off
 tui_wait "Request $id is highlighted" 60
 tui_wait "#$id " 10 || fail "lesson 13: request #$id is not in the requests view"
 tui_stop

@@ -27,25 +27,6 @@ wait_step_after() {
     fail "the lesson did not move past step $before"
 }
 
-# set_flag NAME VALUE: in the flags view, select NAME and type VALUE.
-set_flag() {
-    local name=$1 value=$2 names idx i
-    tui_keys f
-    tui_wait "Esc: done" 5
-    # flag rows in the order shown: "│ name   value │" inside the flags box
-    names=$(tui_screen | sed -n '/┌ flags/,/└/p' | sed -E 's/.*││ ([a-z][a-z0-9-]*) .*/\1/;t;d')
-    idx=$(grep -nxF -- "$name" <<<"$names" | cut -d: -f1 | head -1)
-    [ -n "$idx" ] || fail "flag $name is not in the flags view"
-    for i in $(seq 24); do tui_keys Up; done
-    for i in $(seq $((idx - 1))); do tui_keys Down; done
-    tui_keys Enter C-u
-    tui_keys -l -- "$value"
-    tui_keys Enter
-    tui_wait "$name = $value" 15 || fail "--$name $value was not applied"
-    tui_keys Escape
-    tui_wait "f: edit" 5
-}
-
 for n in ${KVLAB_TUI_LESSONS:-12 13 14 15 16 17 18 19 20}; do
     out=$("$KVLAB" check "$n" --lessons "$LESSONS") || { echo "$out"; fail "kvlab check $n failed"; }
     # One action per line: "Q<TAB>prompt<TAB>wrong<TAB>answer" or "G<TAB>flag=value;flag=value"
@@ -85,7 +66,7 @@ for n in ${KVLAB_TUI_LESSONS:-12 13 14 15 16 17 18 19 20}; do
             tui_advance_until "Goal:" 12
             step=$(cur_step)
             IFS=';' read -ra sets <<<"$a"
-            for kv in "${sets[@]}"; do set_flag "${kv%%=*}" "${kv#*=}"; done
+            for kv in "${sets[@]}"; do tui_set_flag "${kv%%=*}" "${kv#*=}"; done
             wait_step_after "$step" 60
         fi
         first=0

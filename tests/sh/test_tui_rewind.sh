@@ -10,21 +10,6 @@
 . "$(dirname "$0")/tui_lib.sh"
 export KVLAB_LESSONS_DIR="$KVLAB_SOURCE_DIR/lessons"
 
-set_flag() {
-    local name=$1 value=$2 names idx i
-    tui_keys f
-    tui_wait "Esc: done" 5
-    names=$(tui_screen | sed -n '/┌ flags/,/└/p' | sed -E 's/.*││? ([a-z][a-z0-9-]*) .*/\1/;t;d')
-    idx=$(grep -nxF -- "$name" <<<"$names" | cut -d: -f1 | head -1)
-    [ -n "$idx" ] || fail "flag $name is not in the flags view"
-    for i in $(seq 24); do tui_keys Up; done
-    for i in $(seq $((idx - 1))); do tui_keys Down; done
-    tui_keys Enter C-u
-    tui_keys -l -- "$value"
-    tui_keys Enter
-    tui_wait "$name = $value" 15 || fail "--$name $value was not applied"
-    tui_keys Escape
-}
 header() { tui_screen | sed -n 1p; }
 replay_step() { header | sed -nE 's/.*replay, step ([0-9]+) of ([0-9]+).*/\1 \2/p'; }
 # the requests view's row of request $1 (right half of the screen)
@@ -44,7 +29,7 @@ tui_wait "You predicted" 60 || fail "the prediction was not taken"
 tui_advance_until ", Enter to" 12
 tui_keys -l -- "$answer"; tui_keys Enter
 tui_advance_until "Goal:" 12
-set_flag max-num-seqs 16
+tui_set_flag max-num-seqs 16
 tui_wait "Watch it happen" 60 || fail "the lesson did not restart for the slow run"
 tui_wait "Missed it? Press {" 120 || fail "no preemption in the slow run"
 victim=$(tui_screen | grep -oE 'before request [0-9]+' | head -1 | grep -oE '[0-9]+')

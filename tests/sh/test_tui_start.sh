@@ -22,16 +22,6 @@ tui_stop
 
 # A signal while running: the terminal is restored and the exit code says which.
 for sig in TERM INT; do
-    tui_start 80 24 --
-    tui_wait "Lesson 1/" 10
-    apppid=$(tui_app_pid) || fail "cannot find the kvlab process"
-    kill -"$sig" "$apppid"
-    tui_wait "STTY-DONE" 10
-    s=$(tui_screen)
-    want=$((128 + $(kill -l "$sig")))
-    echo "$s" | grep -q "EXIT:$want" || fail "SIG$sig: expected exit $want"
-    echo "$s" | grep -qE '(^| )icanon( |$)' || fail "SIG$sig: terminal left in raw mode"
-    echo "$s" | grep -qE '(^| )echo( |$)' || fail "SIG$sig: echo left off"
-    tui_stop
+    tui_signal_restores "$sig"
 done
 echo "PASS"

@@ -25,17 +25,7 @@ expect_refused "--lessons /nonexistent" "cannot read /nonexistent/manifest.json"
 set -e
 
 for sig in SEGV ABRT; do
-    tui_start 80 24 --
-    tui_wait "Lesson 1/" 10
-    apppid=$(tui_app_pid) || fail "cannot find the kvlab process"
-    kill -"$sig" "$apppid"
-    tui_wait "STTY-DONE" 10
-    s=$(tui_screen)
-    want=$((128 + $(kill -l "$sig")))
-    echo "$s" | grep -q "EXIT:$want" || fail "SIG$sig: expected exit $want"
-    echo "$s" | grep -qE '(^| )icanon( |$)' || fail "SIG$sig: terminal left in raw mode"
-    echo "$s" | grep -qE '(^| )echo( |$)' || fail "SIG$sig: echo left off"
-    if echo "$s" | grep -qF "q quit"; then fail "SIG$sig: the app's screen is still shown"; fi
-    tui_stop
+    tui_signal_restores "$sig"
+    if echo "$TUI_SIGNAL_SCREEN" | grep -qF "q quit"; then fail "SIG$sig: the app's screen is still shown"; fi
 done
 echo "PASS"

@@ -128,6 +128,46 @@ tui_wait_gone() {
 
 tui_keys() { tui_tmux send-keys -t "$TUI_SESSION" "$@"; }
 
+# tui_signal_restores SIG: start the app at 80x24, send it SIG and check the
+# shell after it: exit code 128 + SIG, the terminal back in canonical mode
+# with echo (tui_start's wrapper prints stty and EXIT:rc, then STTY-DONE).
+# Leaves the screen for further checks in TUI_SIGNAL_SCREEN; stops tmux.
+tui_signal_restores() {
+    local sig=$1 apppid want
+    tui_start 80 24 --
+    tui_wait "Lesson 1/" 10
+    apppid=$(tui_app_pid) || fail "cannot find the kvlab process"
+    kill -"$sig" "$apppid"
+    tui_wait "STTY-DONE" 10
+    TUI_SIGNAL_SCREEN=$(tui_screen)
+    want=$((128 + $(kill -l "$sig")))
+    echo "$TUI_SIGNAL_SCREEN" | grep -q "EXIT:$want" || fail "SIG$sig: expected exit $want"
+    echo "$TUI_SIGNAL_SCREEN" | grep -qE '(^| )icanon( |$)' || fail "SIG$sig: terminal left in raw mode"
+    echo "$TUI_SIGNAL_SCREEN" | grep -qE '(^| )echo( |$)' || fail "SIG$sig: echo left off"
+    tui_stop
+}
+
+# tui_set_flag NAME VALUE: in the flags view, select NAME (it must be
+# listed) and type VALUE; waits until the server applied it and the view is
+# left. Flag rows are read as "││ name   value │" inside the flags box (the
+# box sits beside the text view, so its rows start with the two borders).
+tui_set_flag() {
+    local name=$1 value=$2 names idx i
+    tui_keys f
+    tui_wait "Esc: done" 5
+    names=$(tui_screen | sed -n '/┌ flags/,/└/p' | sed -E 's/.*││ ([a-z][a-z0-9-]*) .*/\1/;t;d')
+    idx=$(grep -nxF -- "$name" <<<"$names" | cut -d: -f1 | head -1)
+    [ -n "$idx" ] || fail "flag $name is not in the flags view"
+    for i in $(seq 24); do tui_keys Up; done
+    for i in $(seq $((idx - 1))); do tui_keys Down; done
+    tui_keys Enter C-u
+    tui_keys -l -- "$value"
+    tui_keys Enter
+    tui_wait "$name = $value" 15 || fail "--$name $value was not applied"
+    tui_keys Escape
+    tui_wait "f: edit" 5
+}
+
 # tui_advance_until TEXT [MAX_KEYS]: press n (next step) until TEXT shows.
 # A page is given until its screen has been still for 0.3 s (the start-up
 # replay has finished), at most about a second while something animates.

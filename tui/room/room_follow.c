@@ -182,7 +182,11 @@ static int send_hello(int fd, int mode)
     room_user_name(geteuid(), m.user, sizeof m.user);
     uint8_t buf[256];
     size_t n = room_msg_encode(&m, buf, sizeof buf);
-    return n && send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)n ? 0 : -1;
+    if (!n) {
+        errno = EINVAL; /* not a closed socket: hello_lost_to_close must not keep it */
+        return -1;
+    }
+    return send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)n ? 0 : -1;
 }
 
 static void try_connect(room_follow *f, double now, unsigned *ch)
