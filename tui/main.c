@@ -20,6 +20,8 @@ static void usage(FILE *f)
         "                                 will this `vllm serve` start, and with how many KV tokens?\n"
         "       kvlab simulate MODEL --trace FILE|gen:... [vLLM flags] [--gpu NAME] [--json] [--metrics]\n"
         "                                 run the engine on a request trace, headless\n"
+        "       kvlab explain [FILE|-] [--json] [--model NAME] [--gpu NAME] [vLLM flags]\n"
+        "                                 read a vLLM log: what it states beside kvlab's plan, and why\n"
         "       kvlab models | gpus | lessons\n"
         "       kvlab check [N ...]        run lessons headless; non-zero exit on a failed check\n"
         "       kvlab probe                what the CUDA backend measures on this machine\n"
@@ -41,6 +43,7 @@ int main(int argc, char **argv)
         if (!strcmp(c, "simulate")) return cmd_simulate(argc - 1, argv + 1);
         if (!strcmp(c, "probe"))    return cmd_probe(argc - 1, argv + 1);
         if (!strcmp(c, "rooms"))    return cmd_rooms(argc - 1, argv + 1);
+        if (!strcmp(c, "explain"))  return cmd_explain(argc - 1, argv + 1);
 #ifdef KVLAB_HAVE_LESSONS
         if (!strcmp(c, "lessons"))  return cmd_lessons(argc - 1, argv + 1);
         if (!strcmp(c, "check"))    return cmd_check(argc - 1, argv + 1);

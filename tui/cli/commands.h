@@ -12,6 +12,7 @@ int cmd_gpus(int argc, char **argv);      /* tui/cli/cmd_catalog.c */
 int cmd_simulate(int argc, char **argv);  /* tui/cli/cmd_simulate.c */
 int cmd_probe(int argc, char **argv);     /* tui/cli/cmd_probe.c */
 int cmd_rooms(int argc, char **argv);     /* tui/cli/cmd_rooms.c */
+int cmd_explain(int argc, char **argv);   /* tui/cli/cmd_explain.c */
 
 #ifdef KVLAB_HAVE_LESSONS
 int cmd_lessons(int argc, char **argv);   /* tui/cli/cmd_lessons.c */
