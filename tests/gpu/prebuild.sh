@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Builds a kvlab for GPU boxes that cannot build it themselves, into
 # build-gpu-prebuilt/: kvlab and test_cuda for sm_80, sm_89 and sm_90 plus
-# compute_90 PTX, the CUDA runtime linked statically, no ncurses app, and
-# lib/ with the shared libraries the binaries need that a bare box may lack.
+# compute_90 PTX, the CUDA runtime linked statically, cJSON, xxHash and
+# uthash from third_party/ (compiled in), no ncurses app, lib/ with the
+# shared libraries the binaries still need that a bare box may lack
+# (cmocka), and BUILT-WITH: the CUDA version, which check.sh checks the
+# driver against.
 # tests/gpu/check.sh uses it when it finds no toolkit. See tests/gpu/README.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -10,7 +13,7 @@ out="$root/build-gpu-prebuilt"
 bdir="$root/build-gpu-prebuild"
 nvcc=${CUDACXX:-/usr/local/cuda/bin/nvcc}
 [ -x "$nvcc" ] || { echo "prebuild.sh: no nvcc at $nvcc (set CUDACXX)"; exit 1; }
-cmake -S "$root" -B "$bdir" -DCMAKE_BUILD_TYPE=Release -DKVLAB_TUI=OFF -DKVLAB_CUDA=ON \
+cmake -S "$root" -B "$bdir" -DCMAKE_BUILD_TYPE=Release -DKVLAB_TUI=OFF -DKVLAB_CUDA=ON -DKVLAB_BUNDLED_DEPS=ON \
   -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="80-real;89-real;90-real;90-virtual" >/dev/null
 cmake --build "$bdir" -j"${JOBS:-2}" --target kvlab test_cuda
 rm -rf "$out"
