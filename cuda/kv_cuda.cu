@@ -1,8 +1,9 @@
 /* kv_cuda: the CUDA backend (see kv_cuda.h for the contract).
  *
  * Pool layout per rank, one cudaMalloc, as kv_cuda_layout.h describes (vLLM's
- * FlashAttention shape per layer); the kernels' per-thread work lives there
- * too, so the unit tests run the same code on a host buffer. */
+ * FlashAttention shape per layer); each kernel's body (its item loop and
+ * shared-memory layout) lives there too, so the GPU-free unit tests run the
+ * kernels' own code on a host buffer. */
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
@@ -21,6 +22,13 @@
 #define KV_CUDA_MAX_TERMS 16
 #define KV_CUDA_MAGIC 0x6B766375 /* "kvcu" */
 #define KV_CUDA_THREADS 256      /* the most threads per CUDA block; fewer when an item has fewer units */
+/* Device copies of slot writes, block tables, keys and token ids: one
+ * buffer of a fixed size per rank (work larger than it goes in pieces), so
+ * what kvlab holds beside the plan is known up front. It lives inside the
+ * rank's activation placeholder when there is one (the plan's activation
+ * term: working memory, as a real worker's kernels use it), else in its own
+ * cudaMalloc made before the KV pool's. */
+#define KV_CUDA_SCRATCH_BYTES ((size_t)32 << 20)
 
 namespace {
 
@@ -40,8 +48,8 @@ struct rank_state {
     kv_dev_handle pool_h;
     kv_pool_layout layout;
     double pool_alloc_ms;
-    void *scratch;               /* device copies of writes / tables / keys / token ids */
-    size_t scratch_bytes;
+    void *scratch;               /* KV_CUDA_SCRATCH_BYTES: device copies of writes / tables / keys / token ids */
+    int scratch_own;             /* 1: its own cudaMalloc; 0: the start of the activation placeholder */
     unsigned long long *count;   /* device mismatch counter */
 };
 
@@ -99,12 +107,14 @@ uint64_t held_bytes(const rank_state *r)
     return b;
 }
 
-/* Bytes kvlab holds on one device, over every rank placed there. */
+/* Bytes kvlab holds on one device, over every rank placed there (its own
+ * scratch buffers included: an out-of-memory report counts everything). */
 uint64_t held_on_gpu(const cuda_impl *im, int gpu)
 {
     uint64_t b = 0;
     for (int i = 0; i < im->num_ranks; i++)
-        if (im->ranks[i].gpu == gpu) b += held_bytes(&im->ranks[i]);
+        if (im->ranks[i].gpu == gpu)
+            b += held_bytes(&im->ranks[i]) + (im->ranks[i].scratch_own ? KV_CUDA_SCRATCH_BYTES : 0);
     return b;
 }
 
@@ -160,25 +170,26 @@ int need_pool(const rank_state *r, int rank, const char *what, char *err, size_t
     return r->pool ? 0 : kv_errf(err, errlen, KV_DEV_EINVAL, "%s: rank %d has no KV cache pool", what, rank);
 }
 
-/* Grows a rank's scratch buffer to at least bytes. */
-int need_scratch(cuda_impl *im, rank_state *r, int rank, size_t bytes, char *err, size_t errlen)
+/* The rank's scratch buffer (KV_CUDA_SCRATCH_BYTES), allocated once. */
+int need_scratch(cuda_impl *im, rank_state *r, int rank, char *err, size_t errlen)
 {
-    if (r->scratch_bytes >= bytes) return 0;
-    size_t want = r->scratch_bytes ? r->scratch_bytes : 65536;
-    while (want < bytes) want *= 2;
-    if (r->scratch) {
-        cudaError_t e = cudaFree(r->scratch);
-        r->scratch = NULL;
-        r->scratch_bytes = 0;
-        if (e != cudaSuccess) return fail(e, rank, r->gpu, "cudaFree of the scratch buffer", err, errlen);
-    }
-    cudaError_t e = cudaMalloc(&r->scratch, want);
+    if (r->scratch) return 0;
+    cudaError_t e = cudaMalloc(&r->scratch, KV_CUDA_SCRATCH_BYTES);
     if (e != cudaSuccess) {
         r->scratch = NULL;
-        return alloc_fail(e, im, r, rank, "kvlab scratch buffer", want, err, errlen);
+        return alloc_fail(e, im, r, rank, "kvlab scratch buffer", KV_CUDA_SCRATCH_BYTES, err, errlen);
     }
-    r->scratch_bytes = want;
+    r->scratch_own = 1;
     return 0;
+}
+
+/* Drops the rank's scratch buffer: freed when it is its own, forgotten when
+ * it lives in a placeholder (whose owner frees it). */
+void drop_scratch(cuda_impl *im, rank_state *r, int rank)
+{
+    if (r->scratch && r->scratch_own) defer(im, cudaFree(r->scratch), rank, "cudaFree of the scratch buffer");
+    r->scratch = NULL;
+    r->scratch_own = 0;
 }
 
 kv_cuda_geom geom_of(const rank_state *r)
@@ -190,75 +201,47 @@ kv_cuda_geom geom_of(const rank_state *r)
 
 /* ---- kernels ---------------------------------------------------------- */
 
-/* Dynamic shared memory of one item: fingerprint, offset and flag per row. */
-size_t smem_bytes(const kv_cuda_geom &g)
+/* The kernels: one call of their body in kv_cuda_layout.h per thread. DT
+ * and UNIT are compile-time so the shared helpers fold to straight-line code. */
+__device__ kv_cuda_blk this_block(void)
 {
-    return (size_t)g.chunk_rows * (sizeof(uint64_t) + sizeof(long long) + sizeof(unsigned int));
+    kv_cuda_blk b;
+    b.block = blockIdx.x;
+    b.nblocks = gridDim.x;
+    b.tid0 = (int)threadIdx.x;
+    b.tid1 = (int)threadIdx.x + 1;
+    b.nthreads = (int)blockDim.x;
+    return b;
 }
 
-/* Writes K/V of n tokens: an item per (token, row chunk), grid-stride. DT
- * and UNIT are compile-time so the shared helpers fold to straight-line code. */
 template <int DT, int UNIT>
 __global__ void write_kv_kernel(kv_cuda_geom g, const kv_slot_write *w, long long n)
 {
     extern __shared__ unsigned long long smem[];
-    uint64_t *s_fp = (uint64_t *)smem;
-    long long *s_off = (long long *)(smem + g.chunk_rows);
-    const long long items = n * g.chunks;
-    for (long long it = blockIdx.x; it < items; it += gridDim.x) {
-        const long long t = g.chunks == 1 ? it : it / g.chunks;
-        const int r0 = (int)(it - t * g.chunks) * g.chunk_rows;
-        const int nr = g.rows - r0 < g.chunk_rows ? g.rows - r0 : g.chunk_rows;
-        const kv_slot_write s = w[t];
-        kv_cuda_item_rows(&g, kv_token_key(s.token_id, s.position, s.parent), s.slot, r0, nr, s_fp, s_off,
-                          threadIdx.x, blockDim.x);
-        __syncthreads();
-        kv_cuda_item_write(&g, DT, UNIT, nr, s_fp, s_off, threadIdx.x, blockDim.x);
-        __syncthreads();
-    }
+    const kv_cuda_blk b = this_block();
+    kv_cuda_write_block(&g, DT, UNIT, w, n, smem, &b);
 }
 
-/* Reads positions first .. first + n - 1 of a request through its block
- * table; counts the (token, layer, head, K or V) rows with any differing
- * value, as the host backend counts (a wrong token = every row). */
 template <int DT, int UNIT>
-__global__ void verify_kernel(kv_cuda_geom g, const int32_t *table, const uint64_t *keys, const int32_t *tokens,
-                              int first, int n, unsigned long long *count)
+__global__ void verify_kernel(kv_cuda_geom g, kv_cuda_verify_args a, unsigned long long *count)
 {
     extern __shared__ unsigned long long smem[];
-    uint64_t *s_fp = (uint64_t *)smem;
-    long long *s_off = (long long *)(smem + g.chunk_rows);
-    unsigned int *s_bad = (unsigned int *)(smem + 2 * g.chunk_rows);
-    __shared__ unsigned int s_count;
-    if (threadIdx.x == 0) s_count = 0;
-    const long long items = (long long)n * g.chunks;
-    for (long long it = blockIdx.x; it < items; it += gridDim.x) {
-        const int t = (int)(g.chunks == 1 ? it : it / g.chunks);
-        const int r0 = (int)(it - (long long)t * g.chunks) * g.chunk_rows;
-        const int nr = g.rows - r0 < g.chunk_rows ? g.rows - r0 : g.chunk_rows;
-        const int pos = first + t, bi = pos / g.block_size;
-        const long long slot = (long long)table[bi] * g.block_size + pos % g.block_size;
-        kv_cuda_item_rows(&g, kv_token_key(tokens[t], pos, keys[bi]), slot, r0, nr, s_fp, s_off, threadIdx.x,
-                          blockDim.x);
-        for (int j = threadIdx.x; j < nr; j += blockDim.x) s_bad[j] = 0u;
-        __syncthreads();
-        kv_cuda_item_check(&g, DT, UNIT, nr, s_fp, s_off, s_bad, threadIdx.x, blockDim.x);
-        __syncthreads();
-        unsigned int mine = 0;
-        for (int j = threadIdx.x; j < nr; j += blockDim.x) mine += s_bad[j];
-        if (mine) atomicAdd(&s_count, mine);
-        __syncthreads();
-    }
-    if (threadIdx.x == 0 && s_count) atomicAdd(count, (unsigned long long)s_count);
+    const kv_cuda_blk b = this_block();
+    kv_cuda_verify_block(&g, DT, UNIT, &a, count, smem, &b);
 }
 
-/* The paged gather: K/V of ntok tokens through the table into out. */
 template <int UNIT>
 __global__ void gather_kernel(kv_cuda_geom g, const int32_t *table, int32_t ntok, char *out)
 {
-    const long long items = kv_cuda_gather_items(&g, ntok);
-    for (long long it = blockIdx.x; it < items; it += gridDim.x)
-        kv_cuda_gather_item(&g, UNIT, table, ntok, out, it, threadIdx.x, blockDim.x);
+    extern __shared__ unsigned long long smem[];
+    const kv_cuda_blk b = this_block();
+    kv_cuda_gather_block(&g, UNIT, table, ntok, out, smem, &b);
+}
+
+__global__ void read_kernel(const char *src, long long n16, unsigned long long *sink)
+{
+    const kv_cuda_blk b = this_block();
+    kv_cuda_read_block(src, n16, sink, &b);
 }
 
 /* Every kernel instantiation, so a card can load them all when it is first
@@ -278,7 +261,7 @@ const void *const kernel_table[] = {
     KV_FOR_DTYPES(KV_K)
 #undef KV_K
     (const void *)gather_kernel<16>, (const void *)gather_kernel<4>, (const void *)gather_kernel<2>,
-    (const void *)gather_kernel<1>,
+    (const void *)gather_kernel<1>, (const void *)read_kernel,
 };
 
 /* Launch shape: threads fitted to an item's units (a multiple of 32, at most
@@ -300,8 +283,9 @@ shape shape_for(const rank_state *r, long long items, long long units_per_item)
 template <int DT>
 void launch_write_dt(const shape &s, const kv_cuda_geom &g, const kv_slot_write *w, long long n)
 {
-    if (g.unit_bytes == 16) write_kv_kernel<DT, 16><<<s.grid, s.threads, smem_bytes(g)>>>(g, w, n);
-    else write_kv_kernel<DT, one_value<DT>()><<<s.grid, s.threads, smem_bytes(g)>>>(g, w, n);
+    const size_t sm = kv_cuda_smem_bytes(&g);
+    if (g.unit_bytes == 16) write_kv_kernel<DT, 16><<<s.grid, s.threads, sm>>>(g, w, n);
+    else write_kv_kernel<DT, one_value<DT>()><<<s.grid, s.threads, sm>>>(g, w, n);
 }
 
 void launch_write(const rank_state *r, const kv_cuda_geom &g, const kv_slot_write *w, long long n)
@@ -318,27 +302,23 @@ void launch_write(const rank_state *r, const kv_cuda_geom &g, const kv_slot_writ
 }
 
 template <int DT>
-void launch_verify_dt(const shape &s, const kv_cuda_geom &g, const int32_t *table, const uint64_t *keys,
-                      const int32_t *tokens, int first, int n, unsigned long long *count)
+void launch_verify_dt(const shape &s, const kv_cuda_geom &g, const kv_cuda_verify_args &a, unsigned long long *count)
 {
-    if (g.unit_bytes == 16)
-        verify_kernel<DT, 16><<<s.grid, s.threads, smem_bytes(g)>>>(g, table, keys, tokens, first, n, count);
-    else
-        verify_kernel<DT, one_value<DT>()><<<s.grid, s.threads, smem_bytes(g)>>>(g, table, keys, tokens, first, n,
-                                                                                count);
+    const size_t sm = kv_cuda_smem_bytes(&g);
+    if (g.unit_bytes == 16) verify_kernel<DT, 16><<<s.grid, s.threads, sm>>>(g, a, count);
+    else verify_kernel<DT, one_value<DT>()><<<s.grid, s.threads, sm>>>(g, a, count);
 }
 
-void launch_verify(const rank_state *r, const kv_cuda_geom &g, const int32_t *table, const uint64_t *keys,
-                   const int32_t *tokens, int first, int n, unsigned long long *count)
+void launch_verify(const rank_state *r, const kv_cuda_geom &g, const kv_cuda_verify_args &a, unsigned long long *count)
 {
-    const shape s = shape_for(r, (long long)n * g.chunks, (long long)g.chunk_rows * g.upr);
+    const shape s = shape_for(r, (long long)a.n * g.chunks, (long long)g.chunk_rows * g.upr);
     switch (g.dtype) {
-    case KV_DTYPE_BF16: launch_verify_dt<KV_DTYPE_BF16>(s, g, table, keys, tokens, first, n, count); break;
-    case KV_DTYPE_FP16: launch_verify_dt<KV_DTYPE_FP16>(s, g, table, keys, tokens, first, n, count); break;
-    case KV_DTYPE_FP8_E4M3: launch_verify_dt<KV_DTYPE_FP8_E4M3>(s, g, table, keys, tokens, first, n, count); break;
-    case KV_DTYPE_FP8_E5M2: launch_verify_dt<KV_DTYPE_FP8_E5M2>(s, g, table, keys, tokens, first, n, count); break;
-    case KV_DTYPE_INT8: launch_verify_dt<KV_DTYPE_INT8>(s, g, table, keys, tokens, first, n, count); break;
-    default: launch_verify_dt<KV_DTYPE_FP32>(s, g, table, keys, tokens, first, n, count); break;
+    case KV_DTYPE_BF16: launch_verify_dt<KV_DTYPE_BF16>(s, g, a, count); break;
+    case KV_DTYPE_FP16: launch_verify_dt<KV_DTYPE_FP16>(s, g, a, count); break;
+    case KV_DTYPE_FP8_E4M3: launch_verify_dt<KV_DTYPE_FP8_E4M3>(s, g, a, count); break;
+    case KV_DTYPE_FP8_E5M2: launch_verify_dt<KV_DTYPE_FP8_E5M2>(s, g, a, count); break;
+    case KV_DTYPE_INT8: launch_verify_dt<KV_DTYPE_INT8>(s, g, a, count); break;
+    default: launch_verify_dt<KV_DTYPE_FP32>(s, g, a, count); break;
     }
 }
 
@@ -347,12 +327,21 @@ void launch_gather(const rank_state *r, const kv_cuda_geom &g, const int32_t *ta
     const int unit = kv_cuda_gather_unit(&g);
     const long long units = (long long)g.block_size * g.slot_bytes / unit;
     const shape s = shape_for(r, kv_cuda_gather_items(&g, ntok), units);
+    const size_t sm = KV_CUDA_GATHER_SMEM;
     switch (unit) {
-    case 16: gather_kernel<16><<<s.grid, s.threads>>>(g, table, ntok, out); break;
-    case 4: gather_kernel<4><<<s.grid, s.threads>>>(g, table, ntok, out); break;
-    case 2: gather_kernel<2><<<s.grid, s.threads>>>(g, table, ntok, out); break;
-    default: gather_kernel<1><<<s.grid, s.threads>>>(g, table, ntok, out); break;
+    case 16: gather_kernel<16><<<s.grid, s.threads, sm>>>(g, table, ntok, out); break;
+    case 4: gather_kernel<4><<<s.grid, s.threads, sm>>>(g, table, ntok, out); break;
+    case 2: gather_kernel<2><<<s.grid, s.threads, sm>>>(g, table, ntok, out); break;
+    default: gather_kernel<1><<<s.grid, s.threads, sm>>>(g, table, ntok, out); break;
     }
+}
+
+/* The read roofline: n16 16-byte units of src, folded into sink. */
+void launch_read(const rank_state *r, const char *src, long long n16, unsigned long long *sink)
+{
+    const shape s = shape_for(r, (n16 + KV_CUDA_THREADS * KV_CUDA_ILP - 1) / (KV_CUDA_THREADS * KV_CUDA_ILP),
+                              KV_CUDA_THREADS);
+    read_kernel<<<s.grid, s.threads>>>(src, n16, sink);
 }
 
 /* After a launch: the launch's own error, then the kernel's. */
@@ -425,6 +414,13 @@ int op_reserve(kv_device *d, int rank, const char *term, uint64_t bytes, kv_dev_
     t->bytes = bytes;
     t->h = new_handle(im);
     if (out) *out = t->h;
+    /* The scratch buffer moves into the activation placeholder: what kvlab
+     * holds is then the plan's terms and pool, nothing beside them. */
+    if (p && bytes >= KV_CUDA_SCRATCH_BYTES && !strcmp(t->name, "activation") && (!r->scratch || r->scratch_own)) {
+        drop_scratch(im, r, rank);
+        r->scratch = p;
+        r->scratch_own = 0;
+    }
     return 0;
 }
 
@@ -460,6 +456,8 @@ int op_alloc_pool(kv_device *d, int rank, const kv_pool_layout *layout, kv_dev_h
     if ((rc = check_layout(layout, err, errlen))) return rc;
     rank_state *r = &im->ranks[rank];
     if ((rc = free_pool(r, rank, err, errlen))) return rc;
+    /* The scratch buffer first, so a card too full for both reports the pool. */
+    if ((rc = need_scratch(im, r, rank, err, errlen))) return rc;
     const uint64_t bytes = kv_pool_layout_bytes(layout);
     void *p = NULL;
     const double t0 = now_ms();
@@ -471,11 +469,21 @@ int op_alloc_pool(kv_device *d, int rank, const kv_pool_layout *layout, kv_dev_h
     r->pool_bytes = bytes;
     r->layout = *layout;
     r->pool_h = new_handle(im);
-    /* Zeroed so block 0 (the null block) and unwritten slots read the same every run. */
+    if (out) *out = r->pool_h; /* the caller holds the pool from here on, whatever follows */
+    /* Zeroed so block 0 (the null block) and unwritten slots read the same
+     * every run. A pool that cannot be cleared is not kept. */
     e = cudaMemset(p, 0, bytes);
     if (e == cudaSuccess) e = cudaDeviceSynchronize();
-    if (e != cudaSuccess) return fail(e, rank, r->gpu, "clearing the KV cache pool", err, errlen);
-    if (out) *out = r->pool_h;
+    if (e != cudaSuccess) {
+        rc = fail(e, rank, r->gpu, "clearing the KV cache pool", err, errlen);
+        (void)cudaGetLastError();
+        defer(im, cudaFree(p), rank, "cudaFree of the KV cache pool");
+        r->pool = NULL;
+        r->pool_bytes = 0;
+        r->pool_h = 0;
+        if (out) *out = 0;
+        return rc;
+    }
     return 0;
 }
 
@@ -498,6 +506,7 @@ void op_free(kv_device *d, int rank, kv_dev_handle h)
     }
     for (int i = 0; i < KV_CUDA_MAX_TERMS; i++)
         if (r->terms[i].h == h) {
+            if (r->terms[i].ptr && r->terms[i].ptr == r->scratch) r->scratch = NULL; /* it lived there */
             if (r->terms[i].ptr) defer(im, cudaFree(r->terms[i].ptr), rank, "cudaFree of a placeholder");
             memset(&r->terms[i], 0, sizeof r->terms[i]);
         }
@@ -515,15 +524,27 @@ void op_set_placeholders(kv_device *d, int on)
     if (im) im->placeholders = on ? 1 : 0;
 }
 
-/* Uploads writes into scratch and runs the write kernel. */
+/* Slot writes one scratch buffer holds. */
+const size_t WRITES_PER_PIECE = KV_CUDA_SCRATCH_BYTES / sizeof(kv_slot_write);
+
+/* Uploads n writes into scratch (n <= WRITES_PER_PIECE). */
+int upload_writes(rank_state *r, int rank, const kv_slot_write *w, size_t n, char *err, size_t errlen)
+{
+    cudaError_t e = cudaMemcpy(r->scratch, w, n * sizeof *w, cudaMemcpyHostToDevice);
+    return e == cudaSuccess ? 0 : fail(e, rank, r->gpu, "copying slot writes to the device", err, errlen);
+}
+
+/* Runs the write kernel over n writes, a scratch buffer's worth at a time. */
 int run_write(cuda_impl *im, rank_state *r, int rank, const kv_slot_write *w, size_t n, char *err, size_t errlen)
 {
-    int rc = need_scratch(im, r, rank, n * sizeof *w, err, errlen);
-    if (rc) return rc;
-    cudaError_t e = cudaMemcpy(r->scratch, w, n * sizeof *w, cudaMemcpyHostToDevice);
-    if (e != cudaSuccess) return fail(e, rank, r->gpu, "copying slot writes to the device", err, errlen);
-    launch_write(r, geom_of(r), (const kv_slot_write *)r->scratch, (long long)n);
-    return finish_launch(r, rank, "write_kv", err, errlen);
+    int rc = need_scratch(im, r, rank, err, errlen);
+    for (size_t i = 0; !rc && i < n; i += WRITES_PER_PIECE) {
+        const size_t k = n - i < WRITES_PER_PIECE ? n - i : WRITES_PER_PIECE;
+        if ((rc = upload_writes(r, rank, w + i, k, err, errlen))) break;
+        launch_write(r, geom_of(r), (const kv_slot_write *)r->scratch, (long long)k);
+        rc = finish_launch(r, rank, "write_kv", err, errlen);
+    }
+    return rc;
 }
 
 int op_write_kv(kv_device *d, int rank, const kv_slot_write *w, size_t n, char *err, size_t errlen)
@@ -544,43 +565,59 @@ int op_write_kv(kv_device *d, int rank, const kv_slot_write *w, size_t n, char *
 
 size_t align256(size_t b) { return (b + 255) & ~(size_t)255; }
 
-/* Uploads a request's table, keys and tokens; sets the counter to 0. */
-int upload_verify(cuda_impl *im, rank_state *r, int rank, const kv_verify_req *v, int32_t used, int32_t **d_table,
-                  uint64_t **d_keys, int32_t **d_tok, char *err, size_t errlen)
+/* Positions one verify piece covers: its token ids (4 bytes each) and at
+ * most one table entry and key (12 bytes) per token, plus one more block at
+ * each end, fit in the scratch buffer with their alignment. */
+const int VERIFY_PER_PIECE = (int)((KV_CUDA_SCRATCH_BYTES - 1024) / 16 - 2);
+
+int need_count(cuda_impl *im, rank_state *r, int rank, char *err, size_t errlen)
 {
-    const size_t tb = (size_t)used * sizeof(int32_t), kb = (size_t)used * sizeof(uint64_t),
-                 nb = (size_t)v->num_tokens * sizeof(int32_t);
-    int rc = need_scratch(im, r, rank, align256(tb) + align256(kb) + nb, err, errlen);
-    if (rc) return rc;
-    if (!r->count) {
-        cudaError_t e = cudaMalloc(&r->count, sizeof *r->count);
-        if (e != cudaSuccess) {
-            r->count = NULL;
-            return alloc_fail(e, im, r, rank, "kvlab mismatch counter", sizeof *r->count, err, errlen);
-        }
+    if (r->count) return 0;
+    cudaError_t e = cudaMalloc(&r->count, sizeof *r->count);
+    if (e != cudaSuccess) {
+        r->count = NULL;
+        return alloc_fail(e, im, r, rank, "kvlab mismatch counter", sizeof *r->count, err, errlen);
     }
-    char *base = (char *)r->scratch;
-    *d_table = (int32_t *)base;
-    *d_keys = (uint64_t *)(base + align256(tb));
-    *d_tok = (int32_t *)(base + align256(tb) + align256(kb));
-    /* Keys are 0 when the caller gives none (as the host backend reads them). */
-    cudaError_t e = cudaMemcpy(*d_table, v->block_table, tb, cudaMemcpyHostToDevice);
-    if (e == cudaSuccess)
-        e = v->block_keys ? cudaMemcpy(*d_keys, v->block_keys, kb, cudaMemcpyHostToDevice) : cudaMemset(*d_keys, 0, kb);
-    if (e == cudaSuccess) e = cudaMemcpy(*d_tok, v->token_ids, nb, cudaMemcpyHostToDevice);
-    if (e == cudaSuccess) e = cudaMemset(r->count, 0, sizeof *r->count);
-    return e == cudaSuccess ? 0 : fail(e, rank, r->gpu, "copying the block table to the device", err, errlen);
+    return 0;
 }
 
-int check_verify_req(const rank_state *r, int rank, const kv_verify_req *v, int32_t *used, char *err, size_t errlen)
+/* Uploads positions [first, first + n) of v (n <= VERIFY_PER_PIECE) into
+ * scratch: the table entries and keys of their blocks from the first one,
+ * and their tokens; *a gets the device pointers. */
+int upload_verify(rank_state *r, int rank, const kv_verify_req *v, int first, int n, kv_cuda_verify_args *a,
+                  char *err, size_t errlen)
+{
+    const int bs = r->layout.block_size, b0 = first / bs, b1 = (first + n - 1) / bs;
+    const size_t nb = (size_t)(b1 - b0 + 1), tb = nb * sizeof(int32_t), kb = nb * sizeof(uint64_t),
+                 nt = (size_t)n * sizeof(int32_t);
+    char *base = (char *)r->scratch;
+    int32_t *d_table = (int32_t *)base;
+    uint64_t *d_keys = (uint64_t *)(base + align256(tb));
+    int32_t *d_tok = (int32_t *)(base + align256(tb) + align256(kb));
+    /* Keys are 0 when the caller gives none (as the host backend reads them). */
+    cudaError_t e = cudaMemcpy(d_table, v->block_table + b0, tb, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess)
+        e = v->block_keys ? cudaMemcpy(d_keys, v->block_keys + b0, kb, cudaMemcpyHostToDevice) : cudaMemset(d_keys, 0, kb);
+    if (e == cudaSuccess) e = cudaMemcpy(d_tok, v->token_ids + (first - v->first), nt, cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) return fail(e, rank, r->gpu, "copying the block table to the device", err, errlen);
+    a->table = d_table;
+    a->keys = d_keys;
+    a->tokens = d_tok;
+    a->first = first;
+    a->n = n;
+    a->table_first = b0;
+    return 0;
+}
+
+int check_verify_req(const rank_state *r, int rank, const kv_verify_req *v, char *err, size_t errlen)
 {
     const int bs = r->layout.block_size;
     if (!v || v->first < 0 || v->num_tokens < 0 || v->num_table_blocks < 0 ||
         (long long)v->num_table_blocks * bs < (long long)v->first + v->num_tokens)
         return kv_errf(err, errlen, KV_DEV_EINVAL, "verify: positions %d..%d need more than %d blocks of %d",
                        v ? v->first : 0, v ? v->first + v->num_tokens - 1 : 0, v ? v->num_table_blocks : 0, bs);
-    *used = (int32_t)(((long long)v->first + v->num_tokens + bs - 1) / bs);
-    for (int32_t i = v->first / bs; i < *used; i++)
+    const int32_t used = (int32_t)(((long long)v->first + v->num_tokens + bs - 1) / bs);
+    for (int32_t i = v->first / bs; i < used; i++)
         if (v->block_table[i] < 0 || v->block_table[i] >= r->layout.num_blocks)
             return kv_errf(err, errlen, KV_DEV_EINVAL, "verify: block id %d outside rank %d's pool (%d blocks)",
                            v->block_table[i], rank, r->layout.num_blocks);
@@ -596,6 +633,12 @@ int read_count(const rank_state *r, int rank, int64_t *out, char *err, size_t er
     return 0;
 }
 
+int zero_count(const rank_state *r, int rank, char *err, size_t errlen)
+{
+    cudaError_t e = cudaMemset(r->count, 0, sizeof *r->count);
+    return e == cudaSuccess ? 0 : fail(e, rank, r->gpu, "clearing the mismatch count", err, errlen);
+}
+
 int op_verify(kv_device *d, int rank, const kv_verify_req *v, int64_t *mismatches, char *err, size_t errlen)
 {
     cuda_impl *im = impl_of(d);
@@ -603,15 +646,19 @@ int op_verify(kv_device *d, int rank, const kv_verify_req *v, int64_t *mismatche
     if (rc) return rc;
     rank_state *r = &im->ranks[rank];
     if ((rc = need_pool(r, rank, "verify", err, errlen))) return rc;
-    int32_t used = 0;
-    if ((rc = check_verify_req(r, rank, v, &used, err, errlen))) return rc;
+    if ((rc = check_verify_req(r, rank, v, err, errlen))) return rc;
     if (mismatches) *mismatches = 0;
     if (v->num_tokens == 0) return 0;
-    int32_t *d_table, *d_tok;
-    uint64_t *d_keys;
-    if ((rc = upload_verify(im, r, rank, v, used, &d_table, &d_keys, &d_tok, err, errlen))) return rc;
-    launch_verify(r, geom_of(r), d_table, d_keys, d_tok, v->first, v->num_tokens, r->count);
-    if ((rc = finish_launch(r, rank, "verify", err, errlen))) return rc;
+    if ((rc = need_scratch(im, r, rank, err, errlen)) || (rc = need_count(im, r, rank, err, errlen)) ||
+        (rc = zero_count(r, rank, err, errlen)))
+        return rc;
+    for (int i = 0; i < v->num_tokens; i += VERIFY_PER_PIECE) {
+        const int k = v->num_tokens - i < VERIFY_PER_PIECE ? v->num_tokens - i : VERIFY_PER_PIECE;
+        kv_cuda_verify_args a;
+        if ((rc = upload_verify(r, rank, v, v->first + i, k, &a, err, errlen))) return rc;
+        launch_verify(r, geom_of(r), a, r->count);
+        if ((rc = finish_launch(r, rank, "verify", err, errlen))) return rc;
+    }
     int64_t c = 0;
     if ((rc = read_count(r, rank, &c, err, errlen))) return rc;
     if (mismatches) *mismatches = c;
@@ -706,15 +753,20 @@ int op_bench(kv_device *d, int rank, const kv_bench_req *q, kv_bench_result *out
     const uint64_t bytes = (uint64_t)b.num_tokens * (kv_pool_layout_bytes(&one) / (uint64_t)one.block_size);
     const kv_bench_kind k = q->kind;
     const uint64_t traffic = k == KV_BENCH_MEMCPY || k == KV_BENCH_GATHER ? 2 * bytes : bytes;
+    /* Writes and verifies larger than the scratch buffer run in pieces; only the kernels are timed. */
+    const int per = k == KV_BENCH_WRITE ? (int)WRITES_PER_PIECE : VERIFY_PER_PIECE;
+    const int pieces = k == KV_BENCH_WRITE || k == KV_BENCH_VERIFY ? (b.num_tokens + per - 1) / per : 1;
     double *ms = (double *)calloc((size_t)q->repeats, sizeof *ms);
     char *buf = NULL;
     timer tm = {};
     int64_t bad = -1;
     const kv_verify_req vr = {b.table, b.keys, b.num_blocks, b.tokens, 0, b.num_tokens};
-    int32_t *d_table = NULL, *d_tok = NULL;
-    uint64_t *d_keys = NULL;
+    kv_cuda_verify_args va = {};
     const kv_cuda_geom g = geom_of(r);
     if (!ms) rc = kv_errf(err, errlen, KV_DEV_ENOMEM, "bench: out of host memory");
+    if (!rc && k == KV_BENCH_GATHER && (size_t)b.num_blocks * sizeof(int32_t) > KV_CUDA_SCRATCH_BYTES)
+        rc = kv_errf(err, errlen, KV_DEV_EINVAL, "gather bench: %d blocks are more than one table upload holds",
+                     (int)b.num_blocks);
     if (!rc && (k == KV_BENCH_MEMSET || k == KV_BENCH_MEMCPY || k == KV_BENCH_GATHER)) {
         cudaError_t e = cudaMalloc((void **)&buf, bytes);
         if (e != cudaSuccess) {
@@ -722,45 +774,57 @@ int op_bench(kv_device *d, int rank, const kv_bench_req *q, kv_bench_result *out
             rc = alloc_fail(e, im, r, rank, "bench buffer", bytes, err, errlen);
         }
     }
-    /* Reads find the bench request's K/V; the write bench uploads its writes once. */
-    if (!rc && k != KV_BENCH_MEMSET && k != KV_BENCH_MEMCPY) rc = run_write(im, r, rank, b.writes, (size_t)b.num_tokens, err, errlen);
-    if (!rc && (k == KV_BENCH_GATHER || k == KV_BENCH_VERIFY))
-        rc = upload_verify(im, r, rank, &vr, b.num_blocks, &d_table, &d_keys, &d_tok, err, errlen);
+    if (!rc) rc = need_scratch(im, r, rank, err, errlen);
+    if (!rc) rc = need_count(im, r, rank, err, errlen);
+    /* Reads find the bench request's K/V. */
+    if (!rc && (k == KV_BENCH_GATHER || k == KV_BENCH_VERIFY)) rc = run_write(im, r, rank, b.writes, (size_t)b.num_tokens, err, errlen);
+    if (!rc && k == KV_BENCH_GATHER) {
+        cudaError_t e = cudaMemcpy(r->scratch, b.table, (size_t)b.num_blocks * sizeof(int32_t), cudaMemcpyHostToDevice);
+        if (e != cudaSuccess) rc = fail(e, rank, r->gpu, "copying the block table to the device", err, errlen);
+    }
     if (!rc) rc = timer_make(&tm, r, rank, err, errlen);
+    static const char *names[KV_BENCH_COUNT] = {"memset bench", "memcpy bench", "read bench", "write bench",
+                                                "gather bench", "verify bench"};
     for (int i = 0; !rc && i <= q->repeats; i++) { /* run 0 untimed: lazy loading, clocks ramping up */
-        cudaError_t e = cudaEventRecord(tm.a);
-        if (e == cudaSuccess) {
-            switch (k) {
-            case KV_BENCH_MEMSET: e = cudaMemset(buf, i & 0xFF, bytes); break;
-            case KV_BENCH_MEMCPY: e = cudaMemcpy(buf, r->pool, bytes, cudaMemcpyDeviceToDevice); break;
-            case KV_BENCH_WRITE:
-                launch_write(r, g, (const kv_slot_write *)r->scratch, b.num_tokens);
-                e = cudaGetLastError();
-                break;
-            case KV_BENCH_GATHER:
-                launch_gather(r, g, d_table, b.num_tokens, buf);
-                e = cudaGetLastError();
-                break;
-            default:
-                e = cudaMemset(r->count, 0, sizeof *r->count);
-                if (e == cudaSuccess) {
-                    launch_verify(r, g, d_table, d_keys, d_tok, 0, b.num_tokens, r->count);
+        double total = 0;
+        if (k == KV_BENCH_VERIFY) rc = zero_count(r, rank, err, errlen);
+        for (int p = 0; !rc && p < pieces; p++) {
+            const int first = p * per, n = b.num_tokens - first < per ? b.num_tokens - first : per;
+            if (k == KV_BENCH_WRITE && (pieces > 1 || i == 0))
+                rc = upload_writes(r, rank, b.writes + first, (size_t)n, err, errlen);
+            if (k == KV_BENCH_VERIFY && (pieces > 1 || i == 0)) rc = upload_verify(r, rank, &vr, first, n, &va, err, errlen);
+            if (rc) break;
+            cudaError_t e = cudaEventRecord(tm.a);
+            if (e == cudaSuccess) {
+                switch (k) {
+                case KV_BENCH_MEMSET: e = cudaMemset(buf, i & 0xFF, bytes); break;
+                case KV_BENCH_MEMCPY: e = cudaMemcpy(buf, r->pool, bytes, cudaMemcpyDeviceToDevice); break;
+                case KV_BENCH_READ:
+                    launch_read(r, r->pool, (long long)(bytes / 16), r->count);
                     e = cudaGetLastError();
+                    break;
+                case KV_BENCH_WRITE:
+                    launch_write(r, g, (const kv_slot_write *)r->scratch, n);
+                    e = cudaGetLastError();
+                    break;
+                case KV_BENCH_GATHER:
+                    launch_gather(r, g, (const int32_t *)r->scratch, b.num_tokens, buf);
+                    e = cudaGetLastError();
+                    break;
+                default:
+                    launch_verify(r, g, va, r->count);
+                    e = cudaGetLastError();
+                    break;
                 }
-                break;
             }
+            if (e == cudaSuccess) e = cudaEventRecord(tm.b);
+            if (e == cudaSuccess) e = cudaEventSynchronize(tm.b);
+            float t = 0;
+            if (e == cudaSuccess) e = cudaEventElapsedTime(&t, tm.a, tm.b);
+            if (e != cudaSuccess) rc = fail(e, rank, r->gpu, names[k], err, errlen);
+            total += t;
         }
-        if (e == cudaSuccess) e = cudaEventRecord(tm.b);
-        if (e == cudaSuccess) e = cudaEventSynchronize(tm.b);
-        float t = 0;
-        if (e == cudaSuccess) e = cudaEventElapsedTime(&t, tm.a, tm.b);
-        if (e != cudaSuccess) {
-            static const char *names[KV_BENCH_COUNT] = {"memset bench", "memcpy bench", "write bench", "gather bench",
-                                                        "verify bench"};
-            rc = fail(e, rank, r->gpu, names[k], err, errlen);
-        } else if (i > 0) {
-            ms[i - 1] = t;
-        }
+        if (!rc && i > 0) ms[i - 1] = total;
     }
     int rc2 = timer_free(&tm, r, rank, rc ? NULL : err, rc ? 0 : errlen);
     if (!rc) rc = rc2;
@@ -804,13 +868,11 @@ void op_release(kv_device *d)
             memset(&r->terms[t], 0, sizeof r->terms[t]);
         }
         if (r->pool) defer(im, cudaFree(r->pool), i, "cudaFree of the KV cache pool");
-        if (r->scratch) defer(im, cudaFree(r->scratch), i, "cudaFree of the scratch buffer");
+        drop_scratch(im, r, i);
         if (r->count) defer(im, cudaFree(r->count), i, "cudaFree of the mismatch counter");
         r->pool = NULL;
         r->pool_bytes = 0;
         r->pool_h = 0;
-        r->scratch = NULL;
-        r->scratch_bytes = 0;
         r->count = NULL;
         r->pool_alloc_ms = -1;
     }
@@ -983,7 +1045,7 @@ int drv_measure(int gpu, kv_device_info *info, char *err, size_t errlen)
         snprintf(info->context_how, sizeof info->context_how,
                  "NVML used memory of %.100s before and after creating the context", nd.how);
     } else {
-        snprintf(info->context_how, sizeof info->context_how, "not measured: %s", nv ? why : nv_why);
+        snprintf(info->context_how, sizeof info->context_how, "not measured: %.140s", nv ? why : nv_why);
     }
     measure_peak(gpu, nv, &nd, have_nd, info);
     kv_nvml_close(nv);

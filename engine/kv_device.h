@@ -185,6 +185,8 @@ typedef struct kv_device_info {
 typedef enum kv_bench_kind {
     KV_BENCH_MEMSET = 0,   /* cudaMemset of the request's K/V bytes: the write roofline */
     KV_BENCH_MEMCPY,       /* cudaMemcpy of the same bytes, device to device: the copy roofline */
+    KV_BENCH_READ,         /* a plain read of the same bytes (16-byte loads, folded): the read-only
+                              roofline the verify kernel is measured against */
     KV_BENCH_WRITE,        /* the write_kv kernel over the request (then verified) */
     KV_BENCH_GATHER,       /* a paged read: K/V through the block table into a contiguous buffer, as
                               attention reads it; a sample of the buffer is checked */
@@ -203,7 +205,8 @@ typedef struct kv_bench_result {
     int runs;
     double best_ms, median_ms;
     double best_gbps, median_gbps; /* bytes / time in 1e9 B/s, the unit datasheets use */
-    int64_t mismatches;    /* write, verify: values read back wrong; gather: sampled rows wrong; -1 not checked */
+    int64_t mismatches;    /* write, verify: values read back wrong; gather: sampled rows wrong; -1 not
+                              checked (memset, memcpy, read) */
 } kv_bench_result;
 
 /* The bench request both backends build: num_tokens tokens, a shuffled

@@ -226,62 +226,65 @@ static void test_fastdiv(void **state)
     }
 }
 
-/* ---- the kernels, run on the host as a CUDA block would --------------- */
+/* ---- the kernels, run on the host as a CUDA grid would ----------------- */
 
-/* Threads per block when emulating: not a multiple of any row length, so
- * every stride path is taken. */
+/* The emulator calls each kernel's own body (kv_cuda_*_block in
+ * cuda/kv_cuda_layout.h) once per CUDA block, running all its threads, with
+ * a shared-memory buffer of the size the kernel is launched with. Threads
+ * per block: not a multiple of any row length, so every stride path is
+ * taken; blocks: a few, so the grid-stride item loops wrap. */
 #define EMU_THREADS 96
+#define EMU_BLOCKS 3
+
+static kv_cuda_blk emu_blk(int block)
+{
+    kv_cuda_blk b = {block, EMU_BLOCKS, 0, EMU_THREADS, EMU_THREADS};
+    return b;
+}
 
 static void emu_write(const kv_cuda_geom *g, const kv_slot_write *w, int n)
 {
-    uint64_t *fp = malloc((size_t)g->chunk_rows * sizeof *fp);
-    long long *off = malloc((size_t)g->chunk_rows * sizeof *off);
-    assert_true(fp && off);
-    for (long long it = 0; it < (long long)n * g->chunks; it++) {
-        const long long t = it / g->chunks;
-        const int r0 = (int)(it - t * g->chunks) * g->chunk_rows;
-        const int nr = g->rows - r0 < g->chunk_rows ? g->rows - r0 : g->chunk_rows;
-        const uint64_t tk = kv_token_key(w[t].token_id, w[t].position, w[t].parent);
-        for (int tid = 0; tid < EMU_THREADS; tid++) kv_cuda_item_rows(g, tk, w[t].slot, r0, nr, fp, off, tid, EMU_THREADS);
-        for (int tid = 0; tid < EMU_THREADS; tid++)
-            kv_cuda_item_write(g, g->dtype, g->unit_bytes, nr, fp, off, tid, EMU_THREADS);
+    for (int blk = 0; blk < EMU_BLOCKS; blk++) {
+        void *smem = malloc(kv_cuda_smem_bytes(g));
+        assert_non_null(smem);
+        const kv_cuda_blk b = emu_blk(blk);
+        kv_cuda_write_block(g, g->dtype, g->unit_bytes, w, n, smem, &b);
+        free(smem);
     }
-    free(fp);
-    free(off);
+}
+
+/* Positions first .. first + n - 1 read through the table from block
+ * table_first on (table[0] is that block's entry): tokens[i] is position
+ * first + i's token. */
+static int64_t emu_verify_from(const kv_cuda_geom *g, const int32_t *table, const uint64_t *keys,
+                               const int32_t *tokens, int first, int n, int table_first)
+{
+    const kv_cuda_verify_args a = {table, keys, tokens, first, n, table_first};
+    unsigned long long count = 0;
+    for (int blk = 0; blk < EMU_BLOCKS; blk++) {
+        void *smem = malloc(kv_cuda_smem_bytes(g));
+        assert_non_null(smem);
+        const kv_cuda_blk b = emu_blk(blk);
+        kv_cuda_verify_block(g, g->dtype, g->unit_bytes, &a, &count, smem, &b);
+        free(smem);
+    }
+    return (int64_t)count;
 }
 
 static int64_t emu_verify(const kv_cuda_geom *g, const int32_t *table, const uint64_t *keys, const int32_t *tokens,
                           int first, int n)
 {
-    uint64_t *fp = malloc((size_t)g->chunk_rows * sizeof *fp);
-    long long *off = malloc((size_t)g->chunk_rows * sizeof *off);
-    unsigned int *bad = malloc((size_t)g->chunk_rows * sizeof *bad);
-    assert_true(fp && off && bad);
-    int64_t count = 0;
-    for (long long it = 0; it < (long long)n * g->chunks; it++) {
-        const int t = (int)(it / g->chunks);
-        const int r0 = (int)(it - (long long)t * g->chunks) * g->chunk_rows;
-        const int nr = g->rows - r0 < g->chunk_rows ? g->rows - r0 : g->chunk_rows;
-        const int pos = first + t, bi = pos / g->block_size;
-        const long long slot = (long long)table[bi] * g->block_size + pos % g->block_size;
-        for (int tid = 0; tid < EMU_THREADS; tid++)
-            kv_cuda_item_rows(g, kv_token_key(tokens[t], pos, keys[bi]), slot, r0, nr, fp, off, tid, EMU_THREADS);
-        memset(bad, 0, (size_t)nr * sizeof *bad);
-        for (int tid = 0; tid < EMU_THREADS; tid++)
-            kv_cuda_item_check(g, g->dtype, g->unit_bytes, nr, fp, off, bad, tid, EMU_THREADS);
-        for (int j = 0; j < nr; j++) count += bad[j];
-    }
-    free(fp);
-    free(off);
-    free(bad);
-    return count;
+    return emu_verify_from(g, table, keys, tokens, first, n, 0);
 }
 
 static void emu_gather(const kv_cuda_geom *g, const int32_t *table, int32_t ntok, char *out)
 {
     const int unit = kv_cuda_gather_unit(g);
-    for (long long it = 0; it < kv_cuda_gather_items(g, ntok); it++)
-        for (int tid = 0; tid < EMU_THREADS; tid++) kv_cuda_gather_item(g, unit, table, ntok, out, it, tid, EMU_THREADS);
+    for (int blk = 0; blk < EMU_BLOCKS; blk++) {
+        long long src = -1;
+        const kv_cuda_blk b = emu_blk(blk);
+        kv_cuda_gather_block(g, unit, table, ntok, out, &src, &b);
+    }
 }
 
 static void test_kernel_code_on_host(void **state)
@@ -331,7 +334,14 @@ static void test_kernel_code_on_host(void **state)
         emu_write(&g, w, 2 * nt);
         assert_int_equal(emu_verify(&g, ta, ka, toka, 0, nt), 0);
         assert_int_equal(emu_verify(&g, tb, kb, tokb, 0, nt), 0);
-        assert_int_equal(emu_verify(&g, tb, kb, tokb + 17, 17, nt - 17), 0); /* a later range */
+        /* a later range, past the first block: the position, not the token's index in
+         * the call, picks the table entry; and a call given the table from block 1 on */
+        assert_int_equal(emu_verify(&g, tb, kb, tokb + 17, 17, nt - 17), 0);
+        assert_int_equal(emu_verify_from(&g, tb + 1, kb + 1, tokb + 17, 17, nt - 17, 1), 0);
+        assert_int_equal(emu_verify_from(&g, ta + 2, ka + 2, toka + 2 * bs + 1, 2 * bs + 1, 5, 2), 0);
+        tokb[30] += 1; /* and a wrong token there is still every row of it */
+        assert_int_equal(emu_verify_from(&g, tb + 1, kb + 1, tokb + 17, 17, nt - 17, 1), g.rows);
+        tokb[30] -= 1;
         /* every value of a written row is what the reference says */
         uint32_t bits = 0;
         const int h = L->num_kv_heads - 1;
@@ -525,9 +535,15 @@ static void test_device_or_fallback(void **state)
             kv_verify_req v = {table, keys, 2, tokens, 0, 20};
             if (d->ops->verify(d, 0, &v, &bad, err, sizeof err) != 0) fail_msg("verify: %s", err);
             if (bad) fail_msg("%s: %lld rows wrong after writing", kv_dtype_name(dt), (long long)bad);
+            /* from a position past the first block: the position picks the table entry */
+            kv_verify_req late = {table, keys, 2, tokens + 17, 17, 3};
+            if (d->ops->verify(d, 0, &late, &bad, err, sizeof err) != 0) fail_msg("verify from 17: %s", err);
+            if (bad) fail_msg("%s: %lld rows wrong reading positions 17..19", kv_dtype_name(dt), (long long)bad);
             tokens[17] += 1; /* one wrong token: every layer and head of it differs */
             assert_int_equal(d->ops->verify(d, 0, &v, &bad, err, sizeof err), 0);
             assert_int_equal(bad, 4 * 2 * 2); /* layers x heads x (K, V), as the host backend counts */
+            assert_int_equal(d->ops->verify(d, 0, &late, &bad, err, sizeof err), 0);
+            assert_int_equal(bad, 4 * 2 * 2);
             tokens[17] -= 1;
             keys[1] = 33; /* the second block read with another prefix's key */
             assert_int_equal(d->ops->verify(d, 0, &v, &bad, err, sizeof err), 0);

@@ -1,10 +1,12 @@
 /* kvlab probe: what the device backend measures on this machine: the device
  * (name, bus id, MIG slice, memory, the measured CUDA context, peak
  * bandwidth), the time to allocate a KV pool, and, best and median of N
- * runs, the write, paged-gather and verify kernels against a cudaMemset /
- * cudaMemcpy roofline measured in the same run. Without a GPU it reports the
+ * runs, the write, paged-gather and verify kernels against the roofline of
+ * their kind of traffic measured in the same run (cudaMemset for writes,
+ * cudaMemcpy for the gather's read + write, a plain read for verify). Without a GPU it reports the
  * host backend the same way. Exit 0 when every measurement ran and read
  * back right, 1 when one failed (an OOM is printed), 2 for bad flags. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,7 +99,9 @@ static int probe_parity(int json)
     return rc;
 }
 
-static const char *bench_names[KV_BENCH_COUNT] = {"memset", "memcpy", "write", "gather", "verify"};
+static const char *bench_names[KV_BENCH_COUNT] = {"memset", "memcpy", "read", "write", "gather", "verify"};
+/* The roofline each kernel is measured against: the same kind of traffic. */
+static const int bench_roof[KV_BENCH_COUNT] = {-1, -1, -1, KV_BENCH_MEMSET, KV_BENCH_MEMCPY, KV_BENCH_READ};
 
 int cmd_probe(int argc, char **argv)
 {
@@ -177,7 +181,10 @@ int cmd_probe(int argc, char **argv)
     l.num_blocks = (int32_t)(want / (double)block_bytes > 2e9 ? 2e9 : want / (double)block_bytes);
     if (l.num_blocks < 2) l.num_blocks = 2;
     const uint64_t pool_bytes = kv_pool_layout_bytes(&l);
-    const int32_t ntok = (l.num_blocks - 1) * l.block_size;
+    /* Tokens in the pool's usable blocks, in 64 bits (2e9 blocks x 16 is past
+     * int32), then as many as one bench request takes. */
+    int64_t ptok = (int64_t)(l.num_blocks - 1) * l.block_size;
+    const int32_t ntok = (int32_t)(ptok > INT32_MAX ? INT32_MAX : ptok);
     int64_t gtok = (int64_t)(kv_bytes_of_gib(gather_gib) / (double)token_bytes);
     if (info.free_bytes) { /* the gather and copy buffers come out of what the pool leaves */
         double room = ((double)info.free_bytes - (double)pool_bytes) * 0.8;
@@ -186,8 +193,8 @@ int cmd_probe(int argc, char **argv)
     if (gtok > ntok) gtok = ntok;
     if (gtok < 1) gtok = 1;
 
-    int rc = 0;
-    char oom[768] = "";
+    int rc = 0, stop = 0;
+    char oom[768] = "", failed_why[512] = "";
     kv_bench_result res[KV_BENCH_COUNT];
     memset(res, 0, sizeof res);
     int ran[KV_BENCH_COUNT] = {0};
@@ -198,18 +205,21 @@ int cmd_probe(int argc, char **argv)
         rc = 1;
     } else if (r) {
         fprintf(stderr, "kvlab probe: %s\n", err);
+        snprintf(failed_why, sizeof failed_why, "%s", err);
         rc = 1;
     } else {
         kv_device_info after;
         if (d->ops->info(d, 0, &after, NULL, 0) == 0) alloc_ms = after.pool_alloc_ms;
-        for (int k = 0; k < KV_BENCH_COUNT && !rc; k++) {
+        for (int k = 0; k < KV_BENCH_COUNT && !stop; k++) { /* a device error stops the rest; a wrong value does not */
             const int32_t n = k == KV_BENCH_WRITE || k == KV_BENCH_VERIFY ? ntok : (int32_t)gtok;
             kv_bench_req q = {(kv_bench_kind)k, n, repeats};
             r = d->ops->bench(d, 0, &q, &res[k], err, sizeof err);
             if (r) {
                 if (r == KV_DEV_ENOMEM) snprintf(oom, sizeof oom, "%s", err);
                 else fprintf(stderr, "kvlab probe: %s\n", err);
+                snprintf(failed_why, sizeof failed_why, "%s bench: %s", bench_names[k], err);
                 rc = 1;
+                stop = 1;
             } else {
                 ran[k] = 1;
                 if (res[k].mismatches > 0) rc = 1;
@@ -217,9 +227,11 @@ int cmd_probe(int argc, char **argv)
         }
     }
     /* Kernels against the roofline of their kind of traffic: writes against
-     * memset, the gather (read + write) and verify (read) against memcpy. */
-    const double roof[KV_BENCH_COUNT] = {0, 0, res[KV_BENCH_MEMSET].best_gbps, res[KV_BENCH_MEMCPY].best_gbps,
-                                         res[KV_BENCH_MEMCPY].best_gbps};
+     * memset, the gather (read + write) against memcpy, verify (read only)
+     * against the plain read; 0 when that roofline did not run. */
+    double roof[KV_BENCH_COUNT] = {0};
+    for (int k = 0; k < KV_BENCH_COUNT; k++)
+        if (bench_roof[k] >= 0 && ran[bench_roof[k]]) roof[k] = res[bench_roof[k]].best_gbps;
     const double peak = info.peak_gbps > 0 ? info.peak_gbps : match ? match->hbm_bandwidth_gbps : 0;
 
     if (json) {
@@ -250,19 +262,23 @@ int cmd_probe(int argc, char **argv)
         for (int k = 0; k < KV_BENCH_COUNT; k++) {
             char key[64];
 #define ADD(suffix, v) (snprintf(key, sizeof key, "%s_%s", bench_names[k], suffix), cJSON_AddNumberToObject(o, key, v))
+            snprintf(key, sizeof key, "%s_ran", bench_names[k]);
+            cJSON_AddBoolToObject(o, key, ran[k]);
             ADD("gib", kv_gib((double)res[k].bytes));
             ADD("best_gbps", res[k].best_gbps);
             ADD("median_gbps", res[k].median_gbps);
             ADD("best_ms", res[k].best_ms);
             ADD("median_ms", res[k].median_ms);
-            if (k >= KV_BENCH_WRITE) {
+            if (bench_roof[k] >= 0) {
+                snprintf(key, sizeof key, "%s_roofline", bench_names[k]);
+                cJSON_AddStringToObject(o, key, bench_names[bench_roof[k]]);
                 ADD("fraction_of_roofline", roof[k] > 0 ? res[k].best_gbps / roof[k] : 0);
                 ADD("mismatches", ran[k] ? (double)res[k].mismatches : -1);
             }
             ADD("fraction_of_peak", peak > 0 ? res[k].best_gbps / peak : 0);
 #undef ADD
         }
-        cJSON_AddStringToObject(o, "error", oom);
+        cJSON_AddStringToObject(o, "error", oom[0] ? oom : failed_why);
         char *s = cJSON_Print(o);
         printf("%s\n", s);
         free(s);
@@ -303,9 +319,9 @@ int cmd_probe(int argc, char **argv)
                 if (!ran[k]) continue;
                 printf("  %-13s %7.0f / %7.0f GB/s  %8.2f GiB in %8.3f ms", bench_names[k], res[k].best_gbps,
                        res[k].median_gbps, kv_gib((double)res[k].bytes), res[k].best_ms);
-                if (roof[k] > 0) printf("  = %5.1f%% of %s", 100.0 * res[k].best_gbps / roof[k], k == KV_BENCH_WRITE ? "memset" : "memcpy");
+                if (roof[k] > 0) printf("  = %5.1f%% of %s", 100.0 * res[k].best_gbps / roof[k], bench_names[bench_roof[k]]);
                 if (peak > 0) printf(", %5.1f%% of peak", 100.0 * res[k].best_gbps / peak);
-                if (k >= KV_BENCH_WRITE) printf(", %lld mismatches", (long long)res[k].mismatches);
+                if (bench_roof[k] >= 0) printf(", %lld mismatches", (long long)res[k].mismatches);
                 printf("\n");
             }
         }
