@@ -50,7 +50,7 @@ MODEL=${KVLAB_CHECK_MODEL:-meta-llama/Llama-3.1-8B-Instruct}
 MIN_WRITE=${KVLAB_CHECK_MIN_WRITE:-0.85}
 MIN_GATHER=${KVLAB_CHECK_MIN_GATHER:-0.80}
 SMI=${NVIDIA_SMI:-nvidia-smi}
-NEEDS="an NVIDIA GPU whose driver supports the CUDA kvlab is built with (CUDA 13.x: driver R580 or newer; the runtime is linked statically, so the driver is all a prebuilt kvlab needs); to build here, the CUDA toolkit, CMake 3.20+ and a C compiler (cJSON, xxHash and uthash come from third_party/ when not installed; test_cuda needs cmocka); about 12 GiB of free GPU memory; 5 minutes"
+NEEDS="an NVIDIA GPU whose driver supports the CUDA kvlab is built with (CUDA 13.x: driver R580 or newer; the runtime is linked statically, so the driver is all a prebuilt kvlab needs); to build here, the CUDA toolkit, CMake 3.20+ and a C compiler (cJSON, xxHash and uthash come from third_party/ when not installed; test_cuda needs cmocka); the card to itself (serve --allocate holds 90% of it); 5 minutes"
 
 # ---- the record: lines, figures, JSON rewritten at every step and on exit ----
 tmp=$(mktemp -d)
