@@ -459,6 +459,7 @@ int op_alloc_pool(kv_device *d, int rank, const kv_pool_layout *layout, kv_dev_h
     /* The scratch buffer first, so a card too full for both reports the pool. */
     if ((rc = need_scratch(im, r, rank, err, errlen))) return rc;
     const uint64_t bytes = kv_pool_layout_bytes(layout);
+    kv_device_progress(d, bytes); /* the program may say so: the malloc and clear take a moment */
     void *p = NULL;
     const double t0 = now_ms();
     cudaError_t e = cudaMalloc(&p, bytes);

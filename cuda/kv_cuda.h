@@ -15,6 +15,14 @@
  * rank r uses device r % count and the pools sit side by side.
  * reserve("cuda_context", ...) is bookkeeping only: the real context already
  * holds that memory. With placeholders off every reserve() is bookkeeping.
+ * Beside the plan each rank needs a 32 MiB scratch buffer (device copies of
+ * slot writes, block tables, keys and token ids; larger work goes in
+ * pieces): it lives inside the rank's "activation" placeholder when there is
+ * one (the plan's activation term, working memory as in a real worker), else
+ * in its own cudaMalloc made before the pool (the OOM line counts it in what
+ * kvlab holds). alloc_pool tells the device's progress hook before a large
+ * pool (kv_device_progress), hands out the pool's handle before clearing it,
+ * and frees a pool it cannot clear.
  *
  * A card is measured when first used in a process: its context is created
  * (cudaFree(0) on the primary context, which then lives until the process

@@ -2,6 +2,7 @@
  * the cards (see kv_device.h). */
 #include "kv_device.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,20 @@ int kv_dtype_from_name(const char *name, int value_bytes)
         if (!strcmp(name, rows[i].name))
             return rows[i].dtype;
     return value_bytes == 1 ? KV_DTYPE_FP8_E4M3 : value_bytes == 4 ? KV_DTYPE_FP32 : value_bytes == 2 ? KV_DTYPE_BF16 : -1;
+}
+
+const char *kv_device_alloc_line(char *buf, size_t len, uint64_t bytes)
+{
+    snprintf(buf, len, "allocating %.1f GiB on the GPU...", (double)bytes / (double)(1u << 30));
+    return buf;
+}
+
+void kv_device_progress(kv_device *d, uint64_t bytes)
+{
+    if (!d || !d->progress || bytes < KV_DEVICE_PROGRESS_MIN_BYTES)
+        return;
+    char line[64];
+    d->progress(d->progress_ctx, kv_device_alloc_line(line, sizeof line, bytes));
 }
 
 /* ---- the card cache ------------------------------------------------------ */

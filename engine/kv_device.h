@@ -276,14 +276,34 @@ typedef struct kv_device_ops {
     void (*destroy)(kv_device *d);
 } kv_device_ops;
 
+/* What a program is told just before a backend allocates and clears a
+ * large KV pool on the caller's thread (tens of GiB take a fraction of a
+ * second): one line, "allocating 118.2 GiB on the GPU...", to show while
+ * the call runs. The device layer never prints; the program decides. */
+typedef void (*kv_device_progress_fn)(void *ctx, const char *what);
+
 /* A backend instance: ops, a name for the screen ("host", "cuda"), the number
- * of ranks it serves and backend-private state. */
+ * of ranks it serves and backend-private state; progress (NULL: nothing is
+ * said) and its ctx are the program's to set. */
 struct kv_device {
     const kv_device_ops *ops;
     const char *name;
     int num_ranks;
     void *impl;
+    kv_device_progress_fn progress;
+    void *progress_ctx;
 };
+
+/* Pools smaller than this are allocated too fast to mention (1 GiB). */
+#define KV_DEVICE_PROGRESS_MIN_BYTES ((uint64_t)1 << 30)
+
+/* The line for a pool of bytes: "allocating 118.2 GiB on the GPU..."
+ * (GiB with one decimal). Returns buf. */
+const char *kv_device_alloc_line(char *buf, size_t len, uint64_t bytes);
+
+/* A backend about to allocate bytes for a KV pool calls this: d's progress
+ * hook gets kv_device_alloc_line's text when bytes >= KV_DEVICE_PROGRESS_MIN_BYTES. */
+void kv_device_progress(kv_device *d, uint64_t bytes);
 
 /* ---- drivers: what opens devices of one kind (cuda, a test's fake) ------ */
 

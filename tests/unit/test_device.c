@@ -697,6 +697,35 @@ static void test_lesson_server_on_gpu(void **state)
 
 /* ---- smaller pieces -------------------------------------------------------- */
 
+static char g_progress_line[96];
+
+static void on_progress(void *ctx, const char *what)
+{
+    (*(int *)ctx)++;
+    snprintf(g_progress_line, sizeof g_progress_line, "%s", what);
+}
+
+/* What the program is told before a large pool is allocated: once, at
+ * 1 GiB and above, in GiB with one decimal; nothing without a hook. */
+static void test_alloc_progress(void **state)
+{
+    (void)state;
+    char b[64];
+    assert_string_equal(kv_device_alloc_line(b, sizeof b, (uint64_t)(118.2 * 1073741824.0)),
+                        "allocating 118.2 GiB on the GPU...");
+    kv_device d;
+    memset(&d, 0, sizeof d);
+    int calls = 0;
+    kv_device_progress(&d, 8ull << 30); /* no hook: nothing to call */
+    d.progress = on_progress;
+    d.progress_ctx = &calls;
+    kv_device_progress(&d, (1ull << 30) - 1);
+    assert_int_equal(calls, 0);
+    kv_device_progress(&d, 20ull << 30);
+    assert_int_equal(calls, 1);
+    assert_string_equal(g_progress_line, "allocating 20.0 GiB on the GPU...");
+}
+
 static void test_dtype_names(void **state)
 {
     (void)state;
@@ -838,6 +867,7 @@ int main(void)
         cmocka_unit_test_setup(test_lesson_server_on_gpu, setup),
 #endif
         cmocka_unit_test(test_dtype_names),
+        cmocka_unit_test(test_alloc_progress),
         cmocka_unit_test(test_plan_dtype_reaches_the_pool),
         cmocka_unit_test(test_match_catalog),
         cmocka_unit_test(test_hold_values),

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "app_term.h"
 #include "backend.h"
@@ -103,6 +104,21 @@ void app_status(app *a, ui_role role, const char *fmt, ...)
     a->status_until = a->now + 6.0;
     a->status_page = -1; /* app_status_on_page binds one to its page */
     a->dirty |= UI_PANE_BIT(UI_PANE_HEADER) | UI_PANE_BIT(UI_PANE_FLAGS) | UI_PANE_BIT(UI_PANE_FOOTER);
+}
+
+/* The device is about to allocate and clear a lesson engine's KV pool (a
+ * fraction of a second for tens of GiB, inside lesson code): the footer row
+ * says so now, as the next frame comes only after it, and is redrawn then. */
+static void on_device_progress(void *ctx, const char *what)
+{
+    app *a = ctx;
+    WINDOW *w = a->lay.too_small ? NULL : a->win[UI_PANE_FOOTER];
+    if (!w) return;
+    werase(w);
+    mvwaddnstr(w, 0, 1, what, getmaxx(w) - 2);
+    wnoutrefresh(w);
+    doupdate();
+    a->dirty |= UI_PANE_BIT(UI_PANE_FOOTER);
 }
 
 /* ---- layout and windows ------------------------------------------------ */
@@ -519,7 +535,12 @@ int app_main(int argc, char **argv)
     lsn_config cfg;
     memset(&cfg, 0, sizeof cfg);
     /* On a GPU box lesson engines hold real device memory (placeholders and
-     * pools); without one this says so once and the host backend runs. */
+     * pools); without one this says so once and the host backend runs.
+     * Creating the CUDA context takes a second or more before the screen
+     * opens: say what is happening meanwhile. */
+    const char *want_dev = getenv("KVLAB_DEVICE");
+    if (kv_device_gpu_driver() && !(want_dev && !strcmp(want_dev, "host")) && isatty(STDERR_FILENO))
+        fprintf(stderr, "kvlab: opening the GPU (creating its CUDA context)...\n");
     kv_device *dev = kvlab_backend_open_app(8);
     cfg.device = dev;
     cfg.interrupt = &g_quit_signal; /* a signal also stops lesson code that is running */
@@ -585,6 +606,10 @@ int app_main(int argc, char **argv)
     a->now = app_now();
     a->loading = g_room_mode == APP_ROOM_FOLLOW ? 0 : lesson > 0 ? lesson : lsn_resume_lesson(a->lsn);
     app_relayout(a, 1);
+    if (dev) { /* a lesson engine's pool is allocated and cleared on this thread: say so meanwhile */
+        dev->progress = on_device_progress;
+        dev->progress_ctx = a;
+    }
     draw(a); /* the first frame, before the lesson loads */
     g_stats.first_frame_s = app_now() - g_stats.t_start;
 
