@@ -152,7 +152,7 @@ static void check_prediction(lsn_runner *r, const char *prompt)
     lsn_run_logf(r, "    predicted '%s'\n", script);
 }
 
-void lsn_check_question(lsn_runner *r)
+static void check_question(lsn_runner *r)
 {
     lsn_ask *q = &r->q;
     char prompt[96];
@@ -290,7 +290,7 @@ static int check_wrong_lever(lsn_runner *r, int ng, const char *text, const lsn_
     return ok;
 }
 
-void lsn_check_goal(lsn_runner *r)
+static void check_goal(lsn_runner *r)
 {
     lsn_goal_spec *g = &r->g;
     int ng = ++r->chk.n_goals;
@@ -370,6 +370,8 @@ int lsn_check(lsn_runner *r, int number, FILE *log)
     FILE *old = r->chk.log;
     r->chk.log = log;
     r->chk.on = 1;
+    r->chk.question = check_question;
+    r->chk.goal = check_goal;
     r->chk.failed = 0;
     r->chk.n_questions = r->chk.n_goals = r->chk.n_predictions = 0;
     r->chk.waits = r->chk.engine_steps = 0;

@@ -638,7 +638,7 @@ void lsn_run_drive(lsn_runner *r, int target)
             break;
         case W_ANSWER:
             if (r->chk.on) {
-                lsn_check_question(r);
+                r->chk.question(r);
                 if (r->chk.failed)
                     return;
             } else {
@@ -657,7 +657,7 @@ void lsn_run_drive(lsn_runner *r, int target)
             break;
         case W_GOAL:
             if (r->chk.on) {
-                lsn_check_goal(r);
+                r->chk.goal(r);
                 if (r->chk.failed)
                     return;
             } else {

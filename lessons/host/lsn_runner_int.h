@@ -76,6 +76,10 @@ typedef struct lsn_checking {
     int n_questions, n_goals, n_predictions;
     long waits, max_waits;   /* waits passed, and the cap (a lesson that pauses forever) */
     long engine_steps, max_engine_steps;
+    /* kvlab check's handlers (lsn_check.c sets them while it drives a lesson,
+     * so the runner calls nothing in lsn_check.c: calls go one way). */
+    void (*question)(lsn_runner *r);  /* a question waits: give wrong answers, then the scripted one */
+    void (*goal)(lsn_runner *r);      /* a goal waits: try the wrong levers, then the scripted changes */
 } lsn_checking;
 
 struct lsn_runner {
@@ -123,10 +127,5 @@ int lsn_run_engine_step(lsn_runner *r);
 void lsn_run_check_goal(lsn_runner *r);
 /* The goal is reached: count the step and resume the lesson. */
 void lsn_run_finish_goal(lsn_runner *r);
-
-/* ---- lsn_check.c, for lsn_runner.c ---- */
-
-void lsn_check_question(lsn_runner *r);
-void lsn_check_goal(lsn_runner *r);
 
 #endif

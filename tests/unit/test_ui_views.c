@@ -39,10 +39,10 @@ static int setup(void **state)
     A.speed = 1.0;
     A.view_focus = A.key_focus = -1;
     A.sel_req = -1;
-    A.sel_block = -1;
+    A.vst.sel_block = -1;
     A.victim = -1;
     A.verdict_kind = -1;
-    A.last_page = -1;
+    A.vst.last_page = -1;
     return 0;
 }
 
@@ -166,7 +166,7 @@ static void test_draw_from_frame_alone(void **state)
 
     WINDOW *w = newwin(8, 40, 0, 0);
     assert_non_null(w);
-    ui_views_draw(&A, UI_PANE_POOL, w);
+    app_draw_view(&A, UI_PANE_POOL, w);
     assert_win_has(w, "33 blocks x 16 tokens");
     /* Null block, the two shared blocks (ref 2), A's own two (its letter),
      * B's one, then free blocks. */
@@ -174,7 +174,7 @@ static void test_draw_from_frame_alone(void **state)
     assert_win_has(w, "used 5 (16%)  shared 2");
 
     WINDOW *wr = newwin(8, 60, 0, 0);
-    ui_views_draw(&A, UI_PANE_REQUESTS, wr);
+    app_draw_view(&A, UI_PANE_REQUESTS, wr);
     assert_win_has(wr, "2 running, 1 waiting");
     assert_win_has(wr, "A #0   run      49/56    tok  1 2 3 4");
     assert_win_has(wr, "B #1   run      48/56    tok  1 2 5");
@@ -182,21 +182,22 @@ static void test_draw_from_frame_alone(void **state)
     delwin(wr);
 
     WINDOW *wm = newwin(10, 60, 0, 0);
-    ui_views_draw(&A, UI_PANE_METRICS, wm);
+    app_draw_view(&A, UI_PANE_METRICS, wm);
     assert_int_equal(value_after(wm, "vllm:num_requests_running"), 2);
     assert_int_equal(value_after(wm, "vllm:num_requests_waiting"), 1);
     assert_int_equal(value_after(wm, "vllm:num_preemptions_total"), 0);
 
-    ui_views_draw(&A, UI_PANE_TP, wm);
+    app_draw_view(&A, UI_PANE_TP, wm);
     assert_win_has(wm, "tp=2, 8 KV heads");
     assert_win_has(wm, "GPU0");
     assert_win_has(wm, "GPU1");
     delwin(wm);
 
     /* What the layout asks of the classes comes from the frame too. */
-    ui_view_ctx c = ui_view_ctx_of(&A, UI_PANE_REQUESTS);
+    app_model_update(&A);
+    ui_view_ctx c = ui_view_ctx_of(&A.model, UI_PANE_REQUESTS);
     assert_int_equal(ui_view_class_of(UI_PANE_REQUESTS)->want_h(&c, 40), 2 + 4); /* 3 live: the 4-row step */
-    c = ui_view_ctx_of(&A, UI_PANE_POOL);
+    c = ui_view_ctx_of(&A.model, UI_PANE_POOL);
     assert_int_equal(ui_view_class_of(UI_PANE_POOL)->want_h(&c, 40), 1 + 3); /* 33 blocks in 38 columns: one row */
     delwin(w);
 }
@@ -220,27 +221,27 @@ static void test_click_picks_block(void **state)
     app_frame_update(&A);
     assert_int_equal(A.frame.nblocks, 33);
     WINDOW *w = newwin(8, 40, 2, 10);
-    ui_views_draw(&A, UI_PANE_POOL, w);
+    app_draw_view(&A, UI_PANE_POOL, w);
     /* Block 5 sits in the sixth cell of the first grid row. */
-    ui_views_mouse(&A, 2 + 1, 10 + 1 + 5, UI_MOUSE_CLICK);
-    assert_int_equal(A.sel_block, 5);
+    app_mouse_at(&A, 2 + 1, 10 + 1 + 5, UI_MOUSE_CLICK);
+    assert_int_equal(A.vst.sel_block, 5);
     assert_int_equal(A.sel_req, 1); /* its owner, B */
     assert_true(A.dirty & UI_PANE_BIT(UI_PANE_REQUESTS));
     /* The status line names the picked block and every request holding it. */
-    ui_views_draw(&A, UI_PANE_POOL, w);
+    app_draw_view(&A, UI_PANE_POOL, w);
     assert_win_has(w, "block 5: used ref 1 req #1 hashed");
     /* (The click relaid the screen out for a lesson-less app: no pool; put it back.) */
     A.lay.placed = UI_PANE_BIT(UI_PANE_POOL);
     A.lay.r[UI_PANE_POOL] = (ui_rect){ .y = 2, .x = 10, .h = 8, .w = 40 };
-    ui_views_mouse(&A, 2 + 1, 10 + 1 + 2, UI_MOUSE_CLICK);
-    ui_views_draw(&A, UI_PANE_POOL, w);
+    app_mouse_at(&A, 2 + 1, 10 + 1 + 2, UI_MOUSE_CLICK);
+    app_draw_view(&A, UI_PANE_POOL, w);
     assert_win_has(w, "block 2: used ref 2 req #0,#1 hashed");
     /* The wheel over the pool picks nothing. */
     A.lay.placed = UI_PANE_BIT(UI_PANE_POOL);
     A.lay.r[UI_PANE_POOL] = (ui_rect){ .y = 2, .x = 10, .h = 8, .w = 40 };
-    A.sel_block = -1;
-    ui_views_mouse(&A, 2 + 1, 10 + 1 + 5, UI_MOUSE_WHEEL_UP);
-    assert_int_equal(A.sel_block, -1);
+    A.vst.sel_block = -1;
+    app_mouse_at(&A, 2 + 1, 10 + 1 + 5, UI_MOUSE_WHEEL_UP);
+    assert_int_equal(A.vst.sel_block, -1);
     delwin(w);
     A.eng = NULL;
     kv_engine_destroy(e);

@@ -1,7 +1,8 @@
 /* app: the lesson app's shared state. app_main.c owns it (terminal set-up,
  * the main loop, keys, the event feed); the ui_*.c views (ui_views.h) draw
- * from it and from `frame`, the engine as of this frame, never from the
- * engine itself. Views change nothing in the engine or the lesson: flag
+ * from `frame`, the engine as of this frame, and `model`, the view model
+ * (ui_model.h) filled from this state before each draw; they never see
+ * this struct nor call anything in app_*. Views change nothing in the engine or the lesson: flag
  * edits go through lsn_set_flag, exactly as a lesson's own changes do. */
 #ifndef APP_H
 #define APP_H
@@ -13,16 +14,18 @@
 #include "kv_plan.h"
 #include "lsn.h"
 #include "ui_layout.h"
+#include "ui_model.h"
 #include "ui_style.h"
 
 #include <curses.h>
 #include <panel.h>
 
-#define APP_MAX_HINTS 8
+#define APP_MAX_HINTS UI_MAX_HINTS
 #define APP_INPUT_MAX 128
 
 /* Flash kinds a block can show for a moment (driven by engine events). */
-enum { APP_FL_NONE = 0, APP_FL_ALLOC, APP_FL_HIT, APP_FL_EVICT, APP_FL_FREE, APP_FL_PREEMPT };
+enum { APP_FL_NONE = UI_FL_NONE, APP_FL_ALLOC = UI_FL_ALLOC, APP_FL_HIT = UI_FL_HIT, APP_FL_EVICT = UI_FL_EVICT,
+       APP_FL_FREE = UI_FL_FREE, APP_FL_PREEMPT = UI_FL_PREEMPT };
 
 typedef struct app {
     /* Options. */
@@ -36,6 +39,8 @@ typedef struct app {
     kv_engine *eng;          /* lsn_engine(); NULL when no server runs (not for views) */
     const kv_plan *plan;     /* last start-up plan (also after a failed start), or NULL (not for views) */
     kv_frame frame;          /* what every view draws: eng and plan as of this frame (app_frame_update) */
+    ui_model model;          /* and the view model (app_model_update) */
+    ui_view_state vst;       /* the views' own figures: text scroll, selections (ui_model.h) */
 
     /* Screen. */
     int rows, cols;
@@ -52,10 +57,6 @@ typedef struct app {
     double now;              /* monotonic seconds */
 
     /* Text view. */
-    int text_scroll;         /* first narration line shown */
-    int text_lines;          /* narration lines at the last draw (for scrolling limits) */
-    int text_rows;           /* rows the narration had at the last draw */
-    int last_page;           /* lsn_page_number at the last draw */
     int loading;             /* lesson number being opened (first frame), 0 = none */
     int input_active;        /* the answer box has the keys */
     char input[APP_INPUT_MAX];
@@ -63,10 +64,9 @@ typedef struct app {
     char verdict[512];       /* last answer's verdict message */
     char recap[1024];        /* last right answer + explanation, shown until n/p */
     int recap_page;          /* lsn_page_number when it was answered */
-    int text_follow;         /* scroll to the newest text at the next draw */
     int verdict_kind;        /* lsn_verdict_kind, -1 = none */
     char qkey[600];          /* the question/goal the hints and verdict belong to */
-    char hints[APP_MAX_HINTS][512];
+    char hints[APP_MAX_HINTS][UI_HINT_MAX];
     int nhints;
     char status[256];        /* one-line message for the learner (flag errors, notices) */
     char notice[4608];       /* a runner notice too long for the header (a failed save and why), */
@@ -76,7 +76,6 @@ typedef struct app {
     int status_page;         /* >= 0: the page it is about (shown only while that page is); -1: any */
 
     /* Flags view. */
-    int flag_sel;            /* selected row */
     int flag_editing;        /* typing a value */
     char flag_buf[APP_INPUT_MAX];
     int flag_len;
@@ -93,15 +92,14 @@ typedef struct app {
     double startup_next;     /* when the next start-up log line appears */
     int startup_shown;       /* visible plan log lines revealed so far */
     int64_t sel_req;         /* request whose block table is shown (t), -1 none */
-    int32_t sel_block;       /* block picked with the mouse, -1 none */
 
     /* Overlays. */
     int overlay;             /* APP_OV_* */
-    int list_sel;            /* lesson list selection */
     double list_typed_at;    /* when a digit was last typed in the list (two-digit numbers) */
 } app;
 
-enum { APP_OV_NONE = 0, APP_OV_HELP, APP_OV_CONFIRM_RESET, APP_OV_LESSONS, APP_OV_CONFIRM_QUIT };
+enum { APP_OV_NONE = UI_OV_NONE, APP_OV_HELP = UI_OV_HELP, APP_OV_CONFIRM_RESET = UI_OV_CONFIRM_RESET,
+       APP_OV_LESSONS = UI_OV_LESSONS, APP_OV_CONFIRM_QUIT = UI_OV_CONFIRM_QUIT };
 
 /* ---- app_main.c --------------------------------------------------------- */
 
@@ -122,6 +120,16 @@ void app_load_lesson(app *a, int number, int resume);
  * (classroom follower: lsn_replay, stopping inside an animation). */
 void app_replay_lesson(app *a, int number, int step, const lsn_input *in, int nin);
 
+/* Fill a->model, the view model, from the app's state, the room and the
+ * rewind (call after app_frame_update, before handing it to a view). */
+void app_model_update(app *a);
+/* Draw pane p into win from a->frame as it is (the model brought up to date first). */
+void app_draw_view(app *a, ui_pane p, WINDOW *win);
+/* A mouse event at screen cell (sy, sx): the view under it takes it (the
+ * frame and model brought up to date first) and the app does what the click
+ * asks (select a request, flags keys, relayout). */
+void app_mouse_at(app *a, int sy, int sx, ui_mouse m);
+
 /* ---- app_keys.c --------------------------------------------------------- */
 
 /* One key (or KEY_MOUSE / KEY_RESIZE); sets *quit to leave. */
@@ -138,9 +146,6 @@ void app_feed_events(app *a);       /* consume the engine's new events */
  * each flash held `hold` seconds when hold > 0 (a replayed step). */
 void app_feed_from(app *a, const kv_engine *e, uint64_t since, int64_t only_step, double hold);
 void app_update_flashing(app *a);   /* end flashes whose time is over */
-
-/* Current flash kind of a block (APP_FL_NONE when out of range or over). */
-int app_flash(const app *a, int32_t block_id);
 
 /* Start-up replay. The log view reveals the plan's log lines one by one,
  * up to the phase a lesson asked for (view option "upto"); the memory bar

@@ -17,12 +17,6 @@
 
 /* ---- helpers the views use -------------------------------------------- */
 
-int app_flash(const app *a, int32_t b)
-{
-    if (!a->flashing || !a->flash_kind || b < 0 || b >= a->nflash) return APP_FL_NONE;
-    return a->flash_until[b] > a->now ? a->flash_kind[b] : APP_FL_NONE;
-}
-
 /* Start-up phases in order (lessons/API.md, lab.log); a line's phase comes
  * from the runner's reading of vLLM's wording (lsn_server_log_phase). */
 static const char *const phases[] = { "init", "load", "profile", "cudagraph", "kv", "check", "allocate", "ready" };

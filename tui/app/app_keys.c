@@ -75,7 +75,7 @@ static void submit_answer(app *a, const char *text)
         a->status_until = 0;
         a->dirty |= UI_PANE_BIT(UI_PANE_HEADER) | UI_PANE_BIT(UI_PANE_FOOTER) | UI_PANE_BIT(UI_PANE_FLAGS);
     }
-    a->text_follow = 1;
+    a->vst.text_follow = 1;
     /* A wrong answer earns the next hint (lessons/API.md): lsn_answer already
      * put it at the end of v.message; asking lsn_hint here as well would use
      * up a second one. */
@@ -128,7 +128,7 @@ static void flags_key(app *a, int ch)
 {
     int n = lsn_flag_count(a->lsn);
     if (n <= 0) { a->key_focus = -1; app_relayout(a, 0); return; }
-    const lsn_flag *f = lsn_flag_at(a->lsn, a->flag_sel < n ? a->flag_sel : 0);
+    const lsn_flag *f = lsn_flag_at(a->lsn, a->vst.flag_sel < n ? a->vst.flag_sel : 0);
     if (a->flag_editing) {
         if (ch == 27) { a->flag_editing = 0; }
         else if (ch == '\n' || ch == '\r' || ch == KEY_ENTER) {
@@ -157,8 +157,8 @@ static void flags_key(app *a, int ch)
         a->key_focus = -1;
         app_relayout(a, 0);
         break;
-    case KEY_UP: case 'k': if (a->flag_sel > 0) a->flag_sel--; break;
-    case KEY_DOWN: case 'j': if (a->flag_sel < n - 1) a->flag_sel++; break;
+    case KEY_UP: case 'k': if (a->vst.flag_sel > 0) a->vst.flag_sel--; break;
+    case KEY_DOWN: case 'j': if (a->vst.flag_sel < n - 1) a->vst.flag_sel++; break;
     case KEY_LEFT: case KEY_RIGHT: case '+': case '-': case '=': case '<': case '>': {
         char v[APP_INPUT_MAX];
         int dir = (ch == KEY_RIGHT || ch == '+' || ch == '=' || ch == '>') ? 1 : -1;
@@ -240,8 +240,7 @@ static void mouse_key(app *a)
 #ifdef BUTTON5_PRESSED
     else if (me.bstate & BUTTON5_PRESSED) m = UI_MOUSE_WHEEL_DOWN;
 #endif
-    app_frame_update(a);
-    ui_views_mouse(a, me.y, me.x, m);
+    app_mouse_at(a, me.y, me.x, m);
 }
 
 static void overlay_key(app *a, int ch, int *quit)
@@ -253,21 +252,21 @@ static void overlay_key(app *a, int ch, int *quit)
     if (a->overlay == APP_OV_LESSONS) {
         int n = lsn_count(a->lsn);
         if (ch == 27 || ch == 'q' || ch == 'l') app_open_overlay(a, APP_OV_NONE);
-        else if (ch == KEY_UP || ch == 'k') { if (a->list_sel > 0) a->list_sel--; }
-        else if (ch == KEY_DOWN || ch == 'j') { if (a->list_sel < n - 1) a->list_sel++; }
+        else if (ch == KEY_UP || ch == 'k') { if (a->vst.list_sel > 0) a->vst.list_sel--; }
+        else if (ch == KEY_DOWN || ch == 'j') { if (a->vst.list_sel < n - 1) a->vst.list_sel++; }
         else if (ch >= '0' && ch <= '9') {
             /* Typing a number jumps to that lesson: "2" then "1" picks 21. */
             int want = ch - '0';
-            const lsn_info *cur = lsn_info_at(a->lsn, a->list_sel);
+            const lsn_info *cur = lsn_info_at(a->lsn, a->vst.list_sel);
             if (cur && a->now - a->list_typed_at < 1.5 && cur->number * 10 + want <= n) want += cur->number * 10;
             a->list_typed_at = a->now;
             for (int i = 0; i < n; i++) {
                 const lsn_info *li = lsn_info_at(a->lsn, i);
-                if (li && li->number == want) { a->list_sel = i; break; }
+                if (li && li->number == want) { a->vst.list_sel = i; break; }
             }
         }
         else if (ch == '\n' || ch == '\r' || ch == KEY_ENTER) {
-            const lsn_info *li = lsn_info_at(a->lsn, a->list_sel);
+            const lsn_info *li = lsn_info_at(a->lsn, a->vst.list_sel);
             app_open_overlay(a, APP_OV_NONE);
             if (li && li->available) app_load_lesson(a, li->number, 1);
             else if (li) app_status(a, UI_R_WARN, "Lesson %d is not written yet.", li->number);
@@ -371,7 +370,7 @@ void app_handle_key(app *a, int ch, int *quit)
         break;
     case 'f': {
         int nf = lsn_flag_count(a->lsn);
-        const lsn_flag *sf = nf > 0 ? lsn_flag_at(a->lsn, a->flag_sel < nf ? a->flag_sel : 0) : NULL;
+        const lsn_flag *sf = nf > 0 ? lsn_flag_at(a->lsn, a->vst.flag_sel < nf ? a->vst.flag_sel : 0) : NULL;
         if (sf) app_status(a, UI_R_DIM, "Flags: %s selected (up/down picks another)", sf->name);
         a->key_focus = UI_PANE_FLAGS;
         app_relayout(a, 0);
@@ -381,7 +380,7 @@ void app_handle_key(app *a, int ch, int *quit)
     case '\t': cycle_view(a); break;
     case 'h': give_hint(a); break;
     case 'r': app_open_overlay(a, APP_OV_CONFIRM_RESET); break;
-    case 'l': a->list_sel = lsn_current(a->lsn) - 1; app_open_overlay(a, APP_OV_LESSONS); break;
+    case 'l': a->vst.list_sel = lsn_current(a->lsn) - 1; app_open_overlay(a, APP_OV_LESSONS); break;
     case '?': app_open_overlay(a, APP_OV_HELP); break;
     case 't':
         app_frame_update(a);
@@ -389,13 +388,13 @@ void app_handle_key(app *a, int ch, int *quit)
         app_relayout(a, 0);
         a->dirty |= UI_PANE_BIT(UI_PANE_POOL) | UI_PANE_BIT(UI_PANE_REQUESTS);
         break;
-    case KEY_UP: case 'k': ui_text_scroll(a, -1); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); break;
-    case KEY_DOWN: case 'j': ui_text_scroll(a, 1); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); break;
-    case KEY_PPAGE: ui_text_scroll(a, -(a->text_rows > 2 ? a->text_rows - 1 : 1)); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); break;
-    case KEY_NPAGE: ui_text_scroll(a, a->text_rows > 2 ? a->text_rows - 1 : 1); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); break;
+    case KEY_UP: case 'k': ui_text_scroll(&a->vst, -1); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); break;
+    case KEY_DOWN: case 'j': ui_text_scroll(&a->vst, 1); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); break;
+    case KEY_PPAGE: ui_text_scroll(&a->vst, -(a->vst.text_rows > 2 ? a->vst.text_rows - 1 : 1)); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); break;
+    case KEY_NPAGE: ui_text_scroll(&a->vst, a->vst.text_rows > 2 ? a->vst.text_rows - 1 : 1); a->dirty |= UI_PANE_BIT(UI_PANE_TEXT); break;
     case 27:
-        if (a->sel_block >= 0 || a->sel_req >= 0) {
-            a->sel_block = -1;
+        if (a->vst.sel_block >= 0 || a->sel_req >= 0) {
+            a->vst.sel_block = -1;
             a->sel_req = -1;
             app_relayout(a, 0);
             a->dirty = ~0u;

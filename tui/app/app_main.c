@@ -186,7 +186,9 @@ void app_relayout(app *a, int force)
     req.focus = a->view_focus >= 0 ? a->view_focus : a->key_focus >= 0 ? a->key_focus : lesson_focus;
     int side_w = a->cols - a->cols / 2;
     if (side_w < 30) side_w = 30;
-    ui_views_want(a, side_w, &req);
+    app_frame_update(a);
+    app_model_update(a);
+    ui_views_want(&a->model, side_w, &req);
     ui_layout nl;
     ui_layout_compute(a->rows, a->cols, &req, &nl);
     if (!force && !memcmp(&nl, &a->lay, sizeof nl) && (a->win[UI_PANE_HEADER] || (nl.too_small && g_small)))
@@ -229,7 +231,8 @@ void app_open_overlay(app *a, int kind)
     app_close_overlay();
     if (kind == APP_OV_NONE || a->lay.too_small) { a->dirty = ~0u; return; }
     int h, w;
-    ui_chrome_overlay_size(a, a->rows, a->cols, &h, &w);
+    app_model_update(a);
+    ui_chrome_overlay_size(&a->model, a->rows, a->cols, &h, &w);
     int y = (a->rows - h) / 2, x = (a->cols - w) / 2;
     if (y < 1) y = 1;
     if (x < 0) x = 0;
@@ -243,22 +246,102 @@ void app_open_overlay(app *a, int kind)
 
 /* ---- drawing ----------------------------------------------------------- */
 
+static const lsn_scene no_scene = { .title = "", .state = LSN_IDLE, .text = "", .page_title = "" };
+
+void app_model_update(app *a)
+{
+    ui_model *m = &a->model;
+    m->frame = &a->frame;
+    m->scene = a->lsn ? lsn_scene_get(a->lsn) : &no_scene;
+    m->lsn = a->lsn;
+    m->st = &a->vst;
+    m->rows = a->rows;
+    m->cols = a->cols;
+    m->lay = &a->lay;
+    m->view_focus = a->view_focus;
+    m->key_focus = a->key_focus;
+    m->paused = a->paused;
+    m->speed = a->speed;
+    m->now = a->now;
+    m->overlay = a->overlay;
+    m->loading = a->loading;
+    m->input_active = a->input_active;
+    m->input = a->input;
+    m->input_len = a->input_len;
+    m->verdict = a->verdict;
+    m->verdict_kind = a->verdict_kind;
+    m->recap = a->recap;
+    m->recap_page = a->recap_page;
+    m->hints = (const char (*)[UI_HINT_MAX])a->hints;
+    m->nhints = a->nhints;
+    m->status = a->status;
+    m->status_role = a->status_role;
+    m->status_until = a->status_until;
+    m->notice = a->notice;
+    m->notice_page = a->notice_page;
+    m->flag_editing = a->flag_editing;
+    m->flag_selall = a->flag_selall;
+    m->flag_buf = a->flag_buf;
+    m->sel_req = a->sel_req;
+    m->victim = a->victim;
+    m->victim_until = a->victim_until;
+    m->flashing = a->flashing;
+    m->nflash = a->nflash;
+    m->flash_kind = a->flash_kind;
+    m->flash_until = a->flash_until;
+    m->startup_shown = a->startup_shown;
+    m->log_target = app_log_target(a);
+    m->engine_log_visible = app_engine_log_visible(a);
+    m->starting = app_starting(a);
+    m->mem_terms = app_mem_terms(a);
+    memset(m->log_visible, 0, sizeof m->log_visible);
+    for (int i = 0; a->plan && i < a->plan->num_log && i < KV_PLAN_MAX_LOG; i++)
+        if (app_log_visible(a, i)) m->log_visible[i / 64] |= (uint64_t)1 << (i % 64);
+    int lf;
+    m->shown_panes = app_shown_panes(a, &lf);
+    m->room_label = app_room_label(a);
+    m->room_footer = app_room_footer_mode(a);
+    m->room_drives = app_room_drives(a);
+    m->presenter_left = app_room_presenter_left(a);
+    m->room_idle = app_room_idle_text(a);
+    app_rewind_view(a, &m->rw_hist, &m->rw_pos);
+    m->rw_active = m->rw_hist != NULL;
+}
+
+void app_draw_view(app *a, ui_pane p, WINDOW *win)
+{
+    app_model_update(a);
+    ui_views_draw(&a->model, p, win);
+}
+
+void app_mouse_at(app *a, int sy, int sx, ui_mouse m)
+{
+    app_frame_update(a);
+    app_model_update(a);
+    ui_mouse_req req;
+    a->dirty |= ui_views_mouse(&a->model, sy, sx, m, &req);
+    if (req.sel_req != -2) a->sel_req = req.sel_req;
+    if (req.flags_keys) a->key_focus = UI_PANE_FLAGS;
+    if (req.relayout) app_relayout(a, 0);
+}
+
 static void draw(app *a)
 {
     app_frame_update(a); /* one snapshot of the engine for every view */
+    app_model_update(a);
     /* The header's run state decides where a status message goes (header
      * or footer, ui_chrome_status_in_footer) and what space does next. */
     if (a->dirty & UI_PANE_BIT(UI_PANE_HEADER)) a->dirty |= UI_PANE_BIT(UI_PANE_FOOTER) | UI_PANE_BIT(UI_PANE_FLAGS);
     if (a->lay.too_small) {
-        if (g_small && a->dirty) ui_chrome_small(a, g_small);
+        if (g_small && a->dirty) ui_chrome_small(&a->model, g_small);
     } else {
         for (int p = 0; p < UI_PANE_COUNT; p++) {
             WINDOW *w = a->win[p];
             if (!w || !(a->dirty & UI_PANE_BIT(p))) continue;
-            ui_views_draw(a, (ui_pane)p, w);
+            ui_views_draw(&a->model, (ui_pane)p, w);
         }
         if (g_ov && a->dirty) {
-            ui_chrome_overlay(a, g_ov);
+            ui_chrome_overlay(&a->model, g_ov);
             touchwin(g_ov);
         }
     }
@@ -289,7 +372,7 @@ static void server_changed(app *a)
     a->eng = a->lsn ? lsn_engine(a->lsn) : NULL;
     a->plan = a->lsn ? lsn_plan(a->lsn) : NULL;
     a->last_seq = 0;
-    a->sel_block = -1;
+    a->vst.sel_block = -1;
     a->sel_req = -1;
     a->victim = -1;
     app_reset_flashes(a);
@@ -353,7 +436,7 @@ void app_lesson_changed(app *a, unsigned ch)
         if (fv && fv->nhighlights > 0 && fv->highlights[0].target && !a->flag_editing) {
             for (int i = 0; i < lsn_flag_count(a->lsn); i++) {
                 const lsn_flag *f = lsn_flag_at(a->lsn, i);
-                if (f && !strcmp(f->name, fv->highlights[0].target)) { a->flag_sel = i; break; }
+                if (f && !strcmp(f->name, fv->highlights[0].target)) { a->vst.flag_sel = i; break; }
             }
         }
     }
@@ -378,11 +461,11 @@ static void lesson_ui_reset(app *a)
     a->status_until = 0;
     a->recap[0] = 0;
     a->qkey[0] = 0;
-    a->text_scroll = 0;
-    a->last_page = -1;
+    a->vst.text_scroll = 0;
+    a->vst.last_page = -1;
     a->key_focus = -1;
     a->view_focus = -1;
-    a->flag_sel = 0;
+    a->vst.flag_sel = 0;
     a->flag_editing = 0;
 }
 
@@ -513,10 +596,10 @@ int app_main(int argc, char **argv)
     a->key_focus = -1;
     a->view_focus = -1;
     a->sel_req = -1;
-    a->sel_block = -1;
+    a->vst.sel_block = -1;
     a->victim = -1;
     a->verdict_kind = -1;
-    a->last_page = -1;
+    a->vst.last_page = -1;
     app_rewind_init(a);
     int lesson = 0;
     int rc = parse_args(a, argc, argv, &lesson);

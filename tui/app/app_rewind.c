@@ -47,6 +47,13 @@ void app_rewind_free(app *a)
 
 int app_rewind_active(const app *a) { return a->rw && a->rw->active && a->rw->h; }
 
+void app_rewind_view(const app *a, const kv_history **h, int64_t *pos)
+{
+    int on = app_rewind_active(a);
+    *h = on ? a->rw->h : NULL;
+    *pos = on ? a->rw->pos : 0;
+}
+
 void app_rewind_live(app *a)
 {
     app_rewind *r = a->rw;
@@ -225,48 +232,4 @@ int app_rewind_key(app *a, int ch)
     }
     a->dirty = ~0u;
     return 1;
-}
-
-/* One timeline cell for the marks in it: the most telling one wins. */
-static void mark_cell(uint32_t k, wchar_t *c, attr_t *at)
-{
-    const ui_glyphs *g = ui_gl();
-    *at = ui_attr(UI_R_HEADER);
-    if (k & KV_MARK_RESTART) { *c = '|'; *at = ui_attr(UI_R_HEADER) | A_BOLD; }
-    else if (k & KV_MARK_PREEMPT) { *c = g->preempt; *at = ui_attr(UI_R_FLASH_PREEMPT) | A_BOLD; }
-    else if (k & KV_MARK_EVICT) { *c = g->evict; *at = ui_attr(UI_R_FLASH_EVICT); }
-    else if (k & KV_MARK_HIT) { *c = g->hit; *at = ui_attr(UI_R_FLASH_HIT); }
-    else if (k & KV_MARK_FINISH) { *c = '.'; }
-    else { *c = g->hline; *at = ui_attr(UI_R_HEADER) | A_DIM; }
-}
-
-void app_rewind_header(const app *a, WINDOW *win, int x, int w)
-{
-    const app_rewind *r = a->rw;
-    attr_t hd = ui_attr(UI_R_HEADER);
-    int64_t first = kv_history_first(r->h), present = kv_history_present(r->h);
-    char lbl[96];
-    snprintf(lbl, sizeof lbl, "replay, step %lld of %lld ", (long long)r->pos, (long long)present);
-    x += ui_puts(win, 0, x, w - x, lbl, hd | A_BOLD);
-    int st_on = a->status[0] && a->status_until > a->now;
-    int tw = w - x - 2;
-    if (st_on && tw > 12) { /* a message takes the timeline's place while it lasts */
-        ui_puts(win, 0, x + 1, tw, a->status, hd | A_BOLD);
-        return;
-    }
-    if (tw < 8 || present <= first) return;
-    ui_put(win, 0, x++, '[', hd);
-    int cells = tw - 2;
-    double span = (double)(present - first + 1);
-    int cur = (int)((double)(r->pos - first) * cells / span);
-    for (int c = 0; c < cells; c++) {
-        int64_t from = first + (int64_t)(c * span / cells), to = first + (int64_t)((c + 1) * span / cells);
-        if (to <= from) to = from + 1;
-        wchar_t g;
-        attr_t at;
-        mark_cell(kv_history_marks_between(r->h, from, to), &g, &at);
-        if (c == cur) at = ui_attr(UI_R_SELECT) | A_BOLD;
-        ui_put(win, 0, x + c, g, at);
-    }
-    ui_put(win, 0, x + cells, ']', hd);
 }

@@ -16,6 +16,7 @@
 #define APP_REWIND_H
 
 #include "app.h"
+#include "kv_history.h"
 
 /* Set up (a->rw) and free. */
 void app_rewind_init(app *a);
@@ -39,8 +40,8 @@ void app_rewind_source(const app *a, const kv_engine **eng, const kv_plan **plan
 /* Back to the present (no-op when live). */
 void app_rewind_live(app *a);
 
-/* The header's replay line ("replay, step N of M" and the timeline), into
- * row 0 of win from column x to the right edge. */
-void app_rewind_header(const app *a, WINDOW *win, int x, int w);
+/* What the header's replay line draws (ui_model.h): the history and the
+ * step shown; *h NULL while live. */
+void app_rewind_view(const app *a, const kv_history **h, int64_t *pos);
 
 #endif

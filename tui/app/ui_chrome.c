@@ -4,8 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "app_rewind.h"
-#include "app_room.h"
 #include "ui_style.h"
 #include "ui_text.h"
 
@@ -73,7 +71,7 @@ static int text_cols(const char *utf8)
  * the lesson"), for a row too narrow for the page title beside the long ones. */
 static void header_right(const ui_view_ctx *c, int compact, char *out, size_t len)
 {
-    const app *a = c->a;
+    const ui_model *a = c->m;
     lsn_state st = c->s->state;
     /* While the learner reads, answers or edits flags the lesson usually
      * holds the engine still on purpose: say so, so it does not look stuck. */
@@ -83,7 +81,7 @@ static void header_right(const ui_view_ctx *c, int compact, char *out, size_t le
     const char *state = a->paused ? "paused" : st == LSN_RUNNING || st == LSN_WAIT_COND || runs ? "running"
                        : st == LSN_DONE ? "done" : st == LSN_ERROR ? "error"
                        : held ? (compact ? "held" : "held by the lesson") : "waiting";
-    const char *room = app_room_label(a);
+    const char *room = a->room_label;
     char speed[32];
     snprintf(speed, sizeof speed, " x%.1f", a->speed);
     if (!strcmp(speed, " x1.0")) speed[0] = '\0';
@@ -96,7 +94,7 @@ static void header_right(const ui_view_ctx *c, int compact, char *out, size_t le
 static void header_mid(const ui_view_ctx *c, int with_title, char *out, size_t len)
 {
     int num = c->s->lesson;
-    int total = c->a->lsn ? lsn_count(c->a->lsn) : 0;
+    int total = c->m->lsn ? lsn_count(c->m->lsn) : 0;
     if (num > 0) snprintf(out, len, "  Lesson %d/%d  %s", num, total, with_title ? c->s->title : "");
     else snprintf(out, len, "  no lesson  ");
 }
@@ -108,15 +106,15 @@ static void header_right_fit(const ui_view_ctx *c, char *out, size_t len)
     char mid[256];
     header_mid(c, 1, mid, sizeof mid);
     header_right(c, 0, out, len);
-    if (1 + 5 + text_cols(mid) + 2 + text_cols(out) > c->a->cols) header_right(c, 1, out, len);
+    if (1 + 5 + text_cols(mid) + 2 + text_cols(out) > c->m->cols) header_right(c, 1, out, len);
 }
 
-static int status_on(const app *a) { return a->status[0] && a->status_until > a->now; }
+static int status_on(const ui_model *a) { return a->status[0] && a->status_until > a->now; }
 
 int ui_chrome_status_in_footer(const ui_view_ctx *c)
 {
-    const app *a = c->a;
-    if (!status_on(a) || a->overlay != APP_OV_NONE || app_rewind_active(a)) return 0;
+    const ui_model *a = c->m;
+    if (!status_on(a) || a->overlay != UI_OV_NONE || a->rw_active) return 0;
     char right[192], mid[256];
     header_right_fit(c, right, sizeof right);
     header_mid(c, 0, mid, sizeof mid);
@@ -127,15 +125,15 @@ int ui_chrome_status_in_footer(const ui_view_ctx *c)
 
 void ui_chrome_footer(const ui_view_ctx *c, WINDOW *win)
 {
-    app *a = c->a;
+    const ui_model *a = c->m;
     int h, w;
     getmaxyx(win, h, w);
     (void)h;
     werase(win);
-    if (a->overlay != APP_OV_NONE) {
-        const char *k = a->overlay == APP_OV_HELP ? "Esc or q: close"
-                      : a->overlay == APP_OV_LESSONS ? "up/down: pick   Enter: open   1-21: jump   Esc or q: close"
-                      : a->overlay == APP_OV_CONFIRM_RESET ? "Start this lesson again from step 1?   y: yes   n or Esc: no"
+    if (a->overlay != UI_OV_NONE) {
+        const char *k = a->overlay == UI_OV_HELP ? "Esc or q: close"
+                      : a->overlay == UI_OV_LESSONS ? "up/down: pick   Enter: open   1-21: jump   Esc or q: close"
+                      : a->overlay == UI_OV_CONFIRM_RESET ? "Start this lesson again from step 1?   y: yes   n or Esc: no"
                       : "Quit kvlab?   y: yes   n or Esc: no";
         ui_puts(win, 0, 1, w - 2, k, ui_attr(UI_R_KEY));
         return;
@@ -146,7 +144,7 @@ void ui_chrome_footer(const ui_view_ctx *c, WINDOW *win)
         ui_puts(win, 0, 1, w - 2, a->status, ui_attr(a->status_role) | A_BOLD);
         return;
     }
-    int room = app_room_footer_mode(a), p = a->paused;
+    int room = a->room_footer, p = a->paused;
     /* x breaks away only from a lesson: none is offered while the presenter has none open */
     int skip_x = room == 1 && !(a->lsn && lsn_current(a->lsn));
     if (room == 1) draw_keys(win, w, keys_follow + skip_x, (int)(sizeof keys_follow / sizeof keys_follow[0]) - skip_x, p);
@@ -154,13 +152,58 @@ void ui_chrome_footer(const ui_view_ctx *c, WINDOW *win)
     else if (a->key_focus == UI_PANE_FLAGS && a->flag_editing) draw_keys(win, w, keys_edit, 4, p);
     else if (a->key_focus == UI_PANE_FLAGS) draw_keys(win, w, keys_flags, 5, p);
     else if (room == 2) draw_keys(win, w, keys_away, (int)(sizeof keys_away / sizeof keys_away[0]), p);
-    else if (app_rewind_active(a)) draw_keys(win, w, keys_replay, (int)(sizeof keys_replay / sizeof keys_replay[0]), p);
+    else if (a->rw_active) draw_keys(win, w, keys_replay, (int)(sizeof keys_replay / sizeof keys_replay[0]), p);
     else draw_keys(win, w, keys_main, (int)(sizeof keys_main / sizeof keys_main[0]), p);
+}
+
+/* One timeline cell for the marks in it: the most telling one wins. */
+static void mark_cell(uint32_t k, wchar_t *c, attr_t *at)
+{
+    const ui_glyphs *g = ui_gl();
+    *at = ui_attr(UI_R_HEADER);
+    if (k & KV_MARK_RESTART) { *c = '|'; *at = ui_attr(UI_R_HEADER) | A_BOLD; }
+    else if (k & KV_MARK_PREEMPT) { *c = g->preempt; *at = ui_attr(UI_R_FLASH_PREEMPT) | A_BOLD; }
+    else if (k & KV_MARK_EVICT) { *c = g->evict; *at = ui_attr(UI_R_FLASH_EVICT); }
+    else if (k & KV_MARK_HIT) { *c = g->hit; *at = ui_attr(UI_R_FLASH_HIT); }
+    else if (k & KV_MARK_FINISH) { *c = '.'; }
+    else { *c = g->hline; *at = ui_attr(UI_R_HEADER) | A_DIM; }
+}
+
+/* The header's replay line ("replay, step N of M" and the timeline with the
+ * history's marks), into row 0 of win from column x to the right edge. */
+static void rewind_header(const ui_model *a, WINDOW *win, int x, int w)
+{
+    attr_t hd = ui_attr(UI_R_HEADER);
+    int64_t first = kv_history_first(a->rw_hist), present = kv_history_present(a->rw_hist);
+    char lbl[96];
+    snprintf(lbl, sizeof lbl, "replay, step %lld of %lld ", (long long)a->rw_pos, (long long)present);
+    x += ui_puts(win, 0, x, w - x, lbl, hd | A_BOLD);
+    int st_on = a->status[0] && a->status_until > a->now;
+    int tw = w - x - 2;
+    if (st_on && tw > 12) { /* a message takes the timeline's place while it lasts */
+        ui_puts(win, 0, x + 1, tw, a->status, hd | A_BOLD);
+        return;
+    }
+    if (tw < 8 || present <= first) return;
+    ui_put(win, 0, x++, '[', hd);
+    int cells = tw - 2;
+    double span = (double)(present - first + 1);
+    int cur = (int)((double)(a->rw_pos - first) * cells / span);
+    for (int c = 0; c < cells; c++) {
+        int64_t from = first + (int64_t)(c * span / cells), to = first + (int64_t)((c + 1) * span / cells);
+        if (to <= from) to = from + 1;
+        wchar_t g;
+        attr_t at;
+        mark_cell(kv_history_marks_between(a->rw_hist, from, to), &g, &at);
+        if (c == cur) at = ui_attr(UI_R_SELECT) | A_BOLD;
+        ui_put(win, 0, x + c, g, at);
+    }
+    ui_put(win, 0, x + cells, ']', hd);
 }
 
 static void header_draw(const ui_view_ctx *c, WINDOW *win)
 {
-    const app *a = c->a;
+    const ui_model *a = c->m;
     int h, w;
     getmaxyx(win, h, w);
     (void)h;
@@ -168,8 +211,8 @@ static void header_draw(const ui_view_ctx *c, WINDOW *win)
     for (int x = 0; x < w; x++) ui_put(win, 0, x, L' ', hd);
     int x = 1;
     x += ui_puts(win, 0, x, w - x, "kvlab", hd | A_BOLD);
-    if (app_rewind_active(a)) { /* "replay, step N of M" and the timeline take the row */
-        app_rewind_header(a, win, x + 2, w);
+    if (a->rw_active) { /* "replay, step N of M" and the timeline take the row */
+        rewind_header(a, win, x + 2, w);
         return;
     }
     char right[192], mid[256];
@@ -197,7 +240,7 @@ static void small_line(void *ctx, const wchar_t *s, int n)
     small_len[small_cnt++] = n;
 }
 
-void ui_chrome_small(app *a, WINDOW *win)
+void ui_chrome_small(const ui_model *a, WINDOW *win)
 {
     int h, w;
     getmaxyx(win, h, w);
@@ -251,11 +294,11 @@ static const char *const help_lines[] = {
     "the part right of the | is outside gpu-memory-utilization.",
 };
 
-void ui_chrome_overlay_size(const app *a, int rows, int cols, int *h, int *w)
+void ui_chrome_overlay_size(const ui_model *a, int rows, int cols, int *h, int *w)
 {
     int want_h = 10, want_w = 60;
-    if (a->overlay == APP_OV_HELP) { want_h = (int)(sizeof help_lines / sizeof help_lines[0]) + 2; want_w = 74; }
-    else if (a->overlay == APP_OV_LESSONS) { want_h = (a->lsn ? lsn_count(a->lsn) : 0) + 4; want_w = 72; }
+    if (a->overlay == UI_OV_HELP) { want_h = (int)(sizeof help_lines / sizeof help_lines[0]) + 2; want_w = 74; }
+    else if (a->overlay == UI_OV_LESSONS) { want_h = (a->lsn ? lsn_count(a->lsn) : 0) + 4; want_w = 72; }
     else { want_h = 5; want_w = 52; }
     if (want_h > rows - 2) want_h = rows - 2;
     if (want_w > cols - 4) want_w = cols - 4;
@@ -289,12 +332,12 @@ static void legend_row(WINDOW *win, int y, int w)
     }
 }
 
-void ui_chrome_overlay(app *a, WINDOW *win)
+void ui_chrome_overlay(const ui_model *a, WINDOW *win)
 {
     int h, w;
     getmaxyx(win, h, w);
     werase(win);
-    if (a->overlay == APP_OV_HELP) {
+    if (a->overlay == UI_OV_HELP) {
         ui_box(win, "help", "Esc closes", 1);
         int n = (int)(sizeof help_lines / sizeof help_lines[0]);
         for (int i = 0; i < n && 1 + i < h - 1; i++) {
@@ -302,17 +345,18 @@ void ui_chrome_overlay(app *a, WINDOW *win)
             int head = help_lines[i][0] && help_lines[i][0] != ' ';
             ui_puts(win, 1 + i, 2, w - 4, help_lines[i], ui_attr(head ? UI_R_TITLE : UI_R_NORMAL));
         }
-    } else if (a->overlay == APP_OV_LESSONS) {
+    } else if (a->overlay == UI_OV_LESSONS) {
         ui_box(win, "lessons", "Enter opens", 1);
         int n = a->lsn ? lsn_count(a->lsn) : 0;
         int rows = h - 2;
-        if (a->list_sel >= n) a->list_sel = n - 1;
-        if (a->list_sel < 0) a->list_sel = 0;
-        int first = a->list_sel >= rows ? a->list_sel - rows + 1 : 0;
+        ui_view_state *st = a->st;
+        if (st->list_sel >= n) st->list_sel = n - 1;
+        if (st->list_sel < 0) st->list_sel = 0;
+        int first = a->st->list_sel >= rows ? a->st->list_sel - rows + 1 : 0;
         for (int r = 0; r < rows && first + r < n; r++) {
             const lsn_info *li = lsn_info_at(a->lsn, first + r);
             if (!li) continue;
-            int sel = first + r == a->list_sel;
+            int sel = first + r == a->st->list_sel;
             char line[256];
             snprintf(line, sizeof line, "%s %2d  %s%s", li->done ? "[x]" : li->step > 0 ? "[~]" : "[ ]",
                      li->number, li->title, li->available ? "" : "  (not written yet)");
@@ -322,11 +366,11 @@ void ui_chrome_overlay(app *a, WINDOW *win)
         }
     } else {
         char q[96];
-        if (a->overlay == APP_OV_CONFIRM_RESET)
+        if (a->overlay == UI_OV_CONFIRM_RESET)
             snprintf(q, sizeof q, "Start lesson %d again from step 1?", a->lsn ? lsn_current(a->lsn) : 0);
         else
             snprintf(q, sizeof q, "Quit kvlab?");
-        ui_box(win, a->overlay == APP_OV_CONFIRM_RESET ? "reset" : "quit", "", 1);
+        ui_box(win, a->overlay == UI_OV_CONFIRM_RESET ? "reset" : "quit", "", 1);
         ui_puts(win, 1, 2, w - 4, q, ui_attr(UI_R_NORMAL));
         ui_puts(win, h - 2, 2, w - 4, "y: yes   n or Esc: no", ui_attr(UI_R_KEY));
     }

@@ -19,10 +19,12 @@ void ui_chrome_footer(const ui_view_ctx *c, WINDOW *win);
 int ui_chrome_status_in_footer(const ui_view_ctx *c);
 
 /* The whole-terminal screen shown below UI_MIN_COLS x UI_MIN_ROWS. */
-void ui_chrome_small(app *a, WINDOW *win);
+void ui_chrome_small(const ui_model *m, WINDOW *win);
 
 /* Size an overlay wants for the current overlay kind, within rows x cols. */
-void ui_chrome_overlay_size(const app *a, int rows, int cols, int *h, int *w);
-void ui_chrome_overlay(app *a, WINDOW *win);
+void ui_chrome_overlay_size(const ui_model *m, int rows, int cols, int *h, int *w);
+/* Draw the current overlay (m->overlay); the lesson list clamps
+ * m->st->list_sel to the lessons there are. */
+void ui_chrome_overlay(const ui_model *m, WINDOW *win);
 
 #endif

@@ -95,7 +95,7 @@ static int flag_hilited(const ui_view_ctx *c, const char *name)
 
 static void flags_draw(const ui_view_ctx *c, WINDOW *win)
 {
-    app *a = c->a;
+    const ui_model *a = c->m;
     int h, w;
     getmaxyx(win, h, w);
     werase(win);
@@ -110,13 +110,13 @@ static void flags_draw(const ui_view_ctx *c, WINDOW *win)
         ui_puts(win, 1, 2, iw, "This lesson has no flags to change.", ui_attr(UI_R_DIM));
         return;
     }
-    if (a->flag_sel >= n) a->flag_sel = n - 1;
-    if (a->flag_sel < 0) a->flag_sel = 0;
+    if (c->st->flag_sel >= n) c->st->flag_sel = n - 1;
+    if (c->st->flag_sel < 0) c->st->flag_sel = 0;
     int list_rows = ih - 1 > 0 ? ih - 1 : ih;
     g_first = 0;
     /* The row to keep in sight: the selected flag while editing, else the
      * first flag the lesson highlights. */
-    int keep = a->flag_sel, keep_first = -1;
+    int keep = c->st->flag_sel, keep_first = -1;
     if (!focus)
         for (int i = 0; i < n; i++)
             if (flag_hilited(c, flags[i].name)) {
@@ -136,7 +136,7 @@ static void flags_draw(const ui_view_ctx *c, WINDOW *win)
     for (int r = 0; r < list_rows && g_first + r < n; r++) {
         int i = g_first + r;
         const lsn_flag *f = &flags[i];
-        int sel = focus && i == a->flag_sel;
+        int sel = focus && i == c->st->flag_sel;
         attr_t at = sel ? ui_attr(UI_R_SELECT) : flag_hilited(c, f->name) ? ui_attr(UI_R_HILITE) : ui_attr(UI_R_NORMAL);
         if (sel) for (int x = 0; x < iw; x++) ui_put(win, 1 + r, 2 + x, L' ', at);
         ui_puts(win, 1 + r, 2, namew, f->name, at);
@@ -176,7 +176,7 @@ static void flags_draw(const ui_view_ctx *c, WINDOW *win)
         if (a->status[0] && a->status_until > a->now && !ui_chrome_status_in_footer(c))
             ui_puts(win, sy, 2, iw, a->status, ui_attr(a->status_role));
         else if (focus) {
-            const lsn_flag *f = a->flag_sel >= 0 && a->flag_sel < n ? &flags[a->flag_sel] : NULL;
+            const lsn_flag *f = c->st->flag_sel >= 0 && c->st->flag_sel < n ? &flags[c->st->flag_sel] : NULL;
             ui_puts(win, sy, 2, iw, f && f->help ? f->help : "", ui_attr(UI_R_DIM));
         } else {
             ui_puts(win, sy, 2, iw, "f, then arrows: change a flag", ui_attr(UI_R_DIM));
@@ -190,8 +190,8 @@ static unsigned flags_mouse(const ui_view_ctx *c, int y, int x, ui_mouse m)
     if (m != UI_MOUSE_CLICK) return 0;
     int row = row_at(c, y);
     if (row < 0) return 0;
-    c->a->flag_sel = row;
-    c->a->key_focus = UI_PANE_FLAGS;
+    c->st->flag_sel = row;
+    if (c->req) c->req->flags_keys = 1;
     return UI_PANE_BIT(UI_PANE_FLAGS) | UI_PANE_BIT(UI_PANE_FOOTER);
 }
 

@@ -83,20 +83,20 @@ static int failed(const ui_view_ctx *c) { return c->s->server_error && c->s->ser
  * when they are the highlighted line's. */
 static int build(const ui_view_ctx *c, int iw, int all, wrapped *w, int *first, int *last)
 {
-    const app *a = c->a;
+    const ui_model *a = c->m;
     const kv_frame *f = c->f;
     const kv_plan *p = f->has_plan ? &f->plan : NULL;
     int hf = -1, hl = -1, ef = -1, el = -1, shown = 0;
     w->count = 0;
     for (int i = 0; p && i < p->num_log && (all || shown < a->startup_shown); i++) {
-        if (!app_log_visible(a, i)) continue;
+        if (!ui_model_log_visible(a, i)) continue;
         shown++;
         int lv = ui_log_level(p->log[i]), hi = hilite(c, p->log[i]);
         ui_role role = hi ? UI_R_HILITE : lv == 2 ? UI_R_ERROR : lv == 1 ? UI_R_WARN : UI_R_NORMAL;
         if (hi) add_line(w, p->log[i], lv, role, iw, 1, &hf, &hl);
         else add_line(w, p->log[i], lv, role, iw, lv == 2, &ef, &el);
     }
-    if (app_engine_log_visible(a)) {
+    if (a->engine_log_visible) {
         for (int i = 0; i < f->nlog; i++) {
             int lv = f->log_level[i], hi = hilite(c, f->log[i]);
             ui_role role = hi ? UI_R_HILITE : lv == 2 ? UI_R_ERROR : lv == 1 ? UI_R_WARN : UI_R_DIM;
@@ -121,11 +121,11 @@ static int build(const ui_view_ctx *c, int iw, int all, wrapped *w, int *first, 
 static void log_draw(const ui_view_ctx *c, WINDOW *win)
 {
     static wrapped wr;
-    const app *a = c->a;
+    const ui_model *a = c->m;
     int h, w;
     getmaxyx(win, h, w);
     werase(win);
-    ui_box(win, "start-up log", app_starting(a) ? "starting" : "", c->focused);
+    ui_box(win, "start-up log", a->starting ? "starting" : "", c->focused);
     int iw = w - 4, ih = h - 2;
     if (iw < 8 || ih < 1) return;
     int hl_first, hl_last;

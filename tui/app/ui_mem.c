@@ -197,7 +197,7 @@ static void mem_row(void *ctx, const wchar_t *s, int n)
 
 static void mem_draw(const ui_view_ctx *c, WINDOW *win)
 {
-    const app *a = c->a;
+    const ui_model *a = c->m;
     int h, w;
     getmaxyx(win, h, w);
     werase(win);
@@ -219,7 +219,7 @@ static void mem_draw(const ui_view_ctx *c, WINDOW *win)
         }
         return;
     }
-    unsigned mask = app_mem_terms(a) & ui_mem_reached(p);
+    unsigned mask = a->mem_terms & ui_mem_reached(p);
     unsigned all = (1u << UI_MEM_NT) - 1;
     int nleg = legend(c, NULL, 0, 0, iw, 8, p, mask, 0);
     /* Rows: budget line, bar, legend, summary (2). On a short pane the bar

@@ -92,30 +92,30 @@ static void mark_highlights(const ui_view_ctx *c, int32_t n)
             }
         }
     }
-    if (c->a->sel_req >= 0) mark_request(f, c->a->sel_req, 2, n);
+    if (c->m->sel_req >= 0) mark_request(f, c->m->sel_req, 2, n);
 }
 
 static ui_role flash_role(int f)
 {
     switch (f) {
-    case APP_FL_HIT:     return UI_R_FLASH_HIT;
-    case APP_FL_EVICT:   return UI_R_FLASH_EVICT;
-    case APP_FL_PREEMPT: return UI_R_FLASH_PREEMPT;
-    case APP_FL_ALLOC:   return UI_R_FLASH_ALLOC;
+    case UI_FL_HIT:     return UI_R_FLASH_HIT;
+    case UI_FL_EVICT:   return UI_R_FLASH_EVICT;
+    case UI_FL_PREEMPT: return UI_R_FLASH_PREEMPT;
+    case UI_FL_ALLOC:   return UI_R_FLASH_ALLOC;
     default:             return UI_R_NORMAL;
     }
 }
 
 /* Glyph and attributes of one block drawn alone. */
-static void one_block(const app *a, const kv_block_view *b, wchar_t *c, attr_t *at)
+static void one_block(const ui_model *a, const kv_block_view *b, wchar_t *c, attr_t *at)
 {
     const ui_glyphs *g = ui_gl();
     int mono = ui_style_mode() == UI_COLOR_NONE;
-    int f = app_flash(a, b->block_id);
+    int f = ui_model_flash(a, b->block_id);
     if (b->is_null) { *c = g->null_blk; *at = ui_attr(UI_R_NULL); return; }
-    if (f == APP_FL_HIT) { *c = g->hit; *at = ui_attr(UI_R_FLASH_HIT); return; }
-    if (f == APP_FL_EVICT) { *c = g->evict; *at = ui_attr(UI_R_FLASH_EVICT); return; }
-    if (f == APP_FL_PREEMPT) { *c = g->preempt; *at = ui_attr(UI_R_FLASH_PREEMPT); return; }
+    if (f == UI_FL_HIT) { *c = g->hit; *at = ui_attr(UI_R_FLASH_HIT); return; }
+    if (f == UI_FL_EVICT) { *c = g->evict; *at = ui_attr(UI_R_FLASH_EVICT); return; }
+    if (f == UI_FL_PREEMPT) { *c = g->preempt; *at = ui_attr(UI_R_FLASH_PREEMPT); return; }
     if (b->is_free) {
         *c = b->cached_free ? g->cached_blk : g->free_blk;
         *at = ui_attr(b->cached_free ? UI_R_CACHED : UI_R_FREE);
@@ -129,14 +129,14 @@ static void one_block(const app *a, const kv_block_view *b, wchar_t *c, attr_t *
         *c = mono ? ui_req_letter(b->owner) : g->used_blk;
         *at = ra;
     }
-    if (f == APP_FL_ALLOC) *at |= A_BOLD;
+    if (f == UI_FL_ALLOC) *at |= A_BOLD;
 }
 
 static void pool_draw(const ui_view_ctx *c, WINDOW *win)
 {
     const ui_glyphs *g = ui_gl();
     const kv_frame *f = c->f;
-    const app *a = c->a;
+    const ui_model *a = c->m;
     int h, w;
     getmaxyx(win, h, w);
     werase(win);
@@ -165,7 +165,7 @@ static void pool_draw(const ui_view_ctx *c, WINDOW *win)
      * doubles as use grows); the status line says which blocks are shown. */
     int32_t active = 0;
     for (int32_t i = snap - 1; i >= 0; i--)
-        if (!blk[i].is_null && (!blk[i].is_free || blk[i].cached_free || app_flash(a, i))) { active = i + 1; break; }
+        if (!blk[i].is_null && (!blk[i].is_free || blk[i].cached_free || ui_model_flash(a, i))) { active = i + 1; break; }
     /* An empty pool is shown whole: its size is the point then. */
     int64_t range = active > 0 ? cells : n;
     while (range < n && range < (int64_t)active + active / 4 + 1) range *= 2;
@@ -196,15 +196,15 @@ static void pool_draw(const ui_view_ctx *c, WINDOW *win)
         if (per == 1) {
             one_block(a, &blk[b0], &ch, &at);
             /* reserved for its slab, nothing in it: drawn empty in the owner's colour */
-            if (g_empty[b0] && !app_flash(a, b0)) { ch = g->free_blk; at = ui_attr(ui_req_role(blk[b0].owner)); }
+            if (g_empty[b0] && !ui_model_flash(a, b0)) { ch = g->free_blk; at = ui_attr(ui_req_role(blk[b0].owner)); }
         } else {
             int32_t u = 0, cached = 0, fl = 0, owner_b = -1, nul = 0, maxref = 0, empty_in = 0;
             for (int32_t b = b0; b < b1; b++) {
                 const kv_block_view *bv = &blk[b];
                 if (bv->is_null) { nul = 1; continue; }
-                int fk = app_flash(a, b);
-                if (fk == APP_FL_PREEMPT || (fk == APP_FL_HIT && fl != APP_FL_PREEMPT) ||
-                    (fk == APP_FL_EVICT && !fl))
+                int fk = ui_model_flash(a, b);
+                if (fk == UI_FL_PREEMPT || (fk == UI_FL_HIT && fl != UI_FL_PREEMPT) ||
+                    (fk == UI_FL_EVICT && !fl))
                     fl = fk;
                 if (!bv->is_free) {
                     if (owner_b < 0) owner_b = b;
@@ -216,7 +216,7 @@ static void pool_draw(const ui_view_ctx *c, WINDOW *win)
             }
             int32_t real = b1 - b0 - nul;
             if (fl) {
-                ch = fl == APP_FL_HIT ? g->hit : fl == APP_FL_EVICT ? g->evict : g->preempt;
+                ch = fl == UI_FL_HIT ? g->hit : fl == UI_FL_EVICT ? g->evict : g->preempt;
                 at = ui_attr(flash_role(fl));
             } else if (maxref > 1) {
                 /* Shared blocks in the cell: the highest reference count. */
@@ -246,8 +246,8 @@ static void pool_draw(const ui_view_ctx *c, WINDOW *win)
     /* Status line: the selected block, else the counts. */
     char st[256], a1[32], a2[32], a3[32];
     int sy = h - 2;
-    if (a->sel_block >= 0 && a->sel_block < snap) {
-        const kv_block_view *b = &blk[a->sel_block];
+    if (a->st->sel_block >= 0 && a->st->sel_block < snap) {
+        const kv_block_view *b = &blk[a->st->sel_block];
         int64_t owners[8];
         int32_t no = kv_frame_block_owners(f, b->block_id, owners, 8);
         char ob[96] = "";
@@ -287,21 +287,21 @@ static int pool_want_h(const ui_view_ctx *c, int w)
     if (!c->f->has_engine) return 0;
     int cols = w - 2 > 1 ? w - 2 : 1;
     int need = (c->f->info.num_blocks + cols - 1) / cols + 3;
-    int cap = c->a->rows / 2 > 5 ? c->a->rows / 2 : 5;
+    int cap = c->m->rows / 2 > 5 ? c->m->rows / 2 : 5;
     return need < cap ? need : cap;
 }
 
 static unsigned pool_mouse(const ui_view_ctx *c, int y, int x, ui_mouse m)
 {
-    app *a = c->a;
+    ui_view_state *st = c->st;
     if (m != UI_MOUSE_CLICK || !c->f->has_engine) return 0;
     int32_t b = block_at(y, x);
-    a->sel_block = b == a->sel_block ? -1 : b;
-    if (a->sel_block >= 0) {
-        const kv_block_view *bv = kv_frame_block(c->f, a->sel_block);
-        if (bv && bv->owner >= 0) a->sel_req = bv->owner;
+    st->sel_block = b == st->sel_block ? -1 : b;
+    if (st->sel_block >= 0) {
+        const kv_block_view *bv = kv_frame_block(c->f, st->sel_block);
+        if (bv && bv->owner >= 0 && c->req) c->req->sel_req = bv->owner;
     }
-    app_relayout(a, 0);
+    if (c->req) c->req->relayout = 1;
     return UI_PANE_BIT(UI_PANE_POOL) | UI_PANE_BIT(UI_PANE_REQUESTS);
 }
 

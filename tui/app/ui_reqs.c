@@ -50,7 +50,7 @@ static int table_rows(const ui_view_ctx *c, int iw, const kv_frame_req *r)
 static int row(const ui_view_ctx *c, WINDOW *win, int y, int iw, const kv_frame_req *r, int is_victim_next,
                int max_rows)
 {
-    const app *a = c->a;
+    const ui_model *a = c->m;
     const ui_glyphs *g = ui_gl();
     const kv_request_view *rv = &r->req;
     const int32_t *table = kv_frame_table(c->f, r);
@@ -97,7 +97,7 @@ static int row(const ui_view_ctx *c, WINDOW *win, int y, int iw, const kv_frame_
 static void reqs_draw(const ui_view_ctx *c, WINDOW *win)
 {
     const kv_frame *f = c->f;
-    int64_t sel = c->a->sel_req;
+    int64_t sel = c->m->sel_req;
     int h, w;
     getmaxyx(win, h, w);
     werase(win);

@@ -1,7 +1,6 @@
 /* ui_text: see ui_text.h. */
 #include "ui_text.h"
 
-#include "app_room.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,7 +139,7 @@ static void draw_lines(WINDOW *win, int y0, int x0, int rows, const tline *l, in
     }
 }
 
-void ui_text_scroll(app *a, int delta)
+void ui_text_scroll(ui_view_state *a, int delta)
 {
     int maxs = a->text_lines - a->text_rows;
     if (maxs < 0) maxs = 0;
@@ -153,7 +152,8 @@ void ui_text_scroll(app *a, int delta)
  * a->text_lines / a->text_rows so scrolling knows the limits. */
 static void text_draw(const ui_view_ctx *c, WINDOW *win)
 {
-    app *a = c->a;
+    const ui_model *a = c->m;
+    ui_view_state *vs = c->st;
     const lsn_scene *sc = c->s;
     static tline nar_l[TEXT_MAX_LINES], bot_l[512];
     static wchar_t nar_s[TEXT_MAX_WCHARS], bot_s[16384];
@@ -179,7 +179,7 @@ static void text_draw(const ui_view_ctx *c, WINDOW *win)
     const char *serr = sc->server_error;
     /* With the log on screen vLLM's message is there in full, in red: the
      * rows here stay the page's. */
-    int log_shown = (a->lay.placed & UI_PANE_BIT(UI_PANE_LOG)) != 0;
+    int log_shown = (a->lay->placed & UI_PANE_BIT(UI_PANE_LOG)) != 0;
     if (serr && *serr && st != LSN_ERROR && !log_shown) {
         /* vLLM's message can be long; three lines here, all of it in the log. */
         add_text(&bot, "The server did not start:", iw, UI_R_ERROR);
@@ -189,9 +189,8 @@ static void text_draw(const ui_view_ctx *c, WINDOW *win)
             bot.n = before + 3;
             tline *l = &bot.lines[bot.n - 1];
             /* point at the log only where it is: on screen, or one Tab away */
-            int lf;
-            unsigned shown = app_shown_panes(a, &lf);
-            int placed = (a->lay.placed & UI_PANE_BIT(UI_PANE_LOG)) != 0;
+            unsigned shown = a->shown_panes;
+            int placed = (a->lay->placed & UI_PANE_BIT(UI_PANE_LOG)) != 0;
             int u = ui_gl()->utf8;
             const wchar_t *more = placed ? (u ? L" \u2026 (see the log)" : L" ... (see the log)")
                                 : (shown & UI_PANE_BIT(UI_PANE_LOG)) ? (u ? L" \u2026 (Tab: the log)" : L" ... (Tab: the log)")
@@ -215,7 +214,7 @@ static void text_draw(const ui_view_ctx *c, WINDOW *win)
         char g[600];
         snprintf(g, sizeof g, "%s %s", goal->met ? "Goal reached:" : "Goal:", goal->text);
         add_text(&bot, g, iw, goal->met ? UI_R_OK : UI_R_TITLE);
-        if (!goal->met && !app_room_drives(a)) add_text(&bot, "f: change flags   h: hint", iw, UI_R_DIM);
+        if (!goal->met && !a->room_drives) add_text(&bot, "f: change flags   h: hint", iw, UI_R_DIM);
     }
     const lsn_question *q = sc->question;
     if (q) {
@@ -235,12 +234,12 @@ static void text_draw(const ui_view_ctx *c, WINDOW *win)
     if (q && a->verdict_kind >= 0 && a->verdict[0])
         add_text(&bot, a->verdict, iw, a->verdict_kind == LSN_V_CORRECT ? UI_R_OK : UI_R_ERROR);
     int input_row = -1;
-    if (app_room_drives(a)) {
+    if (a->room_drives) {
         /* A follower: the presenter answers and moves on. */
         add_blank(&bot);
         /* x breaks away only from a lesson: say it only when one is open */
         int lesson_open = a->lsn && lsn_current(a->lsn);
-        if (app_room_presenter_left(a))
+        if (a->presenter_left)
             add_text(&bot, lesson_open ? "The presenter has left: this page stays until they come back (x: explore "
                                          "on your own)"
                                        : "The presenter has left: this page stays until they come back",
@@ -278,7 +277,7 @@ static void text_draw(const ui_view_ctx *c, WINDOW *win)
     const char *txt = sc->text;
     char loading[64];
     snprintf(loading, sizeof loading, "Opening lesson %d ...", a->loading);
-    const char *idle = st == LSN_IDLE ? app_room_idle_text(a) : NULL; /* a follower waiting for its presenter */
+    const char *idle = st == LSN_IDLE ? a->room_idle : NULL; /* a follower waiting for its presenter */
     if ((!txt || !*txt) && idle) txt = idle;
     if (!txt || !*txt) txt = st != LSN_IDLE ? "" : a->loading ? loading : "No lesson loaded. Press l to pick one.";
     int page = sc->page_no;
@@ -296,28 +295,28 @@ static void text_draw(const ui_view_ctx *c, WINDOW *win)
     while (nar.n > 0 && nar.lines[nar.n - 1].n == 0) nar.n--;
     int nrows = ih - nb - (nb > 0 ? 1 : 0);
     if (nrows < 1) nrows = 1;
-    int old_lines = a->text_lines, old_max = a->text_lines - a->text_rows;
-    int at_bottom = a->text_scroll >= (old_max > 0 ? old_max : 0);
-    a->text_lines = nar.n;
-    a->text_rows = nrows;
-    if (page != a->last_page) {
-        a->last_page = page;
-        a->text_scroll = 0;
-    } else if (nar.n > old_lines && (at_bottom || a->text_follow)) {
+    int old_lines = vs->text_lines, old_max = vs->text_lines - vs->text_rows;
+    int at_bottom = vs->text_scroll >= (old_max > 0 ? old_max : 0);
+    vs->text_lines = nar.n;
+    vs->text_rows = nrows;
+    if (page != vs->last_page) {
+        vs->last_page = page;
+        vs->text_scroll = 0;
+    } else if (nar.n > old_lines && (at_bottom || vs->text_follow)) {
         /* New text on the same page (a flag report, the answer's
          * explanation): follow it, starting one line above the new text,
          * unless the learner scrolled up to read. */
         int first_new = old_lines > 0 ? old_lines - 1 : 0;
-        if (first_new > a->text_scroll) a->text_scroll = first_new;
+        if (first_new > vs->text_scroll) vs->text_scroll = first_new;
         int maxs = nar.n - nrows;
-        if (a->text_scroll > maxs) a->text_scroll = maxs > 0 ? maxs : 0;
+        if (vs->text_scroll > maxs) vs->text_scroll = maxs > 0 ? maxs : 0;
     }
-    a->text_follow = 0;
-    ui_text_scroll(a, 0);
-    draw_lines(win, 1, 2, nrows, nar.lines, nar.n, a->text_scroll);
+    vs->text_follow = 0;
+    ui_text_scroll(vs, 0);
+    draw_lines(win, 1, 2, nrows, nar.lines, nar.n, vs->text_scroll);
     const ui_glyphs *g = ui_gl();
-    if (a->text_scroll > 0) ui_put(win, 1, w - 2, g->arrow_up, ui_attr(UI_R_KEY));
-    int more_below = a->text_scroll + nrows < nar.n;
+    if (vs->text_scroll > 0) ui_put(win, 1, w - 2, g->arrow_up, ui_attr(UI_R_KEY));
+    int more_below = vs->text_scroll + nrows < nar.n;
 
     /* Pinned block at the bottom, with a rule above it. */
     if (nb > 0) {
@@ -352,7 +351,7 @@ static unsigned text_mouse(const ui_view_ctx *c, int y, int x, ui_mouse m)
     (void)y;
     (void)x;
     if (m == UI_MOUSE_CLICK) return 0;
-    ui_text_scroll(c->a, m == UI_MOUSE_WHEEL_UP ? -3 : 3);
+    ui_text_scroll(c->st, m == UI_MOUSE_WHEEL_UP ? -3 : 3);
     return UI_PANE_BIT(UI_PANE_TEXT);
 }
 

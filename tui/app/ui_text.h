@@ -11,7 +11,7 @@
 extern const ui_view_class ui_view_text;
 
 /* Scroll by delta lines (negative = up), clamped. */
-void ui_text_scroll(app *a, int delta);
+void ui_text_scroll(ui_view_state *st, int delta);
 
 /* Wrap UTF-8 text to width cells and call line(ctx, s, n) for each line
  * (paragraphs split on blank lines; lines starting with two spaces kept as

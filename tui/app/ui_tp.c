@@ -75,7 +75,7 @@ static void draw_pool(WINDOW *win, int y, int x, int width, double usage, int re
 static void tp_draw(const ui_view_ctx *c, WINDOW *win)
 {
     const kv_frame *f = c->f;
-    const app *a = c->a;
+    const ui_model *a = c->m;
     int h, w;
     getmaxyx(win, h, w);
     werase(win);
@@ -99,7 +99,7 @@ static void tp_draw(const ui_view_ctx *c, WINDOW *win)
     int legend_rows = iw >= 44 ? 1 : 2;
     int lines_per = ih >= 2 * ng + legend_rows + 1 ? 2 : 1;
     int shown = tp;
-    int target = app_log_target(a);
+    int target = a->log_target;
     if (p && target > 0 && a->startup_shown < target) {
         /* The heads deal out rank by rank while the server starts. */
         shown = (a->startup_shown * tp + target - 1) / target;

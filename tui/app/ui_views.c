@@ -35,13 +35,23 @@ const ui_view_class *ui_view_class_of(ui_pane p)
     return p >= 0 && p < UI_PANE_COUNT ? classes[p] : NULL;
 }
 
-static const lsn_scene no_scene = { .title = "", .state = LSN_IDLE, .text = "", .page_title = "" };
-
-ui_view_ctx ui_view_ctx_of(app *a, ui_pane p)
+ui_view_ctx ui_view_ctx_of(const ui_model *m, ui_pane p)
 {
-    ui_view_ctx c = { .f = &a->frame, .s = a->lsn ? lsn_scene_get(a->lsn) : &no_scene, .a = a, .pane = p,
-                      .focused = a->view_focus == (int)p };
+    ui_view_ctx c = { .f = m->frame, .s = m->scene, .m = m, .st = m->st, .req = NULL, .pane = p,
+                      .focused = m->view_focus == (int)p };
     return c;
+}
+
+int ui_model_flash(const ui_model *m, int32_t b)
+{
+    if (!m->flashing || !m->flash_kind || b < 0 || b >= m->nflash) return UI_FL_NONE;
+    return m->flash_until[b] > m->now ? m->flash_kind[b] : UI_FL_NONE;
+}
+
+int ui_model_log_visible(const ui_model *m, int i)
+{
+    if (i < 0 || i >= KV_PLAN_MAX_LOG) return 0;
+    return (int)((m->log_visible[i / 64] >> (i % 64)) & 1u);
 }
 
 const lsn_view *ui_view_lesson(const ui_view_ctx *c, const char *name)
@@ -65,9 +75,8 @@ int ui_view_req_highlighted(const ui_view_ctx *c, const char *name, int64_t req_
     return 0;
 }
 
-void ui_views_want(app *a, int side_w, ui_layout_req *req)
+void ui_views_want(const ui_model *a, int side_w, ui_layout_req *req)
 {
-    app_frame_update(a);
     for (int p = UI_PANE_MEMORY; p < UI_PANE_COUNT; p++) {
         const ui_view_class *k = classes[p];
         ui_view_ctx c = ui_view_ctx_of(a, (ui_pane)p);
@@ -76,7 +85,7 @@ void ui_views_want(app *a, int side_w, ui_layout_req *req)
     }
 }
 
-void ui_views_draw(app *a, ui_pane p, WINDOW *win)
+void ui_views_draw(const ui_model *a, ui_pane p, WINDOW *win)
 {
     const ui_view_class *k = ui_view_class_of(p);
     if (!k || !k->draw || !win) return;
@@ -84,18 +93,20 @@ void ui_views_draw(app *a, ui_pane p, WINDOW *win)
     k->draw(&c, win);
 }
 
-void ui_views_mouse(app *a, int sy, int sx, ui_mouse m)
+unsigned ui_views_mouse(const ui_model *a, int sy, int sx, ui_mouse m, ui_mouse_req *out)
 {
-    if (a->lay.too_small) return;
+    out->sel_req = -2;
+    out->flags_keys = out->relayout = 0;
+    if (a->lay->too_small) return 0;
     for (int p = 0; p < UI_PANE_COUNT; p++) {
-        if (!(a->lay.placed & UI_PANE_BIT(p))) continue;
-        ui_rect r = a->lay.r[p];
+        if (!(a->lay->placed & UI_PANE_BIT(p))) continue;
+        ui_rect r = a->lay->r[p];
         if (sy < r.y || sy >= r.y + r.h || sx < r.x || sx >= r.x + r.w) continue;
         const ui_view_class *k = classes[p];
-        if (k && k->on_mouse) {
-            ui_view_ctx c = ui_view_ctx_of(a, (ui_pane)p);
-            a->dirty |= k->on_mouse(&c, sy - r.y, sx - r.x, m);
-        }
-        return;
+        if (!k || !k->on_mouse) return 0;
+        ui_view_ctx c = ui_view_ctx_of(a, (ui_pane)p);
+        c.req = out;
+        return k->on_mouse(&c, sy - r.y, sx - r.x, m);
     }
+    return 0;
 }

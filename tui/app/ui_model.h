@@ -1,0 +1,127 @@
+/* ui_model: what the views draw besides the frame and the scene: a small
+ * view model the app fills once per frame (app_model_update in app_main.c)
+ * from its own state, the room and the rewind. The views read it and call
+ * nothing in app_*: calls go one way, app -> views (docs/DESIGN.md).
+ *
+ * What a view changes as it draws or takes a click goes to ui_view_state
+ * (its own scroll and selection figures, kept by the app between frames)
+ * or to ui_mouse_req (what the click asks the app to do). */
+#ifndef UI_MODEL_H
+#define UI_MODEL_H
+
+#include <stdint.h>
+
+#include "kv_frame.h"
+#include "kv_history.h"
+#include "kv_plan.h"
+#include "lsn.h"
+#include "ui_layout.h"
+#include "ui_style.h"
+
+#define UI_MAX_HINTS 8
+#define UI_HINT_MAX 512
+
+/* Overlays drawn above the views. */
+enum { UI_OV_NONE = 0, UI_OV_HELP, UI_OV_CONFIRM_RESET, UI_OV_LESSONS, UI_OV_CONFIRM_QUIT };
+
+/* Flash kinds a block can show for a moment (driven by engine events). */
+enum { UI_FL_NONE = 0, UI_FL_ALLOC, UI_FL_HIT, UI_FL_EVICT, UI_FL_FREE, UI_FL_PREEMPT };
+
+/* Figures the views keep between frames: written as they draw (scroll
+ * limits, a clamped selection) and by the keys (scrolling). */
+typedef struct ui_view_state {
+    int text_scroll;         /* first narration line shown */
+    int text_lines;          /* narration lines at the last draw (for scrolling limits) */
+    int text_rows;           /* rows the narration had at the last draw */
+    int last_page;           /* lsn_page_number at the last draw */
+    int text_follow;         /* scroll to the newest text at the next draw */
+    int flag_sel;            /* selected row of the flags view */
+    int list_sel;            /* lesson list selection */
+    int32_t sel_block;       /* block picked with the mouse, -1 none */
+} ui_view_state;
+
+/* What the mouse did, in a view's own cells. */
+typedef enum ui_mouse { UI_MOUSE_CLICK = 0, UI_MOUSE_WHEEL_UP, UI_MOUSE_WHEEL_DOWN } ui_mouse;
+
+/* What a click asks the app to do (the app applies it after the view). */
+typedef struct ui_mouse_req {
+    int64_t sel_req;         /* show this request's block table; -2 = unchanged */
+    int flags_keys;          /* give the keys to the flags view */
+    int relayout;            /* the panes to place may have changed */
+} ui_mouse_req;
+
+typedef struct ui_model {
+    const kv_frame *frame;   /* the engine as of this frame */
+    const lsn_scene *scene;  /* what the lesson asks to show (never NULL) */
+    lsn_runner *lsn;         /* the lesson runtime, for its read-only queries (course list, state); NULL = none */
+    ui_view_state *st;       /* the app's copy of the views' own figures */
+
+    /* Screen and run state. */
+    int rows, cols;
+    const ui_layout *lay;
+    int view_focus;          /* pane given priority by Tab (-1 = the lesson's choice) */
+    int key_focus;           /* UI_PANE_FLAGS when the flags pane has the keys, else -1 */
+    int paused;
+    double speed;            /* the app's multiplier of the lesson's step rate */
+    double now;              /* monotonic seconds */
+    int overlay;             /* UI_OV_* */
+
+    /* Text view. */
+    int loading;             /* lesson number being opened (first frame), 0 = none */
+    int input_active;        /* the answer box has the keys */
+    const char *input;       /* typed answer */
+    int input_len;
+    const char *verdict;     /* last answer's verdict message */
+    int verdict_kind;        /* lsn_verdict_kind, -1 = none */
+    const char *recap;       /* last right answer + explanation */
+    int recap_page;
+    const char (*hints)[UI_HINT_MAX];
+    int nhints;
+    const char *status;      /* one-line message for the learner, "" none */
+    int status_role;         /* ui_role for it */
+    double status_until;
+    const char *notice;      /* a runner notice too long for the header, "" none */
+    int notice_page;
+
+    /* Flags view. */
+    int flag_editing, flag_selall;
+    const char *flag_buf;
+
+    /* Requests and pool. */
+    int64_t sel_req;         /* request whose block table is shown, -1 none */
+    int64_t victim;          /* last preempted request (-1 none) */
+    double victim_until;
+    int flashing;            /* some flash is still running */
+    int32_t nflash;          /* size of the flash arrays */
+    const uint8_t *flash_kind;
+    const double *flash_until;
+
+    /* Start-up replay (what the log and the memory bar reveal). */
+    int startup_shown;       /* visible plan log lines revealed so far */
+    int log_target;          /* visible plan log lines */
+    int engine_log_visible;  /* the engine's own lines may show */
+    int starting;            /* the replay is still revealing lines */
+    unsigned mem_terms;      /* bit t: memory term t (UI_MEM_T_*) shown */
+    uint64_t log_visible[(KV_PLAN_MAX_LOG + 63) / 64]; /* bit i: plan log line i is within "upto" */
+    unsigned shown_panes;    /* UI_PANE_BIT of the side panes to place */
+
+    /* Classroom (app_room.h). */
+    const char *room_label;  /* "presenting to 3", ... "" without a room */
+    int room_footer;         /* 1 following, 2 broken away, 0 otherwise */
+    int room_drives;         /* a follower that follows: the presenter answers */
+    int presenter_left;
+    const char *room_idle;   /* the text view's words while a follower has no lesson, or NULL */
+
+    /* Rewind (app_rewind.h): replaying a past step of hist. */
+    int rw_active;
+    const kv_history *rw_hist;
+    int64_t rw_pos;
+} ui_model;
+
+/* Current flash kind of a block (UI_FL_NONE when out of range or over). */
+int ui_model_flash(const ui_model *m, int32_t block_id);
+
+/* Plan log line i is within what the log view may show. */
+int ui_model_log_visible(const ui_model *m, int i);
+
+#endif
