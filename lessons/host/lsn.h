@@ -50,7 +50,7 @@ typedef struct lsn_runner lsn_runner;
 typedef struct lsn_limits {
     size_t heap_bytes;         /* Lua heap per lesson [256 MiB] */
     long instructions;         /* Lua instructions per call into the lesson [200 million] */
-    double seconds;            /* wall time per call into the lesson [1 s] */
+    double seconds;            /* wall time per call into the lesson [3 s] */
     double pattern_work;       /* string pattern matching work per call [1e8 steps] */
     long check_waits;          /* kvlab check: waits one lesson may pass [100,000] */
     long check_engine_steps;   /* kvlab check: engine steps one lesson may run [10 million] */

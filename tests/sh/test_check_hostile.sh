@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Hostile lessons (tests/lessons/hostile) under kvlab check: each ends with a
-# message that names the limit it hit and its file:line, within 2 s (times
-# KVLAB_TIME_SCALE, default 3, for a loaded or sanitizer build), and kvlab
-# never crashes or hangs: a heap bomb of live tables, an endless loop inside
+# message that names the limit it hit and its file:line, and kvlab never
+# crashes or hangs. Lessons that must hit a limit that does not depend on the
+# machine's speed (instructions, memory) run with the wall time out of the way
+# (--seconds 600), so a busy machine cannot make the 3 s wall time the one
+# hit; those ended by a refusal must end within 2 s (times KVLAB_TIME_SCALE,
+# default 3, for a loaded or sanitizer build). The lessons: a heap bomb of live tables, an endless loop inside
 # pcall (in a loop), a __gc finalizer that loops, traffic at math.huge and
 # 1e300 requests/s, a backtracking pattern, lab.random over the whole
 # integer range, coroutines too short for a hook, a heap bomb inside pcall,
@@ -13,31 +16,33 @@ set -uo pipefail
 H="$KVLAB_SOURCE_DIR/tests/lessons/hostile"
 scale=${KVLAB_TIME_SCALE:-3}
 fail=0
+slow=0 # 1: the lesson runs to a work or memory limit (no time bound, the wall time out of the way)
 expect() { # expect N rc pattern
-  local n=$1 want=$2 pat=$3 out rc t0 t1 ms
+  local n=$1 want=$2 pat=$3 out rc t0 t1 ms extra=()
+  [ "$slow" = 1 ] && extra=(--seconds 600)
   t0=$(date +%s%N)
-  out=$(timeout 60 "$KVLAB" check --lessons "$H" "$n" 2>&1); rc=$?
+  out=$(timeout $((60 * scale)) "$KVLAB" check --lessons "$H" "${extra[@]}" "$n" 2>&1); rc=$?
   t1=$(date +%s%N)
   ms=$(( (t1 - t0) / 1000000 ))
   echo "--- hostile $n (exit $rc, ${ms} ms)"; echo "$out" | head -4
   if [ "$rc" -ne "$want" ]; then echo "FAIL: hostile $n exit $rc, wanted $want"; fail=1; fi
   if ! grep -qE -- "$pat" <<<"$out"; then echo "FAIL: hostile $n output lacks /$pat/"; fail=1; fi
-  if [ "$ms" -gt $((2000 * scale)) ]; then echo "FAIL: hostile $n took ${ms} ms"; fail=1; fi
+  if [ "$slow" = 0 ] && [ "$ms" -gt $((2000 * scale)) ]; then echo "FAIL: hostile $n took ${ms} ms"; fail=1; fi
 }
-expect 1 1 "ERROR hostile/01-heap-bomb.lua:3: the lesson used all of its 256 MiB of Lua memory"
-expect 2 1 "ERROR hostile/02-pcall-loop.lua:3: the lesson ran too long without waiting .*200 million Lua instructions"
+slow=1 expect 1 1 "ERROR hostile/01-heap-bomb.lua:3: the lesson used all of its 256 MiB of Lua memory"
+slow=1 expect 2 1 "ERROR hostile/02-pcall-loop.lua:3: the lesson ran too long without waiting .*200 million Lua instructions"
 expect 3 1 "ERROR hostile/03-gc-loop.lua:2: setmetatable: lessons cannot use __gc finalizers"
 expect 4 1 "ERROR hostile/04-traffic-huge.lua:3: lab.traffic: rate must be > 0 and at most 1000000"
 expect 5 1 "ERROR hostile/05-traffic-1e300.lua:3: lab.traffic: rate must be > 0 and at most 1000000"
 expect 6 1 "ERROR hostile/06-pattern.lua:4: string.find: this pattern could take up to .* matching steps"
 expect 7 1 "ERROR hostile/07-random-range.lua:15: random: every draw in range"
-expect 8 1 "ERROR hostile/08-coroutine-dodge.lua:3: the lesson ran too long without waiting"
-expect 9 1 "ERROR hostile/09-pcall-memory.lua:3: the lesson used all of its 256 MiB of Lua memory"
-expect 10 1 "ERROR hostile/10-table-move.lua:2: the lesson ran too long without waiting"
+slow=1 expect 8 1 "ERROR hostile/08-coroutine-dodge.lua:3: the lesson ran too long without waiting"
+slow=1 expect 9 1 "ERROR hostile/09-pcall-memory.lua:3: the lesson used all of its 256 MiB of Lua memory"
+slow=1 expect 10 1 "ERROR hostile/10-table-move.lua:2: the lesson ran too long without waiting"
 expect 11 0 "PASS lesson 11 "
-expect 12 1 "ERROR hostile/12-xpcall-handler.lua:2: the lesson ran too long without waiting"
+slow=1 expect 12 1 "ERROR hostile/12-xpcall-handler.lua:2: the lesson ran too long without waiting"
 # All of them in one run: one lesson's limit never leaks into the next.
-out=$(timeout 120 "$KVLAB" check --lessons "$H" 2>&1); rc=$?
+out=$(timeout $((120 * scale)) "$KVLAB" check --lessons "$H" --seconds 600 2>&1); rc=$?
 echo "$out" | tail -1
 grep -q "kvlab check: 1 passed, 11 failed" <<<"$out" || { echo "FAIL: the whole set: $(tail -1 <<<"$out")"; fail=1; }
 exit $fail

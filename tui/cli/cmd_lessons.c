@@ -12,11 +12,13 @@
 
 static void check_usage(FILE *f)
 {
-    fprintf(f, "usage: kvlab check [N ...] [--lessons DIR] [-v]\n"
+    fprintf(f, "usage: kvlab check [N ...] [--lessons DIR] [--seconds S] [-v]\n"
                "  runs lessons headless with their scripted answers (all written lessons when no N);\n"
                "  every question must refuse its wrong answers and accept its script; every goal\n"
                "  must be reached by its scripted flag changes. Exit 0 when all pass, 1 otherwise,\n"
                "  2 for a number the course does not have.\n"
+               "  --seconds S: wall time one call into a lesson may take (default 3, as in the app); the\n"
+               "  other limits (instructions, memory) do not depend on how busy the machine is.\n"
                "  -v also shows each page's text and what lessons print(). KVLAB_LESSONS_DIR also sets the folder.\n");
 }
 
@@ -24,6 +26,7 @@ int cmd_check(int argc, char **argv)
 {
     const char *dir = NULL;
     int verbose = 0;
+    double seconds = 0;
     int nums[128], n = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -36,6 +39,14 @@ int cmd_check(int argc, char **argv)
             dir = a + 10;
         } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
             verbose = 1;
+        } else if (!strcmp(a, "--seconds") || !strncmp(a, "--seconds=", 10)) {
+            const char *v = a[9] == '=' ? a + 10 : i + 1 < argc ? argv[++i] : "";
+            char *end;
+            seconds = strtod(v, &end);
+            if (!*v || *end || !(seconds > 0 && seconds <= 3600)) {
+                fprintf(stderr, "kvlab check: --seconds wants a number of seconds in (0, 3600], not '%s'\n", v);
+                return 2;
+            }
         } else {
             char *end;
             long v = strtol(a, &end, 10);
@@ -49,7 +60,7 @@ int cmd_check(int argc, char **argv)
     char err[1024];
     dir = kvlab_lessons_dir_for(dir);
     lsn_config cfg = {.lessons_dir = dir, .assets_dir = kvlab_assets_dir(), .state_dir = "", .headless = 1,
-                      .verbose = verbose};
+                      .verbose = verbose, .limits = {.seconds = seconds}};
     lsn_runner *r = lsn_new(&cfg, err, sizeof err);
     if (!r) {
         fprintf(stderr, "kvlab check: %s\n", err);
