@@ -22,6 +22,8 @@ static void usage(FILE *f)
         "                                 run the engine on a request trace, headless\n"
         "       kvlab explain [FILE|-] [--json] [--model NAME] [--gpu NAME] [vLLM flags]\n"
         "                                 read a vLLM log: what it states beside kvlab's plan, and why\n"
+        "       kvlab fit MODEL [--context N] [--concurrency C] [--gpus LIST] [--tp LIST] [--json]\n"
+        "                                 which cards and tensor-parallel sizes serve this workload\n"
         "       kvlab models | gpus | lessons\n"
         "       kvlab check [N ...]        run lessons headless; non-zero exit on a failed check\n"
         "       kvlab probe                what the CUDA backend measures on this machine\n"
@@ -44,6 +46,7 @@ int main(int argc, char **argv)
         if (!strcmp(c, "probe"))    return cmd_probe(argc - 1, argv + 1);
         if (!strcmp(c, "rooms"))    return cmd_rooms(argc - 1, argv + 1);
         if (!strcmp(c, "explain"))  return cmd_explain(argc - 1, argv + 1);
+        if (!strcmp(c, "fit"))      return cmd_fit(argc - 1, argv + 1);
 #ifdef KVLAB_HAVE_LESSONS
         if (!strcmp(c, "lessons"))  return cmd_lessons(argc - 1, argv + 1);
         if (!strcmp(c, "check"))    return cmd_check(argc - 1, argv + 1);

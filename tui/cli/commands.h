@@ -13,6 +13,7 @@ int cmd_simulate(int argc, char **argv);  /* tui/cli/cmd_simulate.c */
 int cmd_probe(int argc, char **argv);     /* tui/cli/cmd_probe.c */
 int cmd_rooms(int argc, char **argv);     /* tui/cli/cmd_rooms.c */
 int cmd_explain(int argc, char **argv);   /* tui/cli/cmd_explain.c */
+int cmd_fit(int argc, char **argv);       /* tui/cli/cmd_fit.c */
 
 #ifdef KVLAB_HAVE_LESSONS
 int cmd_lessons(int argc, char **argv);   /* tui/cli/cmd_lessons.c */
