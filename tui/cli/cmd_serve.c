@@ -28,6 +28,8 @@ static void serve_usage(FILE *f)
             "  --gpu NAME        the card (kvlab gpus); default %s, or this machine's GPU\n"
             "                    when a CUDA device answers (--gpu this asks for it)\n"
             "  --json            print one JSON object instead of the report\n"
+            "  --vs FLAGS        a second line: the flags after --vs change or add to the first's;\n"
+            "                    both plans side by side, term by term (exit: the second's)\n"
             "  --allocate        hold the plan on the GPU: placeholders for weights, activation\n"
             "                    peak, CUDA graphs and NCCL, and the KV pool with K/V written\n"
             "  --no-placeholders with --allocate: the KV pool only (a shared card)\n"
@@ -198,6 +200,9 @@ static void add_notes_json(cJSON *o, const char *notes)
 
 int cmd_serve(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--vs"))
+            return cmd_serve_vs(argc, argv); /* two command lines side by side */
     int json = 0;
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     if (!rest)

@@ -7,6 +7,7 @@
 #define KVLAB_COMMANDS_H
 
 int cmd_serve(int argc, char **argv);     /* tui/cli/cmd_serve.c */
+int cmd_serve_vs(int argc, char **argv);  /* tui/cli/serve_vs.c: serve ... --vs ... */
 int cmd_models(int argc, char **argv);    /* tui/cli/cmd_catalog.c */
 int cmd_gpus(int argc, char **argv);      /* tui/cli/cmd_catalog.c */
 int cmd_simulate(int argc, char **argv);  /* tui/cli/cmd_simulate.c */
