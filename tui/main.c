@@ -14,6 +14,8 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: kvlab [--lesson N] [--lessons DIR] [--ascii] [--no-color] [--fps N]\n"
         "                                 the lesson app (resumes where you left off)\n"
+        "       kvlab --log FILE           the app on a vLLM log: memory bar, start-up log and flags\n"
+        "                                 beside what the log says (kvlab explain in the app)\n"
         "       kvlab --present [ROOM] [--allow-group GROUP] | --follow [ROOM]\n"
         "                                 teach a class: present the app to a room, or follow one\n"
         "       kvlab serve MODEL [vLLM flags] [--gpu NAME] [--json]\n"

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "app_log.h"
 #include "app_term.h"
 #include "backend.h"
 #include "commands.h"
@@ -508,11 +509,16 @@ void app_replay_lesson(app *a, int number, int step, const lsn_input *in, int ni
 static void usage(FILE *f)
 {
     fprintf(f, "usage: kvlab [--lesson N] [--lessons DIR] [--ascii] [--no-color] [--fps N] [--version]\n"
+               "             [--log FILE [--model NAME] [--gpu NAME]]   the app on a vLLM log: its figures\n"
+               "             beside kvlab's plan\n"
                "             [--present [ROOM] [--allow-group GROUP] | --follow [ROOM]]\n");
 }
 
 static const char *g_lessons_dir; /* --lessons DIR (else $KVLAB_LESSONS_DIR, else the installed lessons) */
 static int g_room_mode;           /* APP_ROOM_*: --present / --follow */
+static const char *g_log_file;    /* --log FILE: the app on a vLLM log (app_log.h) */
+static char *g_log_args[4];       /* --model NAME / --gpu NAME with --log: what the log does not say */
+static int g_log_nargs;
 static const char *g_room_name;   /* ROOM after --present / --follow, NULL = the default room */
 static const char *g_room_group;  /* --allow-group GROUP */
 
@@ -529,6 +535,19 @@ static int parse_args(app *a, int argc, char **argv, int *lesson)
                 return 2;
             }
             g_lessons_dir = argv[++i];
+        } else if (!strcmp(s, "--log")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "kvlab: --log needs a vLLM log file\n");
+                return 2;
+            }
+            g_log_file = argv[++i];
+        } else if ((!strcmp(s, "--model") || !strcmp(s, "--gpu")) && g_log_nargs < 3) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "kvlab: %s needs a name (with --log: what the log does not say)\n", s);
+                return 2;
+            }
+            g_log_args[g_log_nargs++] = argv[i];
+            g_log_args[g_log_nargs++] = argv[++i];
         } else if (!strcmp(s, "--present") || !strcmp(s, "--follow")) {
             int mode = !strcmp(s, "--present") ? APP_ROOM_PRESENT : APP_ROOM_FOLLOW;
             if (g_room_mode && g_room_mode != mode) {
@@ -613,8 +632,25 @@ int app_main(int argc, char **argv)
         return 2;
     }
 
+    if (g_log_nargs && !g_log_file) {
+        fprintf(stderr, "kvlab: %s goes with --log FILE (kvlab serve takes a model on its own)\n", g_log_args[0]);
+        return 2;
+    }
+    if (g_log_file && (lesson > 0 || g_room_mode || g_lessons_dir)) {
+        fprintf(stderr, "kvlab: --log opens the app on one log: drop --lesson, --lessons, --present and --follow\n");
+        return 2;
+    }
     setlocale(LC_ALL, "");
     char err[512] = "";
+    const char *log_course = NULL;
+    if (g_log_file) { /* a one-lesson course made from the log; no progress is read or saved */
+        log_course = app_log_course(g_log_file, g_log_nargs, g_log_args, err, sizeof err);
+        if (!log_course) {
+            fprintf(stderr, "kvlab: %s\n", err);
+            return 2;
+        }
+        lesson = 1;
+    }
     lsn_config cfg;
     memset(&cfg, 0, sizeof cfg);
     /* On a GPU box lesson engines hold real device memory (placeholders and
@@ -627,9 +663,9 @@ int app_main(int argc, char **argv)
     kv_device *dev = kvlab_backend_open_app(8);
     cfg.device = dev;
     cfg.interrupt = &g_quit_signal; /* a signal also stops lesson code that is running */
-    cfg.lessons_dir = kvlab_lessons_dir_for(g_lessons_dir);
+    cfg.lessons_dir = log_course ? log_course : kvlab_lessons_dir_for(g_lessons_dir);
     cfg.assets_dir = kvlab_assets_dir();
-    if (g_room_mode == APP_ROOM_FOLLOW)
+    if (g_room_mode == APP_ROOM_FOLLOW || log_course)
         cfg.state_dir = ""; /* a follower neither reads nor writes progress (app_room.h) */
     a->lsn = lsn_new(&cfg, err, sizeof err);
     if (!a->lsn) { /* a lessons folder that is not one (--lessons /nonexistent): bad input */
