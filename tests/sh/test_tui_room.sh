@@ -3,7 +3,8 @@
 # with NO_COLOR and --ascii), each its own tmux session on this test's tmux
 # server. n, an engine run and a flag change on the presenter show up on both
 # followers with the same lesson, step and figures; keys typed in a follower
-# do not move the presenter; a follower breaks away and rejoins; a killed
+# do not move the presenter; a follower breaks away and rejoins; q on the
+# presenter asks first while followers are attached; a killed
 # presenter leaves its followers running with a message, and they re-attach
 # when it comes back; a follower of another uid (65534, via setpriv, when run
 # as root) is let in only with the room's group, else told why.
@@ -144,6 +145,14 @@ same_figures f1 f2
 # The presenter's progress file is the presenter's: same user, same state
 # folder, yet the followers never wrote it.
 grep -qE '"step":[[:space:]]*2,' "$TUI_STATE/kvlab/progress.json" || fail "the presenter's progress is not at step 2: $(cat "$TUI_STATE/kvlab/progress.json")"
+
+# q with followers attached asks first; n keeps the class going.
+on pres tui_keys q
+on pres tui_wait "2 followers see the room close" 5
+on pres tui_keys n
+sleep 0.5
+screen_of pres | grep -q "EXIT:" && fail "one q ended the class with followers attached"
+on pres tui_wait "presenting to 2" 5
 
 # The presenter quits: followers stay, say so, and re-attach when it is back.
 pid=$(TUI_SESSION=pres tui_app_pid) || fail "no presenter process"

@@ -178,7 +178,7 @@ static void test_private_dir(void **state)
     (void)state;
     char dir[ROOM_PATH_MAX], err[512];
     uid_t me = geteuid();
-    assert_int_equal(room_dir(me, ROOM_NO_GROUP, 1, dir, sizeof dir, err, sizeof err), 0);
+    assert_int_equal(room_dir(me, ROOM_NO_GROUP, 1, dir, sizeof dir, NULL, 0, err, sizeof err), 0);
     char want[300];
     snprintf(want, sizeof want, "%s/kvlab", g_xdg);
     assert_string_equal(dir, want);
@@ -187,18 +187,18 @@ static void test_private_dir(void **state)
     assert_int_equal(st.st_mode & 07777, 0700);
     /* Too open: refused with the fix. */
     chmod(dir, 0755);
-    assert_int_equal(room_dir(me, ROOM_NO_GROUP, 1, dir, sizeof dir, err, sizeof err), -1);
+    assert_int_equal(room_dir(me, ROOM_NO_GROUP, 1, dir, sizeof dir, NULL, 0, err, sizeof err), -1);
     assert_non_null(strstr(err, "mode 0755"));
     assert_non_null(strstr(err, "chmod 0700"));
     chmod(dir, 0700);
     /* An unsafe XDG_RUNTIME_DIR is refused, not used. */
     chmod(g_xdg, 0755);
-    assert_int_equal(room_dir(me, ROOM_NO_GROUP, 1, dir, sizeof dir, err, sizeof err), -1);
+    assert_int_equal(room_dir(me, ROOM_NO_GROUP, 1, dir, sizeof dir, NULL, 0, err, sizeof err), -1);
     assert_non_null(strstr(err, "XDG_RUNTIME_DIR"));
     chmod(g_xdg, 0700);
     /* Without XDG_RUNTIME_DIR: <shared>/kvlab-<uid>. */
     unsetenv("XDG_RUNTIME_DIR");
-    assert_int_equal(room_dir(me, ROOM_NO_GROUP, 1, dir, sizeof dir, err, sizeof err), 0);
+    assert_int_equal(room_dir(me, ROOM_NO_GROUP, 1, dir, sizeof dir, NULL, 0, err, sizeof err), 0);
     snprintf(want, sizeof want, "%s/kvlab-%u", g_tmp, (unsigned)me);
     assert_string_equal(dir, want);
     setenv("XDG_RUNTIME_DIR", g_xdg, 1);
@@ -213,27 +213,41 @@ static void test_unsafe_dirs(void **state)
     gid_t g = getegid();
     snprintf(path, sizeof path, "%s/kvlab-%u-g%u", g_tmp, (unsigned)me, (unsigned)g);
     assert_int_equal(symlink(g_xdg, path), 0);
-    assert_int_equal(room_dir(me, g, 1, dir, sizeof dir, err, sizeof err), -1);
+    assert_int_equal(room_dir(me, g, 1, dir, sizeof dir, NULL, 0, err, sizeof err), -1);
     assert_non_null(strstr(err, "symlink"));
     unlink(path);
     /* A plain file. */
     int fd = open(path, O_CREAT | O_WRONLY, 0600);
     close(fd);
-    assert_int_equal(room_dir(me, g, 1, dir, sizeof dir, err, sizeof err), -1);
+    assert_int_equal(room_dir(me, g, 1, dir, sizeof dir, NULL, 0, err, sizeof err), -1);
     assert_non_null(strstr(err, "not a folder"));
     unlink(path);
     /* Made right: 0750 with the group. */
-    assert_int_equal(room_dir(me, g, 1, dir, sizeof dir, err, sizeof err), 0);
+    assert_int_equal(room_dir(me, g, 1, dir, sizeof dir, NULL, 0, err, sizeof err), 0);
     struct stat st;
     assert_int_equal(lstat(dir, &st), 0);
     assert_int_equal(st.st_mode & 07777, 0750);
     assert_int_equal(st.st_gid, g);
-    /* Someone else's folder (only root can make one here). */
+    /* Someone else's folder (only root can make one here) does not block
+     * the presenter: a second folder of its own, and a notice saying why. */
     if (me == 0) {
-        assert_int_equal(chown(dir, 65534, (gid_t)-1), 0);
-        assert_int_equal(room_dir(me, g, 1, dir, sizeof dir, err, sizeof err), -1);
-        assert_non_null(strstr(err, "belongs to"));
-        assert_int_equal(chown(dir, 0, (gid_t)-1), 0);
+        char squat[ROOM_PATH_MAX], notice[512], second[ROOM_PATH_MAX];
+        snprintf(squat, sizeof squat, "%s", dir);
+        assert_int_equal(chown(squat, 65534, (gid_t)-1), 0);
+        assert_int_equal(room_dir(me, g, 1, dir, sizeof dir, notice, sizeof notice, err, sizeof err), 0);
+        assert_non_null(strstr(notice, "belongs to"));
+        assert_string_not_equal(dir, squat);
+        assert_int_equal(strncmp(dir, squat, strlen(squat)), 0);
+        assert_int_equal(lstat(dir, &st), 0);
+        assert_int_equal(st.st_uid, 0);
+        assert_int_equal(st.st_mode & 07777, 0750);
+        /* The same second folder next time. */
+        snprintf(second, sizeof second, "%s", dir);
+        assert_int_equal(room_dir(me, g, 1, dir, sizeof dir, notice, sizeof notice, err, sizeof err), 0);
+        assert_string_equal(dir, second);
+        rmdir(second);
+        assert_int_equal(chown(squat, 0, (gid_t)-1), 0);
+        snprintf(dir, sizeof dir, "%s", squat);
     }
     rmdir(dir);
 }

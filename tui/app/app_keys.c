@@ -339,7 +339,11 @@ void app_handle_key(app *a, int ch, int *quit)
         return;
     }
     switch (ch) {
-    case 'q': case 'Q': *quit = 1; break;
+    case 'q': case 'Q':
+        /* A presenter with followers: one stray q must not end the class. */
+        if (app_room_followers(a) > 0) app_open_overlay(a, APP_OV_CONFIRM_QUIT);
+        else *quit = 1;
+        break;
     /* moving on or back: what was said about the last page is done with */
     case 'n': case KEY_RIGHT: a->recap[0] = 0; a->status_until = 0; next_step(a); break;
     case 'p': case 'b': case KEY_LEFT:

@@ -28,6 +28,7 @@ typedef struct app_room {
     double prev_speed;
     int64_t prev_ticks;
     uint32_t server_gen;
+    int notice_shown;           /* room_pres_notice said once */
 
     /* follower */
     room_follow *fol;
@@ -162,6 +163,11 @@ static void add_event(room_state *s, int kind, int64_t arg, const char *name, co
 
 static void present(app *a, app_room *m)
 {
+    if (!m->notice_shown) {
+        m->notice_shown = 1;
+        if (room_pres_notice(m->pres)[0])
+            app_status(a, UI_R_WARN, "%s", room_pres_notice(m->pres));
+    }
     if (room_pres_poll(m->pres, a->now))
         a->dirty |= UI_PANE_BIT(UI_PANE_HEADER);
     room_state *s = m->st;
@@ -401,9 +407,10 @@ static void event_status(app *a, app_room *m, const room_state *t)
 static void follow(app *a, app_room *m)
 {
     unsigned ch = room_follow_poll(m->fol, a->now);
-    const room_msg *w = room_follow_welcome(m->fol);
-    if (w)
-        snprintf(m->presenter, sizeof m->presenter, "%s", w->presenter);
+    /* Who presents: the socket's owner (SO_PEERCRED), not a claimed name. */
+    const char *who = room_follow_presenter(m->fol);
+    if (who[0])
+        snprintf(m->presenter, sizeof m->presenter, "%s", who);
     if (ch & ROOM_FC_STATUS) {
         room_follow_status s = room_follow_get_status(m->fol);
         const char *msg = room_follow_message(m->fol);
@@ -513,6 +520,12 @@ int app_room_presenter_left(const app *a)
     const app_room *m = R(a);
     return m && m->fol && !m->exploring && room_follow_get_status(m->fol) != ROOM_FS_FOLLOWING &&
            room_follow_state(m->fol) != NULL;
+}
+
+int app_room_followers(const app *a)
+{
+    const app_room *m = R(a);
+    return m && m->pres ? room_pres_followers(m->pres) : 0;
 }
 
 int app_room_footer_mode(const app *a)

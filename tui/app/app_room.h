@@ -60,6 +60,10 @@ int app_room_drives(const struct app *a);
  * (quit, killed, restarting): the page stays as the presenter left it. */
 int app_room_presenter_left(const struct app *a);
 
+/* Followers attached to this presenter (0 for a follower or without a
+ * room): q asks before ending the class when there are any. */
+int app_room_followers(const struct app *a);
+
 /* 1 following, 2 broken away, 0 otherwise (which keys the footer shows). */
 int app_room_footer_mode(const struct app *a);
 

@@ -1,5 +1,7 @@
 /* room_follow: connecting to a room, reconnecting, and keeping the
  * presenter's state (see room_follow.h). */
+/* struct ucred and SO_PEERCRED are Linux extensions. */
+#define _GNU_SOURCE
 #include "room_follow.h"
 
 #include <errno.h>
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include "kv_util.h"
+#include "room_access.h"
 
 #define INBUF_CAP (ROOM_HEADER_LEN + ROOM_MSG_MAX_PAYLOAD)
 #define READ_PER_POLL (1024 * 1024)
@@ -36,6 +39,9 @@ struct room_follow {
     int have_state;
     room_msg welcome;
     int have_welcome;
+    uid_t presenter_uid;           /* from SO_PEERCRED at the last connect */
+    char presenter[ROOM_NAME_MAX]; /* its user name: what the follower shows */
+    int pinned;                    /* spec was rewritten to USER/NAME (the first presenter found) */
     room_follow_stats stats;
 };
 
@@ -189,17 +195,37 @@ static int send_hello(int fd, int mode)
     return send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)n ? 0 : -1;
 }
 
+/* The uid serving connected socket fd (SO_PEERCRED: who called listen),
+ * or -1 with errno. */
+static int peer_uid(int fd, uid_t *uid)
+{
+    struct ucred cr;
+    socklen_t l = sizeof cr;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) < 0 || l != sizeof cr)
+        return -1;
+    *uid = cr.uid;
+    return 0;
+}
+
 static void try_connect(room_follow *f, double now, unsigned *ch)
 {
     char path[ROOM_PATH_MAX], err[512];
+    int have_owner = 0;
+    uid_t owner = 0;
     if (f->fixed_path[0]) {
         snprintf(path, sizeof path, "%s", f->fixed_path);
     } else {
         room_entry e;
         int rc = room_find(f->spec, &e, err, sizeof err);
         if (rc <= 0 || !e.sock[0]) {
+            char closed[400];
             if (rc < 0)
                 set_status(f, ROOM_FS_WAITING, ch, "%s", err);
+            else if (e.closed && !strchr(f->spec, '/') && room_closed_owners(closed, sizeof closed) > 0)
+                set_status(f, ROOM_FS_REFUSED, ch,
+                           "refused: no room '%s' is open to you; the rooms of %s are not open to you (a "
+                           "presenter opens a room to a group you are in with --allow-group GROUP)",
+                           f->shown, closed);
             else if (e.closed)
                 set_status(f, ROOM_FS_REFUSED, ch,
                            "refused: %s's rooms are not open to you (the presenter can open one to a group "
@@ -218,6 +244,8 @@ static void try_connect(room_follow *f, double now, unsigned *ch)
             return;
         }
         snprintf(path, sizeof path, "%s", e.sock);
+        have_owner = 1;
+        owner = e.uid;
     }
     int fd = connect_path(path);
     if (fd < 0) {
@@ -237,6 +265,37 @@ static void try_connect(room_follow *f, double now, unsigned *ch)
         }
         return;
     }
+    /* Who answers: the kernel's word, not a name the presenter claims. */
+    uid_t pu;
+    if (peer_uid(fd, &pu) < 0) {
+        close(fd);
+        set_status(f, ROOM_FS_WAITING, ch, "cannot tell who presents room '%s' (%s); trying again", f->shown,
+                   strerror(errno));
+        f->next_try = now + ROOM_RETRY_S;
+        return;
+    }
+    if (have_owner && pu != owner) {
+        char who[ROOM_NAME_MAX], want[ROOM_NAME_MAX];
+        room_user_name(pu, who, sizeof who);
+        room_user_name(owner, want, sizeof want);
+        close(fd);
+        set_status(f, ROOM_FS_REFUSED, ch,
+                   "not following: room '%s' is %s's, but %s answers on its socket", f->shown, want, who);
+        f->next_try = now + ROOM_RETRY_REFUSED_S;
+        return;
+    }
+    f->presenter_uid = pu;
+    room_user_name(pu, f->presenter, sizeof f->presenter);
+    if (have_owner && !f->pinned) {
+        /* A bare NAME is resolved once: from now on only this user's room
+         * of that name, never another user's that appears later. */
+        char pin[sizeof f->spec];
+        snprintf(pin, sizeof pin, "%s/%s", f->presenter, f->name);
+        if (strlen(pin) < sizeof f->spec - 1) {
+            memcpy(f->spec, pin, sizeof pin);
+            f->pinned = 1;
+        }
+    }
     if (send_hello(fd, ROOM_MODE_FOLLOW) < 0 && !hello_lost_to_close()) {
         close(fd);
         f->next_try = now + ROOM_RETRY_S;
@@ -254,6 +313,9 @@ static int handle(room_follow *f, const room_msg *m, double now, unsigned *ch)
     switch (m->type) {
     case ROOM_T_WELCOME:
         f->welcome = *m;
+        /* The name shown is the socket's owner, whatever the welcome says. */
+        if (f->presenter[0])
+            snprintf(f->welcome.presenter, sizeof f->welcome.presenter, "%s", f->presenter);
         f->have_welcome = 1;
         return 0;
     case ROOM_T_REFUSE:
@@ -401,6 +463,8 @@ room_follow_status room_follow_get_status(const room_follow *f) { return f->stat
 const char *room_follow_message(const room_follow *f) { return f->message; }
 const room_state *room_follow_state(const room_follow *f) { return f->have_state ? f->st : NULL; }
 const room_msg *room_follow_welcome(const room_follow *f) { return f->have_welcome ? &f->welcome : NULL; }
+const char *room_follow_presenter(const room_follow *f) { return f->presenter; }
+const char *room_follow_spec(const room_follow *f) { return f->spec; }
 void room_follow_get_stats(const room_follow *f, room_follow_stats *out) { *out = f->stats; }
 
 void room_follow_clear_events(room_follow *f)
@@ -418,60 +482,171 @@ static double mono(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-int room_probe(const char *sock_path, int timeout_ms, room_msg *welcome, char *err, size_t errlen)
-{
-    int fd = connect_path(sock_path);
-    if (fd < 0) {
-        int e = errno;
-        if (e == ECONNREFUSED || e == ENOENT)
-            return kv_errf(err, errlen, -1, "no presenter (the socket is left over)");
-        if (e == EACCES || e == EPERM)
-            return kv_errf(err, errlen, -1, "not open to you");
-        return kv_errf(err, errlen, -1, "cannot connect: %s", strerror(e));
-    }
-    if (send_hello(fd, ROOM_MODE_PROBE) < 0 && !hello_lost_to_close()) {
-        close(fd);
-        return kv_errf(err, errlen, -1, "cannot send: %s", strerror(errno));
-    }
+/* One probe in flight. */
+typedef struct probe_slot {
+    int fd, idx;
+    double end;
+    size_t len;
     uint8_t buf[2048];
-    size_t len = 0;
-    double end = mono() + timeout_ms / 1000.0;
-    int rc = -1;
-    kv_errf(err, errlen, -1, "no answer within %d ms", timeout_ms);
+} probe_slot;
+
+static void probe_done(room_probe_result *r, int rc) { r->rc = rc; }
+
+/* Decode what slot s holds; 1 when the probe is over. */
+static int probe_read(probe_slot *s, room_probe_result *r, room_msg *m)
+{
     for (;;) {
-        double left = end - mono();
-        if (left <= 0)
-            break;
-        struct pollfd pfd = {fd, POLLIN, 0};
-        if (poll(&pfd, 1, (int)(left * 1000) + 1) <= 0)
+        ssize_t n = recv(s->fd, s->buf + s->len, sizeof s->buf - s->len, MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR)
             continue;
-        ssize_t n = recv(fd, buf + len, sizeof buf - len, MSG_DONTWAIT);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
-            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
         if (n <= 0) {
-            kv_errf(err, errlen, -1, "the presenter closed the connection");
-            break;
+            snprintf(r->err, sizeof r->err, "the presenter closed the connection");
+            probe_done(r, -1);
+            return 1;
         }
-        len += (size_t)n;
+        s->len += (size_t)n;
         size_t used;
-        int d = room_msg_decode(buf, len, welcome, &used, err, errlen);
-        if (d < 0)
-            break;
+        int d = room_msg_decode(s->buf, s->len, m, &used, r->err, sizeof r->err);
+        if (d < 0) {
+            probe_done(r, -1);
+            return 1;
+        }
         if (d == 0) {
-            if (len == sizeof buf) {
-                kv_errf(err, errlen, -1, "the answer is too long");
-                break;
+            if (s->len == sizeof s->buf) {
+                snprintf(r->err, sizeof r->err, "the answer is too long");
+                probe_done(r, -1);
+                return 1;
             }
             continue;
         }
-        if (welcome->type == ROOM_T_WELCOME)
-            rc = 0;
-        else if (welcome->type == ROOM_T_REFUSE)
-            rc = 1;
-        else
-            kv_errf(err, errlen, -1, "unexpected %s message", room_msg_type_name(welcome->type));
-        break;
+        if (m->type == ROOM_T_WELCOME || m->type == ROOM_T_REFUSE) {
+            r->lesson = m->st.lesson;
+            r->followers = m->st.followers;
+            snprintf(r->lesson_title, sizeof r->lesson_title, "%s", m->st.lesson_title);
+            snprintf(r->group, sizeof r->group, "%s", m->group);
+            snprintf(r->room, sizeof r->room, "%s", m->room);
+            snprintf(r->text, sizeof r->text, "%s", m->text);
+            probe_done(r, m->type == ROOM_T_WELCOME ? 0 : 1);
+        } else {
+            snprintf(r->err, sizeof r->err, "unexpected %s message", room_msg_type_name(m->type));
+            probe_done(r, -1);
+        }
+        return 1;
     }
-    close(fd);
-    return rc;
+}
+
+/* Start probing paths[i] in s; 1 when it is under way, 0 when it ended at once. */
+static int probe_start(probe_slot *s, const char *path, int i, double end, room_probe_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->rc = -1;
+    int fd = connect_path(path);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ECONNREFUSED || e == ENOENT)
+            snprintf(r->err, sizeof r->err, "no presenter (the socket is left over)");
+        else if (e == EACCES || e == EPERM)
+            snprintf(r->err, sizeof r->err, "not open to you");
+        else if (e == EAGAIN)
+            snprintf(r->err, sizeof r->err, "the presenter does not answer (its queue is full)");
+        else
+            snprintf(r->err, sizeof r->err, "cannot connect: %s", strerror(e));
+        return 0;
+    }
+    uid_t pu;
+    if (peer_uid(fd, &pu) == 0) {
+        r->presenter_uid = pu;
+        room_user_name(pu, r->presenter, sizeof r->presenter);
+    }
+    if (send_hello(fd, ROOM_MODE_PROBE) < 0 && !hello_lost_to_close()) {
+        snprintf(r->err, sizeof r->err, "cannot send: %s", strerror(errno));
+        close(fd);
+        return 0;
+    }
+    s->fd = fd;
+    s->idx = i;
+    s->end = end;
+    s->len = 0;
+    return 1;
+}
+
+void room_probe_many(const char *const *paths, int n, int timeout_ms, room_probe_result *out)
+{
+    enum { SLOTS = ROOM_PROBE_PARALLEL };
+    static probe_slot slot[SLOTS];
+    static room_msg m;
+    struct pollfd pfd[SLOTS];
+    int next = 0, busy = 0;
+    int map[SLOTS];
+    for (int k = 0; k < SLOTS; k++)
+        slot[k].fd = -1;
+    while (next < n || busy > 0) {
+        double t = mono();
+        for (int k = 0; k < SLOTS && next < n; k++) {
+            if (slot[k].fd >= 0)
+                continue;
+            int i = next++;
+            if (probe_start(&slot[k], paths[i], i, t + timeout_ms / 1000.0, &out[i]))
+                busy++;
+        }
+        int np = 0;
+        double first_end = t + 3600;
+        for (int k = 0; k < SLOTS; k++) {
+            if (slot[k].fd < 0)
+                continue;
+            if (slot[k].end < first_end)
+                first_end = slot[k].end;
+            pfd[np].fd = slot[k].fd;
+            pfd[np].events = POLLIN;
+            pfd[np].revents = 0;
+            map[np++] = k;
+        }
+        if (!np)
+            continue;
+        int wait = (int)((first_end - t) * 1000) + 1;
+        if (poll(pfd, (nfds_t)np, wait < 0 ? 0 : wait) < 0 && errno != EINTR)
+            break;
+        t = mono();
+        for (int j = 0; j < np; j++) {
+            probe_slot *s = &slot[map[j]];
+            room_probe_result *r = &out[s->idx];
+            int over = 0;
+            if (pfd[j].revents)
+                over = probe_read(s, r, &m);
+            if (!over && t >= s->end) {
+                snprintf(r->err, sizeof r->err, "no answer within %d ms", timeout_ms);
+                probe_done(r, -1);
+                over = 1;
+            }
+            if (over) {
+                close(s->fd);
+                s->fd = -1;
+                busy--;
+            }
+        }
+    }
+    for (int k = 0; k < SLOTS; k++)
+        if (slot[k].fd >= 0) {
+            close(slot[k].fd);
+            slot[k].fd = -1;
+        }
+}
+
+int room_probe(const char *sock_path, int timeout_ms, room_msg *welcome, char *err, size_t errlen)
+{
+    static room_probe_result r;
+    room_probe_many(&sock_path, 1, timeout_ms, &r);
+    room_msg_init(welcome, r.rc == 1 ? ROOM_T_REFUSE : ROOM_T_WELCOME);
+    welcome->st.lesson = r.lesson;
+    welcome->st.followers = r.followers;
+    snprintf(welcome->st.lesson_title, sizeof welcome->st.lesson_title, "%s", r.lesson_title);
+    snprintf(welcome->group, sizeof welcome->group, "%s", r.group);
+    snprintf(welcome->room, sizeof welcome->room, "%s", r.room);
+    snprintf(welcome->presenter, sizeof welcome->presenter, "%s", r.presenter);
+    snprintf(welcome->text, sizeof welcome->text, "%s", r.text);
+    if (r.rc < 0)
+        kv_errf(err, errlen, -1, "%s", r.err);
+    return r.rc;
 }

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "room_msg.h"
 #include "room_path.h"
@@ -62,8 +63,17 @@ const char *room_follow_message(const room_follow *f);
 const room_state *room_follow_state(const room_follow *f);
 void room_follow_clear_events(room_follow *f);
 
-/* The presenter's welcome (room, presenter, group), or NULL before one. */
+/* The presenter's welcome (room, presenter, group), or NULL before one.
+ * Its presenter is the name of the user serving the socket (SO_PEERCRED),
+ * whatever name the welcome claimed. */
 const room_msg *room_follow_welcome(const room_follow *f);
+
+/* The user serving the socket at the last connect (SO_PEERCRED), "" before
+ * one. A follower of room NAME checks it is the owner of the folder and
+ * socket it found, and keeps following that user's NAME only (resolved
+ * once: room_follow_spec turns to USER/NAME). */
+const char *room_follow_presenter(const room_follow *f);
+const char *room_follow_spec(const room_follow *f);
 
 /* Figures: bytes and messages received, malformed streams seen. */
 typedef struct room_follow_stats {
@@ -85,9 +95,29 @@ room_follow *room_follow_new_at(const char *sock_path, const char *name);
 
 /* Ask the room at sock who presents what (for `kvlab rooms`): connect, send
  * a probe hello, wait up to timeout_ms for the answer. Returns 0 with
- * *welcome filled; 1 when refused (welcome->text says why); -1 when no
+ * *welcome filled (presenter: the socket's owner by SO_PEERCRED, not what
+ * the welcome claims); 1 when refused (welcome->text says why); -1 when no
  * presenter answers (err: "no presenter (the socket is left over)", "not
- * allowed (permission denied)", ...). */
+ * open to you", "no answer within N ms", ...). */
 int room_probe(const char *sock_path, int timeout_ms, room_msg *welcome, char *err, size_t errlen);
+
+#define ROOM_PROBE_PARALLEL 128   /* probes room_probe_many keeps in flight */
+
+/* What one probe found. */
+typedef struct room_probe_result {
+    int rc;                          /* as room_probe returns */
+    int lesson, followers;
+    char lesson_title[ROOM_TITLE_MAX];
+    char room[ROOM_NAME_MAX], group[ROOM_NAME_MAX];
+    char presenter[ROOM_NAME_MAX];   /* the socket owner's name (SO_PEERCRED), "" when unknown */
+    uid_t presenter_uid;
+    char text[ROOM_TEXT_MAX];        /* rc 1: why refused */
+    char err[256];                   /* rc -1: why no answer */
+} room_probe_result;
+
+/* room_probe for n sockets at once, ROOM_PROBE_PARALLEL in flight, each
+ * given timeout_ms from its start: n silent rooms take about
+ * ceil(n / ROOM_PROBE_PARALLEL) * timeout_ms, not n * timeout_ms. */
+void room_probe_many(const char *const *paths, int n, int timeout_ms, room_probe_result *out);
 
 #endif

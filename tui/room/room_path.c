@@ -167,9 +167,66 @@ static const char *xdg_runtime(uid_t uid, int *bad, char *err, size_t errlen)
     return x;
 }
 
-int room_dir(uid_t uid, gid_t gid, int create, char *out, size_t len, char *err, size_t errlen)
+static int parse_folder(const char *name, uid_t *uid, gid_t *gid);
+
+/* Is the entry at path someone else's (a folder, file or symlink that uid
+ * did not make)? Only then is it worked around: one's own mistakes are
+ * reported with their fix. */
+static int squatted(const char *path, uid_t uid)
+{
+    struct stat st;
+    return lstat(path, &st) == 0 && st.st_uid != uid;
+}
+
+/* An earlier second folder of uid for gid (<base>.XXXXXX, safe), or a new
+ * one, into out. Returns 0, or -1 with one line in err. */
+static int second_dir(const char *base, uid_t uid, gid_t gid, int create, char *out, size_t len, char *err,
+                      size_t errlen)
+{
+    const char *root = room_shared_root();
+    const char *leaf = strrchr(base, '/') ? strrchr(base, '/') + 1 : base;
+    size_t ll = strlen(leaf);
+    DIR *d = opendir(root);
+    struct dirent *de;
+    char e2[512];
+    while (d && (de = readdir(d))) {
+        uid_t u;
+        gid_t g;
+        if (strncmp(de->d_name, leaf, ll) || de->d_name[ll] != '.' || !parse_folder(de->d_name, &u, &g) ||
+            u != uid || g != gid)
+            continue;
+        snprintf(out, len, "%s/%s", root, de->d_name);
+        if (room_dir_check(out, uid, gid, e2, sizeof e2) == 0) {
+            closedir(d);
+            return 0;
+        }
+    }
+    if (d)
+        closedir(d);
+    out[0] = '\0';
+    if (!create)
+        return kv_errf(err, errlen, -1, "no room folder of yours yet");
+    char tmpl[ROOM_PATH_MAX + 8];
+    snprintf(tmpl, sizeof tmpl, "%s.XXXXXX", base);
+    if (!mkdtemp(tmpl))
+        return kv_errf(err, errlen, -1, "cannot create a room folder beside %s: %s", base, strerror(errno));
+    if (gid != ROOM_NO_GROUP && (chown(tmpl, (uid_t)-1, gid) < 0 || chmod(tmpl, 0750) < 0)) {
+        char g[ROOM_NAME_MAX];
+        room_group_name(gid, g, sizeof g);
+        int e = errno;
+        rmdir(tmpl);
+        return kv_errf(err, errlen, -1, "cannot give the room folder %s to group %s: %s", tmpl, g, strerror(e));
+    }
+    snprintf(out, len, "%s", tmpl);
+    return 0;
+}
+
+int room_dir(uid_t uid, gid_t gid, int create, char *out, size_t len, char *notice, size_t noticelen, char *err,
+             size_t errlen)
 {
     int n, bad = 0;
+    if (notice && noticelen)
+        notice[0] = '\0';
     const char *x = gid == ROOM_NO_GROUP ? xdg_runtime(uid, &bad, err, errlen) : NULL;
     if (bad)
         return -1;
@@ -179,10 +236,30 @@ int room_dir(uid_t uid, gid_t gid, int create, char *out, size_t len, char *err,
         n = snprintf(out, len, "%s/kvlab-%u", room_shared_root(), (unsigned)uid);
     else
         n = snprintf(out, len, "%s/kvlab-%u-g%u", room_shared_root(), (unsigned)uid, (unsigned)gid);
-    /* <dir>/<32-byte name>.lock must fit a socket address. */
-    if (n < 0 || (size_t)n >= len || (size_t)n + 1 + (ROOM_ROOMNAME_MAX - 1) + 5 >= ROOM_PATH_MAX)
+    /* <dir>.XXXXXX/<32-byte name>.lock must fit a socket address. */
+    if (n < 0 || (size_t)n >= len || (size_t)n + 7 + 1 + (ROOM_ROOMNAME_MAX - 1) + 5 >= ROOM_PATH_MAX)
         return kv_errf(err, errlen, -1, "the room folder path %s is too long for a socket (at most %d bytes)", out,
-                       ROOM_PATH_MAX - 40);
+                       ROOM_PATH_MAX - 47);
+    if (!x && squatted(out, uid)) {
+        /* Another user made the predictable name first (anyone may create
+         * in /tmp): it cannot hold our rooms, and it must not block them.
+         * A second folder <name>.XXXXXX of our own instead; followers find
+         * it by its owner. */
+        char base[ROOM_PATH_MAX], who[ROOM_NAME_MAX];
+        struct stat st;
+        snprintf(base, sizeof base, "%s", out);
+        who[0] = '\0';
+        if (lstat(base, &st) == 0)
+            room_user_name(st.st_uid, who, sizeof who);
+        if (second_dir(base, uid, gid, create, out, len, err, errlen) < 0)
+            return -1;
+        if (notice && noticelen)
+            snprintf(notice, noticelen,
+                     "%s belongs to %s (made before you, so not safe for rooms): rooms are in %s instead; "
+                     "have it removed",
+                     base, who, out);
+        return room_dir_check(out, uid, gid, err, errlen);
+    }
     if (create && make_dir(out, gid, err, errlen) < 0)
         return -1;
     return room_dir_check(out, uid, gid, err, errlen);
@@ -210,6 +287,9 @@ int room_is_live(const char *sock)
 
 /* ---- finding rooms ------------------------------------------------------ */
 
+/* "kvlab-<uid>" or "kvlab-<uid>-g<gid>", each optionally followed by
+ * ".XXXXXX" (6 letters or digits: the folder a presenter made when the
+ * predictable one was taken by someone else, room_dir). */
 static int parse_folder(const char *name, uid_t *uid, gid_t *gid)
 {
     unsigned long u, g;
@@ -219,19 +299,34 @@ static int parse_folder(const char *name, uid_t *uid, gid_t *gid)
     const char *p = name + 6;
     if (*p < '0' || *p > '9')
         return 0;
-    if (sscanf(p, "%lu-g%lu%c", &u, &g, &tail) == 2) {
+    char base[64];
+    size_t bl = strcspn(name, ".");
+    if (bl >= sizeof base)
+        return 0;
+    if (name[bl]) {
+        const char *sfx = name + bl + 1;
+        if (strlen(sfx) != 6)
+            return 0;
+        for (int i = 0; i < 6; i++)
+            if (!((sfx[i] >= 'a' && sfx[i] <= 'z') || (sfx[i] >= 'A' && sfx[i] <= 'Z') ||
+                  (sfx[i] >= '0' && sfx[i] <= '9')))
+                return 0;
+    }
+    memcpy(base, name, bl);
+    base[bl] = '\0';
+    if (sscanf(p, "%lu-g%lu%c", &u, &g, &tail) >= 2) {
         char canon[64];
         snprintf(canon, sizeof canon, "kvlab-%lu-g%lu", u, g);
-        if (strcmp(canon, name) || u > 0xfffffffeul || g > 0xfffffffeul)
+        if (strcmp(canon, base) || u > 0xfffffffeul || g > 0xfffffffeul)
             return 0;
         *uid = (uid_t)u;
         *gid = (gid_t)g;
         return 1;
     }
-    if (sscanf(p, "%lu%c", &u, &tail) == 1) {
+    if (sscanf(p, "%lu%c", &u, &tail) >= 1) {
         char canon[64];
         snprintf(canon, sizeof canon, "kvlab-%lu", u);
-        if (strcmp(canon, name) || u > 0xfffffffeul)
+        if (strcmp(canon, base) || u > 0xfffffffeul)
             return 0;
         *uid = (uid_t)u;
         *gid = ROOM_NO_GROUP;
@@ -240,14 +335,43 @@ static int parse_folder(const char *name, uid_t *uid, gid_t *gid)
     return 0;
 }
 
-/* Add the sockets of one (checked) folder. */
-static int scan_folder(const char *dir, uid_t uid, gid_t gid, room_entry *out, int n, int max)
+/* Fill e for socket <dir>/<name>.sock of uid when it is one (a socket
+ * file owned by uid). Returns 1 or 0. */
+static int entry_at(const char *dir, const char *name, uid_t uid, gid_t gid, room_entry *e)
 {
+    memset(e, 0, sizeof *e);
+    int pl = snprintf(e->sock, sizeof e->sock, "%s/%s.sock", dir, name);
+    if (pl < 0 || (size_t)pl >= sizeof e->sock)
+        return 0;
+    struct stat st;
+    if (lstat(e->sock, &st) < 0 || !S_ISSOCK(st.st_mode) || st.st_uid != uid)
+        return 0;
+    snprintf(e->name, sizeof e->name, "%s", name);
+    e->uid = uid;
+    e->gid = gid;
+    room_user_name(uid, e->owner, sizeof e->owner);
+    if (gid != ROOM_NO_GROUP)
+        room_group_name(gid, e->group, sizeof e->group);
+    return 1;
+}
+
+/* Add the sockets of one (checked) folder: only <only>.sock when only is
+ * not NULL (one lstat, however many sockets the folder holds), else at most
+ * ROOM_SCAN_PER_FOLDER of them, so one folder full of left-over sockets
+ * cannot crowd out everyone else's rooms. */
+static int scan_folder(const char *dir, uid_t uid, gid_t gid, const char *only, room_entry *out, int n, int max)
+{
+    if (only) {
+        if (n < max && entry_at(dir, only, uid, gid, &out[n]))
+            n++;
+        return n;
+    }
     DIR *d = opendir(dir);
     if (!d)
         return n;
     struct dirent *de;
-    while (n < max && (de = readdir(d))) {
+    int here = 0;
+    while (n < max && here < ROOM_SCAN_PER_FOLDER && (de = readdir(d))) {
         size_t l = strlen(de->d_name);
         if (l < 6 || strcmp(de->d_name + l - 5, ".sock"))
             continue;
@@ -256,29 +380,10 @@ static int scan_folder(const char *dir, uid_t uid, gid_t gid, room_entry *out, i
             continue;
         memcpy(name, de->d_name, l - 5);
         name[l - 5] = '\0';
-        if (!room_name_ok(name))
+        if (!room_name_ok(name) || !entry_at(dir, name, uid, gid, &out[n]))
             continue;
-        room_entry *e = &out[n];
-        memset(e, 0, sizeof *e);
-        int pl = snprintf(e->sock, sizeof e->sock, "%s/%s", dir, de->d_name);
-        if (pl < 0 || (size_t)pl >= sizeof e->sock)
-            continue;
-        struct stat st;
-        if (lstat(e->sock, &st) < 0 || !S_ISSOCK(st.st_mode) || st.st_uid != uid)
-            continue;
-        int dup = 0;
-        for (int i = 0; i < n; i++)
-            if (!strcmp(out[i].sock, e->sock))
-                dup = 1;
-        if (dup)
-            continue;
-        snprintf(e->name, sizeof e->name, "%s", name);
-        e->uid = uid;
-        e->gid = gid;
-        room_user_name(uid, e->owner, sizeof e->owner);
-        if (gid != ROOM_NO_GROUP)
-            room_group_name(gid, e->group, sizeof e->group);
         n++;
+        here++;
     }
     closedir(d);
     return n;
@@ -291,20 +396,21 @@ static int cmp_entry(const void *a, const void *b)
     return c ? c : strcmp(x->name, y->name);
 }
 
-int room_scan(room_entry *out, int max, int *unsafe)
+/* room_scan, or only the rooms named `only`. */
+static int scan(room_entry *out, int max, int *unsafe, const char *only)
 {
     int n = 0, bad = 0;
-    char dir[ROOM_PATH_MAX], err[512];
+    char dir[ROOM_PATH_MAX], err[512], xdir[ROOM_PATH_MAX] = "";
     uid_t me = geteuid();
     if (unsafe)
         *unsafe = 0;
     int xbad;
     const char *x = xdg_runtime(me, &xbad, err, sizeof err);
     if (x) {
-        snprintf(dir, sizeof dir, "%s/kvlab", x);
-        if (access(dir, F_OK) == 0) {
-            if (room_dir_check(dir, me, ROOM_NO_GROUP, err, sizeof err) == 0)
-                n = scan_folder(dir, me, ROOM_NO_GROUP, out, n, max);
+        snprintf(xdir, sizeof xdir, "%s/kvlab", x);
+        if (access(xdir, F_OK) == 0) {
+            if (room_dir_check(xdir, me, ROOM_NO_GROUP, err, sizeof err) == 0)
+                n = scan_folder(xdir, me, ROOM_NO_GROUP, only, out, n, max);
             else
                 bad++;
         }
@@ -318,13 +424,13 @@ int room_scan(room_entry *out, int max, int *unsafe)
             if (!parse_folder(de->d_name, &uid, &gid))
                 continue;
             int l = snprintf(dir, sizeof dir, "%s/%s", room_shared_root(), de->d_name);
-            if (l < 0 || (size_t)l >= sizeof dir)
+            if (l < 0 || (size_t)l >= sizeof dir || !strcmp(dir, xdir))
                 continue;
             if (room_dir_check(dir, uid, gid, err, sizeof err) < 0) {
                 bad++;
                 continue;
             }
-            n = scan_folder(dir, uid, gid, out, n, max);
+            n = scan_folder(dir, uid, gid, only, out, n, max);
         }
         closedir(d);
     }
@@ -334,41 +440,54 @@ int room_scan(room_entry *out, int max, int *unsafe)
     return n;
 }
 
+int room_scan(room_entry *out, int max, int *unsafe) { return scan(out, max, unsafe, NULL); }
+
+int room_scan_named(const char *name, room_entry *out, int max) { return scan(out, max, NULL, name); }
+
 int room_closed_owners(char *out, size_t len)
 {
+    /* Group folders first ("alice (group students)": the reason a member
+     * of no such group is kept out), then owners with private folders only. */
     uid_t seen[64];
     int n = 0;
     if (len)
         out[0] = '\0';
-    DIR *d = opendir(room_shared_root());
-    struct dirent *de;
-    while (d && (de = readdir(d))) {
-        uid_t u;
-        gid_t g;
-        if (!parse_folder(de->d_name, &u, &g) || u == geteuid())
-            continue;
-        char dir[ROOM_PATH_MAX];
-        snprintf(dir, sizeof dir, "%.80s/%.26s", room_shared_root(), de->d_name);
-        DIR *x = opendir(dir);
-        if (x) {
-            closedir(x);
-            continue;
+    for (int pass = 0; pass < 2; pass++) {
+        DIR *d = opendir(room_shared_root());
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+            uid_t u;
+            gid_t g;
+            if (!parse_folder(de->d_name, &u, &g) || u == geteuid() || (pass == 0) != (g != ROOM_NO_GROUP))
+                continue;
+            char dir[ROOM_PATH_MAX];
+            snprintf(dir, sizeof dir, "%.80s/%.26s", room_shared_root(), de->d_name);
+            DIR *x = opendir(dir);
+            if (x) {
+                closedir(x);
+                continue;
+            }
+            if (errno != EACCES)
+                continue;
+            int dup = 0;
+            for (int i = 0; i < n; i++)
+                dup |= seen[i] == u;
+            if (dup || n == 64)
+                continue;
+            seen[n++] = u;
+            char name[ROOM_NAME_MAX], grp[ROOM_NAME_MAX];
+            room_user_name(u, name, sizeof name);
+            size_t l = strlen(out);
+            if (g != ROOM_NO_GROUP) {
+                room_group_name(g, grp, sizeof grp);
+                snprintf(out + l, len - l, "%s%s (group %s)", l ? ", " : "", name, grp);
+            } else {
+                snprintf(out + l, len - l, "%s%s", l ? ", " : "", name);
+            }
         }
-        if (errno != EACCES)
-            continue;
-        int dup = 0;
-        for (int i = 0; i < n; i++)
-            dup |= seen[i] == u;
-        if (dup || n == 64)
-            continue;
-        seen[n++] = u;
-        char name[ROOM_NAME_MAX];
-        room_user_name(u, name, sizeof name);
-        size_t l = strlen(out);
-        snprintf(out + l, len - l, "%s%s", l ? ", " : "", name);
+        if (d)
+            closedir(d);
     }
-    if (d)
-        closedir(d);
     return n;
 }
 
@@ -397,8 +516,8 @@ int room_find(const char *spec, room_entry *out, char *err, size_t errlen)
         snprintf(name, sizeof name, "%s", spec);
     }
     snprintf(out->name, sizeof out->name, "%s", name);
-    static room_entry all[ROOM_SCAN_MAX];
-    int n = room_scan(all, ROOM_SCAN_MAX, NULL);
+    static room_entry all[ROOM_FIND_MAX];
+    int n = room_scan_named(name, all, ROOM_FIND_MAX);
     uid_t me = geteuid();
     char myname[ROOM_NAME_MAX];
     room_user_name(me, myname, sizeof myname);
@@ -441,7 +560,13 @@ int room_find(const char *spec, room_entry *out, char *err, size_t errlen)
     /* Not there yet: say where one's own would appear, so a follower can wait. */
     if (!want_user || !strcmp(want_user, myname)) {
         char dir[ROOM_PATH_MAX], e2[256];
-        if (room_dir(me, ROOM_NO_GROUP, 0, dir, sizeof dir, e2, sizeof e2) == 0 || dir[0]) {
+        if (!want_user) {
+            /* A bare name: rooms in folders we may not read could be it; a
+             * follower says so rather than wait in silence. */
+            char owners[8];
+            out->closed = room_closed_owners(owners, sizeof owners) > 0;
+        }
+        if (room_dir(me, ROOM_NO_GROUP, 0, dir, sizeof dir, NULL, 0, e2, sizeof e2) == 0 || dir[0]) {
             snprintf(out->sock, sizeof out->sock, "%.69s/%s.sock", dir, name);
             out->uid = me;
             snprintf(out->owner, sizeof out->owner, "%s", myname);

@@ -9,8 +9,12 @@
  *   a Unix group:    <shared>/kvlab-<uid>-g<gid>     (mode 0750, group gid)
  * <shared> is /tmp, or $KVLAB_ROOMS_DIR (tests point it at a private folder).
  * A folder is used only when it is a real folder (not a symlink) owned by the
- * presenter with exactly that mode (and group); anything else is refused with
- * a message saying how to fix it, since someone else could have made it.
+ * presenter with exactly that mode (and group); one's own folder that is not
+ * is refused with a message saying how to fix it. A predictable name that
+ * another user took first (anyone may create in /tmp) does not block the
+ * presenter: its rooms go to a second folder of its own, <name>.XXXXXX
+ * (mkdtemp), and the presenter is told why. Followers find folders of
+ * either form by name and trust them only when owned by the uid they name.
  *
  * Names: a room name is 1-32 of [A-Za-z0-9._-], not starting with '.' or '-';
  * the default room is named after the presenter's user. A follower names a
@@ -53,9 +57,14 @@ const char *room_shared_root(void);
 /* The folder for uid's rooms open to gid (ROOM_NO_GROUP: presenter only)
  * into out[len]. With create, the folder is made when missing (and
  * XDG_RUNTIME_DIR, when used, must itself be safe: owned by uid, mode 0700).
- * The folder is checked as room_dir_check does. Returns 0, or -1 with one
- * line in err (unsafe folder, path too long for a socket, cannot create). */
-int room_dir(uid_t uid, gid_t gid, int create, char *out, size_t len, char *err, size_t errlen);
+ * When the predictable folder belongs to another user, uid's second folder
+ * (<folder>.XXXXXX) is used, made with create, and notice (may be NULL) gets
+ * one line saying so; else notice is "". The folder is checked as
+ * room_dir_check does. Returns 0, or -1 with one line in err (unsafe folder
+ * of uid's own, path too long for a socket, cannot create; without create,
+ * no second folder yet: out is then the predictable path). */
+int room_dir(uid_t uid, gid_t gid, int create, char *out, size_t len, char *notice, size_t noticelen, char *err,
+             size_t errlen);
 
 /* Is dir a folder that uid's rooms for gid may use: not a symlink, a
  * folder, owned by uid, mode 0700 (ROOM_NO_GROUP) or 0750 with group gid?
@@ -70,11 +79,14 @@ typedef struct room_entry {
     gid_t gid;                    /* group it is open to, ROOM_NO_GROUP = presenter only */
     char group[ROOM_NAME_MAX];    /* that group's name, "" when none */
     char sock[ROOM_PATH_MAX];     /* socket path */
-    int closed;                   /* room_find, not found: USER has room folders this
-                                     process may not read (rooms not open to it) */
+    int closed;                   /* room_find, not found: USER (for a bare NAME: some
+                                     other user) has room folders this process may not
+                                     read (rooms not open to it) */
 } room_entry;
 
-#define ROOM_SCAN_MAX 256
+#define ROOM_SCAN_MAX 4096       /* rooms kvlab rooms lists */
+#define ROOM_SCAN_PER_FOLDER 64   /* ... from one folder (left-over sockets cannot crowd out others) */
+#define ROOM_FIND_MAX 256         /* rooms of one name (one per folder) */
 
 /* Every room socket this process can see: its own private folder and each
  * safe <shared>/kvlab-<uid>[-g<gid>] folder it can read. A socket file is
@@ -84,9 +96,14 @@ typedef struct room_entry {
  * of entries written (at most max). */
 int room_scan(room_entry *out, int max, int *unsafe);
 
+/* The rooms named name only: one lstat per folder, so no number of other
+ * sockets anywhere hides one. Returns the number written (at most max). */
+int room_scan_named(const char *name, room_entry *out, int max);
+
 /* Users with room folders under the shared root that this process may not
- * read (their rooms are not open to it): their names, comma-separated, into
- * out[len]. Returns how many. */
+ * read (their rooms are not open to it): their names, comma-separated, each
+ * with "(group G)" when the folder is for a group, into out[len]. Returns
+ * how many. */
 int room_closed_owners(char *out, size_t len);
 
 /* Resolve a room as a follower names it (NULL or "" = this user's default

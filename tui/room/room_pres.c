@@ -47,6 +47,7 @@ struct room_pres {
     char lock_path[ROOM_PATH_MAX + 8];
     char group[ROOM_NAME_MAX];
     char owner_name[ROOM_NAME_MAX];
+    char notice[ROOM_TEXT_MAX];  /* room_pres_notice */
     uid_t owner;
     gid_t gid;
     int lfd, lockfd;
@@ -215,8 +216,8 @@ room_pres *room_pres_open(const char *name, const char *allow_group, char *err, 
     uid_t me = geteuid();
     /* One room of a name per presenter, whatever its audience: a follower
      * naming it must not have to choose. */
-    static room_entry all[ROOM_SCAN_MAX];
-    int n = room_scan(all, ROOM_SCAN_MAX, NULL);
+    static room_entry all[ROOM_FIND_MAX];
+    int n = room_scan_named(nm, all, ROOM_FIND_MAX);
     for (int i = 0; i < n; i++) {
         if (all[i].uid != me || strcmp(all[i].name, nm) || all[i].gid == gid)
             continue;
@@ -231,10 +232,14 @@ room_pres *room_pres_open(const char *name, const char *allow_group, char *err, 
         unlink(all[i].sock);
         unlink(lock);
     }
-    if (room_dir(me, gid, 1, dir, sizeof dir, err, errlen) < 0)
+    char notice[ROOM_TEXT_MAX];
+    if (room_dir(me, gid, 1, dir, sizeof dir, notice, sizeof notice, err, errlen) < 0)
         return NULL;
     snprintf(path, sizeof path, "%s/%s.sock", dir, nm);
-    return room_pres_open_at(path, nm, me, gid, err, errlen);
+    room_pres *p = room_pres_open_at(path, nm, me, gid, err, errlen);
+    if (p)
+        snprintf(p->notice, sizeof p->notice, "%s", notice);
+    return p;
 }
 
 /* ---- sending ------------------------------------------------------------- */
@@ -367,6 +372,15 @@ static void refuse_fd(room_pres *p, int fd, const char *text)
     p->stats.refused++;
 }
 
+/* Connections uid holds now (saying hello, following or probing). */
+static int connections_of(const room_pres *p, uid_t uid)
+{
+    int n = 0;
+    for (int i = 0; i < p->nfol; i++)
+        n += p->fol[i]->uid == uid && !p->fol[i]->dead;
+    return n;
+}
+
 static void accept_new(room_pres *p, double now)
 {
     for (int k = 0; k < ACCEPTS_PER_POLL; k++) {
@@ -381,6 +395,17 @@ static void accept_new(room_pres *p, double now)
         }
         if (!room_access_allowed(p->owner, p->gid, &peer)) {
             room_access_refusal(why, sizeof why, p->name, p->owner, p->gid, peer.uid);
+            refuse_fd(p, fd, why);
+            continue;
+        }
+        if (peer.uid != p->owner && connections_of(p, peer.uid) >= ROOM_MAX_PER_MEMBER) {
+            /* One member cannot fill the room (connections it holds open
+             * without a hello, or many followers): the presenter's own user
+             * may open as many as the room holds. */
+            char who[ROOM_NAME_MAX];
+            room_user_name(peer.uid, who, sizeof who);
+            snprintf(why, sizeof why, "you (%s) already have %d connections to room '%s'; close one first", who,
+                     ROOM_MAX_PER_MEMBER, p->name);
             refuse_fd(p, fd, why);
             continue;
         }
@@ -698,6 +723,15 @@ void room_pres_close(room_pres *p, const char *why)
 const char *room_pres_name(const room_pres *p) { return p->name; }
 const char *room_pres_path(const room_pres *p) { return p->path; }
 const char *room_pres_group(const room_pres *p) { return p->group; }
+const char *room_pres_notice(const room_pres *p) { return p->notice; }
+
+int room_pres_joining(const room_pres *p)
+{
+    int n = 0;
+    for (int i = 0; i < p->nfol; i++)
+        n += p->fol[i]->phase == P_HELLO && !p->fol[i]->dead;
+    return n;
+}
 int room_pres_followers(const room_pres *p) { return p->following; }
 uint64_t room_pres_seq(const room_pres *p) { return p->seq; }
 void room_pres_get_stats(const room_pres *p, room_pres_stats *out) { *out = p->stats; }

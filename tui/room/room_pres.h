@@ -4,6 +4,10 @@
  * calls room_pres_poll from its main loop (or when room_pres_pollfds says a
  * socket is ready).
  *
+ * Admission: the presenter's user, and with a group its members (checked by
+ * SO_PEERCRED, room_access.h); a user other than the presenter's holds at
+ * most ROOM_MAX_PER_MEMBER connections, so one student cannot fill the room.
+ *
  * What a follower sends never reaches the presenter's state: the presenter
  * reads one HELLO (at most ROOM_HELLO_MAX bytes, within ROOM_HELLO_TIMEOUT_S)
  * and after it reads and discards, only to notice a follower that left.
@@ -24,6 +28,7 @@
 #include "room_msg.h"
 
 #define ROOM_MAX_FOLLOWERS 256
+#define ROOM_MAX_PER_MEMBER 4     /* connections one user other than the presenter's may hold */
 #define ROOM_HELLO_MAX 4096
 #define ROOM_HELLO_TIMEOUT_S 3.0
 
@@ -45,10 +50,18 @@ void room_pres_close(room_pres *p, const char *why);
 const char *room_pres_name(const room_pres *p);   /* the room's name */
 const char *room_pres_path(const room_pres *p);   /* its socket path */
 const char *room_pres_group(const room_pres *p);  /* the group it is open to, "" = none */
+/* One line the presenter should see about where the room lives (its
+ * predictable folder was another user's: room_dir), "" when none. */
+const char *room_pres_notice(const room_pres *p);
 
 /* Followers admitted and following now (probes from `kvlab rooms` and
  * followers still saying hello are not counted). */
 int room_pres_followers(const room_pres *p);
+
+/* Connections accepted that have not said hello yet (at most
+ * ROOM_MAX_PER_MEMBER per user besides the presenter's; each is dropped
+ * after ROOM_HELLO_TIMEOUT_S). */
+int room_pres_joining(const room_pres *p);
 
 /* Accept new connections (refusing who may not follow, with a REFUSE that
  * says why), read hellos, discard what followers send, drop those that left
