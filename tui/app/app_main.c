@@ -302,6 +302,7 @@ void app_model_update(app *a)
     m->shown_panes = app_shown_panes(a, &lf);
     m->room_label = app_room_label(a);
     m->room_footer = app_room_footer_mode(a);
+    m->room_followers = app_room_followers(a);
     m->room_drives = app_room_drives(a);
     m->presenter_left = app_room_presenter_left(a);
     m->room_idle = app_room_idle_text(a);

@@ -368,9 +368,9 @@ void ui_chrome_overlay(const ui_model *a, WINDOW *win)
         char q[96];
         if (a->overlay == UI_OV_CONFIRM_RESET)
             snprintf(q, sizeof q, "Start lesson %d again from step 1?", a->lsn ? lsn_current(a->lsn) : 0);
-        else if (app_room_followers(a) > 0)
-            snprintf(q, sizeof q, "Quit kvlab? %d follower%s see%s the room close.", app_room_followers(a),
-                     app_room_followers(a) == 1 ? "" : "s", app_room_followers(a) == 1 ? "s" : "");
+        else if (a->room_followers > 0)
+            snprintf(q, sizeof q, "Quit kvlab? %d follower%s see%s the room close.", a->room_followers,
+                     a->room_followers == 1 ? "" : "s", a->room_followers == 1 ? "s" : "");
         else
             snprintf(q, sizeof q, "Quit kvlab?");
         ui_box(win, a->overlay == UI_OV_CONFIRM_RESET ? "reset" : "quit", "", 1);

@@ -108,6 +108,7 @@ typedef struct ui_model {
     /* Classroom (app_room.h). */
     const char *room_label;  /* "presenting to 3", ... "" without a room */
     int room_footer;         /* 1 following, 2 broken away, 0 otherwise */
+    int room_followers;      /* a presenter's followers now (the quit question names them) */
     int room_drives;         /* a follower that follows: the presenter answers */
     int presenter_left;
     const char *room_idle;   /* the text view's words while a follower has no lesson, or NULL */
