@@ -102,7 +102,8 @@ static const lr_rule RULES[] = {
     {"GPU KV cache size: {i} tokens, Maximum concurrency for {i} tokens per request: {f}x",
      {F_TOKENS, F_CONC_LEN, F_CONC}, "0.28.0", NULL, 0, R_V1, "kv_size"},
     {"GPU KV cache size: {i} tokens", {F_TOKENS}, "0.7.3", NULL, 0, R_V1, "kv_size"},
-    {"Maximum concurrency for {i} tokens per request: {f}x", {F_CONC_LEN, F_CONC}, NULL, NULL, 0, 0, "concurrency"},
+    {"Maximum concurrency for {i} tokens per request: {f}x", {F_CONC_LEN, F_CONC}, NULL, "0.27.99", 0, 0,
+     "concurrency"},
     {"# CUDA blocks: {i}, # CPU blocks:", {F_BLOCKS}, "0.7.0", "0.7.2", 0, R_V0, "v0_blocks"},
     {"# cuda blocks: {i}, # CPU blocks:", {F_BLOCKS}, "0.7.3", "0.10.1.99", 0, R_V0, "v0_blocks"},
     {"GPU blocks: {i}, # CPU blocks:", {F_BLOCKS}, NULL, "0.6.6.99", 0, R_V0, "v0_blocks"},
@@ -741,18 +742,21 @@ static void one_line(kv_logread *lr, char *line)
     }
 }
 
-/* The release the source line numbers name: the one release of
- * kv_logread_lines.c every line seen matches (at least one). */
+/* The release the source line numbers name: the releases of
+ * kv_logread_lines.c whose lines match the most of those seen (at least
+ * one) and contradict none. One release: that one. Several of one minor
+ * series (0.19.0 and 0.19.1 often share a file): the first, the range
+ * narrowed to them. Several series: only the range. */
 static void version_from_lines(kv_logread *lr)
 {
     if (lr->version_how != KV_LOGREAD_VER_NONE || lr->num_evidence == 0)
         return;
-    const char *best = NULL;
-    int best_n = 0, tie = 0;
+    const char *first = NULL, *last = NULL;
+    int best_n = 0, count = 0;
     for (int i = 0; i < KV_LOGREAD_NUM_LINES; i++) {
         const char *ver = KV_LOGREAD_LINES[i].version;
         if (i > 0 && !strcmp(ver, KV_LOGREAD_LINES[i - 1].version))
-            continue; /* count each release once, at its first row */
+            continue; /* each release once, at its first row */
         int n = 0, miss = 0;
         for (int e = 0; e < lr->num_evidence; e++) {
             int known = 0, same = 0;
@@ -765,24 +769,37 @@ static void version_from_lines(kv_logread *lr)
             n += same;
             miss += known && !same;
         }
-        if (n > 0 && miss == 0) {
-            if (n > best_n) {
-                best = ver;
-                best_n = n;
-                tie = 0;
-            } else if (n == best_n) {
-                tie = 1;
-            }
+        if (n == 0 || miss)
+            continue;
+        if (n > best_n) {
+            best_n = n;
+            first = last = ver;
+            count = 1;
+        } else if (n == best_n) {
+            last = ver;
+            count++;
         }
     }
-    if (!best || tie)
+    if (!first)
         return;
-    snprintf(lr->vllm_version, sizeof lr->vllm_version, "%s", best);
+    /* the same minor series: "0.19." of 0.19.0 and 0.19.1 */
+    const char *d1 = strchr(first, '.'), *d2 = d1 ? strchr(d1 + 1, '.') : NULL;
+    size_t series = d2 ? (size_t)(d2 - first) + 1 : strlen(first);
+    if (count > 1) {
+        char hi[24];
+        snprintf(hi, sizeof hi, "%s", last);
+        narrow(lr, first, hi);
+        if (strncmp(first, last, series))
+            return; /* several series: a range only */
+    }
+    snprintf(lr->vllm_version, sizeof lr->vllm_version, "%s", first);
     lr->version_how = KV_LOGREAD_VER_LINES;
     size_t off = 0;
     for (int e = 0; e < lr->num_evidence && off < sizeof lr->version_evidence; e++)
         off += (size_t)snprintf(lr->version_evidence + off, sizeof lr->version_evidence - off, "%s%s:%d",
                                 e ? ", " : "", lr->evidence[e].file, lr->evidence[e].line);
+    if (count > 1 && off < sizeof lr->version_evidence)
+        snprintf(lr->version_evidence + off, sizeof lr->version_evidence - off, " (%s shares them)", last);
 }
 
 int kv_logread_parse(const char *text, size_t len, kv_logread *out, char *err, size_t errlen)

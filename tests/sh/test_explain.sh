@@ -27,6 +27,8 @@ for name, e in exp.items():
     d = json.loads(p.stdout)
     if d["vllm_version"] != e["vllm_version"]:
         print("FAIL %s: vllm_version %r, want %r" % (name, d["vllm_version"], e["vllm_version"])); bad += 1
+    if "version_from" in e and d["version_from"] != e["version_from"]:
+        print("FAIL %s: version_from %r, want %r" % (name, d["version_from"], e["version_from"])); bad += 1
     if "release_followed" in e and d["release_followed"] != e["release_followed"]:
         print("FAIL %s: release_followed %r, want %r" % (name, d["release_followed"], e["release_followed"])); bad += 1
     for k, want in e["logged"].items():
@@ -44,6 +46,11 @@ for name, e in exp.items():
         print("FAIL %s: the report does not show %.2f GiB" % (name, e["logged"]["kv_cache_gib"])); bad += 1
 sys.exit(1 if bad else 0)
 PY
+
+# A second, independent reading (regular expressions over the raw text)
+# agrees on every KV figure, token count and printed release.
+python3 "$KVLAB_SOURCE_DIR/bench/explain_check.py" "$LOGS" "$LOGS/unseen" >"$tmp/check.txt" 2>&1 ||
+  { echo "FAIL bench/explain_check.py:"; grep -v "^ok" "$tmp/check.txt"; fail=1; }
 
 # 2. The same logs as pasted from elsewhere read the same.
 # (the captured-graph figure comes after the cut, so it is left out of the comparison)
