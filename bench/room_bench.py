@@ -16,12 +16,19 @@ traffic at --fps). Reports:
                      / N, in % of one core, over the same running pages
   follower_rss_mib / follower_pss_mib  memory of one follower (mean)
 
+With --busy-seconds S it measures memory instead: the presenter runs the
+pool under traffic at its fastest speed (+ pressed to x64: about 1,900
+engine steps a second, so a minute stands for ~1.6 hours of the lesson's
+own x1 pace) for S seconds with the followers attached, and it reports each
+sample of follower RSS (mean and max over the followers), the growth per
+minute over the second half, and the engine steps the presenter reached.
+
 Goal (issue: classroom mode): latency p99 < 100 ms, presenter CPU < 1 % per
 follower at 30 fps. Not a timed test: run it by hand on an otherwise idle
 machine; all N+1 processes share its cores.
 
 usage: bench/room_bench.py [--kvlab build/kvlab] [--followers 30] [--size 80x24]
-                           [--fps 30] [--keys 10] [--seconds 8] [--json]
+                           [--fps 30] [--keys 10] [--seconds 8] [--busy-seconds S] [--json]
 """
 import argparse
 import fcntl
@@ -155,6 +162,56 @@ def read_trace(path):
     return keys, drawn, stats
 
 
+def busy(a, press, procs, ppid, fpids, ptrace, traces, names):
+    """Follower memory over a busy run at the presenter's fastest speed."""
+    for _ in range(12):  # x1.5 per press, up to x64
+        press(b"+")
+        procs.pump(0.05)
+    t0 = time.monotonic()
+    samples = []
+    while True:
+        procs.pump(min(5.0, max(0.1, t0 + a.busy_seconds - time.monotonic())))
+        t = time.monotonic() - t0
+        mem = [mem_kib(p)[0] / 1024 for p in fpids]
+        mem = [m for m in mem if m > 0]
+        if not mem:
+            sys.exit("room_bench: the followers are gone")
+        samples.append((t, sum(mem) / len(mem), max(mem), mem_kib(ppid)[0] / 1024))
+        if t >= a.busy_seconds:
+            break
+    if os.environ.get("ROOM_BENCH_SMAPS"):  # where a follower's memory is (debugging)
+        rows, cur = [], None
+        with open(f"/proc/{fpids[0]}/smaps") as f:
+            for line in f:
+                if "-" in line.split()[0] and len(line.split()) >= 5:
+                    cur = line.strip()
+                elif line.startswith("Rss:") and cur:
+                    rows.append((int(line.split()[1]), cur))
+        for kib, m in sorted(rows, reverse=True)[:8]:
+            print(f"  smaps {kib:8d} KiB  {m}", file=sys.stderr)
+    half = [s for s in samples if s[0] >= a.busy_seconds / 2]
+    slope = (half[-1][1] - half[0][1]) / max(1e-9, half[-1][0] - half[0][0]) * 60 if len(half) > 1 else 0.0
+    out = {"followers": a.followers, "busy_seconds": a.busy_seconds,
+           "follower_rss_mib_mean_end": round(samples[-1][1], 1),
+           "follower_rss_mib_max": round(max(s[2] for s in samples), 1),
+           "follower_rss_growth_mib_per_min_second_half": round(slope, 2),
+           "presenter_rss_mib_end": round(samples[-1][3], 1),
+           "samples": [[round(x, 1) for x in s] for s in samples]}
+    st = read_trace(ptrace)[2]
+    if st:
+        out["presenter_messages"] = int(st[-1][2] + st[-1][3])
+    if a.json:
+        print(json.dumps(out, indent=1))
+    else:
+        print(f"{a.followers} followers, {a.busy_seconds:.0f} s of a busy room at x64")
+        print("  t(s)  follower RSS mean / max (MiB)  presenter RSS (MiB)")
+        for t, mean, mx, pr in samples:
+            print(f"  {t:5.0f}  {mean:8.1f} / {mx:6.1f}   {pr:8.1f}")
+        for k in ("follower_rss_mib_mean_end", "follower_rss_mib_max", "follower_rss_growth_mib_per_min_second_half",
+                  "presenter_rss_mib_end"):
+            print(f"  {k:46s} {out[k]}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kvlab", default=os.path.join(ROOT, "build", "kvlab"))
@@ -163,6 +220,8 @@ def main():
     ap.add_argument("--fps", type=int, default=30)
     ap.add_argument("--keys", type=int, default=10, help="n presses measured on running pages and on still pages")
     ap.add_argument("--seconds", type=float, default=8.0, help="CPU and bytes window on the running pages")
+    ap.add_argument("--busy-seconds", type=float, default=0,
+                    help="instead of latency: follower memory over S seconds of a busy room at x64")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     a.keys = max(1, min(a.keys, 11))
@@ -222,6 +281,10 @@ def main():
             sys.exit(f"room_bench: {sum(1 for j in joined if not j)} followers never showed the lesson")
         # the traces' T and this script's time.monotonic() are one clock (CLOCK_MONOTONIC)
         join_ms = [(joined[i][0][1] - spawned[n]) * 1e3 for i, n in enumerate(names)]
+
+        if a.busy_seconds > 0:
+            busy(a, press, procs, ppid, pids[1:], ptrace, traces, names)
+            return
 
         # 3. Presenter CPU and socket bytes with N followers, same pages.
         procs.pump(1.0)

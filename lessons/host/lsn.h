@@ -186,6 +186,12 @@ const lsn_input *lsn_inputs(const lsn_runner *r, int *n);
  * same lesson the same number of ticks are in the same state. */
 int64_t lsn_engine_ticks(const lsn_runner *r);
 
+/* Server starts (lsn_server_start calls, failed ones too) since the runner
+ * made its server object: changes whenever the lesson's engine is replaced,
+ * also by a restart inside one step that leaves lsn_engine_ticks higher than
+ * before (a classroom presenter sends it so followers replay at once). */
+int lsn_engine_starts(const lsn_runner *r);
+
 /* 1 when the engine moves on a tick (lab.step or lab.run_until in progress,
  * or lab.autorun on with a server up); 0 when the lesson holds it still
  * while the learner reads, answers or changes flags (the app says so). */

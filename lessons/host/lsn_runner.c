@@ -726,6 +726,8 @@ int lsn_replay(lsn_runner *r, int number, int step, const lsn_input *in, int nin
 
 int64_t lsn_engine_ticks(const lsn_runner *r) { return r->srv.ticks; }
 
+int lsn_engine_starts(const lsn_runner *r) { return r->srv.server ? lsn_server_starts(r->srv.server) : 0; }
+
 int lsn_engine_runs(const lsn_runner *r)
 {
     const lsn_pace *p = &r->pace;

@@ -146,6 +146,16 @@ same_figures f1 f2
 # folder, yet the followers never wrote it.
 grep -qE '"step":[[:space:]]*2,' "$TUI_STATE/kvlab/progress.json" || fail "the presenter's progress is not at step 2: $(cat "$TUI_STATE/kvlab/progress.json")"
 
+# A restart inside one step (the fixture starts a smaller server on the
+# question's page and runs it): the followers show that run at once, with
+# the presenter's figures, not the earlier server's.
+on pres tui_keys n
+for s in pres f1 f2; do on $s tui_wait "Restarted run over" 30; done
+same_figures f1 f2
+run3=$(screen_of pres | grep -oE 'run3 step=[0-9]+ done=[0-9]+ preempted=[0-9]+')
+[ -n "$run3" ] || fail "no figures on the presenter's restarted page"
+for f in f1 f2; do screen_of $f | grep -qF "$run3" || fail "$f does not show '$run3'"; done
+
 # q with followers attached asks first; n keeps the class going.
 on pres tui_keys q
 on pres tui_wait "2 followers see the room close" 5
@@ -161,14 +171,14 @@ on pres tui_wait "EXIT:" 10
 for f in f1 f2; do
     on $f tui_wait "presenter quit" 10
     on $f tui_wait "presenter left" 5
-    on $f tui_wait "Second run over" 2   # the page stays
+    on $f tui_wait "Restarted run over" 2   # the page stays
     on $f tui_wait "The presenter has left" 5   # and says so, not "the presenter moves on"
     if screen_of $f | grep -qF "the presenter moves on"; then fail "$f still says the presenter moves on"; fi
 done
 tui_tmux kill-session -t pres
 room_start pres 80 24 -- --present class
 on pres tui_wait "presenting to 2" 15
-on pres tui_wait "Second run over" 10
+on pres tui_wait "Restarted run over" 10
 for f in f1 f2; do on $f tui_wait "following" 10; done
 same_figures f1 f2
 # Killed outright (no goodbye): the followers notice the socket closing.
@@ -189,7 +199,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1 && getent group user
     ROOM_PREFIX="setpriv --reuid=65534 --regid=65534 --groups=$gid" \
         room_start member 80 24 "XDG_STATE_HOME=$STUDENT_STATE" -- --follow root/class
     on member tui_wait "following" 10
-    on member tui_wait "Second run over" 10
+    on member tui_wait "Restarted run over" 10
     on pres tui_wait "presenting to 3" 5
     [ -z "$(ls -A "$STUDENT_STATE")" ] || fail "a follower wrote progress: $(ls -R "$STUDENT_STATE")"
 else

@@ -76,7 +76,8 @@ void app_rewind_server(app *a)
     if (!a->eng || a->eng == r->attached) return;
     if (!r->h) {
         char err[160];
-        r->h = kv_history_create(NULL, err, sizeof err);
+        kv_history_opts ho = {.max_bytes = a->history_bytes};
+        r->h = kv_history_create(&ho, err, sizeof err);
         if (!r->h) {
             app_status(a, UI_R_ERROR, "no history of the run: %s", err);
             return;

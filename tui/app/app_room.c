@@ -13,6 +13,7 @@
 
 #define MAX_CATCHUP_TICKS 200000  /* engine ticks a follower runs in one turn */
 #define HINT_EVERY_S 4.0          /* "press x ..." at most this often */
+#define FOLLOWER_HISTORY_BYTES (2ull << 20) /* kv_history bound for a follower */
 
 typedef struct app_room {
     int mode;
@@ -28,6 +29,8 @@ typedef struct app_room {
     double prev_speed;
     int64_t prev_ticks;
     uint32_t server_gen;
+    int prev_starts;
+    const kv_engine *prev_engine; /* compared only */
     int notice_shown;           /* room_pres_notice said once */
 
     /* follower */
@@ -35,6 +38,10 @@ typedef struct app_room {
     int exploring;              /* broken away */
     int x_idle;                 /* x was pressed with no lesson to explore */
     int force_replay;           /* rejoining: rebuild from the presenter's state */
+    uint64_t applied_run;       /* the presenter run (room_state.run_id) and server generation */
+    uint32_t applied_gen;       /* the follower's lesson was last brought to */
+    int applied_any;
+    int ahead_seen;             /* the last replay ended past the presenter's tick */
     char presenter[ROOM_NAME_MAX];
     double hint_at;
     char state_dir[PATH_MAX];   /* where a follower that breaks away keeps its progress */
@@ -100,6 +107,9 @@ int app_room_open(app *a, int mode, const char *name, const char *group, char *e
         snprintf(m->shown, sizeof m->shown, "%.*s%s", slash ? (int)(slash - name + 1) : 0, slash ? name : "",
                  m->name);
         follower_state_dir(m);
+        /* A follower keeps a short history (it rewinds only on its own,
+         * after x): its memory stays flat however long the class runs. */
+        a->history_bytes = FOLLOWER_HISTORY_BYTES;
     }
     const char *tr = getenv("KVLAB_ROOM_TRACE");
     if (tr && *tr) {
@@ -183,10 +193,16 @@ static void present(app *a, app_room *m)
     s->speed = a->speed;
     kv_engine *e = lsn_engine(r);
     s->engine_seed = e ? kv_engine_get_config(e)->seed : 0;
+    /* A new run of the engine, however it came: a restart inside one step
+     * (ticks may end higher than before), a flag change, a reset, b, or
+     * another lesson. Followers replay at once on a new server_gen. */
     int64_t ticks = lsn_engine_ticks(r);
-    if (ticks < m->prev_ticks || s->lesson != m->prev_lesson)
+    int starts = lsn_engine_starts(r);
+    if (ticks < m->prev_ticks || s->lesson != m->prev_lesson || starts != m->prev_starts || e != m->prev_engine)
         m->server_gen++;
     m->prev_ticks = ticks;
+    m->prev_starts = starts;
+    m->prev_engine = e;
     s->engine_step = (uint64_t)ticks;
     s->server_gen = m->server_gen;
     int n = 0;
@@ -360,11 +376,24 @@ static void sync_to(app *a, app_room *m, const room_state *t)
         return; /* nothing to show yet (or a lesson this kvlab does not have) */
     /* the page says whose answers these are ("root predicted 20") */
     lsn_set_voice(r, m->presenter[0] ? m->presenter : "the presenter");
-    if (m->force_replay || follow_steps(a, t) < 0)
+    /* A room syncs runs: another presenter process (run_id), another run
+     * of its engine (server_gen: a restart inside a step, a reset, b) or a
+     * follower engine past the presenter's tick is rebuilt at once, never
+     * stepped on from a run that is over. */
+    int new_run = !m->applied_any || t->run_id != m->applied_run || t->server_gen != m->applied_gen;
+    if (new_run)
+        m->ahead_seen = 0;
+    if (m->force_replay || (new_run && m->applied_any) || follow_steps(a, t) < 0 ||
+        (lsn_engine_ticks(r) > (int64_t)t->engine_step && !m->ahead_seen))
         replay(a, m, t);
     m->force_replay = 0;
-    /* The engine: run on to the presenter's tick (never back: a follower
-     * ahead of it waits for it). */
+    /* A replay that still ends ahead (it cannot stop sooner) is not
+     * repeated for every message of the same run. */
+    m->ahead_seen = lsn_engine_ticks(r) > (int64_t)t->engine_step;
+    m->applied_run = t->run_id;
+    m->applied_gen = t->server_gen;
+    m->applied_any = 1;
+    /* The engine: run on to the presenter's tick. */
     int64_t mine = lsn_engine_ticks(r);
     if ((int64_t)t->engine_step > mine) {
         int64_t k = (int64_t)t->engine_step - mine;

@@ -10,7 +10,10 @@
  * small change is applied as the presenter made it (n, an answer, a flag),
  * anything else by replaying the lesson to the presenter's step with the
  * presenter's inputs (lsn_replay), then running the engine to the
- * presenter's engine tick (lsn_tick_steps). It draws at its own terminal
+ * presenter's engine tick (lsn_tick_steps). A new run of the presenter's
+ * engine (room_state.server_gen: a restart inside a step, a flag change, a
+ * reset, b), another presenter process (run_id) or a follower engine past
+ * the presenter's tick is rebuilt by a replay at once. It draws at its own terminal
  * size, colours and glyphs. While following, keys that would move the
  * lesson are refused with a hint; `x` breaks away (its own flags and
  * engine from the presenter's page on, progress kept in its own state

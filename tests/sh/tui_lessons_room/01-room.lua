@@ -29,6 +29,14 @@ return {
     lab.say("Second run over.\n\n  run2 step=%d done=%d preempted=%d", m.step, m.request_success, m.num_preemptions)
     lab.pause()
     lab.page("A question")
+    -- A restart inside this step (no pause between): a smaller server,
+    -- then a short run on it; followers must show this run, not the last.
+    ok, err = lab.start({ model = "meta-llama/Llama-3.1-8B-Instruct", gpu = "h100-80gb",
+                          ["num-gpu-blocks-override"] = 120, ["max-model-len"] = 4096, ["max-num-seqs"] = 3 })
+    if not ok then error("the fixture's second server should start: " .. tostring(err)) end
+    lab.step(200)
+    m = lab.metrics()
+    lab.say("Restarted run over.\n\n  run3 step=%d done=%d preempted=%d", m.step, m.request_success, m.num_preemptions)
     lab.ask({ prompt = "How many tokens does one block hold?", answer = lab.plan().block_size, unit = "tokens",
               expect = "block_size",
               script = tostring(lab.plan().block_size) })
