@@ -8,7 +8,13 @@
  *     within bounds and its message is printable.
  *  3. A presenter given the bytes by a connecting client over a real socket:
  *     it answers or drops the client, keeps serving, and what it publishes
- *     is never touched by them. */
+ *     is never touched by them.
+ *  4. A hostile presenter: the bytes pick a sequence of well-formed frames
+ *     (welcomes, states and deltas with any seq, base_seq, run_id, counts
+ *     at their bounds, any engine step), so every one gets past the
+ *     decoder; a follower fed them merges a DELTA only into the state it
+ *     follows (same run, base_seq = the state's seq), keeps every other
+ *     delta out, and takes each STATE whole. */
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -161,10 +167,95 @@ static void presenter(const uint8_t *data, size_t size)
         abort();
 }
 
+/* Bytes as numbers: the next byte (0 at the end). */
+typedef struct cursor { const uint8_t *p; size_t n; } cursor;
+static unsigned take(cursor *c)
+{
+    if (!c->n)
+        return 0;
+    c->n--;
+    return *c->p++;
+}
+
+static room_msg g_hm;
+static uint8_t g_hbuf[CAP];
+
+static void hostile_presenter(const uint8_t *data, size_t size)
+{
+    room_follow *f = room_follow_new_at("/nonexistent/kvlab-fuzz2.sock", "fuzz");
+    if (!f)
+        abort();
+    cursor c = {data, size};
+    for (int k = 0; k < 64 && c.n; k++) {
+        unsigned kind = take(&c) % 3;
+        room_msg_init(&g_hm, kind == 0 ? ROOM_T_WELCOME : kind == 1 ? ROOM_T_STATE : ROOM_T_DELTA);
+        room_state *x = &g_hm.st;
+        x->seq = take(&c) % 8;            /* small ranges: chains that match and chains that do not */
+        x->base_seq = take(&c) % 8;
+        x->run_id = take(&c) % 3;
+        if (kind == 2)
+            x->seq = x->base_seq + 1 + take(&c) % 3; /* a delta's base is before its seq (else malformed) */
+        x->lesson = (int32_t)(take(&c) % 100);
+        x->step = (int32_t)(take(&c) * 3900u); /* within the decoder's range */
+        x->page = (int32_t)(take(&c) % 50);
+        x->engine_step = (uint64_t)take(&c) << (take(&c) % 57);
+        x->server_gen = take(&c);
+        x->followers = (int32_t)take(&c);
+        x->ninputs = take(&c) % 4 == 0 ? ROOM_MAX_INPUTS : (int)(take(&c) % 4);
+        for (int i = 0; i < x->ninputs; i++) {
+            x->inputs[i].wait = i;
+            x->inputs[i].kind = (uint8_t)(take(&c) % 3);
+            snprintf(x->inputs[i].name, sizeof x->inputs[i].name, "%s",
+                     x->inputs[i].kind == ROOM_IN_FLAG ? "max-num-seqs" : "");
+            snprintf(x->inputs[i].value, sizeof x->inputs[i].value, x->inputs[i].kind == ROOM_IN_REVEAL ? "" : "%u",
+                     take(&c));
+        }
+        x->nevents = (int)(take(&c) % (ROOM_MAX_EVENTS + 1));
+        for (int i = 0; i < x->nevents; i++) {
+            x->events[i].kind = (uint8_t)(1 + take(&c) % (ROOM_EV_COUNT - 1));
+            x->events[i].arg = (int64_t)take(&c) - 128;
+        }
+        g_hm.have = kind == 2 ? (take(&c) & 0x7f) : ROOM_H_FULL;
+        if (kind == 0) {
+            snprintf(g_hm.room, sizeof g_hm.room, "fuzz");
+            snprintf(g_hm.presenter, sizeof g_hm.presenter, "root");
+            g_hm.pid = 1;
+        }
+        size_t n = room_msg_encode(&g_hm, g_hbuf, sizeof g_hbuf);
+        if (!n)
+            continue;
+        const room_state *before = room_follow_state(f);
+        int had = before != NULL;
+        uint64_t seq0 = had ? before->seq : 0, run0 = had ? before->run_id : 0;
+        room_follow_feed(f, g_hbuf, n, 1.0);
+        const room_state *after = room_follow_state(f);
+        if (after)
+            check_state(after);
+        if (kind == 1 && (!after || after->seq != x->seq || after->run_id != x->run_id))
+            abort(); /* a STATE is taken whole */
+        if (kind == 2) {
+            int follows = had && x->base_seq == seq0 && x->run_id == run0;
+            if (!had && after)
+                abort(); /* a delta alone is no state */
+            if (had && follows && after->seq != x->seq) {
+                fprintf(stderr, "delta seq %llu base %llu run %llu have %x onto seq %llu: now %llu (%s)\n",
+                        (unsigned long long)x->seq, (unsigned long long)x->base_seq, (unsigned long long)x->run_id,
+                        g_hm.have, (unsigned long long)seq0, (unsigned long long)after->seq, room_follow_message(f));
+                abort(); /* a delta that follows is merged */
+            }
+            if (had && !follows && (after->seq != seq0 || after->run_id != run0))
+                abort(); /* one that does not is kept out */
+        }
+        room_follow_clear_events(f);
+    }
+    room_follow_free(f);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     decoder(data, size);
     follower(data, size);
     presenter(data, size);
+    hostile_presenter(data, size);
     return 0;
 }
