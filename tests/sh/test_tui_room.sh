@@ -4,7 +4,8 @@
 # server. n, an engine run and a flag change on the presenter show up on both
 # followers with the same lesson, step and figures; keys typed in a follower
 # do not move the presenter; a follower breaks away and rejoins; q on the
-# presenter asks first while followers are attached; a killed
+# presenter asks first while followers are attached; a presenter back after
+# kill -9 with a shorter run is shown at once; a killed
 # presenter leaves its followers running with a message, and they re-attach
 # when it comes back; a follower of another uid (65534, via setpriv, when run
 # as root) is let in only with the room's group, else told why.
@@ -187,6 +188,32 @@ kill -KILL "$pid"
 for f in f1 f2; do on $f tui_wait "presenter gone" 10; done
 tui_tmux kill-session -t pres
 
+# The presenter comes back after kill -9 with a shorter run than the one
+# the followers saw: they rebuild at once (a new presenter run), not wait
+# for the new run to pass the old one's engine step.
+room_start pres 80 24 -- --present class
+on pres tui_wait "presenting to 2" 15
+on pres tui_wait "How many tokens" 10
+on pres tui_keys 1 6 Enter
+on pres tui_wait "The engine keeps running" 10
+on pres tui_keys + + + + + + + + + + + +
+sleep 4   # a long run at x64 (thousands of engine steps)
+for f in f1 f2; do on $f tui_wait "The engine keeps running" 10; done
+pid=$(TUI_SESSION=pres tui_app_pid) || fail "no presenter process"
+kill -KILL "$pid"
+for f in f1 f2; do on $f tui_wait "presenter gone" 10; done
+tui_tmux kill-session -t pres
+room_start pres 80 24 -- --present class
+on pres tui_wait "presenting to 2" 15
+on pres tui_wait "The engine keeps running" 10
+on pres tui_keys space   # hold the new run still: followers must show it, not the old one
+for f in f1 f2; do on $f tui_wait "following" 10; done
+same_figures f1 f2
+pid=$(TUI_SESSION=pres tui_app_pid) || fail "no presenter process"
+kill -KILL "$pid"
+for f in f1 f2; do on $f tui_wait "presenter gone" 10; done
+tui_tmux kill-session -t pres
+
 # Another uid. As root: uid 65534 through setpriv, with and without the group.
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1 && getent group users >/dev/null 2>&1; then
     gid=$(getent group users | cut -d: -f3)
@@ -199,7 +226,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1 && getent group user
     ROOM_PREFIX="setpriv --reuid=65534 --regid=65534 --groups=$gid" \
         room_start member 80 24 "XDG_STATE_HOME=$STUDENT_STATE" -- --follow root/class
     on member tui_wait "following" 10
-    on member tui_wait "Restarted run over" 10
+    on member tui_wait "The engine keeps running" 10
     on pres tui_wait "presenting to 3" 5
     [ -z "$(ls -A "$STUDENT_STATE")" ] || fail "a follower wrote progress: $(ls -R "$STUDENT_STATE")"
 else
