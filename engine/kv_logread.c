@@ -37,6 +37,7 @@ enum {
     R_ERROR_LINE = 1 << 7,/* record the line as the error text */
     R_COLD = 1 << 8,      /* torch.compile compiled: a cold compile cache */
     R_WARM = 1 << 9,      /* torch.compile loaded its graphs from the cache */
+    R_MORE = 1 << 10,     /* other rules may match the same line too (V0's profile packs four figures in one) */
 };
 
 /* One line vLLM prints. pat: literal text with {f} (a number; commas
@@ -61,6 +62,8 @@ static const lr_rule RULES[] = {
     {"\xe2\x96\x88  model   {w}", {F_MODEL}, NULL, NULL, 0, 0, NULL},
     {"Initializing a V1 LLM engine (v{w}) with config: ", {F_VERSION_ENGINE}, "0.8.0", NULL, 0, R_V1 | R_ENGINE, NULL},
     {"Initializing an LLM engine (v{w}) with config: ", {F_VERSION_ENGINE}, NULL, "0.10.1.99", 0, R_V0 | R_ENGINE, NULL},
+    {"Initializing a V0 LLM engine (v{w}) with config: ", {F_VERSION_ENGINE}, "0.8.0", "0.10.1.99", 0, R_V0 | R_ENGINE,
+     NULL},
     {"non-default args: {", {0}, "0.8.0", NULL, 0, R_ARGS, NULL},
     {"args: Namespace(", {0}, NULL, NULL, 0, R_NAMESPACE, NULL},
     {"Using max model len {i}", {F_MAX_LEN}, NULL, NULL, 0, 0, NULL},
@@ -84,10 +87,10 @@ static const lr_rule RULES[] = {
      "kv_cache_size={f}GiB gpu_memory_utilization={f}",
      {F_TOTAL, F_PEAK, F_NONTORCH, F_KV, F_UTIL}, NULL, "0.6.4.99", 0, R_V0, "v0_profile"},
     {"total_gpu_memory ({f}GiB) x gpu_memory_utilization ({f}) = {f}GiB", {F_TOTAL, F_UTIL, F_BUDGET}, "0.6.5",
-     "0.10.1.99", 0, R_V0, NULL},
-    {"model weights take {f}GiB", {F_WEIGHTS}, "0.6.5", "0.10.1.99", 0, R_V0, NULL},
-    {"non_torch_memory takes {f}GiB", {F_NONTORCH}, "0.6.5", "0.10.1.99", 0, R_V0, NULL},
-    {"PyTorch activation peak memory takes {f}GiB", {F_ACT}, "0.6.5", "0.10.1.99", 0, R_V0, NULL},
+     "0.10.1.99", 0, R_V0 | R_MORE, NULL},
+    {"model weights take {f}GiB", {F_WEIGHTS}, "0.6.5", "0.10.1.99", 0, R_V0 | R_MORE, NULL},
+    {"non_torch_memory takes {f}GiB", {F_NONTORCH}, "0.6.5", "0.10.1.99", 0, R_V0 | R_MORE, NULL},
+    {"PyTorch activation peak memory takes {f}GiB", {F_ACT}, "0.6.5", "0.10.1.99", 0, R_V0 | R_MORE, NULL},
     {"the rest of the memory reserved for KV Cache is {f}GiB", {F_KV}, "0.6.5", "0.10.1.99", 0, R_V0, NULL},
 
     /* CUDA graphs. */
@@ -614,7 +617,30 @@ static void take_args(kv_logread *lr, const char *rest, char sep, char closer)
 {
     if (lr->have & KV_LR_ARGS)
         return;
-    lr->num_args = parse_pairs(rest, sep, closer, lr->args, KV_LOGREAD_MAX_ARGS);
+    /* V0's Namespace lists every arg (150 and more), defaults included: keep
+     * the model and the flags kv_args knows that change memory, none = None. */
+    enum { ALL = 256 };
+    kv_logread_arg *all = malloc(ALL * sizeof *all);
+    if (!all)
+        return;
+    int n = parse_pairs(rest, sep, closer, all, ALL);
+    int every = closer == ')';
+    lr->num_args = 0;
+    for (int i = 0; i < n && lr->num_args < KV_LOGREAD_MAX_ARGS; i++) {
+        if (every) {
+            char dashed[48];
+            snprintf(dashed, sizeof dashed, "%s", all[i].key);
+            for (char *c = dashed; *c; c++)
+                if (*c == '_')
+                    *c = '-';
+            const kv_args_flag *fl = kv_args_flag_find(dashed);
+            int model = !strcmp(all[i].key, "model") || !strcmp(all[i].key, "model_tag");
+            if (!model && (!fl || !fl->memory || !strcmp(all[i].value, "None")))
+                continue;
+        }
+        lr->args[lr->num_args++] = all[i];
+    }
+    free(all);
     lr->have |= KV_LR_ARGS;
     char buf[256];
     const char *v = find_arg(lr->args, lr->num_args, "model");
@@ -661,6 +687,11 @@ static void one_line(kv_logread *lr, char *line)
     char level[12] = "", file[64] = "";
     int srcline = 0;
     const char *msg = parse_record(s, level, sizeof level, file, sizeof file, &srcline);
+    /* A wrapper kvlab has no rule for ("vLLM STDOUT: INFO ...", "pod/x "):
+     * the record a little further in. */
+    for (const char *t = s; !msg && *t && t - s < 48; t++)
+        if (t > s && t[-1] == ' ' && isupper((unsigned char)*t))
+            msg = parse_record(t, level, sizeof level, file, sizeof file, &srcline);
     if (msg) {
         lr->vllm_lines++;
         lr->records++;
@@ -723,7 +754,8 @@ static void one_line(kv_logread *lr, char *line)
                     snprintf(lr->error, sizeof lr->error, "%s", msg);
             }
         }
-        break; /* one rule per line: the table lists the more specific wording first */
+        if (!(r->flags & R_MORE))
+            break; /* one rule per line: the table lists the more specific wording first */
     }
     /* An error line kvlab has no rule for: "ValueError: ...", or an ERROR record. */
     if (!hit && lr->error_kind == KV_LR_ERR_NONE) {
@@ -878,11 +910,14 @@ int kv_logread_to_args(const kv_logread *lr, kv_args *a, char *unread, size_t un
         }
         if (rc == KV_ARGS_OK) {
             set++;
+        } else if (rc == KV_ARGS_IGNORED && (!strcmp(val, "False") || !strcmp(val, "0") || !val[0])) {
+            continue; /* a switch left off: nothing to say */
         } else if (unread && off < unreadlen) {
-            off += (size_t)snprintf(unread + off, unreadlen - off, "%s=%s%s\n", x->key, val,
-                                    rc == KV_ARGS_IGNORED ? " (does not change memory, or not modelled)"
-                                    : rc == KV_ARGS_EUNKNOWN ? " (kvlab does not know this flag)"
-                                                            : " (kvlab cannot read this value)");
+            /* kv_args' own note says whether it touches memory ("not modelled: it changes ...") */
+            off += (size_t)snprintf(unread + off, unreadlen - off, "%s=%.40s (%s)\n", x->key, val,
+                                    rc == KV_ARGS_IGNORED ? e
+                                    : rc == KV_ARGS_EUNKNOWN ? "kvlab does not know this flag"
+                                                            : "kvlab cannot read this value");
         }
     }
     /* What the engine line adds where the args did not say. */
