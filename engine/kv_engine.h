@@ -533,6 +533,7 @@ typedef struct kv_timeline_sample {
     double tokens_per_s;         /* scheduled tokens / step duration */
     int64_t work_with_cache;     /* cumulative, see kv_engine_metrics */
     int64_t work_without_cache;
+    int64_t generation_tokens_total; /* vllm:generation_tokens_total after the step */
 } kv_timeline_sample;
 
 /* The last samples, oldest first, into out[0..max). Returns how many. */

@@ -102,6 +102,7 @@ static void sample_timeline(kv_engine *e, const kv_sched_output *o, double dur, 
     s->tokens_per_s = dur > 0 ? o->num_tokens / dur : 0.0;
     s->work_with_cache = e->m.work_tokens_with_cache;
     s->work_without_cache = e->m.work_tokens_without_cache;
+    s->generation_tokens_total = e->m.generation_tokens_total;
     e->tl_n++;
 }
 

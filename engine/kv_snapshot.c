@@ -601,6 +601,7 @@ static void put_sample(wbuf *w, const kv_timeline_sample *t)
     put_f64(w, t->tokens_per_s);
     put_uv(w, (uint64_t)t->work_with_cache);
     put_uv(w, (uint64_t)t->work_without_cache);
+    put_uv(w, (uint64_t)t->generation_tokens_total);
 }
 
 static void get_sample(rbuf *r, kv_timeline_sample *t)
@@ -617,6 +618,7 @@ static void get_sample(rbuf *r, kv_timeline_sample *t)
     t->tokens_per_s = get_f64(r);
     t->work_with_cache = (int64_t)get_uv(r);
     t->work_without_cache = (int64_t)get_uv(r);
+    t->generation_tokens_total = (int64_t)get_uv(r);
 }
 
 /* ---- the image ------------------------------------------------------------- */

@@ -136,10 +136,11 @@ static void describe_engine(const kv_engine *e, desc *d)
     static kv_timeline_sample tl[512];
     int32_t nt = kv_engine_timeline(e, tl, 512);
     for (int32_t i = 0; i < nt; i++)
-        dputf(d, "tl %lld %a %a %d %d %d %d %lld %a %a %lld %lld\n", (long long)tl[i].step, tl[i].clock_s,
+        dputf(d, "tl %lld %a %a %d %d %d %d %lld %a %a %lld %lld %lld\n", (long long)tl[i].step, tl[i].clock_s,
               tl[i].kv_usage, tl[i].num_running, tl[i].num_waiting, tl[i].num_scheduled_tokens, tl[i].num_preempted,
               (long long)tl[i].num_preemptions_total, tl[i].prefix_hit_rate, tl[i].tokens_per_s,
-              (long long)tl[i].work_with_cache, (long long)tl[i].work_without_cache);
+              (long long)tl[i].work_with_cache, (long long)tl[i].work_without_cache,
+              (long long)tl[i].generation_tokens_total);
     /* events: the newest 256, and every log line whose text is kept */
     static kv_event ev[4096];
     uint64_t last = kv_engine_last_event_seq(e);

@@ -248,12 +248,85 @@ static void test_click_picks_block(void **state)
     kv_frame_forget(&A.frame);
 }
 
+/* An engine of the known config after `steps` steps of eight requests. */
+static kv_engine *generating_engine(int steps)
+{
+    kv_engine_config c;
+    kv_engine_config_default(&c);
+    c.num_blocks = 200;
+    c.max_model_len = 4096;
+    c.max_num_batched_tokens = 2048;
+    c.verify = 0;
+    c.write_kv = 0;
+    char err[512];
+    kv_engine *e = kv_engine_create(&c, err, sizeof err);
+    if (!e) fail_msg("create: %s", err);
+    for (int r = 0; r < 8; r++) {
+        kv_request_spec s = { .prompt_tokens = 64 + 16 * r, .output_tokens = 200, .arrival_s = -1 };
+        if (kv_engine_submit(e, &s, err, sizeof err) < 0) fail_msg("submit: %s", err);
+    }
+    for (int i = 0; i < steps; i++)
+        if (kv_engine_step(e, NULL, err, sizeof err) < 0) fail_msg("step: %s", err);
+    return e;
+}
+
+/* The metrics view draws every sparkline from the frame alone: a frame of
+ * an earlier step (a rewind) and then the later one again (back to the
+ * present) draw the later one as the first time. The generation row kept
+ * its own samples in the view, which a smaller step wiped ("6,807 ▁█"). */
+static void test_metrics_back_and_forth(void **state)
+{
+    (void)state;
+    kv_engine *now = generating_engine(120), *past = generating_engine(30);
+    char err[256], before[256];
+    WINDOW *wm = newwin(10, 70, 0, 0);
+    int row = -1;
+    assert_int_equal(kv_frame_capture(&A.frame, now, NULL, NULL, err, sizeof err), 0);
+    ui_views_draw(&A, UI_PANE_METRICS, wm);
+    for (int y = 0; y < 10 && row < 0; y++)
+        if (strstr(row_text(wm, y), "generation_tokens_total")) row = y;
+    if (row < 0) { dump(wm); fail_msg("no generation row"); }
+    snprintf(before, sizeof before, "%s", row_text(wm, row));
+    /* the value is the engine's, and its sparkline fills its cells (120
+     * steps of samples in the frame's timeline, none left blank) */
+    kv_engine_metrics m;
+    kv_engine_get_metrics(now, &m);
+    assert_int_equal(value_after(wm, "vllm:generation_tokens_total"), m.generation_tokens_total);
+    const char *sp = strstr(before, "generation_tokens_total") + strlen("generation_tokens_total");
+    while (*sp == ' ') sp++;
+    while ((*sp >= '0' && *sp <= '9') || *sp == ',') sp++;
+    assert_int_equal(*sp++, ' ');
+    int cells = 0;
+    for (; *sp && *sp != '|' && *sp != ' '; sp++) cells++;
+    if (cells < 20 || (*sp && *sp != '|' && *sp != ' ')) fail_msg("a short sparkline (%d cells): |%s|", cells, before);
+    for (; *sp == ' '; sp++) {}
+    if (*sp && *sp != '|') fail_msg("a gap in the sparkline: |%s|", before);
+    /* a rewind: the frame of an earlier step */
+    assert_int_equal(kv_frame_capture(&A.frame, past, NULL, NULL, err, sizeof err), 0);
+    ui_views_draw(&A, UI_PANE_METRICS, wm);
+    kv_engine_get_metrics(past, &m);
+    assert_int_equal(value_after(wm, "vllm:generation_tokens_total"), m.generation_tokens_total);
+    kv_frame_forget(&A.frame);
+    assert_int_equal(kv_frame_capture(&A.frame, now, NULL, NULL, err, sizeof err), 0);
+    ui_views_draw(&A, UI_PANE_METRICS, wm);
+    if (strcmp(row_text(wm, row), before)) {
+        dump(wm);
+        fail_msg("the generation row changed after a rewind and back:\n  before |%s|\n  after  |%s|", before,
+                 row_text(wm, row));
+    }
+    delwin(wm);
+    kv_engine_destroy(now);
+    kv_engine_destroy(past);
+    kv_frame_forget(&A.frame);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_draw_from_frame_alone),
         cmocka_unit_test(test_click_picks_block),
+        cmocka_unit_test(test_metrics_back_and_forth),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

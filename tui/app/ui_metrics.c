@@ -24,30 +24,6 @@ static const struct { const char *name; m_kind kind; } rows_def[M_COUNT] = {
     [M_TPUT] = { "throughput (tokens/s)", K_RATE },
 };
 
-/* The generation counter's running total, sampled once per engine step the
- * frames show (the timeline holds scheduled tokens, not generated ones).
- * One history per engine life: a smaller step count means a new engine. */
-#define GEN_HIST KV_FRAME_TIMELINE
-static struct { int64_t step[GEN_HIST], total[GEN_HIST]; int n; } g_gen;
-
-static void gen_note(const kv_frame *f)
-{
-    int64_t step = f->info.step, total = f->metrics.generation_tokens_total;
-    if (g_gen.n > 0 && (step < g_gen.step[g_gen.n - 1] || total < g_gen.total[g_gen.n - 1])) g_gen.n = 0;
-    if (g_gen.n > 0 && g_gen.step[g_gen.n - 1] == step) {
-        g_gen.total[g_gen.n - 1] = total;
-        return;
-    }
-    if (g_gen.n == GEN_HIST) {
-        memmove(g_gen.step, g_gen.step + 1, (GEN_HIST - 1) * sizeof g_gen.step[0]);
-        memmove(g_gen.total, g_gen.total + 1, (GEN_HIST - 1) * sizeof g_gen.total[0]);
-        g_gen.n--;
-    }
-    g_gen.step[g_gen.n] = step;
-    g_gen.total[g_gen.n] = total;
-    g_gen.n++;
-}
-
 /* The lesson names a metric as vLLM does (lab.metrics() keys): the hit
  * rate row answers to the two counters it divides. */
 static const struct { const char *target, *row; } aliases[] = {
@@ -118,6 +94,7 @@ static double sample(const kv_frame *f, int k, int i)
     case M_RUNNING: return t->num_running;
     case M_WAITING: return t->num_waiting;
     case M_PREEMPT: return (double)t->num_preemptions_total;
+    case M_GEN:     return (double)t->generation_tokens_total;
     case M_HITS:    return t->prefix_hit_rate;
     case M_TPUT:    return t->tokens_per_s;
     default:        return 0;
@@ -128,16 +105,6 @@ static double sample(const kv_frame *f, int k, int i)
  * holds: each cell covers an equal share of its steps, oldest left. */
 static int bucket(const kv_frame *f, int k, int cells, double *out)
 {
-    if (k == M_GEN) {
-        int n = g_gen.n;
-        if (n == 0) return 0;
-        int nc = cells < n ? cells : n;
-        for (int c = 0; c < nc; c++) {
-            int last = (int)(((int64_t)(c + 1) * n) / nc) - 1;
-            out[c] = (double)(g_gen.total[last] - g_gen.total[0]);
-        }
-        return nc;
-    }
     int n = f->ntimeline;
     if (n == 0) return 0;
     int nc = cells < n ? cells : n;
@@ -175,7 +142,6 @@ static void metrics_draw(const ui_view_ctx *c, WINDOW *win)
         ui_puts(win, 1, 2, iw, "No server is running.", ui_attr(UI_R_DIM));
         return;
     }
-    gen_note(f);
     const kv_engine_metrics *m = &f->metrics;
     const kv_timeline_sample *tl = f->timeline;
     int n = f->ntimeline;
