@@ -20,6 +20,9 @@ typedef struct ckpt {
 
 typedef struct segment {
     kv_engine_config cfg;      /* the live engine's, device dropped */
+    int64_t run;               /* run number: attach order over the history's life */
+    void *note;                /* the caller's bytes for this run (kv_history_set_note), or NULL */
+    size_t note_len;
     int64_t base;              /* global position of step s0 */
     int64_t s0;                /* first kept step */
     int64_t anchor;            /* step at attach: checkpoints fall at anchor + i x K */
@@ -37,7 +40,7 @@ struct kv_history {
     int32_t every;
     segment *segs;
     int32_t nseg, capseg;
-    int ever;                  /* a segment was attached before (the next one is a restart) */
+    int64_t runs;              /* segments attached so far (the next run's number) */
     /* live engine */
     kv_engine *live;
     int32_t live_seg;
@@ -116,7 +119,7 @@ static uint64_t history_bytes(const kv_history *h, uint64_t *ck, uint64_t *jb, u
     uint64_t c = 0, jj = 0;
     for (int32_t i = 0; i < h->nseg; i++) {
         const segment *s = &h->segs[i];
-        jj += s->jcap + sizeof *s;
+        jj += s->jcap + sizeof *s + s->note_len;
         c += (uint64_t)s->capck * sizeof(ckpt);
         for (int32_t k = 0; k < s->nck; k++)
             c += s->ck[k].img.cap;
@@ -162,6 +165,7 @@ static void seg_free(segment *s)
         kv_snapshot_free(&s->ck[k].img);
     free(s->ck);
     free(s->j);
+    free(s->note);
 }
 
 void kv_history_destroy(kv_history *h)
@@ -615,9 +619,9 @@ int kv_history_attach(kv_history *h, kv_engine *e, char *err, size_t errlen)
         seg_free(s);
         return rc;
     }
-    if (h->ever)
+    if (h->runs)
         add_mark(h, s->base, KV_MARK_RESTART, 1, -1);
-    h->ever = 1;
+    s->run = h->runs++;
     h->nseg++;
     h->live = e;
     h->live_seg = h->nseg - 1;
@@ -669,6 +673,87 @@ int kv_history_locate(const kv_history *h, int64_t pos, int32_t *segment_out, in
     if (step)
         *step = s->s0 + (pos - s->base);
     return 0;
+}
+
+/* ---- runs ------------------------------------------------------------------- */
+
+int64_t kv_history_runs(const kv_history *h) { return h->runs; }
+
+int64_t kv_history_run_at(const kv_history *h, int64_t pos)
+{
+    int32_t si;
+    return kv_history_locate(h, pos, &si, NULL) == 0 ? h->segs[si].run : -1;
+}
+
+/* The kept segment of run `run`, or NULL (runs are numbered in segment order). */
+static const segment *run_seg(const kv_history *h, int64_t run)
+{
+    int32_t lo = 0, hi = h->nseg - 1;
+    while (lo <= hi) {
+        int32_t mid = (lo + hi) / 2;
+        if (h->segs[mid].run == run)
+            return &h->segs[mid];
+        if (h->segs[mid].run < run)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return NULL;
+}
+
+int64_t kv_history_position_of(const kv_history *h, int64_t run, int64_t step)
+{
+    const segment *s = run_seg(h, run);
+    if (!s || step < s->s0 || step > s->last_step)
+        return -1;
+    return global_pos(s, step);
+}
+
+int kv_history_run_span(const kv_history *h, int64_t run, int64_t *first, int64_t *last)
+{
+    const segment *s = run_seg(h, run);
+    if (!s)
+        return -1;
+    if (first)
+        *first = s->base;
+    if (last)
+        *last = s->base + seg_positions(s) - 1;
+    return 0;
+}
+
+int kv_history_set_note(kv_history *h, const void *data, size_t len, char *err, size_t errlen)
+{
+    if (!h->live)
+        return kv_errf(err, errlen, KV_ENGINE_EINVAL, "no run is being recorded");
+    segment *s = &h->segs[h->live_seg];
+    void *n = NULL;
+    if (len) {
+        if (len > h->max_bytes / 16)
+            return kv_errf(err, errlen, KV_ENGINE_EINVAL, "a note of %zu bytes is over a sixteenth of the bound",
+                           len);
+        if (!(n = malloc(len)))
+            return kv_errf(err, errlen, KV_ENGINE_ENOMEM, "out of memory for the run's note");
+        memcpy(n, data, len);
+    }
+    free(s->note);
+    s->note = n;
+    s->note_len = len;
+    if (history_bytes(h, NULL, NULL, NULL) > target(h))
+        enforce(h, 0);
+    return 0;
+}
+
+const void *kv_history_note(const kv_history *h, int64_t pos, size_t *len)
+{
+    int32_t si;
+    if (kv_history_locate(h, pos, &si, NULL) != 0 || !h->segs[si].note) {
+        if (len)
+            *len = 0;
+        return NULL;
+    }
+    if (len)
+        *len = h->segs[si].note_len;
+    return h->segs[si].note;
 }
 
 /* ---- replay ---------------------------------------------------------------- */

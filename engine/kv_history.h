@@ -10,7 +10,12 @@
  * backend, no K/V written or verified) and replays the recorded inputs up to
  * that step, so the live engine is never touched and returning to the
  * present costs nothing. A restart (a new engine, e.g. with new flags) is
- * attached as a new segment; positions run on across segments.
+ * attached as a new segment, a run: positions run on across runs, so one
+ * timeline holds every run (a seek lands in the run that was live at that
+ * position), and each restart is a KV_MARK_RESTART mark where its run
+ * starts. Runs are numbered 0, 1, ... in attach order for the history's
+ * life; a run can carry a note, the caller's bytes about it (the lesson
+ * runtime keeps its start-up plan and flags there).
  *
  * Positions: position p of a segment is the state after its p-th step and
  * every input given before the next step, i.e. what the live engine looked
@@ -19,12 +24,13 @@
  * positions in order from 0 and never change, also when old ones are
  * forgotten (kv_history_first moves up).
  *
- * Memory: checkpoints, the input journal and the event marks stay under
- * max_bytes (default 64 MiB). Checkpoints are kept every K steps; when the
- * bound is reached K doubles and every other checkpoint goes (uniform
- * spacing, so the longest replay of a seek is K steps wherever it lands);
- * when thinning cannot help (a journal alone past the bound) the oldest
- * steps are forgotten. The replay engine is one more engine of the live
+ * Memory: checkpoints, the input journal, the event marks and the runs'
+ * notes stay under max_bytes (default 64 MiB). Checkpoints are kept every
+ * K steps; when the bound is reached K doubles and every other checkpoint
+ * goes (uniform spacing, so the longest replay of a seek is K steps
+ * wherever it lands); when thinning cannot help (a journal alone past the
+ * bound) the oldest steps are forgotten, a whole run when its last
+ * checkpoint would go. The replay engine is one more engine of the live
  * engine's config (kv_engine_host_bytes), not counted in max_bytes.
  * bench/bench_history.c measures both figures over a 100,000-step run.
  *
@@ -41,7 +47,7 @@
 #define KV_HISTORY_DEFAULT_EVERY 32   /* steps between checkpoints before any thinning */
 
 typedef struct kv_history_opts {
-    uint64_t max_bytes;   /* checkpoints + journal + marks; 0 = KV_HISTORY_DEFAULT_BYTES */
+    uint64_t max_bytes;   /* checkpoints + journal + marks + notes; 0 = KV_HISTORY_DEFAULT_BYTES */
     int32_t every;        /* first checkpoint spacing, steps; 0 = KV_HISTORY_DEFAULT_EVERY */
 } kv_history_opts;
 
@@ -73,7 +79,9 @@ kv_engine *kv_history_live(const kv_history *h);
  * reading marks or the present when the last input was a step. */
 void kv_history_sync(kv_history *h);
 
-/* Oldest kept and newest global positions; -1, -1 when nothing is recorded. */
+/* Oldest kept and newest global positions; -1, -1 when nothing is recorded.
+ * The present moves on with the live engine's steps (call kv_history_sync
+ * first when the last input was a step). */
 int64_t kv_history_first(const kv_history *h);
 int64_t kv_history_present(const kv_history *h);
 
@@ -91,6 +99,37 @@ int kv_history_seek(kv_history *h, int64_t pos, char *err, size_t errlen);
  * and -1 before any seek. Valid until the next seek, attach or destroy. */
 const kv_engine *kv_history_engine(const kv_history *h);
 int64_t kv_history_position(const kv_history *h);
+
+/* ---- Runs ---------------------------------------------------------------- */
+
+/* Runs attached so far: the newest run's number + 1 (0 before any attach).
+ * A restart makes it grow: a caller that compares it between frames (a
+ * classroom presenter) learns that a new run began, also several in one
+ * frame. */
+int64_t kv_history_runs(const kv_history *h);
+
+/* The run number of global position pos, or -1 when pos is not kept. */
+int64_t kv_history_run_at(const kv_history *h, int64_t pos);
+
+/* The global position of engine step `step` of run `run` (what (run, step)
+ * names in another process that recorded the same runs), or -1 when that
+ * run or step is not kept. */
+int64_t kv_history_position_of(const kv_history *h, int64_t run, int64_t step);
+
+/* First and last global positions of run `run` (either pointer may be
+ * NULL). 0, or -1 when the run is not kept. */
+int kv_history_run_span(const kv_history *h, int64_t run, int64_t *first, int64_t *last);
+
+/* Keep a copy of len bytes (at most max_bytes / 16) with the run being
+ * recorded, replacing any earlier note; counted in max_bytes and forgotten
+ * with the run. 0; EINVAL when nothing is attached or len is too big;
+ * ENOMEM. */
+int kv_history_set_note(kv_history *h, const void *data, size_t len, char *err, size_t errlen);
+
+/* The note of the run holding pos (*len its bytes; len may be NULL), or
+ * NULL when it has none or pos is not kept. Valid until that run is
+ * forgotten, its note replaced or the history destroyed. */
+const void *kv_history_note(const kv_history *h, int64_t pos, size_t *len);
 
 /* ---- Notable events -------------------------------------------------- */
 
@@ -126,7 +165,7 @@ uint32_t kv_history_marks_between(const kv_history *h, int64_t from, int64_t to)
 
 typedef struct kv_history_stats {
     uint64_t bytes;             /* all of the below: what max_bytes bounds */
-    uint64_t checkpoint_bytes, journal_bytes, mark_bytes;
+    uint64_t checkpoint_bytes, journal_bytes, mark_bytes; /* journal_bytes: with the runs' notes */
     uint64_t max_bytes;
     uint64_t replay_engine_bytes; /* the replay engine (kv_engine_host_bytes), 0 before a seek */
     int32_t checkpoints, segments;

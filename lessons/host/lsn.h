@@ -70,6 +70,9 @@ typedef struct lsn_config {
     /* Set (from a signal handler) to stop the running lesson code at once;
      * may be NULL. */
     const volatile sig_atomic_t *interrupt;
+    /* Bound of the history of the loaded lesson's runs (lsn_history), bytes;
+     * 0 = keep none (kvlab check). The app passes KV_HISTORY_DEFAULT_BYTES. */
+    uint64_t history_bytes;
 } lsn_config;
 
 /* Read the manifest and the progress file. Returns NULL and fills err with one
@@ -191,6 +194,33 @@ int64_t lsn_engine_ticks(const lsn_runner *r);
  * also by a restart inside one step that leaves lsn_engine_ticks higher than
  * before (a classroom presenter sends it so followers replay at once). */
 int lsn_engine_starts(const lsn_runner *r);
+
+/* The history of the loaded lesson's runs (engine/kv_history.h; lessons/
+ * host/lsn_runs.h): every engine its server started while this lesson was
+ * loaded -- lab.start, lab.restart, flag changes, lsn_reset, the replays of
+ * lsn_back, lsn_load's resume and lsn_replay -- recorded from its start, in
+ * one timeline with a KV_MARK_RESTART mark where each run begins. NULL when
+ * lsn_config.history_bytes is 0 or no server has started in this lesson.
+ * The runner attaches and detaches engines; the caller seeks and reads
+ * (kv_history_seek, kv_history_engine, marks). Valid until another lesson
+ * is loaded or lsn_free. */
+struct kv_history;
+struct kv_history *lsn_history(const lsn_runner *r);
+
+/* The start-up plan of the run holding history position pos (what the
+ * memory bar and the start-up log draw for a past step), or NULL. */
+const struct kv_plan *lsn_history_plan(const lsn_runner *r, int64_t pos);
+
+/* The value flag `name` (as lsn_flag.name) had in the run holding pos ("" =
+ * the default), or NULL when the lesson did not offer it then. */
+const char *lsn_history_flag(const lsn_runner *r, int64_t pos, const char *name);
+
+/* Bound the history of the next lesson loaded to `bytes` (0: keep none);
+ * the one being recorded keeps its own. */
+void lsn_set_history_bytes(lsn_runner *r, uint64_t bytes);
+
+/* Why the newest run could not be recorded (out of memory), or NULL. */
+const char *lsn_history_error(const lsn_runner *r);
 
 /* 1 when the engine moves on a tick (lab.step or lab.run_until in progress,
  * or lab.autorun on with a server up); 0 when the lesson holds it still

@@ -140,6 +140,8 @@ static int start_server(lsn_runner *r)
         lsn_traffic_rewind(&r->traffic, 0);
     r->changes |= LSN_CH_SERVER | LSN_CH_ENGINE | LSN_CH_FLAGS;
     sync_flags(r);
+    if (rc == 1) /* before any step: the run is seekable from its start */
+        lsn_runs_record(&r->runs, lsn_server_engine(r->srv.server), lsn_server_plan(r->srv.server), &r->offer);
     return rc;
 }
 
@@ -218,6 +220,7 @@ lsn_runner *lsn_new(const lsn_config *cfg, char *err, size_t errlen)
     r->interrupt = cfg->interrupt;
     r->pace.speed = DEFAULT_SPEED;
     r->pace.speed_factor = 1;
+    lsn_runs_init(&r->runs, cfg->history_bytes);
     lsn_stage_reset(&r->stage);
     if (lsn_course_load(&r->course, r->lessons_dir, err, errlen) < 0) {
         lsn_stage_free(&r->stage);
@@ -280,6 +283,7 @@ void lsn_free(lsn_runner *r)
     if (!r)
         return;
     lsn_run_unload(r);
+    lsn_runs_free(&r->runs);
     ahead_clear(r);
     lsn_stage_free(&r->stage);
     lsn_sb_free(&r->error);
@@ -549,6 +553,7 @@ static int start_lesson(lsn_runner *r, int number)
     }
     lsn_lesson *les = &r->les;
     les->number = number;
+    lsn_runs_lesson(&r->runs, number);
     snprintf(les->title, sizeof les->title, "%s", info->title);
     lsn_course_path(&r->course, number, les->path, sizeof les->path);
     snprintf(les->shown_path, sizeof les->shown_path, "%.255s/%.1024s", r->lessons_name, info->file);
@@ -727,6 +732,19 @@ int lsn_replay(lsn_runner *r, int number, int step, const lsn_input *in, int nin
 int64_t lsn_engine_ticks(const lsn_runner *r) { return r->srv.ticks; }
 
 int lsn_engine_starts(const lsn_runner *r) { return r->srv.server ? lsn_server_starts(r->srv.server) : 0; }
+
+struct kv_history *lsn_history(const lsn_runner *r) { return r->runs.h; }
+
+const struct kv_plan *lsn_history_plan(const lsn_runner *r, int64_t pos) { return lsn_runs_plan(&r->runs, pos); }
+
+const char *lsn_history_flag(const lsn_runner *r, int64_t pos, const char *name)
+{
+    return lsn_runs_flag(&r->runs, pos, name);
+}
+
+void lsn_set_history_bytes(lsn_runner *r, uint64_t bytes) { r->runs.bytes = bytes; }
+
+const char *lsn_history_error(const lsn_runner *r) { return r->runs.err[0] ? r->runs.err : NULL; }
 
 int lsn_engine_runs(const lsn_runner *r)
 {

@@ -15,6 +15,7 @@
 #include "lsn_progress.h"
 #include "lsn_server.h"
 #include "lsn_stage.h"
+#include "lsn_runs.h"
 #include "lsn_traffic.h"
 #include "lsn_vm.h"
 
@@ -101,6 +102,7 @@ struct lsn_runner {
     lsn_goal_spec g;
     lsn_offer offer;
     lsn_serving srv;
+    lsn_runs runs;           /* every run of the loaded lesson, for rewinding (lsn_history) */
     lsn_traffic traffic;
     uint64_t rng;            /* lab.random and the traffic generator */
     lsn_strbuf error;        /* text of LSN_ERROR */

@@ -430,6 +430,165 @@ static void test_bound_forgets(void **state)
     kv_engine_destroy(e);
 }
 
+/* ---- one timeline of many runs ------------------------------------------ */
+
+/* One run of a lesson: engine `run`'s own inputs from its own seed (submits,
+ * steps, aborts, prefix-cache resets), stopping before the step that would
+ * pass engine step stop (-1: all ops). */
+static void drive_run(kv_engine *e, uint64_t seed, int64_t ops, int64_t stop)
+{
+    rng g = {seed * 0x9E3779B97F4A7C15ull + 17};
+    for (int64_t op = 0; op < ops; op++) {
+        uint32_t k = rnd(&g, 100);
+        kv_engine_info in;
+        kv_engine_get_info(e, &in);
+        const kv_engine_config *c = kv_engine_get_config(e);
+        if (k < 30 && in.num_waiting < 20) {
+            kv_request_spec s = {.prompt_tokens = 1 + (int32_t)rnd(&g, (uint32_t)c->max_model_len / 2),
+                                 .output_tokens = 1 + (int32_t)rnd(&g, 40), .arrival_s = -1};
+            if (rnd(&g, 3) == 0) {
+                s.prefix_id = "sys";
+                s.prefix_tokens = 8;
+            }
+            kv_engine_submit(e, &s, NULL, 0);
+        } else if (k < 94) {
+            if (stop >= 0 && in.step >= stop && (in.num_running || in.num_waiting))
+                return; /* (a step with nothing to do leaves the step count: it is part of position stop) */
+            kv_engine_step(e, NULL, NULL, 0);
+        } else if (k < 97) {
+            if (in.num_submitted > 0)
+                kv_engine_abort(e, (int64_t)rnd(&g, (uint32_t)in.num_submitted), NULL, 0);
+        } else {
+            kv_engine_reset_prefix_cache(e);
+        }
+    }
+}
+
+static kv_engine *run_engine(int run)
+{
+    rng g = {(uint64_t)run * 31 + 5};
+    kv_engine_config c;
+    random_config(&g, &c);
+    c.mode = KV_MODE_PAGED;
+    char err[512];
+    kv_engine *e = kv_engine_create(&c, err, sizeof err);
+    if (!e)
+        fail_msg("run %d: create: %s", run, err);
+    kv_engine_log(e, 0, "run %d starts", run);
+    return e;
+}
+
+/* A lesson's life: runs one after another in one history (a restart right
+ * after the old engine went, so the new one often gets its address; one
+ * engine stepped before it is recorded; one recorded while the old one
+ * still runs). Every position seeks to the run that was live there, equal
+ * to a fresh engine of that run stopped at that step; (run, step) names the
+ * same position; each run's note and marks are its own; a preemption found
+ * with { from the end is the newest run's. */
+static void test_runs_timeline(void **state)
+{
+    (void)state;
+    enum { RUNS = 9 };
+    char err[512];
+    desc da = {0}, db = {0};
+    kv_history *h = kv_history_create(NULL, err, sizeof err);
+    assert_non_null(h);
+    int64_t ops[RUNS], first[RUNS], last[RUNS], pre_runs = 0;
+    kv_engine *prev = NULL;
+    for (int run = 0; run < RUNS; run++) {
+        ops[run] = 400 + 150 * run;
+        kv_engine *e = run_engine(run);
+        if (run == 4) /* stepped before it is recorded: its run starts at that step */
+            drive_run(e, (uint64_t)run, ops[run] / 3, -1);
+        assert_int_equal(kv_history_attach(h, e, err, sizeof err), 0);
+        assert_int_equal(kv_history_runs(h), run + 1);
+        char note[32];
+        snprintf(note, sizeof note, "run %d", run);
+        assert_int_equal(kv_history_set_note(h, note, strlen(note) + 1, err, sizeof err), 0);
+        if (prev) /* run 6 was recorded while run 5 still ran: it stepped no more */
+            kv_engine_destroy(prev);
+        prev = NULL;
+        if (run == 4)
+            drive_run(e, (uint64_t)run + 1000, ops[run], -1);
+        else
+            drive_run(e, (uint64_t)run, ops[run], -1);
+        kv_history_sync(h);
+        assert_int_equal(kv_history_run_span(h, run, &first[run], &last[run]), 0);
+        assert_int_equal(last[run], kv_history_present(h));
+        if (run == 5)
+            prev = e;
+        else
+            kv_engine_destroy(e);
+    }
+    kv_history_stats st;
+    kv_history_get_stats(h, &st);
+    assert_int_equal(st.segments, RUNS);
+    assert_true(st.bytes <= st.max_bytes);
+    for (int run = 1; run < RUNS; run++) {
+        assert_int_equal(first[run], last[run - 1] + 1);
+        kv_history_mark m; /* the restart mark is where the run starts */
+        assert_int_equal(kv_history_next_mark(h, first[run] - 1, 1, KV_MARK_RESTART, &m), 0);
+        assert_int_equal(m.pos, first[run]);
+    }
+    /* every run, at its start, in its middle, at its end and at random
+     * steps, against a fresh engine of that run */
+    rng g = {77};
+    int64_t seeks = 0;
+    for (int run = RUNS - 1; run >= 0; run--) {
+        int64_t span = last[run] - first[run] + 1;
+        for (int k = 0; k < 6; k++) {
+            int64_t pos = k == 0 ? first[run] : k == 1 ? last[run] : k == 2 ? first[run] + span / 2
+                                                                           : first[run] + rnd(&g, (uint32_t)span);
+            if (kv_history_seek(h, pos, err, sizeof err) != 0)
+                fail_msg("run %d: seek %lld: %s", run, (long long)pos, err);
+            assert_int_equal(kv_history_run_at(h, pos), run);
+            int64_t step;
+            assert_int_equal(kv_history_locate(h, pos, NULL, &step), 0);
+            assert_int_equal(kv_history_position_of(h, run, step), pos);
+            size_t len;
+            const char *note = kv_history_note(h, pos, &len);
+            char want[32];
+            snprintf(want, sizeof want, "run %d", run);
+            assert_non_null(note);
+            assert_string_equal(note, want);
+            kv_engine *fresh = run_engine(run);
+            if (run == 4) {
+                drive_run(fresh, (uint64_t)run, ops[run] / 3, -1);
+                drive_run(fresh, (uint64_t)run + 1000, ops[run], step);
+            } else {
+                drive_run(fresh, (uint64_t)run, ops[run], step);
+            }
+            char what[96];
+            snprintf(what, sizeof what, "run %d, step %lld (position %lld)", run, (long long)step, (long long)pos);
+            expect_same(kv_history_engine(h), fresh, &da, &db, what);
+            expect_events_subset(kv_history_engine(h), fresh, what);
+            kv_engine_destroy(fresh);
+            seeks++;
+        }
+        /* the run's preemptions are marks inside it; the newest one, found
+         * from the run's end as { finds it, shows its victim preempted */
+        kv_history_mark m;
+        if (kv_history_next_mark(h, last[run] + 1, -1, KV_MARK_PREEMPT, &m) == 0 && m.pos >= first[run]) {
+            assert_int_equal(kv_history_run_at(h, m.pos), run);
+            assert_int_equal(kv_history_seek(h, m.pos, err, sizeof err), 0);
+            kv_request_view v;
+            assert_int_equal(kv_engine_request(kv_history_engine(h), m.req_id, &v), 0);
+            assert_int_not_equal(v.status, KV_REQ_RUNNING);
+            assert_int_equal(v.num_blocks, 0);
+            pre_runs++;
+        }
+    }
+    assert_int_equal(kv_history_position_of(h, RUNS, 0), -1);
+    assert_int_equal(kv_history_position_of(h, 0, last[0] - first[0] + 1), -1);
+    assert_int_equal(kv_history_run_at(h, last[RUNS - 1] + 1), -1);
+    assert_true(pre_runs >= 2); /* small pools: several runs preempt */
+    print_message("runs: %d runs, %lld positions, %lld seeks compared, %lld runs with a preemption\n", RUNS,
+                  (long long)(last[RUNS - 1] + 1), (long long)seeks, (long long)pre_runs);
+    kv_history_destroy(h);
+    free(da.s);
+    free(db.s);
+}
+
 /* An image loads into another engine of the config, both go on alike; a
  * damaged image or another config is refused with a message and leaves a
  * consistent (empty) engine. */
@@ -522,6 +681,7 @@ int main(void)
         cmocka_unit_test(test_marks),
         cmocka_unit_test(test_bound_forgets),
         cmocka_unit_test(test_seek_equals_fresh_run),
+        cmocka_unit_test(test_runs_timeline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -282,7 +282,7 @@ static void test_metrics_back_and_forth(void **state)
     WINDOW *wm = newwin(10, 70, 0, 0);
     int row = -1;
     assert_int_equal(kv_frame_capture(&A.frame, now, NULL, NULL, err, sizeof err), 0);
-    ui_views_draw(&A, UI_PANE_METRICS, wm);
+    app_draw_view(&A, UI_PANE_METRICS, wm);
     for (int y = 0; y < 10 && row < 0; y++)
         if (strstr(row_text(wm, y), "generation_tokens_total")) row = y;
     if (row < 0) { dump(wm); fail_msg("no generation row"); }
@@ -303,12 +303,12 @@ static void test_metrics_back_and_forth(void **state)
     if (*sp && *sp != '|') fail_msg("a gap in the sparkline: |%s|", before);
     /* a rewind: the frame of an earlier step */
     assert_int_equal(kv_frame_capture(&A.frame, past, NULL, NULL, err, sizeof err), 0);
-    ui_views_draw(&A, UI_PANE_METRICS, wm);
+    app_draw_view(&A, UI_PANE_METRICS, wm);
     kv_engine_get_metrics(past, &m);
     assert_int_equal(value_after(wm, "vllm:generation_tokens_total"), m.generation_tokens_total);
     kv_frame_forget(&A.frame);
     assert_int_equal(kv_frame_capture(&A.frame, now, NULL, NULL, err, sizeof err), 0);
-    ui_views_draw(&A, UI_PANE_METRICS, wm);
+    app_draw_view(&A, UI_PANE_METRICS, wm);
     if (strcmp(row_text(wm, row), before)) {
         dump(wm);
         fail_msg("the generation row changed after a rewind and back:\n  before |%s|\n  after  |%s|", before,

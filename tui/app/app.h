@@ -35,8 +35,8 @@ typedef struct app {
 
     lsn_runner *lsn;         /* the lesson runner (owns the engine) */
     struct app_room *room;   /* classroom mode (app_room.h), NULL when off */
-    struct app_rewind *rw;   /* the engine's history: replaying a past step (app_rewind.h) */
-    uint64_t history_bytes;  /* bound on that history, 0 = kv_history's default (a follower: small) */
+    struct app_rewind *rw;   /* replaying a past step of the lesson's history (app_rewind.h) */
+    uint64_t history_bytes;  /* bound on the lesson history (lsn_set_history_bytes), 0 = the default (a follower: small) */
     kv_engine *eng;          /* lsn_engine(); NULL when no server runs (not for views) */
     const kv_plan *plan;     /* last start-up plan (also after a failed start), or NULL (not for views) */
     kv_frame frame;          /* what every view draws: eng and plan as of this frame (app_frame_update) */

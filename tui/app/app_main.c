@@ -25,6 +25,7 @@
 #include "app_term.h"
 #include "backend.h"
 #include "commands.h"
+#include "kv_history.h"
 #include "lsn_server.h"
 #include "paths.h"
 #include "ui_chrome.h"
@@ -308,6 +309,7 @@ void app_model_update(app *a)
     m->room_idle = app_room_idle_text(a);
     app_rewind_view(a, &m->rw_hist, &m->rw_pos);
     m->rw_active = m->rw_hist != NULL;
+    m->rw_kind = app_rewind_kind_name(a);
 }
 
 void app_draw_view(app *a, ui_pane p, WINDOW *win)
@@ -668,6 +670,7 @@ int app_main(int argc, char **argv)
     cfg.assets_dir = kvlab_assets_dir();
     if (g_room_mode == APP_ROOM_FOLLOW || log_course)
         cfg.state_dir = ""; /* a follower neither reads nor writes progress (app_room.h) */
+    cfg.history_bytes = KV_HISTORY_DEFAULT_BYTES; /* every run of the lesson, for [ ] { } (app_rewind.h) */
     a->lsn = lsn_new(&cfg, err, sizeof err);
     if (!a->lsn) { /* a lessons folder that is not one (--lessons /nonexistent): bad input */
         fprintf(stderr, "kvlab: %s\n", err);
@@ -687,6 +690,7 @@ int app_main(int argc, char **argv)
         if (dev) dev->ops->destroy(dev);
         return 2;
     }
+    if (a->history_bytes) lsn_set_history_bytes(a->lsn, a->history_bytes); /* a follower's is short (app_room.c) */
 
     /* Our handlers are in place before the screen opens (newterm), so ncurses keeps them and
      * installs its own only for SIGTSTP (suspend: it restores the terminal

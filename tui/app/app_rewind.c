@@ -1,56 +1,51 @@
 /* app_rewind: see app_rewind.h. */
 #include "app_rewind.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kv_history.h"
 #include "ui_style.h"
 
-#define MAX_PLANS 256 /* start-up plans kept, one per segment (the oldest go first) */
-
-typedef struct seg_plan {
-    int64_t base;      /* the segment's first global position */
-    kv_plan *plan;     /* a copy, NULL when the server did not start */
-} seg_plan;
+/* What { and } jump to: m goes round these (any event but a finish first). */
+static const struct {
+    uint32_t kinds;
+    const char *name;    /* the footer's word for { } */
+    const char *plural;  /* "no earlier ..." */
+} jump_kinds[] = {
+    { KV_MARK_ALL & ~KV_MARK_FINISH, "event", "event" },
+    { KV_MARK_PREEMPT, "preemption", "preemption" },
+    { KV_MARK_HIT, "prefix hit", "prefix-cache hit" },
+    { KV_MARK_EVICT, "eviction", "eviction" },
+    { KV_MARK_RESTART, "restart", "restart" },
+    { KV_MARK_FINISH, "finish", "request finishing" },
+};
+#define NKINDS ((int)(sizeof jump_kinds / sizeof jump_kinds[0]))
 
 typedef struct app_rewind {
-    kv_history *h;
-    int lesson;        /* the lesson the history belongs to */
-    const kv_engine *attached;
     int active;
     int64_t pos;
-    seg_plan plans[MAX_PLANS];
-    int nplans;
+    int kind;          /* index into jump_kinds */
 } app_rewind;
 
 void app_rewind_init(app *a) { a->rw = calloc(1, sizeof *a->rw); }
 
-static void drop_history(app_rewind *r)
-{
-    kv_history_destroy(r->h);
-    r->h = NULL;
-    r->attached = NULL;
-    r->active = 0;
-    for (int i = 0; i < r->nplans; i++)
-        free(r->plans[i].plan);
-    r->nplans = 0;
-}
-
 void app_rewind_free(app *a)
 {
-    if (!a->rw) return;
-    drop_history(a->rw);
     free(a->rw);
     a->rw = NULL;
 }
 
-int app_rewind_active(const app *a) { return a->rw && a->rw->active && a->rw->h; }
+/* The lesson's history of runs (lsn_history), or NULL. */
+static kv_history *hist(const app *a) { return a->lsn ? lsn_history(a->lsn) : NULL; }
+
+int app_rewind_active(const app *a) { return a->rw && a->rw->active && hist(a); }
 
 void app_rewind_view(const app *a, const kv_history **h, int64_t *pos)
 {
     int on = app_rewind_active(a);
-    *h = on ? a->rw->h : NULL;
+    *h = on ? hist(a) : NULL;
     *pos = on ? a->rw->pos : 0;
 }
 
@@ -65,39 +60,10 @@ void app_rewind_live(app *a)
 
 void app_rewind_server(app *a)
 {
-    app_rewind *r = a->rw;
-    if (!r) return;
+    if (!a->rw) return;
     app_rewind_live(a);
-    int lesson = a->lsn ? lsn_current(a->lsn) : 0;
-    if (lesson != r->lesson) {
-        drop_history(r);
-        r->lesson = lesson;
-    }
-    if (!a->eng || a->eng == r->attached) return;
-    if (!r->h) {
-        char err[160];
-        kv_history_opts ho = {.max_bytes = a->history_bytes};
-        r->h = kv_history_create(&ho, err, sizeof err);
-        if (!r->h) {
-            app_status(a, UI_R_ERROR, "no history of the run: %s", err);
-            return;
-        }
-    }
-    char err[160];
-    if (kv_history_attach(r->h, a->eng, err, sizeof err) != 0) {
-        app_status(a, UI_R_ERROR, "no history of this server: %s", err);
-        return;
-    }
-    r->attached = a->eng;
-    if (r->nplans == MAX_PLANS) {
-        free(r->plans[0].plan);
-        memmove(r->plans, r->plans + 1, (MAX_PLANS - 1) * sizeof r->plans[0]);
-        r->nplans--;
-    }
-    seg_plan *sp = &r->plans[r->nplans++];
-    sp->base = kv_history_present(r->h);
-    sp->plan = NULL;
-    if (a->plan && (sp->plan = malloc(sizeof *sp->plan))) *sp->plan = *a->plan;
+    const char *why = a->lsn ? lsn_history_error(a->lsn) : NULL;
+    if (why) app_status(a, UI_R_ERROR, "no history of this server: %s", why);
 }
 
 void app_rewind_source(const app *a, const kv_engine **eng, const kv_plan **plan)
@@ -105,22 +71,30 @@ void app_rewind_source(const app *a, const kv_engine **eng, const kv_plan **plan
     *eng = a->eng;
     *plan = a->plan;
     if (!app_rewind_active(a)) return;
-    const app_rewind *r = a->rw;
-    *eng = kv_history_engine(r->h);
-    *plan = NULL;
-    for (int i = r->nplans - 1; i >= 0; i--)
-        if (r->plans[i].base <= r->pos) {
-            *plan = r->plans[i].plan;
-            break;
-        }
+    *eng = kv_history_engine(hist(a));
+    *plan = lsn_history_plan(a->lsn, a->rw->pos);
+}
+
+const char *app_rewind_kind_name(const app *a) { return a->rw ? jump_kinds[a->rw->kind].name : "event"; }
+
+int app_rewind_where(const app *a, int64_t *run, int64_t *step)
+{
+    if (!app_rewind_active(a)) return 0;
+    const kv_history *h = hist(a);
+    int64_t st = -1;
+    kv_history_locate(h, a->rw->pos, NULL, &st);
+    if (run) *run = kv_history_run_at(h, a->rw->pos);
+    if (step) *step = st;
+    return 1;
 }
 
 /* Put the replay at pos (clamped); past the newest step means the present. */
 static void go(app *a, int64_t pos)
 {
     app_rewind *r = a->rw;
-    kv_history_sync(r->h);
-    int64_t first = kv_history_first(r->h), present = kv_history_present(r->h);
+    kv_history *h = hist(a);
+    kv_history_sync(h);
+    int64_t first = kv_history_first(h), present = kv_history_present(h);
     if (present < 0 || present <= first) {
         app_status(a, UI_R_DIM, "Nothing to go back to yet: the engine has not run a step");
         return;
@@ -133,7 +107,7 @@ static void go(app *a, int64_t pos)
     if (pos < first) pos = first;
     if (pos > present) pos = present;
     char err[200];
-    if (kv_history_seek(r->h, pos, err, sizeof err) != 0) {
+    if (kv_history_seek(h, pos, err, sizeof err) != 0) {
         app_status(a, UI_R_ERROR, "cannot go to step %lld: %s", (long long)pos, err);
         return;
     }
@@ -141,7 +115,7 @@ static void go(app *a, int64_t pos)
     r->pos = pos;
     /* what this step did, held on the pool until the next move */
     app_reset_flashes(a);
-    const kv_engine *e = kv_history_engine(r->h);
+    const kv_engine *e = kv_history_engine(h);
     kv_engine_info in;
     kv_engine_get_info(e, &in);
     uint64_t last = kv_engine_last_event_seq(e);
@@ -149,30 +123,46 @@ static void go(app *a, int64_t pos)
     a->dirty = ~0u;
 }
 
-static int64_t here(const app_rewind *r) { return r->active ? r->pos : kv_history_present(r->h); }
+int app_rewind_goto(app *a, int64_t run, int64_t step)
+{
+    kv_history *h = hist(a);
+    if (!a->rw || !h) return -1;
+    if (run < 0) {
+        app_rewind_live(a);
+        return 0;
+    }
+    kv_history_sync(h);
+    int64_t pos = kv_history_position_of(h, run, step);
+    if (pos < 0) return -1;
+    go(a, pos);
+    return app_rewind_active(a) && a->rw->pos == pos ? 0 : -1;
+}
 
-/* { and }: the step just before the next notable one, so the pool shows
- * the blocks as they were and ] plays what happened. */
+static int64_t here(const app *a) { return a->rw->active ? a->rw->pos : kv_history_present(hist(a)); }
+
+/* { and }: the step just before the next mark of the chosen kind, so the
+ * pool shows the blocks as they were and ] plays what happened. */
 static void jump_mark(app *a, int dir)
 {
     app_rewind *r = a->rw;
-    kv_history_sync(r->h);
-    int64_t cur = r->active ? r->pos : kv_history_present(r->h) + 1;
+    kv_history *h = hist(a);
+    kv_history_sync(h);
+    int64_t cur = r->active ? r->pos : kv_history_present(h) + 1;
+    uint32_t kinds = jump_kinds[r->kind].kinds;
     kv_history_mark m;
     /* a mark at position p is shown from p - 1: backward, marks with p <= cur;
      * forward, marks with p > cur + 1 */
-    int found = dir < 0 ? kv_history_next_mark(r->h, cur + 1, -1, KV_MARK_ALL, &m)
-                        : kv_history_next_mark(r->h, cur + 1, 1, KV_MARK_ALL, &m);
-    if (found != 0) {
+    if (kv_history_next_mark(h, cur + 1, dir < 0 ? -1 : 1, kinds, &m) != 0) {
         if (dir > 0 && r->active) {
             app_rewind_live(a);
-            app_status(a, UI_R_DIM, "No later event: back to the present");
+            app_status(a, UI_R_DIM, "No later %s: back to the present", jump_kinds[r->kind].plural);
         } else {
-            app_status(a, UI_R_DIM, "No %s event recorded", dir < 0 ? "earlier" : "later");
+            app_status(a, UI_R_DIM, "No %s %s recorded (m: another kind)", dir < 0 ? "earlier" : "later",
+                       jump_kinds[r->kind].plural);
         }
         return;
     }
-    go(a, m.pos - 1 >= kv_history_first(r->h) ? m.pos - 1 : m.pos);
+    go(a, m.pos - 1 >= kv_history_first(h) ? m.pos - 1 : m.pos);
     if (!r->active) return;
     static const struct { uint32_t k; const char *what; } names[] = {
         {KV_MARK_RESTART, "the server restarts"}, {KV_MARK_PREEMPT, "request #%lld is preempted"},
@@ -180,13 +170,30 @@ static void jump_mark(app *a, int dir)
         {KV_MARK_FINISH, "request #%lld finishes"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (m.kinds & names[i].k) {
+        if (m.kinds & kinds & names[i].k) {
             char what[96];
-            snprintf(what, sizeof what, names[i].what, (long long)m.req_id);
-            app_status(a, (m.kinds & KV_MARK_PREEMPT) ? UI_R_WARN : UI_R_DIM, "Step %lld: next, %s (])",
+            /* the mark's request is its first kind's: name it only for that kind */
+            int64_t id = m.req_id;
+            if ((names[i].k == KV_MARK_FINISH && (m.kinds & KV_MARK_PREEMPT)) ||
+                (names[i].k == KV_MARK_HIT && (m.kinds & (KV_MARK_PREEMPT | KV_MARK_FINISH))))
+                id = -1;
+            if (id < 0 && strstr(names[i].what, "%lld"))
+                snprintf(what, sizeof what, "%s", names[i].k == KV_MARK_FINISH ? "a request finishes"
+                                                                               : "a request hits the prefix cache");
+            else
+                snprintf(what, sizeof what, names[i].what, (long long)id);
+            app_status(a, (m.kinds & kinds & KV_MARK_PREEMPT) ? UI_R_WARN : UI_R_DIM, "Step %lld: next, %s (])",
                        (long long)r->pos, what);
             break;
         }
+}
+
+/* m: the next kind of mark { and } jump to. */
+static void next_kind(app *a)
+{
+    app_rewind *r = a->rw;
+    r->kind = (r->kind + 1) % NKINDS;
+    app_status(a, UI_R_DIM, "{ } now go to the previous / next %s (m: another kind)", jump_kinds[r->kind].plural);
 }
 
 /* Keys that only look at the screen: they keep the replay. */
@@ -200,30 +207,40 @@ static int looks_only(int ch)
 int app_rewind_key(app *a, int ch)
 {
     app_rewind *r = a->rw;
-    int ours = ch == '[' || ch == ']' || ch == '{' || ch == '}' || ch == KEY_HOME || ch == KEY_END;
+    /* m chooses what { } jump to: while replaying, or when no answer or
+     * flag is being typed */
+    int kind_key = ch == 'm' && (app_rewind_active(a) || (!a->input_active && a->key_focus != UI_PANE_FLAGS));
+    int ours = ch == '[' || ch == ']' || ch == '{' || ch == '}' || ch == KEY_HOME || ch == KEY_END || kind_key;
     if (!ours) {
         if (app_rewind_active(a) && !looks_only(ch)) app_rewind_live(a);
         return 0;
     }
-    if (!r || !r->h) {
+    if (!r) return 0;
+    if (kind_key) {
+        next_kind(a);
+        a->dirty = ~0u;
+        return 1;
+    }
+    kv_history *h = hist(a);
+    if (!h) {
         app_status(a, UI_R_DIM, "Nothing recorded: no server has run in this lesson");
         return 1;
     }
     switch (ch) {
-    case '[': go(a, here(r) - 1); break;
+    case '[': go(a, here(a) - 1); break;
     case ']':
         if (!r->active) app_status(a, UI_R_DIM, "This is the present: [ goes back a step");
-        else if (r->pos >= kv_history_present(r->h)) {
+        else if (r->pos >= kv_history_present(h)) {
             app_rewind_live(a);
             app_status(a, UI_R_DIM, "Back to the present");
         } else go(a, r->pos + 1);
         break;
     case '{': jump_mark(a, -1); break;
     case '}':
-        if (!r->active) app_status(a, UI_R_DIM, "This is the present: { goes back to the last event");
+        if (!r->active) app_status(a, UI_R_DIM, "This is the present: { goes back to the last %s", jump_kinds[r->kind].plural);
         else jump_mark(a, 1);
         break;
-    case KEY_HOME: go(a, kv_history_first(r->h)); break;
+    case KEY_HOME: go(a, kv_history_first(h)); break;
     case KEY_END:
         if (r->active) {
             app_rewind_live(a);

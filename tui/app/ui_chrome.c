@@ -19,8 +19,8 @@ static const keydef keys_main[] = {
 };
 /* Replaying a past step: moving in the history; any other key returns. */
 static const keydef keys_replay[] = {
-    { "[ ]", "step" }, { "{ }", "event" }, { "End", "present" }, { "Home", "start" }, { "Tab", "view" },
-    { "t", "block table" }, { "?", "help" }, { "q", "quit" },
+    { "[ ]", "step" }, { "{ }", "event" /* the kind m chose */ }, { "m", "kind" }, { "End", "present" },
+    { "Home", "start" }, { "Tab", "view" }, { "t", "block table" }, { "?", "help" }, { "q", "quit" },
 };
 /* A follower: the presenter moves the lesson. */
 static const keydef keys_follow[] = {
@@ -152,7 +152,12 @@ void ui_chrome_footer(const ui_view_ctx *c, WINDOW *win)
     else if (a->key_focus == UI_PANE_FLAGS && a->flag_editing) draw_keys(win, w, keys_edit, 4, p);
     else if (a->key_focus == UI_PANE_FLAGS) draw_keys(win, w, keys_flags, 5, p);
     else if (room == 2) draw_keys(win, w, keys_away, (int)(sizeof keys_away / sizeof keys_away[0]), p);
-    else if (a->rw_active) draw_keys(win, w, keys_replay, (int)(sizeof keys_replay / sizeof keys_replay[0]), p);
+    else if (a->rw_active) {
+        keydef k[sizeof keys_replay / sizeof keys_replay[0]];
+        memcpy(k, keys_replay, sizeof k);
+        if (a->rw_kind) k[1].what = a->rw_kind;
+        draw_keys(win, w, k, (int)(sizeof k / sizeof k[0]), p);
+    }
     else draw_keys(win, w, keys_main, (int)(sizeof keys_main / sizeof keys_main[0]), p);
 }
 
@@ -279,7 +284,7 @@ static const char *const help_lines[] = {
     "  t             show a request's block table (cycles)",
     "  h             a hint for the question or goal",
     "  Up/Down PgUp  scroll the lesson text",
-    "  [ ]  { }      replay the run: a step, an event; End now, Home oldest",
+    "  [ ] { } m     replay a step, an event (m: kind); End now, Home first",
     "  r             start the lesson again (asks first)",
     "  l             lesson list",
     "  q             quit (progress is saved)",

@@ -117,6 +117,7 @@ typedef struct ui_model {
     int rw_active;
     const kv_history *rw_hist;
     int64_t rw_pos;
+    const char *rw_kind;     /* what { } jump to ("event", "preemption", ...) */
 } ui_model;
 
 /* Current flash kind of a block (UI_FL_NONE when out of range or over). */

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Rewinding across runs (lessons/host/lsn_runs.h, tui/app/app_rewind.c), at
+# 80x24 in lesson 16: the "Missed it? Press {" page must show the preemption
+# it describes however the lesson got there -- the first time, after r (the
+# lesson starts again: new engines, which may get the old ones' addresses),
+# and after quitting and coming back (the lesson is replayed to its saved step
+# without animation, the preemption inside that replay). m picks what { }
+# jump to (named in the footer); one { must then land just before the
+# victim's preemption, in the run that is live now, and the timeline keeps
+# the earlier runs (its last step grows). The old app recorded only engines
+# it saw at a new address after the lesson returned: after r it stayed on the
+# first walk's runs, and after a resume it had no preemption at all.
+. "$(dirname "$0")/tui_lib.sh"
+export KVLAB_LESSONS_DIR="$KVLAB_SOURCE_DIR/lessons"
+
+header() { tui_screen | sed -n 1p; }
+footer() { tui_screen | tail -1; }
+replay_of() { header | sed -nE 's/.*replay, step ([0-9]+) of ([0-9]+).*/\2/p'; }
+
+out=$("$KVLAB" check 16 --lessons "$KVLAB_LESSONS_DIR")
+answer=$(sed -nE "s/^    accepted '([^']*)'.*/\1/p" <<<"$out" | head -1)
+predicted=$(sed -nE "s/^    predicted '([^']*)'.*/\1/p" <<<"$out" | head -1)
+[ -n "$answer" ] && [ -n "$predicted" ] || fail "kvlab check 16 gave no accepted answer or prediction"
+
+# From the lesson's first page to "Missed it? Press {"; prints the victim.
+walk() {
+    tui_advance_until "type your prediction" 12
+    tui_keys -l -- "$predicted"; tui_keys Enter
+    tui_wait "You predicted" 60 || fail "the prediction was not taken"
+    tui_advance_until ", Enter to" 12
+    tui_keys -l -- "$answer"; tui_keys Enter
+    tui_advance_until "Goal:" 12
+    tui_set_flag max-num-seqs 16
+    tui_wait "Watch it happen" 60 || fail "the lesson did not restart for the slow run"
+    missed
+}
+missed() {
+    tui_wait "Missed it? Press {" 120 || fail "no preemption in the slow run"
+    victim=$(tui_screen | grep -oE 'before request [0-9]+' | head -1 | grep -oE '[0-9]+')
+    [ -n "$victim" ] || victim=$(tui_screen | grep -oE '\(request [0-9]+\)' | head -1 | grep -oE '[0-9]+')
+    [ -n "$victim" ] || fail "the lesson did not name the victim"
+}
+# m until the footer's { } names $1 (replay footer) or the status says it.
+choose() {
+    local i
+    for i in $(seq 8); do
+        tui_keys m
+        sleep 0.3
+        if tui_screen | grep -qE "(\{ \} $1 |previous / next $1)"; then return 0; fi
+    done
+    fail "m never chose '$1'"
+}
+# One { must land just before request $victim's preemption.
+expect_preemption() {
+    tui_keys '{'
+    tui_wait "request #$victim is preempted" 5 || fail "$1: { did not land before request $victim's preemption"
+    footer | grep -q "{ } preemption" || fail "$1: the footer does not name the kind { } jump to"
+}
+
+tui_start 80 24 -- --lesson 16
+tui_wait "Lesson 16/" 10
+walk
+choose preemption
+expect_preemption "first walk"
+m1=$(replay_of)
+[ -n "$m1" ] || fail "no 'replay, step N of M' in the header"
+tui_keys End
+tui_wait_gone "replay, step" 5 || fail "End did not return to the present"
+
+# r: the lesson starts again; its new runs join the same timeline
+tui_keys r
+tui_wait "again from step 1?" 5 || fail "r did not ask"
+tui_keys y
+tui_wait "Lesson 16/" 10
+tui_wait_gone "Missed it" 10
+walk
+expect_preemption "after r"
+m2=$(replay_of)
+[ "$m2" -gt "$m1" ] || fail "after r the timeline ends at $m2, not past the first walk's $m1"
+# m again: the restarts are marks too
+choose restart
+tui_keys '{'
+tui_wait "next, the server restarts" 5 || fail "{ did not find a restart"
+tui_keys End
+tui_wait_gone "replay, step" 5
+
+# quit and come back: the lesson is replayed to this page without animation
+tui_quit_clean
+tui_stop
+tui_start 80 24 -- --lesson 16
+tui_wait "Watch it happen" 60 || fail "the lesson did not resume on its page"
+for i in $(seq 8); do # the resumed page opens at its top
+    tui_screen | grep -q "Missed it? Press {" && break
+    tui_keys NPage; sleep 0.2
+done
+missed
+choose preemption
+tui_keys '{'
+tui_wait "request #$victim is preempted" 5 || fail "after a resume: { did not land before request $victim's preemption"
+tui_keys End
+tui_quit_clean
+echo PASS
