@@ -50,6 +50,16 @@ choose() {
     done
     fail "m never chose '$1'"
 }
+# Tab until the flags view is on screen; $seqs: its max-num-seqs value.
+seqs_row() {
+    local i
+    seqs=""
+    for i in $(seq 8); do
+        seqs=$(tui_screen | sed -n '/┌ flags/,/└/p' | sed -nE 's/.*│ max-num-seqs +([0-9]+).*/\1/p' | head -1)
+        [ -n "$seqs" ] && return 0
+        tui_keys Tab; sleep 0.3
+    done
+}
 # One { must land just before request $victim's preemption.
 expect_preemption() {
     tui_keys '{'
@@ -64,8 +74,17 @@ choose preemption
 expect_preemption "first walk"
 m1=$(replay_of)
 [ -n "$m1" ] || fail "no 'replay, step N of M' in the header"
+# Home: the oldest step, the first run (max-num-seqs 4): the flags view
+# shows that run's value (Tab gives it room and keeps the replay), End the
+# live run's 16
+tui_keys Home
+tui_wait "replay, step 0 of" 5 || fail "Home did not go to step 0"
+seqs_row
+[ "$seqs" = 4 ] || fail "the first run's flags view says max-num-seqs '$seqs', not 4"
 tui_keys End
 tui_wait_gone "replay, step" 5 || fail "End did not return to the present"
+seqs_row
+[ "$seqs" = 16 ] || fail "the live flags view says max-num-seqs '$seqs', not 16"
 
 # r: the lesson starts again; its new runs join the same timeline
 tui_keys r

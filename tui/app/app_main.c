@@ -254,7 +254,7 @@ void app_model_update(app *a)
 {
     ui_model *m = &a->model;
     m->frame = &a->frame;
-    m->scene = a->lsn ? lsn_scene_get(a->lsn) : &no_scene;
+    m->scene = app_rewind_scene(a, a->lsn ? lsn_scene_get(a->lsn) : &no_scene); /* a replay: its run's flags */
     m->lsn = a->lsn;
     m->st = &a->vst;
     m->rows = a->rows;

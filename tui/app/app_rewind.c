@@ -27,12 +27,16 @@ typedef struct app_rewind {
     int active;
     int64_t pos;
     int kind;          /* index into jump_kinds */
+    lsn_scene scene;   /* the lesson's scene with the replayed run's flags (app_rewind_scene) */
+    lsn_flag *flags;
+    int cap_flags;
 } app_rewind;
 
 void app_rewind_init(app *a) { a->rw = calloc(1, sizeof *a->rw); }
 
 void app_rewind_free(app *a)
 {
+    if (a->rw) free(a->rw->flags);
     free(a->rw);
     a->rw = NULL;
 }
@@ -73,6 +77,26 @@ void app_rewind_source(const app *a, const kv_engine **eng, const kv_plan **plan
     if (!app_rewind_active(a)) return;
     *eng = kv_history_engine(hist(a));
     *plan = lsn_history_plan(a->lsn, a->rw->pos);
+}
+
+const lsn_scene *app_rewind_scene(app *a, const lsn_scene *live)
+{
+    app_rewind *r = a->rw;
+    if (!app_rewind_active(a) || !live->nflags) return live;
+    if (live->nflags > r->cap_flags) {
+        lsn_flag *n = realloc(r->flags, (size_t)live->nflags * sizeof *n);
+        if (!n) return live;
+        r->flags = n;
+        r->cap_flags = live->nflags;
+    }
+    r->scene = *live;
+    for (int i = 0; i < live->nflags; i++) {
+        r->flags[i] = live->flags[i];
+        const char *v = lsn_history_flag(a->lsn, r->pos, live->flags[i].name);
+        if (v) r->flags[i].value = v; /* a flag the run's lesson did not offer then keeps today's value */
+    }
+    r->scene.flags = r->flags;
+    return &r->scene;
 }
 
 const char *app_rewind_kind_name(const app *a) { return a->rw ? jump_kinds[a->rw->kind].name : "event"; }

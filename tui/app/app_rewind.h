@@ -59,6 +59,11 @@ int app_rewind_where(const app *a, int64_t *run, int64_t *step);
  * when that step is not in this lesson's history (nothing changes). */
 int app_rewind_goto(app *a, int64_t run, int64_t step);
 
+/* The scene the views draw: live itself, or while replaying a copy whose
+ * flags hold the values of the replayed run (lsn_history_flag), so the
+ * flags view shows the run that was live then. Valid until the next call. */
+const lsn_scene *app_rewind_scene(app *a, const lsn_scene *live);
+
 /* The footer's word for what { } jump to now ("event", "preemption", ...). */
 const char *app_rewind_kind_name(const app *a);
 
