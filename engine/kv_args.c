@@ -16,7 +16,7 @@ enum {
     F_PREFIX, F_CHUNKED, F_EAGER, F_KV_BYTES, F_BLOCKS_OVERRIDE,
     F_GPU, F_GPU_GIB, F_GPU_USED, F_WEIGHTS, F_ACTIVATION, F_CUDAGRAPH, F_CONTEXT, F_NCCL, F_SCHED_POLICY,
     F_VLLM_VERSION, F_ACCOUNTING, F_FI_SAMPLER, F_RESERVE_ISL, F_WATERMARK, F_MXFP4_BACKEND, F_CPU_OFFLOAD,
-    F_OPT_LEVEL, F_MAX_CG_SIZE, F_CG_SIZES,
+    F_OPT_LEVEL, F_MAX_CG_SIZE, F_CG_SIZES, F_COMPILE_CACHE,
     F_FIRST_NOTE
 };
 
@@ -94,6 +94,9 @@ static const kv_args_flag flags[] = {
                        "largest batch captured in a CUDA graph (0.11.1 on)", 1, "0.11.1"},
     [F_CG_SIZES] = {"cuda-graph-sizes", "cuda_graph_sizes", KV_ARG_STRING, NULL, "the release's",
                     "batch sizes captured in CUDA graphs (one value: the largest; 0.9-0.12)", 1, "0.9.0", "0.13.0"},
+    [F_COMPILE_CACHE] = {"compile-cache", "kvlab", KV_ARG_CHOICE, "cold|warm", "cold",
+                         "torch.compile cache at start-up: cold (first start, or a container without a persisted "
+                         "~/.cache/vllm) or warm (a later start reusing it)", 1},
     /* Real vLLM flags that do not change the memory plan. */
     {"port", "port", KV_ARG_NOTE, NULL, "8000", "API server port", 0},
     {"host", "host", KV_ARG_NOTE, NULL, "", "API server host", 0},
@@ -513,6 +516,11 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
             return kv_errf(err, errlen, KV_ARGS_EVALUE, "--mxfp4-backend must be marlin or triton; got '%.40s'", value);
         a->mxfp4_backend = !strcmp(value, "triton") ? 2 : 1;
         break;
+    case F_COMPILE_CACHE:
+        if (!choice_ok(f->choices, value))
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--compile-cache must be cold or warm; got '%.40s'", value);
+        a->compile_cache_warm = !strcmp(value, "warm");
+        break;
     case F_ACCOUNTING:
         if (!choice_ok(f->choices, value))
             return kv_errf(err, errlen, KV_ARGS_EVALUE, "--accounting must be release or textbook; got '%.40s'", value);
@@ -755,6 +763,7 @@ int kv_args_get(const kv_args *a, const char *name, char *b, size_t n)
     case F_VLLM_VERSION: snprintf(b, n, "%s", a->vllm_version); break;
     case F_ACCOUNTING: snprintf(b, n, "%s", a->accounting == KV_ACCOUNTING_TEXTBOOK ? "textbook" : "release"); break;
     case F_MXFP4_BACKEND: snprintf(b, n, "%s", a->mxfp4_backend == 2 ? "triton" : a->mxfp4_backend == 1 ? "marlin" : ""); break;
+    case F_COMPILE_CACHE: snprintf(b, n, "%s", a->compile_cache_warm ? "warm" : "cold"); break;
     case F_UTIL: snprintf(b, n, "%g", a->gpu_memory_utilization); break;
     case F_MAX_MODEL_LEN:
         if (a->max_model_len == KV_MAX_MODEL_LEN_AUTO)

@@ -114,6 +114,8 @@ typedef struct kv_args {
     int32_t accounting;             /* --accounting: KV_ACCOUNTING_RELEASE (default) or KV_ACCOUNTING_TEXTBOOK */
     int32_t flashinfer_sampler;     /* --flashinfer-sampler: only read when given (kv_args_is_set) */
     int32_t mxfp4_backend;          /* --mxfp4-backend: 0 the release's, 1 marlin, 2 triton */
+    int32_t compile_cache_warm;     /* --compile-cache: 0 cold (default: torch.compile and Triton autotune run in
+                                       the profile), 1 warm (their results come from ~/.cache/vllm) */
     /* scheduler flags of newer releases, only read when given (kv_args_is_set) */
     int32_t scheduler_reserve_full_isl; /* --scheduler-reserve-full-isl (vLLM 0.19+) */
     double watermark;               /* --watermark, a fraction of num_blocks in [0, 1) (vLLM 0.24+) */

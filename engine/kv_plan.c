@@ -868,13 +868,30 @@ static void fix_batched_tokens(kv_plan *p, const kv_model *m, const kv_gpu *g, c
     }
 }
 
+/* --enforce-eager: no CUDA graphs and no torch.compile, so neither the
+ * graphs nor a cold compile take memory (config/vllm.py). Recorded when it
+ * starts, at the full length or, paired with it, a shorter one. */
 static void fix_eager(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args *a)
 {
     if (a->enforce_eager)
         return;
     kv_args b = *a;
     set_flag(&b, "enforce-eager", "true");
-    try_fix_full(p, m, g, &b, "no CUDA graphs (slower)", "--enforce-eager");
+    int n = p->num_fixes;
+    try_fix(p, m, g, &b, "no CUDA graphs or compile (slower)", "--enforce-eager", 0);
+    /* only where it gives the pool memory (graphs captured after the pool
+     * and a warm cache cost none before it): else it is the length fix */
+    if (p->num_fixes > n && p->fixes[n].kv_cache_bytes <= p->available_kv_bytes + 1048576.0)
+        p->num_fixes = n;
+}
+
+/* The cheap levers first under release accounting, where they change the
+ * terms vLLM measures (the textbook's graph figure is fixed). */
+static void fix_cheap_first(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args *a)
+{
+    if (p->accounting == KV_ACCOUNTING_TEXTBOOK)
+        return;
+    fix_eager(p, m, g, a);
 }
 
 /* Quantized weights. fp8 is a flag on this checkpoint (vLLM quantizes the
@@ -965,11 +982,12 @@ static void fix_utilization(kv_plan *p, const kv_model *m, const kv_gpu *g, cons
  *   weights OOM     quantized weights, more GPUs
  *   profile OOM     fewer batched tokens, fewer sequences (V1's sampler),
  *                   no CUDA graphs, then quantized weights, more GPUs
- *   no KV memory    fewer sequences (V1's sampler), fewer batched tokens,
- *                   quantized weights, more GPUs, utilization last
- *   length check    shorter max_model_len, fp8 KV, fewer sequences,
- *                   quantized weights, more GPUs, utilization last
- *   sampler warm-up fewer sequences, a lower utilization */
+ *   no KV memory    (release) eager, fewer sequences (V1's sampler), fewer
+ *                   batched tokens, quantized weights, more GPUs, utilization last
+ *   length check    textbook: shorter max_model_len, fp8 KV, fewer sequences;
+ *                   release: eager, fewer sequences, fp8 KV, shorter max_model_len;
+ *                   then quantized weights, more GPUs, utilization last
+ *   sampler warm-up (release) eager, fewer sequences, a lower utilization */
 static void compute_fixes(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args *a)
 {
     switch (p->error_kind) {
@@ -990,18 +1008,27 @@ static void compute_fixes(kv_plan *p, const kv_model *m, const kv_gpu *g, const 
         fix_tp(p, m, g, a);
         return;
     case KV_PLAN_ERR_SAMPLER_OOM:
+        fix_cheap_first(p, m, g, a);
         fix_max_num_seqs(p, m, g, a);
         fix_utilization(p, m, g, a, 0, 92, "lower utilization (room for the warm-up)");
         return;
     case KV_PLAN_ERR_MAX_MODEL_LEN:
-        fix_max_model_len(p, m, g, a);
-        fix_fp8_kv(p, m, g, a);
-        fix_max_num_seqs(p, m, g, a);
+        if (p->accounting == KV_ACCOUNTING_TEXTBOOK) {
+            fix_max_model_len(p, m, g, a);
+            fix_fp8_kv(p, m, g, a);
+            fix_max_num_seqs(p, m, g, a);
+        } else {
+            fix_cheap_first(p, m, g, a);
+            fix_max_num_seqs(p, m, g, a);
+            fix_fp8_kv(p, m, g, a);
+            fix_max_model_len(p, m, g, a);
+        }
         fix_quantization(p, m, g, a);
         fix_tp(p, m, g, a);
         fix_utilization(p, m, g, a, 1, 99, "raise utilization (last resort)");
         return;
     default: /* no KV memory, auto-fit */
+        fix_cheap_first(p, m, g, a);
         fix_max_num_seqs(p, m, g, a);
         fix_batched_tokens(p, m, g, a);
         fix_quantization(p, m, g, a);
@@ -1014,8 +1041,25 @@ static void compute_fixes(kv_plan *p, const kv_model *m, const kv_gpu *g, const 
 int kv_plan_compute(const kv_model *m, const kv_gpu *gpu, const kv_args *a, kv_plan *out, char *err, size_t errlen)
 {
     int rc = kv_plan_compute_nofix(m, gpu, a, out, err, errlen);
-    if (rc == KV_PLAN_OK && !out->starts)
+    if (rc != KV_PLAN_OK)
+        return rc;
+    if (!out->starts)
         compute_fixes(out, m, gpu, a);
+    /* The other compile-cache state, when a cold compile costs anything. */
+    if (out->compile_cold_bytes > 0 || a->compile_cache_warm) {
+        kv_args b = *a;
+        b.compile_cache_warm = !a->compile_cache_warm;
+        kv_plan *q = malloc(sizeof *q);
+        if (q && kv_plan_compute_nofix(m, gpu, &b, q, NULL, 0) == KV_PLAN_OK &&
+            (q->compile_cold_bytes > 0 || out->compile_cold_bytes > 0)) {
+            out->other_valid = 1;
+            out->other_starts = q->starts;
+            out->other_available_kv_bytes = q->available_kv_bytes;
+            out->other_kv_cache_tokens = q->starts ? q->kv_cache_tokens : 0;
+            out->other_max_concurrency = q->starts ? q->max_concurrency : 0;
+        }
+        free(q);
+    }
     return rc;
 }
 

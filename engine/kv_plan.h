@@ -127,7 +127,17 @@ typedef struct kv_plan {
     double non_torch_bytes;      /* release accounting: non-torch growth in the profile (workspaces; tp > 1 NCCL) */
     double cpu_offload_bytes;    /* --cpu-offload-gb: weights kept in CPU memory (weights_bytes is what stays) */
     double cpu_offload_layer_bytes; /* the most of one layer offloaded (V0 copies it back for each forward) */
-    double forward_bytes;        /* the activation peak's forward pass part */
+    double forward_bytes;        /* the activation peak's forward pass part (a cold compile's part included) */
+    int32_t compile_cache_warm;  /* --compile-cache warm: the figures are a later start's */
+    double compile_cold_bytes;   /* what a cold compile adds beside the forward (0 when warm, eager or none) */
+    double compile_cold_non_torch_bytes; /* ... and leaves as non-torch memory (0.27 on) */
+    /* The same plan under the other compile-cache state (kv_plan_compute
+     * fills it when the two differ; other_valid 0 otherwise). */
+    int32_t other_valid;
+    int32_t other_starts;
+    double other_available_kv_bytes;
+    int64_t other_kv_cache_tokens;
+    double other_max_concurrency;
     double sampler_bytes;        /* its dummy-sampler part (V1; 0 elsewhere) */
     double warmup_need_bytes;    /* V1: what the sampler warm-up after the pool allocates */
     double warmup_free_bytes;    /* V1: what is free for it then */

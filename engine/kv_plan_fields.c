@@ -91,6 +91,37 @@ G_BOOL(enforce_eager, p->enforce_eager)
 G_BOOL(enable_prefix_caching, p->enable_prefix_caching)
 G_BOOL(chunked_prefill, p->chunked_prefill)
 G_BOOL(flashinfer_sampler, p->flashinfer_sampler)
+G_STR(compile_cache, p->compile_cache_warm ? "warm" : "cold")
+G_BYTES(compile_cold, p->compile_cold_bytes)
+G_BYTES(compile_cold_non_torch, p->compile_cold_non_torch_bytes)
+static void get_other_compile_cache_starts(const kv_plan *p, kv_plan_value *v)
+{
+    if (p->other_valid)
+        v_bool(v, p->other_starts);
+    else
+        v->kind = KV_PLAN_VALUE_NULL;
+}
+static void get_other_compile_cache_kv_cache_gib(const kv_plan *p, kv_plan_value *v)
+{
+    if (p->other_valid)
+        v_num(v, p->other_available_kv_bytes / KV_GIB);
+    else
+        v->kind = KV_PLAN_VALUE_NULL;
+}
+static void get_other_compile_cache_kv_cache_bytes(const kv_plan *p, kv_plan_value *v)
+{
+    if (p->other_valid)
+        v_num(v, p->other_available_kv_bytes);
+    else
+        v->kind = KV_PLAN_VALUE_NULL;
+}
+static void get_other_compile_cache_kv_cache_tokens(const kv_plan *p, kv_plan_value *v)
+{
+    if (p->other_valid && p->other_starts)
+        v_int(v, p->other_kv_cache_tokens);
+    else
+        v->kind = KV_PLAN_VALUE_NULL;
+}
 
 #define F(n, unit, prec, help) {#n, unit, prec, get_##n, help}
 #define FB(t, help) F(t##_gib, "GiB", 4, help), F(t##_bytes, "bytes", -1, help)
@@ -148,6 +179,13 @@ static const kv_plan_field FIELDS[] = {
     F(enable_prefix_caching, "", -1, "prefix caching on"),
     F(chunked_prefill, "", -1, "chunked prefill on"),
     F(flashinfer_sampler, "", -1, "the profile's sampler is FlashInfer's"),
+    F(compile_cache, "", -1, "cold (first start: torch.compile runs in the profile) or warm (--compile-cache)"),
+    FB(compile_cold, "what a cold compile adds to the activation peak's forward part (0 when warm)"),
+    FB(compile_cold_non_torch, "what a cold compile leaves as non-torch memory (0.27 on; 0 when warm)"),
+    F(other_compile_cache_starts, "", -1, "starts under the other compile-cache state (null: no difference)"),
+    F(other_compile_cache_kv_cache_gib, "GiB", 4, "available KV memory under the other compile-cache state"),
+    F(other_compile_cache_kv_cache_bytes, "bytes", -1, "the same in bytes"),
+    F(other_compile_cache_kv_cache_tokens, "tokens", -1, "the pool in tokens under the other state (null unless it starts)"),
 };
 #define NUM_FIELDS ((int)(sizeof FIELDS / sizeof FIELDS[0]))
 

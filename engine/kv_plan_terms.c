@@ -452,6 +452,18 @@ void plan_activation(const plan_ctx *c, kv_plan *p)
         p->warmup_need_bytes = fmax(sampler_bytes(m, S, S, topk, c->act_bytes),
                                     kv_plan_forward_bytes(m, c->tp, S, c->act_bytes));
     }
+    /* A cold compile cache: the compile in the profile's first forward
+     * (kv_release_memory.compile_cold_*); no torch.compile under
+     * --enforce-eager or -O0 (config/vllm.py: mode NONE). */
+    p->compile_cache_warm = a->compile_cache_warm != 0;
+    int compiles = mem->engine_v1 && !a->enforce_eager &&
+                   !(a->optimization_level == 0 && mem->opt_levels == KV_OPT_LEVELS);
+    if (compiles && !a->compile_cache_warm && mem->compile_cold_bytes_per_elem > 0) {
+        double width = kv_plan_forward_bytes(m, c->tp, 1, 1) / 3.0 - m->hidden_size; /* the MLP width / tp */
+        p->compile_cold_bytes = (double)T * width * mem->compile_cold_bytes_per_elem;
+        p->compile_cold_non_torch_bytes = p->compile_cold_bytes * mem->compile_cold_non_torch_frac;
+        p->forward_bytes += p->compile_cold_bytes;
+    }
     /* V0 has no UVA view of offloaded weights: each offloaded layer's
      * forward copies its parameters back to the GPU for the call
      * (functional_call in maybe_offload_to_cpu), on top of the activations. */
@@ -462,6 +474,9 @@ void plan_activation(const plan_ctx *c, kv_plan *p)
     if (onload > 0)
         snprintf(fwd + strlen(fwd), sizeof fwd - strlen(fwd), " + %.2f GiB offloaded layer copied in",
                  onload / KV_GIB);
+    if (p->compile_cold_bytes > 0)
+        snprintf(fwd + strlen(fwd), sizeof fwd - strlen(fwd), " + %.2f GiB cold torch.compile",
+                 p->compile_cold_bytes / KV_GIB);
     if (p->sampler_bytes > p->forward_bytes) {
         p->activation_bytes = p->sampler_bytes;
         int64_t S = p->max_num_seqs < T ? p->max_num_seqs : T;
@@ -736,9 +751,14 @@ void plan_budget(const plan_ctx *c, kv_plan *p)
             plan_set_term(p, KV_PLAN_TERM_NON_TORCH, "non_torch", used, a->gpu_used_gib > 0, 1,
                           "other processes on the card (vLLM counts all non-torch memory)");
         } else {
-            p->non_torch_bytes = mem->non_torch_gib * KV_GIB;
-            plan_set_term(p, KV_PLAN_TERM_NON_TORCH, "non_torch", p->non_torch_bytes, 0, 1,
-                          "workspaces the profile run adds (measured)");
+            p->non_torch_bytes = mem->non_torch_gib * KV_GIB + p->compile_cold_non_torch_bytes;
+            if (p->compile_cold_non_torch_bytes > 0)
+                plan_set_term(p, KV_PLAN_TERM_NON_TORCH, "non_torch", p->non_torch_bytes, 0, 1,
+                              "workspaces the profile run adds (measured) + %.2f GiB a cold compile leaves",
+                              p->compile_cold_non_torch_bytes / KV_GIB);
+            else
+                plan_set_term(p, KV_PLAN_TERM_NON_TORCH, "non_torch", p->non_torch_bytes, 0, 1,
+                              "workspaces the profile run adds (measured)");
         }
     } else {
         plan_set_term(p, KV_PLAN_TERM_NON_TORCH, "non_torch", 0, 0, 0, "not a textbook term");

@@ -387,6 +387,17 @@ static const kv_release_sched S_V1_033 = {1, 0.0, 1, 1, 1, 1, 1, 0, 1};
 /* The all-reduce fusion workspace at tp > 1 (0.19.0 report: 2.06-2.13 GiB of
  * non-torch memory at tp 2 and 4 against 0.24-0.25 at tp 1). */
 #define NON_TORCH_FUSION 1.82
+/* A cold compile cache (kv_release_memory.compile_cold_*), measured: the
+ * same command on the same card logged 35,792 tokens on a cold cache (peak
+ * activation 1.18 GiB) and 43,040 on a warm one (0.19 GiB): 0.99 GiB more
+ * for 2,048 batched tokens through a 12,288-wide MLP (Qwen3-8B's shape),
+ * 42 bytes per element. Up to 0.19 a cold start shows no such cost: the
+ * llm-d planner's 0.19.0 phi-2 log ("Compiling a graph for compile range
+ * (1, 8192) takes 5.04 s") peaks at 0.79 GiB, its sampler's figure. From
+ * 0.27 the first-start logs show 1.5-2.5 GiB of activation and non-torch
+ * memory together; the non-torch part is taken as 0.75 of the transient. */
+#define COMPILE_COLD 42.0
+#define COMPILE_COLD_NT_027 0.75
 /* gpu_worker.py: "empirically observed that the memory profiling may
  * slightly underestimate the memory consumption ... (=150MiB)". */
 #define WARMUP_MARGIN (150.0 / 1024.0)
@@ -482,7 +493,7 @@ static const kv_release_memory M_V1_018 = {V1_017, .non_torch_gib = NON_TORCH_01
  * so the CUDA-graph estimate is subtracted before sizing; the default
  * gpu_memory_utilization becomes 0.92 (config/cache.py). */
 #define V1_020 V1_017, .non_torch_gib = NON_TORCH_018, .cudagraph_profiled = 1, .cudagraph_estimate = 1, \
-    .default_gpu_memory_utilization = 0.92
+    .default_gpu_memory_utilization = 0.92, .compile_cold_bytes_per_elem = COMPILE_COLD
 static const kv_release_memory M_V1_020 = {V1_020};
 /* 0.21.0: VLLM_USE_FLASHINFER_SAMPLER defaults to on (envs.py, PR #40376). */
 #define V1_021 V1_020, .sampler_flashinfer = 1, .sampler_fi_cc = {75, 121}
@@ -511,20 +522,21 @@ static const kv_release_memory M_V1_025 = {
 #define V2_ARCHES_026 "DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM", \
     "InklingForConditionalGeneration", "LongcatFlashNgramForCausalLM", "Qwen2MoeForCausalLM"
 static const kv_release_memory M_V1_026 = {V1_021, .v2_runner = KV_V2_LISTED_OR_DENSE, .v2_arches = {V2_ARCHES_026}, FI_CC_024};
-static const kv_release_memory M_V1_027 = {V1_021, .v2_runner = KV_V2_LISTED_OR_DENSE,
+#define COLD_027 .compile_cold_non_torch_frac = COMPILE_COLD_NT_027
+static const kv_release_memory M_V1_027 = {V1_021, COLD_027, .v2_runner = KV_V2_LISTED_OR_DENSE,
                                            .v2_arches = {V2_ARCHES_026, "KimiK3ForConditionalGeneration"}, FI_CC_024};
 static const kv_release_memory M_V1_028 = {
-    V1_021, .card_classes = CARDS_028, .v2_runner = KV_V2_LISTED_OR_DENSE,
+    V1_021, COLD_027, .card_classes = CARDS_028, .v2_runner = KV_V2_LISTED_OR_DENSE,
     .v2_arches = {V2_ARCHES_026, "KimiK3ForConditionalGeneration", "DeepseekV4ForCausalLM"}, FI_CC_024};
 /* 0.29.0: V2 for every generative model, with a real graph estimate; the
  * length check and auto-fit first take off the null block
  * (kv_cache_utils.py "Reserve the null block BlockPool permanently holds
  * back"). */
-static const kv_release_memory M_V1_029 = {V1_021, .card_classes = CARDS_028, .v2_runner = KV_V2_ALL,
+static const kv_release_memory M_V1_029 = {V1_021, COLD_027, .card_classes = CARDS_028, .v2_runner = KV_V2_ALL,
                                            .cudagraph_estimate_v2 = 1, .check_reserves_null_block = 1, FI_CC_024};
 /* 0.33.0: V2's profile also samples with the warm-up's parameters
  * (gpu/model_runner.py _dummy_sampler_run "Warmup-param pass"). */
-static const kv_release_memory M_V1_033 = {V1_021, .card_classes = CARDS_028, .v2_runner = KV_V2_ALL,
+static const kv_release_memory M_V1_033 = {V1_021, COLD_027, .card_classes = CARDS_028, .v2_runner = KV_V2_ALL,
                                            .cudagraph_estimate_v2 = 1, .check_reserves_null_block = 1,
                                            .v2_profiles_warmup = 1, FI_CC_024};
 /* The V0 engine that 0.8.0 - 0.10.1.x fall back to on cards below compute

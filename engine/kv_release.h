@@ -191,6 +191,25 @@ typedef struct kv_release_memory {
      * vLLM's own "memory profiling may slightly underestimate" buffer
      * (gpu_worker.py redundancy_buffer_memory, 150 MiB, 0.10.2 on). */
     double warmup_margin_gib;
+    /* A cold torch.compile cache (--compile-cache cold: the first start, or
+     * any start of a container whose ~/.cache/vllm is not kept). The profile
+     * run's first forward is where vLLM compiles the model
+     * (v1/worker/gpu_worker.py determine_available_memory: "a profile run
+     * which compiles the model"; compilation/backends.py "Compiling a graph
+     * for compile range"), inside memory_profiling's window: Inductor's
+     * compile-time benchmarking (config/compilation.py combo_kernels with
+     * benchmark_combo_kernel) and Triton's autotuning, whose results a warm
+     * start reads back (env_override.py TRITON_CACHE_AUTOTUNING, 0.19 on),
+     * allocate beside the forward's live tensors. Modelled as bytes per
+     * element of the [max_num_batched_tokens, MLP width / tp] activation on
+     * top of the forward (the peak is max(forward + this, sampler)); 0: no
+     * visible cost. From 0.27, memory_profiling counts the free memory lost
+     * since the worker's snapshot (utils/mem_utils.py total_consumed), so
+     * what the compile leaves in the allocator and the loaded kernels is
+     * subtracted too: compile_cold_non_torch_frac of the transient figure.
+     * Neither applies under --enforce-eager or -O0 (no torch.compile). */
+    double compile_cold_bytes_per_elem;
+    double compile_cold_non_torch_frac;
     kv_release_card_class card_classes[KV_RELEASE_MAX_CARD_CLASSES];
 } kv_release_memory;
 

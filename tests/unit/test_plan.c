@@ -828,6 +828,63 @@ static void release_plan(kv_plan *p, const char *model, const char *gpu, const c
         fail_msg("%s", err);
 }
 
+/* --compile-cache: a cold start's compile adds 42 bytes per element of the
+ * [max_num_batched_tokens, MLP width] activation beside the forward from
+ * 0.20, and leaves 0.75 of that as non-torch memory from 0.27
+ * (kv_release.c COMPILE_COLD*); nothing up to 0.19, under --enforce-eager
+ * or -O0. The plan carries the other state's figures. */
+static void test_compile_cache(void **state)
+{
+    (void)state;
+    static kv_plan cold, warm, p;
+    const char *const c[] = {"max-model-len", "8192", NULL};
+    const char *const w[] = {"max-model-len", "8192", "compile-cache", "warm", NULL};
+    const char *const e[] = {"max-model-len", "8192", "enforce-eager", "true", NULL};
+    const char *const o0[] = {"max-model-len", "8192", "optimization-level", "0", NULL};
+    const char *q8 = "Qwen/Qwen3-8B";
+    double want = 2048.0 * 12288.0 * 42.0; /* 2048 tokens on a 24 GiB card, Qwen3-8B's MLP */
+    release_plan(&cold, q8, "rtx4090-24gb", "0.27.0", c);
+    release_plan(&warm, q8, "rtx4090-24gb", "0.27.0", w);
+    check_near("cold", "compile", cold.compile_cold_bytes, want, 1.0);
+    check_near("cold", "non-torch part", cold.compile_cold_non_torch_bytes, 0.75 * want, 1.0);
+    assert_true(warm.compile_cold_bytes == 0 && warm.compile_cold_non_torch_bytes == 0);
+    assert_false(cold.compile_cache_warm);
+    assert_true(warm.compile_cache_warm);
+    double grow = fmax(warm.forward_bytes + want, warm.sampler_bytes) - warm.activation_bytes;
+    check_near("cold", "kv", warm.available_kv_bytes - cold.available_kv_bytes, grow + 0.75 * want, 1.0);
+    /* each plan holds the other's figures */
+    assert_true(cold.other_valid && warm.other_valid);
+    check_near("cold", "other kv", cold.other_available_kv_bytes, warm.available_kv_bytes, 1.0);
+    assert_int_equal(cold.other_kv_cache_tokens, warm.kv_cache_tokens);
+    assert_int_equal(warm.other_kv_cache_tokens, cold.kv_cache_tokens);
+    /* 0.22: the transient part only */
+    release_plan(&p, q8, "rtx4090-24gb", "0.22.0", c);
+    check_near("0.22", "compile", p.compile_cold_bytes, want, 1.0);
+    assert_true(p.compile_cold_non_torch_bytes == 0);
+    /* 0.19: no cost, no second figure */
+    release_plan(&p, q8, "rtx4090-24gb", "0.19.0", c);
+    assert_true(p.compile_cold_bytes == 0 && !p.other_valid);
+    /* no torch.compile: no cost */
+    release_plan(&p, q8, "rtx4090-24gb", "0.27.0", e);
+    assert_true(p.compile_cold_bytes == 0 && !p.other_valid);
+    release_plan(&p, q8, "rtx4090-24gb", "0.27.0", o0);
+    assert_true(p.compile_cold_bytes == 0);
+    /* a length the cold start cannot hold: --enforce-eager comes first and
+     * starts at the full length; where eager gives the pool nothing (0.19:
+     * graphs after the pool, no cold cost) it is not offered */
+    const char *const l32[] = {"max-model-len", "32768", NULL};
+    release_plan(&p, q8, "rtx4090-24gb", "0.27.0", l32);
+    assert_false(p.starts);
+    assert_true(p.num_fixes > 0);
+    assert_string_equal(p.fixes[0].flags, "--enforce-eager");
+    assert_true(p.fixes[0].starts && !p.fixes[0].lowers_max_model_len);
+    const char *const l40[] = {"max-model-len", "40960", NULL};
+    release_plan(&p, q8, "rtx4090-24gb", "0.19.0", l40);
+    assert_false(p.starts);
+    for (int i = 0; i < p.num_fixes; i++)
+        assert_null(strstr(p.fixes[i].flags, "--enforce-eager"));
+}
+
 /* The rules added for real logs of 0.7-0.22 (tests/vectors/real-logs.json):
  * V1 falls back to V0 on a T4 in 0.8.2 and its profile samples
  * max_num_seqs sequences (0.90 GiB at 192); the CUDA-graph estimate follows
@@ -1332,8 +1389,8 @@ static void test_serve_findings(void **state)
     /* CUDA-graph flags, by release: 0.12 on -O0 none, -O1 PIECEWISE only;
      * --max-cudagraph-capture-size caps the sizes; 0.8-0.10 capture only
      * at compilation level 3; --cuda-graph-sizes as a list */
-    const char *const h[] = {"max-model-len", "8192", NULL};
-    const char *const o0[] = {"max-model-len", "8192", "optimization-level", "0", NULL};
+    const char *const h[] = {"max-model-len", "8192", "compile-cache", "warm", NULL};
+    const char *const o0[] = {"max-model-len", "8192", "optimization-level", "0", "compile-cache", "warm", NULL};
     const char *const o1[] = {"max-model-len", "8192", "optimization-level", "1", NULL};
     const char *const c64[] = {"max-model-len", "8192", "max-cudagraph-capture-size", "64", NULL};
     release_plan(&q, "meta-llama/Llama-3.1-8B-Instruct", "h100-80gb", "0.33.0", h);
@@ -1388,6 +1445,7 @@ int main(void)
         cmocka_unit_test(test_json_fields),
         cmocka_unit_test(test_activation_formula),
         cmocka_unit_test(test_release_rules_2),
+        cmocka_unit_test(test_compile_cache),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

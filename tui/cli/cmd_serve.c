@@ -48,6 +48,10 @@ static void serve_usage(FILE *f)
             "  kernel); CUDA graphs follow the release's capture sizes and the model's\n"
             "  layers, taken before the pool from 0.20, else only off the sampler warm-up\n"
             "  after it; cards below compute capability 8.0 run V0 in 0.8.0-0.10.1.x.\n"
+            "  --compile-cache cold (the default: a first start, or a container without a\n"
+            "  kept ~/.cache/vllm) adds what torch.compile takes in the profile run from\n"
+            "  0.20 (and as non-torch memory from 0.27); warm is a later start. The report\n"
+            "  gives both figures when they differ; --json follows the flag.\n"
             "  README.md (Which vLLM release) has the table.\n"
             "flags (vLLM's names; 32k = 32000, 128K = 131072):\n",
             DEFAULT_GPU, kv_release_at(0)->first, kv_release_newest()->first, kv_release_newest()->first);
@@ -69,6 +73,31 @@ static const char *term_label(int i)
     static const char *const labels[] = {"budget", "weights", "activation", "CUDA graphs", "CUDA context", "NCCL",
                                          "non-torch", "KV cache"};
     return i >= 0 && i < KV_PLAN_NUM_TERMS ? labels[i] : "?";
+}
+
+/* One state of the compile cache: "KV 18.86 GiB, 176,192 tokens" or "would not start". */
+static void compile_state(char *out, size_t n, int starts, double kv_bytes, int64_t tokens)
+{
+    char t[32];
+    kv_fmt_thousands(t, sizeof t, tokens);
+    if (starts)
+        snprintf(out, n, "KV %.2f GiB, %s tokens", kv_bytes / KV_GIB, t);
+    else
+        snprintf(out, n, "would not start (KV %.2f GiB)", kv_bytes / KV_GIB);
+}
+
+/* Both figures when a cold torch.compile cache changes them (--compile-cache). */
+static void print_compile_cache(const kv_plan *p)
+{
+    if (!p->other_valid)
+        return;
+    char here[96], other[96];
+    compile_state(here, sizeof here, p->starts, p->available_kv_bytes, p->kv_cache_tokens);
+    compile_state(other, sizeof other, p->other_starts, p->other_available_kv_bytes, p->other_kv_cache_tokens);
+    const char *cold = p->compile_cache_warm ? other : here, *warm = p->compile_cache_warm ? here : other;
+    printf("\ntorch.compile cache (--compile-cache %s):\n", p->compile_cache_warm ? "warm" : "cold");
+    printf("  cold (first start, or a container without a kept ~/.cache/vllm): %s\n", cold);
+    printf("  warm (a later start that reuses it):                            %s\n", warm);
 }
 
 static void print_report(const kv_model *m, const kv_plan *p, const char *notes)
@@ -113,6 +142,8 @@ static void print_report(const kv_model *m, const kv_plan *p, const char *notes)
             printf("  %s %-13s %-62s %9s\n", sign, term_label(i), t->how, v);
         }
     }
+
+    print_compile_cache(p);
 
     kv_fmt_thousands(a, sizeof a, p->kv_bytes_per_token);
     if (p->kv_factor == 1)
