@@ -23,6 +23,8 @@ const char *kv_plan_error_name(kv_plan_error e)
     case KV_PLAN_ERR_WEIGHTS_OOM: return "weights_oom";
     case KV_PLAN_ERR_PROFILE_OOM: return "profile_oom";
     case KV_PLAN_ERR_SAMPLER_OOM: return "sampler_oom";
+    case KV_PLAN_ERR_QUANT_CAPABILITY: return "quantization_capability";
+    case KV_PLAN_ERR_LOAD_CHECK: return "load_check";
     default: return "";
     }
 }
@@ -726,8 +728,8 @@ int kv_plan_compute_nofix(const kv_model *m, const kv_gpu *gpu, const kv_args *a
     plan_activation(&c, p);
     plan_cudagraph(&c, p);
     plan_budget(&c, p);
-    if (phase_free_memory(&c, p) || phase_load_and_profile(&c, p) || phase_kv_sizing(&c, p) ||
-        phase_length_check(&c, p))
+    if (plan_check_config(&c, p) || phase_free_memory(&c, p) || plan_check_load(&c, p) ||
+        phase_load_and_profile(&c, p) || phase_kv_sizing(&c, p) || phase_length_check(&c, p))
         return KV_PLAN_OK;
     phase_pool(&c, p);
     return KV_PLAN_OK;
@@ -779,8 +781,9 @@ static int try_fix(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args
             } else if (keep_failing) {
                 add_fix(p, what, flags, q, 0);
             }
-        } else if (keep_failing) {
-            add_fix(p, what, flags, q, 0);
+        } else if (keep_failing && q->error_kind != KV_PLAN_ERR_QUANT_CAPABILITY &&
+                   q->error_kind != KV_PLAN_ERR_LOAD_CHECK) {
+            add_fix(p, what, flags, q, 0); /* a change vLLM refuses outright is no fix */
         }
     }
     free(q);
@@ -952,6 +955,39 @@ static void fix_tp(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args
     }
 }
 
+/* The card cannot run the method: the checkpoint's own weights (drop
+ * --quantization), then a 4-bit checkpoint, whose kernels run from 7.5. */
+static void fix_quant_capability(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args *a)
+{
+    if (a->quantization != KV_ARGS_QUANT_NONE) {
+        kv_args b = *a;
+        b.quantization = KV_ARGS_QUANT_NONE;
+        b.quantization_text[0] = '\0';
+        try_fix(p, m, g, &b, "the checkpoint's own weights", "(drop --quantization)", 1);
+    }
+    fix_quantization(p, m, g, a);
+}
+
+/* A shape the loader refuses at this tp: fewer GPUs (halving while it
+ * still divides), or whole experts per rank for an MoE. */
+static void fix_load_check(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args *a)
+{
+    if (m->num_experts > 0 && a->tensor_parallel_size > 1) {
+        kv_args b = *a;
+        kv_args_set(&b, "enable-expert-parallel", "true", NULL, 0);
+        try_fix(p, m, g, &b, "whole experts per GPU", "--enable-expert-parallel", 1);
+    }
+    for (int tp = a->tensor_parallel_size / 2; tp >= 1; tp /= 2) {
+        kv_args b = *a;
+        b.tensor_parallel_size = tp;
+        char flags[96], what[64];
+        snprintf(flags, sizeof flags, "--tensor-parallel-size %d", tp);
+        snprintf(what, sizeof what, "%d GPU%s (tensor parallel)", tp, tp > 1 ? "s" : "");
+        if (try_fix(p, m, g, &b, what, flags, 1) == FIX_STARTS)
+            return;
+    }
+}
+
 /* Utilization: up (last: it borrows the headroom vLLM needs at run time) or
  * down to at most hi (the free-memory check, the sampler warm-up). */
 static void fix_utilization(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args *a, int up, int hi,
@@ -987,7 +1023,9 @@ static void fix_utilization(kv_plan *p, const kv_model *m, const kv_gpu *g, cons
  *   length check    textbook: shorter max_model_len, fp8 KV, fewer sequences;
  *                   release: eager, fewer sequences, fp8 KV, shorter max_model_len;
  *                   then quantized weights, more GPUs, utilization last
- *   sampler warm-up (release) eager, fewer sequences, a lower utilization */
+ *   sampler warm-up (release) eager, fewer sequences, a lower utilization
+ *   quantization    the checkpoint's own weights, a 4-bit checkpoint
+ *   load check      whole experts per GPU (MoE), fewer GPUs */
 static void compute_fixes(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args *a)
 {
     switch (p->error_kind) {
@@ -996,6 +1034,12 @@ static void compute_fixes(kv_plan *p, const kv_model *m, const kv_gpu *g, const 
         fix_utilization(p, m, g, a, 0, u < 94 ? u : 94, "lower utilization to what is free");
         return;
     }
+    case KV_PLAN_ERR_QUANT_CAPABILITY:
+        fix_quant_capability(p, m, g, a);
+        return;
+    case KV_PLAN_ERR_LOAD_CHECK:
+        fix_load_check(p, m, g, a);
+        return;
     case KV_PLAN_ERR_WEIGHTS_OOM:
         fix_quantization(p, m, g, a);
         fix_tp(p, m, g, a);

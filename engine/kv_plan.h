@@ -52,11 +52,13 @@ typedef enum kv_plan_error {
     KV_PLAN_ERR_WEIGHTS_OOM,      /* weights alone exceed the free memory: torch OOM while loading */
     KV_PLAN_ERR_PROFILE_OOM,      /* weights + activation peak exceed it: torch OOM in the profile run */
     KV_PLAN_ERR_SAMPLER_OOM,      /* V1: the sampler warm-up after the pool finds too little left */
+    KV_PLAN_ERR_QUANT_CAPABILITY, /* "The quantization method X is not supported for the current GPU. ..." */
+    KV_PLAN_ERR_LOAD_CHECK,       /* a weight shape the loader refuses at this tp (FP8 blocks, AWQ/GPTQ groups) */
 } kv_plan_error;
 
 /* Short machine names for kv_plan_error: "", "free_memory",
  * "no_memory_for_cache_blocks", "max_model_len", "auto_fit", "weights_oom",
- * "profile_oom", "sampler_oom". */
+ * "profile_oom", "sampler_oom", "quantization_capability", "load_check". */
 const char *kv_plan_error_name(kv_plan_error e);
 
 /* One subtracted term of the plan. */

@@ -42,6 +42,17 @@ void plan_activation(const plan_ctx *c, kv_plan *p);
 void plan_cudagraph(const plan_ctx *c, kv_plan *p);
 void plan_budget(const plan_ctx *c, kv_plan *p);
 
+/* vLLM's checks before memory (kv_plan_checks.c): the quantization method
+ * against the card's compute capability (at config time), weight shapes
+ * against tp (at load time). Each returns 1 after plan_fail with vLLM's
+ * message (KV_PLAN_ERR_QUANT_CAPABILITY / KV_PLAN_ERR_LOAD_CHECK), else 0.
+ * Release accounting only. */
+int plan_check_config(const plan_ctx *c, kv_plan *p);
+int plan_check_load(const plan_ctx *c, kv_plan *p);
+/* A method's minimum compute capability (x10) in release `version`
+ * (get_min_capability of its quantization config); 0: no minimum known. */
+int plan_min_capability(kv_quant q, const char *version);
+
 /* double -> int64 without overflow (hostile configs and flags). */
 int64_t plan_clamp_i64(double v);
 

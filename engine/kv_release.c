@@ -391,12 +391,18 @@ static const kv_release_sched S_V1_033 = {1, 0.0, 1, 1, 1, 1, 1, 0, 1};
  * same command on the same card logged 35,792 tokens on a cold cache (peak
  * activation 1.18 GiB) and 43,040 on a warm one (0.19 GiB): 0.99 GiB more
  * for 2,048 batched tokens through a 12,288-wide MLP (Qwen3-8B's shape),
- * 42 bytes per element. Up to 0.19 a cold start shows no such cost: the
+ * 42 bytes per element. The 0.27-0.28 first starts we know of show
+ * 1.5-2.5 GiB of activation and non-torch memory in all, where a cost that
+ * grew with the tokens would give several times that at 8,192 (the profile
+ * of cards of 70 GiB and more); the tokens count up to 2,048, an assumption
+ * until a log of a larger cold profile says otherwise. Up to 0.19 a cold
+ * start shows no such cost: the
  * llm-d planner's 0.19.0 phi-2 log ("Compiling a graph for compile range
  * (1, 8192) takes 5.04 s") peaks at 0.79 GiB, its sampler's figure. From
  * 0.27 the first-start logs show 1.5-2.5 GiB of activation and non-torch
  * memory together; the non-torch part is taken as 0.75 of the transient. */
 #define COMPILE_COLD 42.0
+#define COMPILE_COLD_TOKENS 2048
 #define COMPILE_COLD_NT_027 0.75
 /* gpu_worker.py: "empirically observed that the memory profiling may
  * slightly underestimate the memory consumption ... (=150MiB)". */
@@ -493,7 +499,8 @@ static const kv_release_memory M_V1_018 = {V1_017, .non_torch_gib = NON_TORCH_01
  * so the CUDA-graph estimate is subtracted before sizing; the default
  * gpu_memory_utilization becomes 0.92 (config/cache.py). */
 #define V1_020 V1_017, .non_torch_gib = NON_TORCH_018, .cudagraph_profiled = 1, .cudagraph_estimate = 1, \
-    .default_gpu_memory_utilization = 0.92, .compile_cold_bytes_per_elem = COMPILE_COLD
+    .default_gpu_memory_utilization = 0.92, .compile_cold_bytes_per_elem = COMPILE_COLD, \
+    .compile_cold_max_tokens = COMPILE_COLD_TOKENS
 static const kv_release_memory M_V1_020 = {V1_020};
 /* 0.21.0: VLLM_USE_FLASHINFER_SAMPLER defaults to on (envs.py, PR #40376). */
 #define V1_021 V1_020, .sampler_flashinfer = 1, .sampler_fi_cc = {75, 121}

@@ -201,14 +201,16 @@ typedef struct kv_release_memory {
      * benchmark_combo_kernel) and Triton's autotuning, whose results a warm
      * start reads back (env_override.py TRITON_CACHE_AUTOTUNING, 0.19 on),
      * allocate beside the forward's live tensors. Modelled as bytes per
-     * element of the [max_num_batched_tokens, MLP width / tp] activation on
-     * top of the forward (the peak is max(forward + this, sampler)); 0: no
-     * visible cost. From 0.27, memory_profiling counts the free memory lost
+     * element of the [T, MLP width / tp] activation on top of the forward
+     * (the peak is max(forward + this, sampler)), T = max_num_batched_tokens
+     * up to compile_cold_max_tokens (the logs of larger profiles show no
+     * more); 0: no visible cost. From 0.27, memory_profiling counts the free memory lost
      * since the worker's snapshot (utils/mem_utils.py total_consumed), so
      * what the compile leaves in the allocator and the loaded kernels is
      * subtracted too: compile_cold_non_torch_frac of the transient figure.
      * Neither applies under --enforce-eager or -O0 (no torch.compile). */
     double compile_cold_bytes_per_elem;
+    int64_t compile_cold_max_tokens;
     double compile_cold_non_torch_frac;
     kv_release_card_class card_classes[KV_RELEASE_MAX_CARD_CLASSES];
 } kv_release_memory;

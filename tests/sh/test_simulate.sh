@@ -58,11 +58,12 @@ grep -qx "kvlab simulate: note: no --gpu given; assuming h100-80gb" "$tmp/err" |
 python3 -c 'import json,sys; n=json.load(open(sys.argv[1]))["notes"]; assert n == [], n' "$tmp/g.json" || fail "notes with --gpu: $(grep -A3 notes "$tmp/g.json")"
 
 # README's simulate paragraph quotes the two example lines' figures: they are
-# what the engine prints now (one a second, bf16 vs fp8 KV, default accounting)
+# what the engine prints now (one a second, bf16 vs fp8 KV, default accounting,
+# a warm compile cache as the lines say)
 README=${KVLAB_SOURCE_DIR:?}/README.md
 R1='gen:requests=300,rate=1,prompt=2000,output=800,shared=0.3,prefix=1024,seed=3'
 for d in auto fp8; do
-  "$K" simulate $M --gpu rtx-4090 --max-model-len 8192 --kv-cache-dtype $d --trace "$R1" --json >"$tmp/r_$d.json" \
+  "$K" simulate $M --gpu rtx-4090 --max-model-len 8192 --compile-cache warm --kv-cache-dtype $d --trace "$R1" --json >"$tmp/r_$d.json" \
     || fail "README example ($d)"
 done
 pa=$(num preemptions "$tmp/r_auto.json"); pf=$(num preemptions "$tmp/r_fp8.json")

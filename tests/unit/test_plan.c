@@ -857,6 +857,10 @@ static void test_compile_cache(void **state)
     check_near("cold", "other kv", cold.other_available_kv_bytes, warm.available_kv_bytes, 1.0);
     assert_int_equal(cold.other_kv_cache_tokens, warm.kv_cache_tokens);
     assert_int_equal(warm.other_kv_cache_tokens, cold.kv_cache_tokens);
+    /* an 8,192-token profile (H100) costs what 2,048 tokens do */
+    release_plan(&p, q8, "h100-80gb", "0.27.0", c);
+    assert_int_equal(p.max_num_batched_tokens, 8192);
+    check_near("h100", "compile", p.compile_cold_bytes, want, 1.0);
     /* 0.22: the transient part only */
     release_plan(&p, q8, "rtx4090-24gb", "0.22.0", c);
     check_near("0.22", "compile", p.compile_cold_bytes, want, 1.0);
@@ -883,6 +887,98 @@ static void test_compile_cache(void **state)
     assert_false(p.starts);
     for (int i = 0; i < p.num_fixes; i++)
         assert_null(strstr(p.fixes[i].flags, "--enforce-eager"));
+}
+
+/* One plan of model m (already loaded, maybe altered) on a catalogue card. */
+static void plan_of(kv_plan *p, const kv_model *m, const char *gpu, const char *ver, const char *const *flags)
+{
+    kv_args a;
+    kv_args_init(&a);
+    char err[512];
+    assert_int_equal(kv_args_set(&a, "vllm-version", ver, err, sizeof err), 0);
+    for (int i = 0; flags[i]; i += 2)
+        if (kv_args_set(&a, flags[i], flags[i + 1], err, sizeof err) < 0)
+            fail_msg("--%s %s: %s", flags[i], flags[i + 1], err);
+    if (kv_plan_compute(m, kv_gpu_find(&catalog, gpu, err, sizeof err), &a, p, err, sizeof err) != 0)
+        fail_msg("%s", err);
+}
+
+/* vLLM's checks before memory (engine/kv_plan_checks.c): a method below its
+ * minimum compute capability is refused in vLLM's words, by release (fp8:
+ * 8.0 until 0.13, 7.5 from 0.14), and not offered as a fix; FP8 block
+ * quantization against tp (Qwen3-30B-A3B-FP8 at tp 4: 768 / 4 = 192
+ * intermediate rows per rank, not a multiple of 128), with expert
+ * parallelism and a smaller tp as the fixes; AWQ groups on row-parallel
+ * layers. */
+static void test_load_checks(void **state)
+{
+    (void)state;
+    static kv_plan p;
+    const char *const fp8[] = {"quantization", "fp8", "dtype", "float16", "max-model-len", "4096", NULL};
+    const kv_model *l3 = load_model("meta-llama/Llama-3.2-3B-Instruct");
+    plan_of(&p, l3, "t4", "0.11.0", fp8);
+    assert_false(p.starts);
+    assert_int_equal(p.error_kind, KV_PLAN_ERR_QUANT_CAPABILITY);
+    assert_string_equal(p.error, "The quantization method fp8 is not supported for the current GPU. Minimum "
+                                 "capability: 80. Current capability: 75.");
+    for (int i = 0; i < p.num_fixes; i++)
+        assert_null(strstr(p.fixes[i].flags, "--quantization fp8"));
+    plan_of(&p, l3, "t4", "0.14.0", fp8);
+    assert_int_not_equal(p.error_kind, KV_PLAN_ERR_QUANT_CAPABILITY);
+    /* a T4 that cannot start at 16-bit is not offered fp8 on 0.13 */
+    const char *const long16[] = {"dtype", "float16", "max-model-len", "131072", NULL};
+    plan_of(&p, l3, "t4", "0.13.0", long16);
+    assert_false(p.starts);
+    for (int i = 0; i < p.num_fixes; i++)
+        assert_null(strstr(p.fixes[i].flags, "--quantization fp8"));
+
+    static kv_model q30;
+    q30 = *load_model("Qwen/Qwen3-30B-A3B");
+    q30.quant = KV_QUANT_FP8;
+    q30.quant_block[0] = q30.quant_block[1] = 128;
+    snprintf(q30.quant_method, sizeof q30.quant_method, "fp8");
+    const char *const tp4[] = {"tensor-parallel-size", "4", "max-model-len", "8192", NULL};
+    const char *const tp2[] = {"tensor-parallel-size", "2", "max-model-len", "8192", NULL};
+    const char *const ep4[] = {"tensor-parallel-size", "4", "max-model-len", "8192", "enable-expert-parallel", "true",
+                               NULL};
+    plan_of(&p, &q30, "h100-80gb", "0.19.0", tp4);
+    assert_int_equal(p.error_kind, KV_PLAN_ERR_LOAD_CHECK);
+    assert_string_equal(p.error,
+                        "The output_size of gate's and up's weight = 192 is not divisible by weight quantization "
+                        "block_n = 128.");
+    assert_true(p.num_fixes >= 2);
+    assert_string_equal(p.fixes[0].flags, "--enable-expert-parallel");
+    assert_true(p.fixes[0].starts);
+    assert_string_equal(p.fixes[1].flags, "--tensor-parallel-size 2");
+    plan_of(&p, &q30, "h100-80gb", "0.19.0", tp2);
+    assert_true(p.starts);
+    plan_of(&p, &q30, "h100-80gb", "0.19.0", ep4);
+    assert_true(p.starts);
+    /* a dense FP8 model whose MLP does not split into 128-row blocks */
+    static kv_model d;
+    d = *load_model("Qwen/Qwen2.5-14B-Instruct"); /* intermediate 13824 = 108 x 128 */
+    d.quant = KV_QUANT_FP8;
+    d.quant_block[0] = d.quant_block[1] = 128;
+    const char *const tp8[] = {"tensor-parallel-size", "8", "max-model-len", "8192", NULL};
+    plan_of(&p, &d, "h100-80gb", "0.19.0", tp8);
+    assert_int_equal(p.error_kind, KV_PLAN_ERR_LOAD_CHECK);
+    assert_string_equal(p.error, "Weight output_partition_size = 1728 is not divisible by weight quantization "
+                                 "block_n = 128.");
+    plan_of(&p, &d, "h100-80gb", "0.19.0", tp4); /* 3456 = 27 x 128 */
+    assert_true(p.starts);
+    /* AWQ groups of 128 on a 29568-wide MLP at tp 2 (14784 rows per rank) */
+    static kv_model w;
+    w = *load_model("Qwen/Qwen2.5-72B-Instruct");
+    w.quant = KV_QUANT_AWQ;
+    w.quant_bits = 4;
+    w.quant_group_size = 128;
+    snprintf(w.quant_method, sizeof w.quant_method, "awq");
+    plan_of(&p, &w, "h100-80gb", "0.19.0", tp2);
+    assert_int_equal(p.error_kind, KV_PLAN_ERR_LOAD_CHECK);
+    assert_non_null(strstr(p.error, "The input size is not aligned with the quantized weight shape"));
+    w.intermediate_size = 29696; /* Qwen's AWQ checkpoint pads it */
+    plan_of(&p, &w, "h100-80gb", "0.19.0", tp2);
+    assert_int_not_equal(p.error_kind, KV_PLAN_ERR_LOAD_CHECK);
 }
 
 /* The rules added for real logs of 0.7-0.22 (tests/vectors/real-logs.json):
@@ -1446,6 +1542,7 @@ int main(void)
         cmocka_unit_test(test_activation_formula),
         cmocka_unit_test(test_release_rules_2),
         cmocka_unit_test(test_compile_cache),
+        cmocka_unit_test(test_load_checks),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

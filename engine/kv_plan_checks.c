@@ -1,0 +1,209 @@
+/* kv_plan_checks: the checks vLLM makes before memory matters, as its config
+ * and loader make them (kv_plan_int.h plan_check_config / plan_check_load):
+ *
+ *   config  the quantization method against the card's compute capability
+ *           (config/vllm.py _get_quantization_config, config.py before 0.10:
+ *           "The quantization method X is not supported for the current
+ *           GPU. Minimum capability: N. Current capability: M.");
+ *   load    weight shapes against tensor parallelism, in the order the
+ *           first decoder layer creates its linear layers (qkv_proj, o_proj,
+ *           then the MLP or the experts): FP8 block quantization
+ *           (quantization/fp8.py, from 0.13 quantization/utils/fp8_utils.py
+ *           validate_fp8_block_shape and validate_fp8_block_shape_moe), and
+ *           AWQ/GPTQ groups on row-parallel layers (quantization/awq.py,
+ *           gptq.py create_weights; from 0.24 auto_awq.py, auto_gptq.py).
+ *
+ * The minimum capabilities are rows of a table, one per method and range of
+ * releases, each read in that release's get_min_capability. */
+#include "kv_plan_int.h"
+#include "kv_util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* One method's minimum compute capability over a range of releases. */
+typedef struct min_cc_row {
+    kv_quant quant;
+    const char *first;  /* first release of the range */
+    const char *last;   /* last release (NULL: still so) */
+    int min_cc;         /* x10 */
+    const char *source; /* the file that says so */
+} min_cc_row;
+
+static const min_cc_row MIN_CC[] = {
+    /* Fp8Config.get_min_capability: 80 until 0.13, then 75 (Turing runs
+     * fp8 weights through the Marlin fallback). */
+    {KV_QUANT_FP8, "0.6.4", "0.13.99", 80, "quantization/fp8.py"},
+    {KV_QUANT_FP8, "0.14.0", NULL, 75, "quantization/fp8.py"},
+    /* An AWQ checkpoint falls back from awq_marlin (80, then 75 from 0.14)
+     * to plain awq on older cards; awq itself needs 7.5. */
+    {KV_QUANT_AWQ, "0.6.4", NULL, 75, "quantization/awq.py, from 0.24 auto_awq.py"},
+    {KV_QUANT_GPTQ, "0.6.4", NULL, 60, "quantization/gptq.py, from 0.22 auto_gptq.py"},
+    {KV_QUANT_BITSANDBYTES, "0.6.4", NULL, 70, "quantization/bitsandbytes.py"},
+    {KV_QUANT_COMPRESSED_TENSORS, "0.6.4", NULL, 70, "quantization/compressed_tensors/compressed_tensors.py"},
+    {KV_QUANT_MXFP4, "0.10.1", NULL, 80, "quantization/mxfp4.py"},
+};
+#define NUM_MIN_CC ((int)(sizeof MIN_CC / sizeof MIN_CC[0]))
+
+/* The method vLLM runs: --quantization, else the checkpoint's own. */
+static kv_quant effective_quant(const kv_model *m, const kv_args *a, const char **name)
+{
+    *name = m->quant_method;
+    switch (a->quantization) {
+    case KV_ARGS_QUANT_FP8: *name = "fp8"; return KV_QUANT_FP8;
+    case KV_ARGS_QUANT_AWQ: *name = a->quantization_text[0] ? a->quantization_text : "awq"; return KV_QUANT_AWQ;
+    case KV_ARGS_QUANT_GPTQ: *name = a->quantization_text[0] ? a->quantization_text : "gptq"; return KV_QUANT_GPTQ;
+    case KV_ARGS_QUANT_BITSANDBYTES: *name = "bitsandbytes"; return KV_QUANT_BITSANDBYTES;
+    case KV_ARGS_QUANT_MXFP4: *name = "mxfp4"; return KV_QUANT_MXFP4;
+    case KV_ARGS_QUANT_COMPRESSED_TENSORS: *name = "compressed-tensors"; return KV_QUANT_COMPRESSED_TENSORS;
+    default: return m->quant;
+    }
+}
+
+int plan_min_capability(kv_quant q, const char *version)
+{
+    for (int i = 0; i < NUM_MIN_CC; i++) {
+        const min_cc_row *r = &MIN_CC[i];
+        if (r->quant == q && kv_release_compare(version, r->first) >= 0 &&
+            (!r->last || kv_release_compare(version, r->last) <= 0))
+            return r->min_cc;
+    }
+    return 0;
+}
+
+int plan_check_config(const plan_ctx *c, kv_plan *p)
+{
+    if (c->textbook || !c->gpu || c->gpu->compute_capability <= 0)
+        return 0;
+    const char *name;
+    kv_quant q = effective_quant(c->m, c->a, &name);
+    if (q == KV_QUANT_NONE)
+        return 0;
+    int min = plan_min_capability(q, p->vllm_version);
+    int cc = c->gpu->compute_capability;
+    if (!min || cc >= min)
+        return 0;
+    char msg[256];
+    snprintf(msg, sizeof msg,
+             "The quantization method %s is not supported for the current GPU. Minimum capability: %d. Current "
+             "capability: %d.",
+             name, min, cc);
+    plan_fail(p, KV_PLAN_ERR_QUANT_CAPABILITY, msg);
+    char line[300];
+    snprintf(line, sizeof line, "ValueError: %s", msg);
+    plan_log(p, "ERROR", line);
+    return 1;
+}
+
+/* Whether a kvlab flag of the note kind (no field of its own) was given. */
+static int note_flag_given(const kv_args *a, const char *name)
+{
+    const kv_args_flag *f = kv_args_flag_find(name), *f0 = kv_args_flag_at(0);
+    if (!f || !f0)
+        return 0;
+    int i = (int)(f - f0);
+    return i >= 0 && i < 256 && ((a->given[i / 64] >> (i % 64)) & 1);
+}
+
+static int load_fail(kv_plan *p, const char *msg)
+{
+    plan_fail(p, KV_PLAN_ERR_LOAD_CHECK, msg);
+    char line[300];
+    snprintf(line, sizeof line, "ValueError: %s", msg);
+    plan_log(p, "ERROR", line);
+    return 1;
+}
+
+/* FP8 block quantization: validate_fp8_block_shape for a linear layer of
+ * output partitions outs[0..n) (merged when n > 1) and input_per
+ * (row-parallel when split), then _moe for the experts. */
+static int fp8_linear(kv_plan *p, int tp, int row_split, int64_t input_per, const int64_t *outs, int n, int col_split,
+                      int bn, int bk)
+{
+    char msg[256];
+    if (tp > 1 && row_split && input_per % bk) {
+        snprintf(msg, sizeof msg, "Weight input_size_per_partition = %lld is not divisible by weight quantization "
+                                  "block_k = %d.", (long long)input_per, bk);
+        return load_fail(p, msg);
+    }
+    int split = tp > 1 && col_split;
+    if (split || n > 1) {
+        int check = split ? n : n - 1; /* merged, not split: the last may be ragged */
+        for (int i = 0; i < check; i++)
+            if (outs[i] % bn) {
+                snprintf(msg, sizeof msg, "Weight output_partition_size = %lld is not divisible by weight "
+                                          "quantization block_n = %d.", (long long)outs[i], bn);
+                return load_fail(p, msg);
+            }
+    }
+    return 0;
+}
+
+static int check_fp8_blocks(const plan_ctx *c, kv_plan *p)
+{
+    const kv_model *m = c->m;
+    int bn = m->quant_block[0], bk = m->quant_block[1], tp = c->tp;
+    if (bn <= 0 || bk <= 0)
+        return 0;
+    if (m->is_mla)
+        return 0; /* MLA's projections (q_a/kv_a replicated) are not checked here */
+    int64_t hd = m->head_dim, h = m->hidden_size;
+    int64_t kv_per = m->num_key_value_heads >= tp ? m->num_key_value_heads / tp : 1;
+    int64_t qkv[3] = {(int64_t)m->num_attention_heads * hd / tp, kv_per * hd, kv_per * hd};
+    if (fp8_linear(p, tp, 0, h, qkv, 3, 1, bn, bk))
+        return 1;
+    int64_t o[1] = {h};
+    if (fp8_linear(p, tp, 1, (int64_t)m->num_attention_heads * hd / tp, o, 1, 0, bn, bk))
+        return 1;
+    int moe_first = m->num_experts > 0 && m->first_k_dense_replace <= 0;
+    if (!moe_first) {
+        int64_t I = m->intermediate_size / tp, gu[2] = {I, I}, d[1] = {h};
+        if (fp8_linear(p, tp, 0, h, gu, 2, 1, bn, bk) || fp8_linear(p, tp, 1, I, d, 1, 0, bn, bk))
+            return 1;
+    }
+    if (m->num_experts > 0) {
+        /* expert parallelism keeps each expert whole */
+        int64_t I = note_flag_given(c->a, "enable-expert-parallel") ? m->moe_intermediate_size
+                                                                     : m->moe_intermediate_size / tp;
+        char msg[256];
+        if (I % bn) {
+            snprintf(msg, sizeof msg, "The output_size of gate's and up's weight = %lld is not divisible by weight "
+                                      "quantization block_n = %d.", (long long)I, bn);
+            return load_fail(p, msg);
+        }
+        if (tp > 1 && I % bk) {
+            snprintf(msg, sizeof msg, "The input_size of down's weight = %lld is not divisible by weight "
+                                      "quantization block_k = %d.", (long long)I, bk);
+            return load_fail(p, msg);
+        }
+    }
+    return 0;
+}
+
+/* AWQ/GPTQ: a row-parallel layer's input rows per rank must hold whole
+ * groups (o_proj first, then down_proj; the experts' own kernels are
+ * not checked here). */
+static int check_groups(const plan_ctx *c, kv_plan *p, kv_quant q)
+{
+    const kv_model *m = c->m;
+    int g = m->quant_group_size;
+    if (c->tp <= 1 || (q != KV_QUANT_AWQ && q != KV_QUANT_GPTQ) || m->quant != q || g <= 0)
+        return 0;
+    int64_t o_in = (int64_t)m->num_attention_heads * m->head_dim / c->tp;
+    int64_t d_in = m->num_experts > 0 && m->first_k_dense_replace <= 0 ? 0 : m->intermediate_size / c->tp;
+    if (o_in % g || (d_in > 0 && d_in % g))
+        return load_fail(p, "The input size is not aligned with the quantized weight shape. This can be caused by "
+                            "too large tensor parallel size.");
+    return 0;
+}
+
+int plan_check_load(const plan_ctx *c, kv_plan *p)
+{
+    if (c->textbook || c->a->weights_gib >= 0)
+        return 0;
+    const char *name;
+    kv_quant q = effective_quant(c->m, c->a, &name);
+    if (q == KV_QUANT_FP8 && c->m->quant == KV_QUANT_FP8 && kv_release_compare(p->vllm_version, "0.6.6") >= 0)
+        return check_fp8_blocks(c, p);
+    return check_groups(c, p, q);
+}
