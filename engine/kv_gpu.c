@@ -16,6 +16,8 @@ static const char *const aliases[][2] = {
     {"rtx-5090", "rtx5090-32gb"},   {"5090", "rtx5090-32gb"},
     {"rtx-a6000", "rtx-a6000-48gb"}, {"a6000", "rtx-a6000-48gb"},
     {"rtx-6000-ada", "rtx6000-ada-48gb"}, {"6000-ada", "rtx6000-ada-48gb"},
+    {"rtx-pro-6000", "rtxpro6000-96gb"}, {"pro-6000", "rtxpro6000-96gb"},
+    {"gb10", "gb10-128gb"},         {"dgx-spark", "gb10-128gb"},
     {"t4", "t4-16gb"},              {"a10g", "a10g-24gb"},
     {"a10", "a10-24gb"},            {"l4", "l4-24gb"},
     {"l40s", "l40s-48gb"},

@@ -759,6 +759,9 @@ static int load_file(const char *file, const char *id, kv_model *out, char *err,
             snprintf(q, sizeof q, "%s/%s", dir, names[i]);
             out->has_quantize_config |= is_file(q);
         }
+        /* the weights themselves, from the shard headers (never the tensors) */
+        if (kv_st_scan_dir(dir, &out->disk, out->disk_error, sizeof out->disk_error) != KV_ST_EBAD)
+            out->disk_error[0] = '\0';
     }
     return rc;
 }

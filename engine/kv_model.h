@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kv_safetensors.h"
+
 #define KV_MODEL_MAX_LAYERS 512
 
 /* Error codes returned by kv_model_* (0 = success). */
@@ -100,6 +102,11 @@ typedef struct kv_model {
     int64_t params_expert_linear; /* the routed experts' share of params_linear (mxfp4 applies here) */
     int64_t params_vision;        /* multimodal: the vision tower up to vision_feature_layer plus the projector
                                      (kept 16-bit; not in params_total, which counts the language model) */
+    /* The checkpoint's safetensors beside config.json, from their headers
+     * (kv_safetensors.h): disk.shards 0 when there are none. disk_error: why
+     * they could not be read ("" if they could or there are none). */
+    kv_st_summary disk;
+    char disk_error[192];
 } kv_model;
 
 /* Load a model by name, offline. name_or_path may be:

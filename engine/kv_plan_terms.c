@@ -351,6 +351,54 @@ static void plan_cpu_offload(const plan_ctx *c, kv_plan *p, double *w, char *how
               off + 1.0 < a->cpu_offload_gb * KV_GIB ? " (that is all the decoder layers hold)" : "");
 }
 
+/* The weights as the checkpoint on disk holds them (the shard headers,
+ * kv_model.disk), when vLLM loads that format as is: no --quantization that
+ * changes it. An unquantized checkpoint's floats become the model dtype (a
+ * float32 checkpoint served in bfloat16 loads at half its size), a quantized
+ * one loads as stored. Per GPU: the shards' bytes / tp, plus what the loader
+ * adds beside the checkpoint (kv_plan_loaded_weights_bytes's RoPE cache and
+ * the tensors every rank keeps whole). Returns < 0 when it does not apply. */
+static double disk_weights_bytes(const plan_ctx *c, char *how, size_t howlen)
+{
+    const kv_model *m = c->m;
+    const kv_args *a = c->a;
+    if (m->disk.shards <= 0 || a->weights_gib >= 0)
+        return -1;
+    int same = a->quantization == KV_ARGS_QUANT_NONE ||
+               (a->quantization == KV_ARGS_QUANT_FP8 && m->quant == KV_QUANT_FP8) ||
+               (a->quantization == KV_ARGS_QUANT_AWQ && m->quant == KV_QUANT_AWQ) ||
+               (a->quantization == KV_ARGS_QUANT_GPTQ && m->quant == KV_QUANT_GPTQ) ||
+               (a->quantization == KV_ARGS_QUANT_MXFP4 && m->quant == KV_QUANT_MXFP4) ||
+               (a->quantization == KV_ARGS_QUANT_COMPRESSED_TENSORS && m->quant == KV_QUANT_COMPRESSED_TENSORS) ||
+               (a->quantization == KV_ARGS_QUANT_BITSANDBYTES && m->quant == KV_QUANT_BITSANDBYTES);
+    if (!same)
+        return -1;
+    double wide = c->act_bytes, total = 0;
+    int cast = m->quant == KV_QUANT_NONE;
+    char kinds[96] = "";
+    for (int i = 0; i < m->disk.num_dtypes; i++) {
+        const kv_st_dtype *d = &m->disk.dtypes[i];
+        double b = (double)d->bytes;
+        if (cast && kv_st_dtype_is_wide_float(d->name) && d->elements > 0)
+            b = (double)d->elements * wide;
+        total += b;
+        if (i < 3)
+            appendf(kinds, sizeof kinds, "%s%s %.2f", i ? ", " : "", d->name, (double)d->bytes / KV_GIB);
+    }
+    /* what the loader adds: the tally's extras over its own linear layers */
+    kv_args b = *a;
+    b.tensor_parallel_size = c->tp;
+    double extras = kv_plan_loaded_weights_bytes(m, &b, NULL, 0) - kv_plan_weights_bytes(m, &b, NULL, 0) -
+                    (double)m->params_vision * wide / c->tp; /* the vision tower is in the shards */
+    if (extras < 0)
+        extras = 0;
+    snprintf(how, howlen, "%d safetensors shard%s: %.2f GiB on disk (%s)%s", m->disk.shards,
+             m->disk.shards > 1 ? "s" : "", (double)m->disk.bytes / KV_GIB, kinds, cast ? ", floats as the dtype" : "");
+    if (c->tp > 1)
+        appendf(how, howlen, " / tp %d", c->tp);
+    return total / c->tp + extras;
+}
+
 void plan_weights(const plan_ctx *c, kv_plan *p)
 {
     const kv_model *m = c->m;
@@ -361,7 +409,17 @@ void plan_weights(const plan_ctx *c, kv_plan *p)
     if (over) {
         w = a->weights_gib * KV_GIB;
         snprintf(how, sizeof how, "--weights-gib");
+    } else if (!c->textbook && (w = disk_weights_bytes(c, how, sizeof how)) >= 0) {
+        double f = mxfp4_pad_factor(m, c);
+        if (f > 1.0) {
+            double ex = (double)m->params_expert_linear * (0.5 + 1.0 / 32) / c->tp;
+            w += ex * (f - 1.0);
+            appendf(how, sizeof how, " (experts padded x%.3f)", f);
+        }
     } else {
+        if (!c->textbook && m->disk_error[0])
+            plan_note(p, "the checkpoint's safetensors could not be read (%s): weights sized from config.json",
+                      m->disk_error);
         w = c->textbook ? kv_plan_weights_bytes(m, a, how, sizeof how) : kv_plan_loaded_weights_bytes(m, a, how, sizeof how);
         if (w < 0) {
             kv_args b = *a;

@@ -52,6 +52,10 @@ static void serve_usage(FILE *f)
             "  kept ~/.cache/vllm) adds what torch.compile takes in the profile run from\n"
             "  0.20 (and as non-torch memory from 0.27); warm is a later start. The report\n"
             "  gives both figures when they differ; --json follows the flag.\n"
+            "load checks (release accounting), in vLLM's words: the quantization method\n"
+            "  against the card's compute capability (fp8 8.0 until 0.13, 7.5 from 0.14),\n"
+            "  FP8 weight blocks and AWQ/GPTQ groups against tensor parallelism.\n"
+            "  A checkpoint folder with safetensors is sized from the shard headers.\n"
             "  README.md (Which vLLM release) has the table.\n"
             "flags (vLLM's names; 32k = 32000, 128K = 131072):\n",
             DEFAULT_GPU, kv_release_at(0)->first, kv_release_newest()->first, kv_release_newest()->first);
