@@ -517,9 +517,8 @@ void plan_activation(const plan_ctx *c, kv_plan *p)
     int compiles = mem->engine_v1 && !a->enforce_eager &&
                    !(a->optimization_level == 0 && mem->opt_levels == KV_OPT_LEVELS);
     if (compiles && !a->compile_cache_warm && mem->compile_cold_bytes_per_elem > 0) {
-        double width = kv_plan_forward_bytes(m, c->tp, 1, 1) / 3.0 - m->hidden_size; /* the MLP width / tp */
         int64_t t = T < mem->compile_cold_max_tokens ? T : mem->compile_cold_max_tokens;
-        p->compile_cold_bytes = (double)t * width * mem->compile_cold_bytes_per_elem;
+        p->compile_cold_bytes = (double)t * m->hidden_size * mem->compile_cold_bytes_per_elem;
         p->compile_cold_non_torch_bytes = p->compile_cold_bytes * mem->compile_cold_non_torch_frac;
         p->forward_bytes += p->compile_cold_bytes;
     }

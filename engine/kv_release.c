@@ -387,23 +387,27 @@ static const kv_release_sched S_V1_033 = {1, 0.0, 1, 1, 1, 1, 1, 0, 1};
 /* The all-reduce fusion workspace at tp > 1 (0.19.0 report: 2.06-2.13 GiB of
  * non-torch memory at tp 2 and 4 against 0.24-0.25 at tp 1). */
 #define NON_TORCH_FUSION 1.82
-/* A cold compile cache (kv_release_memory.compile_cold_*), measured: the
- * same command on the same card logged 35,792 tokens on a cold cache (peak
+/* A cold compile cache (kv_release_memory.compile_cold_*), measured in
+ * bytes per element of the profile's [T, hidden] activation. The same
+ * command on the same card logged 35,792 tokens on a cold cache (peak
  * activation 1.18 GiB) and 43,040 on a warm one (0.19 GiB): 0.99 GiB more
- * for 2,048 batched tokens through a 12,288-wide MLP (Qwen3-8B's shape),
- * 42 bytes per element. The 0.27-0.28 first starts we know of show
- * 1.5-2.5 GiB of activation and non-torch memory in all, where a cost that
- * grew with the tokens would give several times that at 8,192 (the profile
- * of cards of 70 GiB and more); the tokens count up to 2,048, an assumption
- * until a log of a larger cold profile says otherwise. Up to 0.19 a cold
- * start shows no such cost: the
+ * for 2,048 tokens of Qwen3-8B's 4,096-wide hidden state, 126 bytes per
+ * element. A 0.27.1 first start of Qwen2.5-0.5B (hidden 896) on a WSL2 RTX
+ * 4090 logged 0.56 GiB of non-torch memory where a later start holds 0.25
+ * (tests/vectors/real-logs.json wsl-0271-rtx4090-qwen2.5-0.5b-cold), 1.4
+ * times its transient figure (its peak activation, 0.25 GiB, the sampler's,
+ * leaves room for that); an LLM() start on the same card logged 0.30, and
+ * the 0.27-0.28 first starts kvlab issue #22 cites show 1.5-2.5 GiB of
+ * activation and non-torch memory in all: the non-torch part is taken as
+ * equal to the transient one (2.0 GiB in all for an 8B). Larger
+ * profiles are not known to cost more: the tokens count up to 2,048 (the
+ * profile of cards under 70 GiB), an assumption until a log of a larger cold
+ * profile says otherwise. Up to 0.19 a cold start shows no such cost: the
  * llm-d planner's 0.19.0 phi-2 log ("Compiling a graph for compile range
- * (1, 8192) takes 5.04 s") peaks at 0.79 GiB, its sampler's figure. From
- * 0.27 the first-start logs show 1.5-2.5 GiB of activation and non-torch
- * memory together; the non-torch part is taken as 0.75 of the transient. */
-#define COMPILE_COLD 42.0
+ * (1, 8192) takes 5.04 s") peaks at 0.79 GiB, its sampler's figure. */
+#define COMPILE_COLD 126.0
+#define COMPILE_COLD_NT_027 1.0
 #define COMPILE_COLD_TOKENS 2048
-#define COMPILE_COLD_NT_027 0.75
 /* gpu_worker.py: "empirically observed that the memory profiling may
  * slightly underestimate the memory consumption ... (=150MiB)". */
 #define WARMUP_MARGIN (150.0 / 1024.0)

@@ -201,7 +201,7 @@ typedef struct kv_release_memory {
      * benchmark_combo_kernel) and Triton's autotuning, whose results a warm
      * start reads back (env_override.py TRITON_CACHE_AUTOTUNING, 0.19 on),
      * allocate beside the forward's live tensors. Modelled as bytes per
-     * element of the [T, MLP width / tp] activation on top of the forward
+     * element of the [T, hidden] activation (every rank holds it whole) on top of the forward
      * (the peak is max(forward + this, sampler)), T = max_num_batched_tokens
      * up to compile_cold_max_tokens (the logs of larger profiles show no
      * more); 0: no visible cost. From 0.27, memory_profiling counts the free memory lost
