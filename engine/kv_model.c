@@ -378,6 +378,54 @@ static int parse_sliding(const ctx *c, kv_model *m)
     return 0;
 }
 
+/* Parameters of the linear modules a list names (fbgemm_fp8's
+ * modules_to_not_convert, ModelOpt's exclude_modules): a name ending in a
+ * decoder projection counts that projection of one layer; "lm_head" and
+ * the embeddings are 16-bit anyway. Needs the shape (count_params's
+ * inputs), so it is called once they are parsed. */
+static int64_t unconverted_params(const cJSON *list, const kv_model *m)
+{
+    if (!cJSON_IsArray(list))
+        return 0;
+    double h = m->hidden_size, hd = m->head_dim > 0 ? m->head_dim : (m->num_attention_heads ? h / m->num_attention_heads : 0);
+    double q = m->num_attention_heads * hd, kv = m->num_key_value_heads * hd, I = m->intermediate_size;
+    static const struct { const char *suffix; int kind; } P[] = {
+        {"q_proj", 0}, {"k_proj", 1}, {"v_proj", 1}, {"o_proj", 2}, {"gate_proj", 3}, {"up_proj", 3}, {"down_proj", 3},
+    };
+    double total = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, list) {
+        if (!cJSON_IsString(e))
+            continue;
+        size_t l = strlen(e->valuestring);
+        for (size_t i = 0; i < sizeof P / sizeof P[0]; i++) {
+            size_t sl = strlen(P[i].suffix);
+            if (l >= sl && !strcmp(e->valuestring + l - sl, P[i].suffix)) {
+                total += P[i].kind == 0 ? h * q : P[i].kind == 1 ? h * kv : P[i].kind == 2 ? q * h : h * I;
+                break;
+            }
+        }
+    }
+    return (int64_t)total;
+}
+
+/* A ModelOpt algorithm name: FP8 or NVFP4 (vLLM's modelopt / modelopt_fp4). */
+static void set_modelopt(kv_model *m, const char *algo)
+{
+    if (!strcmp(algo, "FP8")) {
+        m->quant = KV_QUANT_FP8;
+        m->quant_bits = 8;
+        copy_str(m->quant_method, sizeof m->quant_method, "modelopt");
+    } else if (!strcmp(algo, "NVFP4")) {
+        m->quant = KV_QUANT_NVFP4;
+        m->quant_bits = 4;
+        m->quant_group_size = 16;
+        copy_str(m->quant_method, sizeof m->quant_method, "modelopt_fp4");
+    } else {
+        m->quant = KV_QUANT_UNKNOWN;
+    }
+}
+
 static int parse_quant(const ctx *c, kv_model *m)
 {
     const cJSON *q = get_last(c->root, "quantization_config");
@@ -444,6 +492,22 @@ static int parse_quant(const ctx *c, kv_model *m)
         m->quant_bits = (int32_t)v;
         if (get_int(&wc, "group_size", -1, 1 << 20, &v) == 1 && v > 0)
             m->quant_group_size = (int32_t)v;
+        const cJSON *ty = get_last(w, "type");
+        if (m->quant_bits == 4 && m->quant_group_size == 16 && cJSON_IsString(ty) && !strcmp(ty->valuestring, "float"))
+            m->quant = KV_QUANT_NVFP4; /* compressed-tensors nvfp4: fp8 scales per 16 */
+    } else if (!strcmp(s, "fbgemm_fp8")) {
+        /* model_executor/layers/quantization/fbgemm_fp8.py: fp8 weights with a
+         * per-channel scale; modules_to_not_convert stay 16-bit */
+        m->quant = KV_QUANT_FP8;
+        m->quant_bits = 8;
+        m->quant_unconverted_params = unconverted_params(get_last(q, "modules_to_not_convert"), m);
+    } else if (!strcmp(s, "modelopt")) {
+        const cJSON *algo = get_last(q, "quant_algo");
+        set_modelopt(m, cJSON_IsString(algo) ? algo->valuestring : "");
+        copy_str(m->quant_method, sizeof m->quant_method, s);
+        if (m->quant == KV_QUANT_NVFP4)
+            copy_str(m->quant_method, sizeof m->quant_method, "modelopt_fp4");
+        m->quant_unconverted_params = unconverted_params(get_last(q, "exclude_modules"), m);
     } else if (!strcmp(s, "mxfp4")) {
         m->quant = KV_QUANT_MXFP4;
         m->quant_bits = 4;
@@ -758,6 +822,27 @@ static int load_file(const char *file, const char *id, kv_model *out, char *err,
         for (int i = 0; i < 2; i++) {
             snprintf(q, sizeof q, "%s/%s", dir, names[i]);
             out->has_quantize_config |= is_file(q);
+        }
+        /* ModelOpt writes its quantization beside config.json
+         * (transformers_utils/config.py reads hf_quant_config.json) */
+        snprintf(q, sizeof q, "%s/hf_quant_config.json", dir);
+        if (out->quant == KV_QUANT_NONE && is_file(q)) {
+            size_t ql = 0;
+            char *qt = NULL, e2[256];
+            if (kv_read_file(q, MAX_CONFIG_BYTES, &qt, &ql, e2, sizeof e2) == 0) {
+                cJSON *qr = cJSON_ParseWithLength(qt, ql);
+                const cJSON *qq = cJSON_GetObjectItemCaseSensitive(qr, "quantization");
+                const cJSON *algo = cJSON_GetObjectItemCaseSensitive(qq, "quant_algo");
+                if (cJSON_IsString(algo)) {
+                    set_modelopt(out, algo->valuestring);
+                    if (out->quant == KV_QUANT_UNKNOWN)
+                        snprintf(out->quant_method, sizeof out->quant_method, "modelopt (%.16s)", algo->valuestring);
+                    out->quant_unconverted_params =
+                        unconverted_params(cJSON_GetObjectItemCaseSensitive(qq, "exclude_modules"), out);
+                }
+                cJSON_Delete(qr);
+                free(qt);
+            }
         }
         /* the weights themselves, from the shard headers (never the tensors) */
         if (kv_st_scan_dir(dir, &out->disk, out->disk_error, sizeof out->disk_error) != KV_ST_EBAD)

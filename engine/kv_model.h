@@ -36,6 +36,8 @@ typedef enum kv_quant {
     KV_QUANT_COMPRESSED_TENSORS, /* sized from config_groups (num_bits, group_size) */
     KV_QUANT_MXFP4,           /* 4-bit + one 8-bit scale per 32 weights (gpt-oss experts) */
     KV_QUANT_BITSANDBYTES,    /* nf4: 4-bit + fp32 absmax per 64; int8: 1 byte + fp32 per row */
+    KV_QUANT_NVFP4,           /* 4-bit e2m1 + one fp8 scale per 16 weights (ModelOpt NVFP4, compressed-tensors
+                                 nvfp4): 4.5 bits per linear weight */
     KV_QUANT_UNKNOWN,         /* a quant_method kvlab cannot size (said, not guessed) */
 } kv_quant;
 
@@ -84,7 +86,10 @@ typedef struct kv_model {
 
     /* The checkpoint's own quantization_config (no flag needed). */
     kv_quant quant;
-    char quant_method[32];        /* as written in the config, "" if none */
+    char quant_method[32];        /* as written in the config ("modelopt" / "modelopt_fp4" when read from
+                                     hf_quant_config.json), "" if none */
+    int64_t quant_unconverted_params; /* linear weights the format leaves 16-bit (fbgemm_fp8
+                                         modules_to_not_convert, ModelOpt exclude_modules): sized at the dtype */
     int32_t quant_bits;           /* weight bits (awq/gptq/compressed-tensors), 8 for fp8 */
     int32_t quant_group_size;     /* weights per scale group; 0 = per channel / per tensor */
     int32_t quant_block[2];       /* fp8 weight_block_size, {0,0} if none */

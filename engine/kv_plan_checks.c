@@ -13,17 +13,18 @@
  *           AWQ/GPTQ groups on row-parallel layers (quantization/awq.py,
  *           gptq.py create_weights; from 0.24 auto_awq.py, auto_gptq.py).
  *
- * The minimum capabilities are rows of a table, one per method and range of
- * releases, each read in that release's get_min_capability. */
+ * The minimum capabilities are rows of a table, one per method (vLLM's name)
+ * and range of releases, each read in that release's get_min_capability. */
 #include "kv_plan_int.h"
 #include "kv_util.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* One method's minimum compute capability over a range of releases. */
+/* One method's minimum compute capability over a range of releases, by
+ * vLLM's method name (QuantizationConfig.get_name). */
 typedef struct min_cc_row {
-    kv_quant quant;
+    const char *method;
     const char *first;  /* first release of the range */
     const char *last;   /* last release (NULL: still so) */
     int min_cc;         /* x10 */
@@ -33,38 +34,63 @@ typedef struct min_cc_row {
 static const min_cc_row MIN_CC[] = {
     /* Fp8Config.get_min_capability: 80 until 0.13, then 75 (Turing runs
      * fp8 weights through the Marlin fallback). */
-    {KV_QUANT_FP8, "0.6.4", "0.13.99", 80, "quantization/fp8.py"},
-    {KV_QUANT_FP8, "0.14.0", NULL, 75, "quantization/fp8.py"},
+    {"fp8", "0.6.4", "0.13.99", 80, "quantization/fp8.py"},
+    {"fp8", "0.14.0", NULL, 75, "quantization/fp8.py"},
     /* An AWQ checkpoint falls back from awq_marlin (80, then 75 from 0.14)
      * to plain awq on older cards; awq itself needs 7.5. */
-    {KV_QUANT_AWQ, "0.6.4", NULL, 75, "quantization/awq.py, from 0.24 auto_awq.py"},
-    {KV_QUANT_GPTQ, "0.6.4", NULL, 60, "quantization/gptq.py, from 0.22 auto_gptq.py"},
-    {KV_QUANT_BITSANDBYTES, "0.6.4", NULL, 70, "quantization/bitsandbytes.py"},
-    {KV_QUANT_COMPRESSED_TENSORS, "0.6.4", NULL, 70, "quantization/compressed_tensors/compressed_tensors.py"},
-    {KV_QUANT_MXFP4, "0.10.1", NULL, 80, "quantization/mxfp4.py"},
+    {"awq", "0.6.4", NULL, 75, "quantization/awq.py, from 0.24 auto_awq.py"},
+    {"awq_marlin", "0.6.4", "0.13.99", 80, "quantization/awq_marlin.py"},
+    {"awq_marlin", "0.14.0", NULL, 75, "quantization/awq_marlin.py, from 0.24 auto_awq.py"},
+    {"gptq", "0.6.4", NULL, 60, "quantization/gptq.py, from 0.22 auto_gptq.py"},
+    {"gptq_marlin", "0.6.4", "0.13.99", 80, "quantization/gptq_marlin.py"},
+    {"gptq_marlin", "0.14.0", NULL, 75, "quantization/gptq_marlin.py, from 0.22 auto_gptq.py"},
+    {"bitsandbytes", "0.6.4", NULL, 70, "quantization/bitsandbytes.py"},
+    {"compressed-tensors", "0.6.4", NULL, 70, "quantization/compressed_tensors/compressed_tensors.py"},
+    {"mxfp4", "0.10.1", NULL, 80, "quantization/mxfp4.py"},
+    {"fbgemm_fp8", "0.6.4", NULL, 80, "quantization/fbgemm_fp8.py"},
+    /* ModelOptFp8Config: 89 (Ada) until 0.26, 80 from 0.27; NVFP4 75. */
+    {"modelopt", "0.6.4", "0.26.99", 89, "quantization/modelopt.py"},
+    {"modelopt", "0.27.0", NULL, 80, "quantization/modelopt.py"},
+    {"modelopt_fp4", "0.7.0", NULL, 75, "quantization/modelopt.py ModelOptNvFp4Config"},
 };
 #define NUM_MIN_CC ((int)(sizeof MIN_CC / sizeof MIN_CC[0]))
 
-/* The method vLLM runs: --quantization, else the checkpoint's own. */
-static kv_quant effective_quant(const kv_model *m, const kv_args *a, const char **name)
+/* The method vLLM runs, by its name: --quantization as typed, else the
+ * checkpoint's quant_method (vLLM upgrades awq/gptq to their Marlin forms
+ * on cards that run them, and falls back on older ones: the plain forms'
+ * minimum is the binding one). */
+static const char *effective_method(const kv_model *m, const kv_args *a)
 {
-    *name = m->quant_method;
     switch (a->quantization) {
-    case KV_ARGS_QUANT_FP8: *name = "fp8"; return KV_QUANT_FP8;
-    case KV_ARGS_QUANT_AWQ: *name = a->quantization_text[0] ? a->quantization_text : "awq"; return KV_QUANT_AWQ;
-    case KV_ARGS_QUANT_GPTQ: *name = a->quantization_text[0] ? a->quantization_text : "gptq"; return KV_QUANT_GPTQ;
-    case KV_ARGS_QUANT_BITSANDBYTES: *name = "bitsandbytes"; return KV_QUANT_BITSANDBYTES;
-    case KV_ARGS_QUANT_MXFP4: *name = "mxfp4"; return KV_QUANT_MXFP4;
-    case KV_ARGS_QUANT_COMPRESSED_TENSORS: *name = "compressed-tensors"; return KV_QUANT_COMPRESSED_TENSORS;
+    case KV_ARGS_QUANT_FP8: return "fp8";
+    case KV_ARGS_QUANT_AWQ: return a->quantization_text[0] ? a->quantization_text : "awq";
+    case KV_ARGS_QUANT_GPTQ: return a->quantization_text[0] ? a->quantization_text : "gptq";
+    case KV_ARGS_QUANT_BITSANDBYTES: return "bitsandbytes";
+    case KV_ARGS_QUANT_MXFP4: return "mxfp4";
+    case KV_ARGS_QUANT_COMPRESSED_TENSORS: return "compressed-tensors";
+    default: return m->quant == KV_QUANT_NONE ? "" : m->quant_method;
+    }
+}
+
+/* The quantization format the weights are in (kv_quant). */
+static kv_quant effective_quant(const kv_model *m, const kv_args *a)
+{
+    switch (a->quantization) {
+    case KV_ARGS_QUANT_FP8: return KV_QUANT_FP8;
+    case KV_ARGS_QUANT_AWQ: return KV_QUANT_AWQ;
+    case KV_ARGS_QUANT_GPTQ: return KV_QUANT_GPTQ;
+    case KV_ARGS_QUANT_BITSANDBYTES: return KV_QUANT_BITSANDBYTES;
+    case KV_ARGS_QUANT_MXFP4: return KV_QUANT_MXFP4;
+    case KV_ARGS_QUANT_COMPRESSED_TENSORS: return KV_QUANT_COMPRESSED_TENSORS;
     default: return m->quant;
     }
 }
 
-int plan_min_capability(kv_quant q, const char *version)
+int plan_min_capability(const char *method, const char *version)
 {
-    for (int i = 0; i < NUM_MIN_CC; i++) {
+    for (int i = 0; method && i < NUM_MIN_CC; i++) {
         const min_cc_row *r = &MIN_CC[i];
-        if (r->quant == q && kv_release_compare(version, r->first) >= 0 &&
+        if (!strcmp(r->method, method) && kv_release_compare(version, r->first) >= 0 &&
             (!r->last || kv_release_compare(version, r->last) <= 0))
             return r->min_cc;
     }
@@ -75,11 +101,10 @@ int plan_check_config(const plan_ctx *c, kv_plan *p)
 {
     if (c->textbook || !c->gpu || c->gpu->compute_capability <= 0)
         return 0;
-    const char *name;
-    kv_quant q = effective_quant(c->m, c->a, &name);
-    if (q == KV_QUANT_NONE)
+    const char *name = effective_method(c->m, c->a);
+    if (!name[0])
         return 0;
-    int min = plan_min_capability(q, p->vllm_version);
+    int min = plan_min_capability(name, p->vllm_version);
     int cc = c->gpu->compute_capability;
     if (!min || cc >= min)
         return 0;
@@ -201,9 +226,9 @@ int plan_check_load(const plan_ctx *c, kv_plan *p)
 {
     if (c->textbook || c->a->weights_gib >= 0)
         return 0;
-    const char *name;
-    kv_quant q = effective_quant(c->m, c->a, &name);
-    if (q == KV_QUANT_FP8 && c->m->quant == KV_QUANT_FP8 && kv_release_compare(p->vllm_version, "0.6.6") >= 0)
+    kv_quant q = effective_quant(c->m, c->a);
+    if (q == KV_QUANT_FP8 && c->m->quant == KV_QUANT_FP8 && !strcmp(c->m->quant_method, "fp8") &&
+        kv_release_compare(p->vllm_version, "0.6.6") >= 0)
         return check_fp8_blocks(c, p);
     return check_groups(c, p, q);
 }

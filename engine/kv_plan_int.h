@@ -49,9 +49,10 @@ void plan_budget(const plan_ctx *c, kv_plan *p);
  * Release accounting only. */
 int plan_check_config(const plan_ctx *c, kv_plan *p);
 int plan_check_load(const plan_ctx *c, kv_plan *p);
-/* A method's minimum compute capability (x10) in release `version`
- * (get_min_capability of its quantization config); 0: no minimum known. */
-int plan_min_capability(kv_quant q, const char *version);
+/* A method's minimum compute capability (x10) in release `version`, by
+ * vLLM's method name ("fp8", "awq", "modelopt", "fbgemm_fp8", ...;
+ * get_min_capability of its quantization config); 0: no minimum known. */
+int plan_min_capability(const char *method, const char *version);
 
 /* double -> int64 without overflow (hostile configs and flags). */
 int64_t plan_clamp_i64(double v);

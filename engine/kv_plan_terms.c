@@ -117,8 +117,20 @@ double kv_plan_weights_bytes(const kv_model *m, const kv_args *a, char *how, siz
         double scales = 0;
         if (m->quant_block[0] > 0 && m->quant_block[1] > 0)
             scales = lin / ((double)m->quant_block[0] * m->quant_block[1]) * 4;
-        bytes = lin + scales + rest;
-        snprintf(how, howlen, "%.2fe9 linear x 1 byte (fp8) + %.2fe9 x %.0f bytes", lin / 1e9, (emb + oth) / 1e9, wide);
+        double keep = q == m->quant ? (double)m->quant_unconverted_params : 0; /* left 16-bit by the checkpoint */
+        bytes = lin + scales + keep * (wide - 1.0) + rest;
+        snprintf(how, howlen, "%.2fe9 linear x 1 byte (fp8) + %.2fe9 x %.0f bytes", lin / 1e9, (emb + oth + keep) / 1e9,
+                 wide);
+        break;
+    }
+    case KV_QUANT_NVFP4: {
+        /* e2m1 weights (half a byte) and an fp8 scale per 16 (ModelOpt
+         * NVFP4, compressed-tensors nvfp4; the per-tensor global scales are
+         * a few bytes) */
+        double keep = (double)m->quant_unconverted_params;
+        bytes = (lin - keep) * (0.5 + 1.0 / 16) + keep * wide + rest;
+        snprintf(how, howlen, "%.2fe9 linear x 4.5 bits (nvfp4) + %.2fe9 x %.0f bytes", (lin - keep) / 1e9,
+                 (emb + oth + keep) / 1e9, wide);
         break;
     }
     case KV_QUANT_AWQ:

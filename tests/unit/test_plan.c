@@ -959,6 +959,7 @@ static void test_load_checks(void **state)
     d = *load_model("Qwen/Qwen2.5-14B-Instruct"); /* intermediate 13824 = 108 x 128 */
     d.quant = KV_QUANT_FP8;
     d.quant_block[0] = d.quant_block[1] = 128;
+    snprintf(d.quant_method, sizeof d.quant_method, "fp8");
     const char *const tp8[] = {"tensor-parallel-size", "8", "max-model-len", "8192", NULL};
     plan_of(&p, &d, "h100-80gb", "0.19.0", tp8);
     assert_int_equal(p.error_kind, KV_PLAN_ERR_LOAD_CHECK);

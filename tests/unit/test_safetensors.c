@@ -203,12 +203,92 @@ static void test_plan_uses_disk(void **state)
     assert_non_null(mkdtemp(strcpy(dir, "/tmp/kvlab-st-XXXXXX")));
 }
 
+/* Quantized formats read from the checkpoint folder: ModelOpt's
+ * hf_quant_config.json beside config.json (FP8, NVFP4), fbgemm_fp8 with
+ * modules_to_not_convert; and vLLM's minimum compute capability for them. */
+static void test_quant_formats(void **state)
+{
+    (void)state;
+    size_t n = 0;
+    char *cfg = test_read_file("assets/models/meta-llama/Llama-3.1-8B-Instruct/config.json", &n);
+    assert_non_null(cfg);
+    write_text("config.json", cfg);
+    kv_model m16, m;
+    char err[512];
+    assert_int_equal(kv_model_load(dir, test_assets_dir(), &m16, err, sizeof err), KV_MODEL_OK);
+    assert_int_equal(m16.quant, KV_QUANT_NONE);
+    kv_gpu_catalog cat;
+    assert_int_equal(kv_gpu_catalog_load(test_assets_dir(), &cat, err, sizeof err), KV_GPU_OK);
+    const kv_gpu *h100 = kv_gpu_find(&cat, "h100-80gb", err, sizeof err);
+    const kv_gpu *a100 = kv_gpu_find(&cat, "a100-80gb", err, sizeof err);
+    static kv_plan p16, p;
+    kv_args a;
+    kv_args_init(&a);
+    assert_int_equal(kv_args_set(&a, "max-model-len", "4096", err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute(&m16, h100, &a, &p16, err, sizeof err), 0);
+    double lin = (double)m16.params_linear;
+
+    /* ModelOpt FP8: one byte per linear weight */
+    write_text("hf_quant_config.json", "{\"producer\":{\"name\":\"modelopt\"},\"quantization\":{\"quant_algo\":"
+                                       "\"FP8\",\"kv_cache_quant_algo\":\"FP8\",\"exclude_modules\":[\"lm_head\"]}}");
+    assert_int_equal(kv_model_load(dir, test_assets_dir(), &m, err, sizeof err), KV_MODEL_OK);
+    assert_int_equal(m.quant, KV_QUANT_FP8);
+    assert_string_equal(m.quant_method, "modelopt");
+    assert_int_equal(m.quant_unconverted_params, 0); /* lm_head is 16-bit anyway */
+    assert_int_equal(kv_plan_compute(&m, h100, &a, &p, err, sizeof err), 0);
+    assert_true(fabs((p16.weights_bytes - p.weights_bytes) - lin) < 1.0);
+    /* vLLM 0.19's ModelOpt FP8 needs compute capability 8.9; 0.27's 8.0 */
+    kv_args old = a;
+    assert_int_equal(kv_args_set(&old, "vllm-version", "0.19.0", err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute(&m, a100, &old, &p, err, sizeof err), 0);
+    assert_int_equal(p.error_kind, KV_PLAN_ERR_QUANT_CAPABILITY);
+    assert_string_equal(p.error, "The quantization method modelopt is not supported for the current GPU. Minimum "
+                                 "capability: 89. Current capability: 80.");
+    assert_int_equal(kv_args_set(&old, "vllm-version", "0.27.0", err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute(&m, a100, &old, &p, err, sizeof err), 0);
+    assert_int_not_equal(p.error_kind, KV_PLAN_ERR_QUANT_CAPABILITY);
+
+    /* ModelOpt NVFP4: 4.5 bits per linear weight */
+    write_text("hf_quant_config.json", "{\"quantization\":{\"quant_algo\":\"NVFP4\",\"group_size\":16}}");
+    assert_int_equal(kv_model_load(dir, test_assets_dir(), &m, err, sizeof err), KV_MODEL_OK);
+    assert_int_equal(m.quant, KV_QUANT_NVFP4);
+    assert_string_equal(m.quant_method, "modelopt_fp4");
+    assert_int_equal(kv_plan_compute(&m, h100, &a, &p, err, sizeof err), 0);
+    assert_true(fabs((p16.weights_bytes - p.weights_bytes) - lin * (2.0 - 0.5625)) < 1.0);
+    char path[512];
+    snprintf(path, sizeof path, "%s/hf_quant_config.json", dir);
+    unlink(path);
+
+    /* fbgemm_fp8: fp8, but the modules it names stay 16-bit (here layer 0's MLP) */
+    char *q = malloc(n + 400);
+    assert_non_null(q);
+    char *brace = strrchr(cfg, '}');
+    assert_non_null(brace);
+    *brace = '\0';
+    snprintf(q, n + 400, "%s,\"quantization_config\":{\"quant_method\":\"fbgemm_fp8\",\"activation_scale_ub\":1200.0,"
+                         "\"modules_to_not_convert\":[\"model.layers.0.mlp.gate_proj\",\"model.layers.0.mlp.up_proj\","
+                         "\"model.layers.0.mlp.down_proj\",\"lm_head\"]}}", cfg);
+    write_text("config.json", q);
+    free(q);
+    assert_int_equal(kv_model_load(dir, test_assets_dir(), &m, err, sizeof err), KV_MODEL_OK);
+    assert_int_equal(m.quant, KV_QUANT_FP8);
+    double mlp0 = 3.0 * m.hidden_size * (double)m.intermediate_size;
+    assert_int_equal(m.quant_unconverted_params, (int64_t)mlp0);
+    assert_int_equal(kv_plan_compute(&m, h100, &a, &p, err, sizeof err), 0);
+    assert_true(fabs((p16.weights_bytes - p.weights_bytes) - (lin - mlp0)) < 1.0);
+    free(cfg);
+    kv_gpu_catalog_free(&cat);
+    rm_dir();
+    assert_non_null(mkdtemp(strcpy(dir, "/tmp/kvlab-st-XXXXXX")));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_index_and_dtypes),
         cmocka_unit_test(test_no_index_and_bad_headers),
         cmocka_unit_test(test_plan_uses_disk),
+        cmocka_unit_test(test_quant_formats),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
