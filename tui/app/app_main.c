@@ -39,6 +39,7 @@
 static volatile sig_atomic_t g_quit_signal;
 
 static void on_quit_signal(int sig) { g_quit_signal = sig; }
+static int g_term_gone;  /* the loop ended because the terminal went away (app_term_gone) */
 
 /* KVLAB_STATS=path: frame figures for bench/tui_bench.py, written at exit. */
 static struct {
@@ -742,7 +743,7 @@ int app_main(int argc, char **argv)
     a->loading = 0;
 
     double last_tick = app_now();
-    int quit = 0;
+    int quit = 0, no_key = 0;
     while (!quit && !g_quit_signal) {
         double cpu0 = g_stats.path ? cpu_now() : 0;
         a->now = app_now();
@@ -803,7 +804,19 @@ int app_main(int argc, char **argv)
         }
         wtimeout(in, timeout_ms);
         int ch = wgetch(in);
-        if (ch == ERR) continue;
+        if (ch == ERR) {
+            /* No key: a timeout, or the terminal is gone (hung up without a
+             * SIGHUP, end of input): then leave as on q instead of spinning.
+             * Input that poll calls readable but that gives no key three
+             * times running is end of input too. */
+            no_key = app_term_readable() ? no_key + 1 : 0;
+            if (app_term_gone() || no_key >= 3) {
+                g_term_gone = 1;
+                break;
+            }
+            continue;
+        }
+        no_key = 0;
         a->now = app_now();
         app_handle_key(a, ch, &quit);
         /* Drain keys already typed so a paste or a held key does not lag a frame each. */
@@ -831,5 +844,9 @@ int app_main(int argc, char **argv)
     free(a->flash_until);
     kv_frame_free(&a->frame);
     if (g_quit_signal) return 128 + (int)g_quit_signal;
+    if (g_term_gone) { /* as if hung up; stderr may be gone with the terminal */
+        fprintf(stderr, "kvlab: the terminal went away (end of input); progress is saved\n");
+        return 128 + SIGHUP;
+    }
     return 0;
 }

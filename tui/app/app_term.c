@@ -1,6 +1,7 @@
 #include "app_term.h"
 
 #include <curses.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,7 +72,17 @@ int app_term_open(char *err, size_t errlen)
                  "use a full terminal (kvlab check, serve and simulate work here)", term);
         return -1;
     }
-    g_tio_ok = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &g_tio) == 0;
+    /* The app reads keys from stdin and draws on stdout: both must be the
+     * terminal (kvlab < /dev/null would read end of input forever, and
+     * kvlab > file would draw escape sequences into the file). */
+    int in_tty = isatty(STDIN_FILENO), out_tty = isatty(STDOUT_FILENO);
+    if (!in_tty || !out_tty) {
+        snprintf(err, errlen, "the lesson app needs a terminal, and %s not one (%s); kvlab check, serve and "
+                 "simulate work without one", !in_tty && !out_tty ? "stdin and stdout are" : !in_tty ? "stdin is"
+                 : "stdout is", !in_tty ? "input from a file or a pipe" : "output redirected");
+        return -1;
+    }
+    g_tio_ok = tcgetattr(STDIN_FILENO, &g_tio) == 0;
     g_screen = newterm(NULL, stdout, stdin);
     if (!g_screen) {
         snprintf(err, errlen, "cannot open the terminal (TERM=%.64s)", term);
@@ -113,4 +124,21 @@ void app_term_close(void)
     endwin();
     g_screen = NULL;
     g_leave_len = 0;
+}
+
+int app_term_gone(void)
+{
+    struct pollfd p[2] = {{.fd = STDIN_FILENO, .events = POLLIN}, {.fd = STDOUT_FILENO, .events = POLLOUT}};
+    if (poll(p, 2, 0) < 0)
+        return 0;
+    for (int i = 0; i < 2; i++)
+        if (p[i].revents & (POLLHUP | POLLERR | POLLNVAL))
+            return 1;
+    return 0;
+}
+
+int app_term_readable(void)
+{
+    struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
+    return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
 }

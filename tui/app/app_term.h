@@ -13,9 +13,18 @@
 
 /* Save the terminal's modes, open the screen on stdin/stdout, install the
  * crash handlers. Returns 0, or -1 with one line in err (TERM unset or
- * unknown, a terminal that cannot move the cursor such as TERM=dumb): the
- * caller prints it and exits 2. Nothing is left changed on failure. */
+ * unknown, a terminal that cannot move the cursor such as TERM=dumb, stdin
+ * or stdout not a terminal): the caller prints it and exits 2. Nothing is
+ * left changed on failure. */
 int app_term_open(char *err, size_t errlen);
+
+/* The terminal is gone: stdin or stdout hung up or in error (a pty whose
+ * other end closed, a terminal gone without SIGHUP after setsid or nohup).
+ * Does not block. */
+int app_term_gone(void);
+
+/* stdin has input (or end of input) waiting. Does not block. */
+int app_term_readable(void);
 
 /* endwin; the crash handlers go back to the defaults. */
 void app_term_close(void);
