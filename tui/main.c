@@ -1,5 +1,6 @@
 /* kvlab: CLI dispatch. With no command (or only app flags) it opens the
  * lesson app; otherwise it runs one command and exits with its code. */
+#include <locale.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -33,6 +34,19 @@ static void usage(FILE *f)
         "       kvlab --version | --help\n");
 }
 
+/* The locale lessons run under, the same in the app and in kvlab check (so
+ * the check sees what the app would): the user's character set (LC_CTYPE:
+ * UTF-8 glyphs, what Lua's patterns call a letter), but string order and
+ * numbers as in C. Under en_US.UTF-8, strcoll (Lua's `<` on strings) takes
+ * about a second per 64 MB and cannot be interrupted; in C it is strcmp.
+ * A decimal comma would change every number a lesson formats. */
+static void lesson_locale(void)
+{
+    setlocale(LC_ALL, "");
+    setlocale(LC_COLLATE, "C");
+    setlocale(LC_NUMERIC, "C");
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2) {
@@ -50,8 +64,8 @@ int main(int argc, char **argv)
         if (!strcmp(c, "explain"))  return cmd_explain(argc - 1, argv + 1);
         if (!strcmp(c, "fit"))      return cmd_fit(argc - 1, argv + 1);
 #ifdef KVLAB_HAVE_LESSONS
-        if (!strcmp(c, "lessons"))  return cmd_lessons(argc - 1, argv + 1);
-        if (!strcmp(c, "check"))    return cmd_check(argc - 1, argv + 1);
+        if (!strcmp(c, "lessons"))  return lesson_locale(), cmd_lessons(argc - 1, argv + 1);
+        if (!strcmp(c, "check"))    return lesson_locale(), cmd_check(argc - 1, argv + 1);
 #else
         if (!strcmp(c, "lessons") || !strcmp(c, "check")) {
             fprintf(stderr, "kvlab: this build has no lesson runtime (Lua 5.4 was not found at configure time)\n");
@@ -64,6 +78,7 @@ int main(int argc, char **argv)
         }
     }
 #ifdef KVLAB_HAVE_TUI
+    lesson_locale();
     return app_main(argc, argv);
 #else
     if (argc >= 2 && !strcmp(argv[1], "--version")) {

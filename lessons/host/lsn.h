@@ -54,6 +54,8 @@ typedef struct lsn_limits {
     double pattern_work;       /* string pattern matching work per call [1e8 steps] */
     long check_waits;          /* kvlab check: waits one lesson may pass [100,000] */
     long check_engine_steps;   /* kvlab check: engine steps one lesson may run [10 million] */
+    int hook_every;            /* Lua instructions between two checks of the limits by the count hook [1000]
+                                  (the wall time is also watched from outside, lsn_lua.c's watchdog) */
 } lsn_limits;
 
 typedef struct lsn_config {

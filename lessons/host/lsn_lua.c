@@ -14,9 +14,13 @@
 #include <ctype.h>
 #include <lauxlib.h>
 #include <lualib.h>
+#include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +44,10 @@ struct lsn_vm {
     lsn_wait_req req;        /* set by the waits, read after a yield */
     size_t mem_used, mem_cap, mem_limit;
     int mem_hit;             /* the heap cap was reached */
+    int str_hit;             /* a string longer than STRING_MAX was refused */
+    size_t alloc_pending;    /* bytes allocated since the limits were last checked (charged as work) */
+    lua_State *volatile running; /* the thread running the lesson's code now (the timer's target), NULL outside */
+    int hook_every;          /* instructions between two checks of the limits */
     double work, work_limit; /* instruction-equivalents this call, and the budget */
     double pattern_work, pattern_limit; /* matcher steps this call, and the budget */
     double deadline, seconds; /* wall clock (monotonic) where this call ends, its length */
@@ -106,7 +114,11 @@ const char *lsn_lua_version(void)
  * and carry on, and the lesson ends with the message naming the limit and
  * file:line. Finalizers (__gc) are refused: they run where no hook does. */
 
-#define HOOK_EVERY 1000                    /* instructions per hook call */
+#define HOOK_EVERY 1000                    /* instructions per hook call (lsn_limits.hook_every) */
+#define STRING_MAX ((size_t)1 << 20)       /* bytes of one string: `..`, `==`, `<`, string.rep/format/sub and
+                                              table.concat each touch at most this much per instruction */
+#define ALLOC_CHARGE 16.0                  /* bytes allocated per instruction charged */
+#define ALLOC_CHECK ((size_t)1 << 20)      /* bytes allocated between two checks of the limits */
 #define DEFAULT_SECONDS 3.0                /* wall time per call into the lesson */
 #define DEFAULT_PATTERN 1e8                /* pattern matcher steps per call */
 #define HEAP_RESERVE ((size_t)8 << 20)     /* heap opened once the cap is hit: room for the message */
@@ -155,6 +167,9 @@ static void trip(lsn_vm *vm, lua_State *L, int kind, const char *fmt, ...)
 /* A memory failure seen on L: name it as a limit. */
 static void trip_memory(lsn_vm *vm, lua_State *L)
 {
+    if (vm->str_hit && !vm->trip)
+        trip(vm, L, TRIP_MEMORY, "a string longer than %zu MiB (a lesson's strings are capped, so that no "
+             "single `..`, comparison or string function can hold the app still)", STRING_MAX >> 20);
     if (vm->mem_hit && !vm->trip)
         trip(vm, L, TRIP_MEMORY, "the lesson used all of its %zu MiB of Lua memory (a table or string that "
              "keeps growing?)", vm->mem_limit >> 20);
@@ -173,7 +188,8 @@ static void reraise(lsn_vm *vm, lua_State *L)
 /* Check the budgets after `work` more instruction-equivalents. */
 static void spend(lsn_vm *vm, lua_State *L, double work)
 {
-    vm->work += work;
+    vm->work += work + (double)vm->alloc_pending / ALLOC_CHARGE;
+    vm->alloc_pending = 0;
     if (!vm->trip) {
         if (vm->work > vm->work_limit)
             trip(vm, L, TRIP_WORK, "the lesson ran too long without waiting (an endless loop?): more than %.0f "
@@ -187,9 +203,26 @@ static void spend(lsn_vm *vm, lua_State *L, double work)
     reraise(vm, L);
 }
 
+static void hook(lua_State *L, lua_Debug *ar);
+
+/* Make the thread running the lesson check its limits after its current
+ * instruction: a one-instruction count hook (lua_sethook may be called
+ * asynchronously, as from a signal handler; the hook puts the period back). */
+static void poke(lsn_vm *vm)
+{
+    lua_State *L = vm->running;
+    if (L)
+        lua_sethook(L, hook, LUA_MASKCOUNT, 1);
+}
+
 static void *l_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
     lsn_vm *vm = ud;
+    /* a new object: osize is its type; one string is capped */
+    if (!ptr && osize == LUA_TSTRING && nsize > STRING_MAX + 64) {
+        vm->str_hit = 1;
+        return NULL;
+    }
     if (!ptr)
         osize = 0;
     if (nsize == 0) {
@@ -205,15 +238,136 @@ static void *l_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
         return NULL;
     }
     void *p = realloc(ptr, nsize);
-    if (p)
+    if (p) {
         vm->mem_used = vm->mem_used - osize + nsize;
+        /* copying is work: charged by size, and checked soon after a lot of it */
+        if (nsize > osize && (vm->alloc_pending += nsize - osize) >= ALLOC_CHECK)
+            poke(vm);
+    }
     return p;
 }
 
 static void hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
-    spend(V(L), L, HOOK_EVERY);
+    lsn_vm *vm = V(L);
+    int n = lua_gethookcount(L);
+    if (n != vm->hook_every && !vm->trip) /* a poke (or a trip's short period): back to the usual period */
+        lua_sethook(L, hook, LUA_MASKCOUNT, vm->hook_every);
+    spend(vm, L, n);
+}
+
+/* ---- the wall-time watchdog ------------------------------------------------------
+ *
+ * The hook only runs between instructions, every hook_every of them, so on
+ * its own it sees the clock late when instructions are slow. A watchdog
+ * thread (one per process) sleeps until the deadline of the call into the
+ * lesson that is running (or a stop request, SIGTERM) and then signals the
+ * lesson's thread; the handler pokes a one-instruction hook, which trips the
+ * limit. Armed only while Lua code of the lesson runs: a lab call's own time
+ * is not the lesson's, so it is disarmed meanwhile. */
+
+#define WATCHDOG_POLL_NS 50000000LL        /* how often it looks at a stop request, and repeats a signal */
+
+static struct {
+    pthread_once_t once;
+    int ok;                                /* the thread and the handler are in place */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    long long deadline;                    /* CLOCK_MONOTONIC ns; 0 = disarmed */
+    pthread_t target;                      /* the thread running the lesson */
+    const volatile sig_atomic_t *interrupt;
+} g_wd = {.once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER};
+
+static lsn_vm *volatile g_live_vm;         /* the VM whose call is armed (the signal handler's) */
+
+static int wd_signal(void) { return SIGRTMIN + 5; }
+
+static long long mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void on_watchdog(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    lsn_vm *vm = g_live_vm;
+    if (vm)
+        poke(vm);
+    errno = saved;
+}
+
+static void *watchdog(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&g_wd.mu);
+    for (;;) {
+        while (!g_wd.deadline)
+            pthread_cond_wait(&g_wd.cv, &g_wd.mu);
+        long long now = mono_ns(), wake = g_wd.deadline;
+        int stop = g_wd.interrupt && *g_wd.interrupt;
+        if (now >= g_wd.deadline || stop) {
+            pthread_kill(g_wd.target, wd_signal());
+            wake = now + WATCHDOG_POLL_NS; /* again, in case it came between two instructions' checks */
+        } else if (g_wd.interrupt && wake > now + WATCHDOG_POLL_NS) {
+            wake = now + WATCHDOG_POLL_NS;
+        }
+        struct timespec ts = {.tv_sec = (time_t)(wake / 1000000000LL), .tv_nsec = (long)(wake % 1000000000LL)};
+        pthread_cond_timedwait(&g_wd.cv, &g_wd.mu, &ts);
+    }
+    return NULL;
+}
+
+static void wd_init(void)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&g_wd.cv, &ca);
+    pthread_condattr_destroy(&ca);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_watchdog;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(wd_signal(), &sa, NULL) != 0)
+        return;
+    /* the watchdog blocks every signal: the program's (SIGINT, SIGTERM ...) go to its own threads */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t t;
+    int rc = pthread_create(&t, NULL, watchdog, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc == 0) {
+        pthread_detach(t);
+        g_wd.ok = 1;
+    }
+}
+
+/* Arm the watchdog for vm's call on this thread until vm->deadline, or
+ * disarm it (vm NULL). */
+static void wd_arm(lsn_vm *vm)
+{
+    pthread_once(&g_wd.once, wd_init);
+    if (!g_wd.ok)
+        return;
+    pthread_mutex_lock(&g_wd.mu);
+    g_live_vm = vm;
+    if (vm) {
+        g_wd.deadline = (long long)(vm->deadline * 1e9);
+        if (g_wd.deadline <= 0)
+            g_wd.deadline = 1;
+        g_wd.target = pthread_self();
+        g_wd.interrupt = vm->env.interrupt;
+    } else {
+        g_wd.deadline = 0;
+    }
+    pthread_cond_signal(&g_wd.cv);
+    pthread_mutex_unlock(&g_wd.mu);
 }
 
 /* Message handler of every protected call: the error (or the limit that
@@ -251,10 +405,18 @@ static int at_panic(lua_State *L)
 
 /* pcall and xpcall as Lua's own (lbaselib.c), but a tripped limit is raised
  * again instead of handed back as a result. */
+static void wd_arm(lsn_vm *vm);
+static lsn_vm *volatile g_live_vm;
+
 static int finish_pcall(lua_State *L, int status, lua_KContext extra)
 {
-    reraise(V(L), L);
+    lsn_vm *vm = V(L);
+    reraise(vm, L);
     if (status != LUA_OK && status != LUA_YIELD) {
+        /* an error out of a lab call (which disarms the watchdog while it runs) was caught: the
+         * lesson's code goes on, so its wall time is watched again */
+        if (vm->depth > 0 && g_live_vm != vm)
+            wd_arm(vm);
         lua_pushboolean(L, 0);
         lua_pushvalue(L, -2);
         return 2;
@@ -306,9 +468,13 @@ static int l_co_call(lua_State *L)
     lsn_vm *vm = V(L);
     spend(vm, L, HOOK_EVERY); /* a resumed thread may run less than a hook period: count one */
     int n = lua_gettop(L);
+    lua_State *co = lua_tothread(L, 1), *was = vm->running;
     lua_pushvalue(L, lua_upvalueindex(1));
     lua_insert(L, 1);
+    if (co) /* the timer's target while it runs (resume catches its errors, so this comes back) */
+        vm->running = co;
     lua_call(L, n, LUA_MULTRET);
+    vm->running = was;
     reraise(vm, L);
     return lua_gettop(L);
 }
@@ -599,10 +765,15 @@ static int protect(lsn_vm *vm, entry *e)
         return -1;
     }
     int base = lua_gettop(L);
+    lua_State *was_running = vm->running;
+    lsn_vm *was_live = g_live_vm;
     if (vm->depth++ == 0) {
         vm->work = vm->pattern_work = 0;
+        vm->alloc_pending = 0;
         vm->deadline = now_s() + vm->seconds;
         vm->said = 0; /* the app drew what was said before this entry */
+        vm->running = L;
+        wd_arm(vm);
     }
     int outer = !vm->jmp_armed;
     if (outer) {
@@ -610,6 +781,8 @@ static int protect(lsn_vm *vm, entry *e)
         if (setjmp(vm->jmp)) { /* at_panic: the state is gone */
             vm->jmp_armed = 0;
             vm->depth = 0;
+            vm->running = NULL;
+            wd_arm(NULL);
             set_errf(vm, "%s", vm->trip_msg);
             return -1;
         }
@@ -620,7 +793,10 @@ static int protect(lsn_vm *vm, entry *e)
     int st = lua_pcall(L, 1, 0, base + 1);
     if (outer)
         vm->jmp_armed = 0;
-    vm->depth--;
+    if (--vm->depth == 0) {
+        vm->running = was_running;
+        wd_arm(was_live);
+    }
     if (st != LUA_OK) {
         size_t n = 0;
         const char *m = lua_tolstring(L, -1, &n);
@@ -795,6 +971,7 @@ lsn_vm *lsn_vm_new(const lsn_lab_env *env, char *err, size_t errlen)
     vm->work_limit = env->limits.instructions > 0 ? (double)env->limits.instructions : (double)DEFAULT_INSTRUCTIONS;
     vm->seconds = env->limits.seconds > 0 ? env->limits.seconds : DEFAULT_SECONDS;
     vm->pattern_limit = env->limits.pattern_work > 0 ? env->limits.pattern_work : DEFAULT_PATTERN;
+    vm->hook_every = env->limits.hook_every > 0 ? env->limits.hook_every : HOOK_EVERY;
     for (int i = 0; i < LSN_FN_COUNT; i++)
         vm->fn_ref[i] = LUA_NOREF;
     vm->co_ref = vm->lab_ref = LUA_NOREF;
@@ -812,7 +989,7 @@ lsn_vm *lsn_vm_new(const lsn_lab_env *env, char *err, size_t errlen)
         lsn_vm_free(vm);
         return NULL;
     }
-    lua_sethook(vm->L, hook, LUA_MASKCOUNT, HOOK_EVERY);
+    lua_sethook(vm->L, hook, LUA_MASKCOUNT, vm->hook_every);
     return vm;
 }
 
@@ -931,7 +1108,10 @@ static int do_resume(lua_State *L, entry *e)
     }
     memset(&vm->req, 0, sizeof vm->req);
     int nres = 0;
+    lua_State *was = vm->running;
+    vm->running = co;
     int st = lua_resume(co, L, nargs, &nres);
+    vm->running = was;
     if (st == LUA_YIELD) {
         lua_pop(co, nres);
         if (vm->req.wait == W_NONE) {
@@ -1463,18 +1643,15 @@ static int f_what_if(lua_State *L)
         n++;
         lua_pop(L, 1);
     }
-    kv_plan *p = malloc(sizeof *p);
+    /* a Lua userdata, not malloc: an error while pushing it (the heap cap) frees it too */
+    kv_plan *p = lua_newuserdatauv(L, sizeof *p, 0);
     char err[1024];
-    if (!p)
-        return luaL_error(L, "out of memory");
     if (lsn_server_plan_with(vm->env.server, n, keys, vp, p, err, sizeof err) < 0) {
-        free(p);
         lua_pushnil(L);
         lua_pushstring(L, err);
         return 2;
     }
     push_plan(L, p);
-    free(p);
     return 1;
 }
 
@@ -1626,6 +1803,8 @@ static int f_gpu(lua_State *L)
  * for one step of the running server that computes each chunk: n tokens of
  * some sequence at positions [start, start + n). Returns seconds and the
  * roofline breakdown, per GPU. Lesson 19 prices a recompute with it. */
+#define STEP_TIME_MAX_POS ((lua_Integer)1 << 40)
+
 static int f_step_time(lua_State *L)
 {
     kv_engine *e = engine_or_nil(L);
@@ -1646,11 +1825,14 @@ static int f_step_time(lua_State *L)
     for (lua_Integer i = 1; i <= n; i++) {
         lua_rawgeti(L, 1, i);
         if (!lua_istable(L, -1))
-            return luaL_error(L, "lab.step_time: chunk %d must be {start = , n = }", (int)i);
+            return luaL_error(L, "lab.step_time: chunk %I must be {start = , n = }", (LUAI_UACINT)i);
         lua_getfield(L, -1, "start");
         lua_getfield(L, -2, "n");
         if (!lua_isinteger(L, -2) || !lua_isinteger(L, -1) || lua_tointeger(L, -2) < 0 || lua_tointeger(L, -1) < 0)
-            return luaL_error(L, "lab.step_time: chunk %d needs whole start >= 0 and n >= 0", (int)i);
+            return luaL_error(L, "lab.step_time: chunk %I needs whole start >= 0 and n >= 0", (LUAI_UACINT)i);
+        /* positions past 2^40 tokens are no context any model has; start + n must not overflow */
+        if (lua_tointeger(L, -2) > STEP_TIME_MAX_POS || lua_tointeger(L, -1) > STEP_TIME_MAX_POS - lua_tointeger(L, -2))
+            return luaL_error(L, "lab.step_time: chunk %I: start + n must be at most 2^40 tokens", (LUAI_UACINT)i);
         kv_timemodel_add_chunk(&w, (int64_t)lua_tointeger(L, -2), (int64_t)lua_tointeger(L, -1));
         lua_pop(L, 3);
     }
@@ -1917,9 +2099,9 @@ static int f_timeline(lua_State *L)
         return 1;
     if (want > 4096)
         want = 4096;
-    kv_timeline_sample *tl = malloc((size_t)want * sizeof *tl);
-    if (!tl)
-        return luaL_error(L, "out of memory");
+    /* a Lua userdata, not malloc: a limit or the heap cap raised below frees it too */
+    kv_timeline_sample *tl = lua_newuserdatauv(L, (size_t)want * sizeof *tl, 0);
+    lua_insert(L, -2); /* under the result table */
     int32_t n = kv_engine_timeline(e, tl, (int32_t)want);
     spend(V(L), L, 100.0 * n);
     /* the newest `want` samples, oldest first */
@@ -1938,7 +2120,6 @@ static int f_timeline(lua_State *L)
         setnum(L, "tokens_per_s", t->tokens_per_s);
         lua_rawseti(L, -2, i + 1);
     }
-    free(tl);
     return 1;
 }
 
@@ -2288,14 +2469,18 @@ static int f_plot(lua_State *L)
     lsn_vm *vm = V(L);
     lsn_stage *st = vm->env.stage;
     luaL_checktype(L, 1, LUA_TTABLE);
-    char *title = opt_dup(L, 1, "title"), *xl = opt_dup(L, 1, "xlabel"), *yl = opt_dup(L, 1, "ylabel");
+    /* the texts stay on the Lua stack (no C copy that an error in a later
+     * field, a metamethod or the heap cap could leak) until the stage copies them */
+    const char *txt[3];
+    static const char *const keys[3] = {"title", "xlabel", "ylabel"};
+    for (int i = 0; i < 3; i++) {
+        lua_getfield(L, 1, keys[i]);
+        txt[i] = lua_type(L, -1) == LUA_TSTRING || lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1) : NULL;
+    }
     lua_getfield(L, 1, "logy");
     int logy = lua_toboolean(L, -1);
-    lua_pop(L, 1);
-    lsn_stage_plot(st, title, xl, yl, logy);
-    free(title);
-    free(xl);
-    free(yl);
+    lsn_stage_plot(st, txt[0], txt[1], txt[2], logy);
+    lua_pop(L, 4);
     lua_getfield(L, 1, "series");
     if (lua_istable(L, -1)) {
         lua_Integer n = luaL_len(L, -1);
@@ -2886,8 +3071,13 @@ static int lab_entry(lua_State *L)
     lsn_vm *vm = V(L);
     spend(vm, L, lua_tonumber(L, lua_upvalueindex(2)));
     double t0 = now_s();
+    int armed = g_live_vm == vm;
+    if (armed) /* the call's own time is not the lesson's: no signals meanwhile */
+        wd_arm(NULL);
     int n = lua_tocfunction(L, lua_upvalueindex(1))(L);
-    vm->deadline += now_s() - t0; /* (a call that yields never comes back here) */
+    vm->deadline += now_s() - t0; /* (a call that yields or raises never comes back here: protect re-arms) */
+    if (armed)
+        wd_arm(vm);
     return n;
 }
 
@@ -2972,16 +3162,13 @@ static int expect_index(lua_State *L)
     lua_getfield(L, lua_upvalueindex(1), "plan");
     if (lua_isnil(L, -1)) {
         lua_pop(L, 1);
-        kv_plan *p = malloc(sizeof *p);
+        kv_plan *p = lua_newuserdatauv(L, sizeof *p, 0); /* freed by the collector, whatever raises */
         char err[512];
-        if (!p)
-            return luaL_error(L, "out of memory");
         int rc = lsn_server_plan_with(vm->env.server, 0, NULL, NULL, p, err, sizeof err);
-        if (rc == 0)
-            push_plan(L, p);
-        free(p);
         if (rc < 0)
             return luaL_error(L, "expect: no plan for the lesson's flags: %s", err);
+        push_plan(L, p);
+        lua_remove(L, -2);
         lua_pushvalue(L, -1);
         lua_setfield(L, lua_upvalueindex(1), "plan");
     }

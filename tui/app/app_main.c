@@ -644,7 +644,7 @@ int app_main(int argc, char **argv)
         fprintf(stderr, "kvlab: --log opens the app on one log: drop --lesson, --lessons, --present and --follow\n");
         return 2;
     }
-    setlocale(LC_ALL, "");
+    /* the locale is main.c's lesson_locale: the user's characters, C order and numbers */
     char err[512] = "";
     const char *log_course = NULL;
     if (g_log_file) { /* a one-lesson course made from the log; no progress is read or saved */
