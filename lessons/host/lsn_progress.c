@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,6 +17,8 @@
 #include "kv_util.h"
 
 #define FORMAT_VERSION 1
+
+static void set_bases(lsn_progress *p);
 
 void lsn_progress_init(lsn_progress *p)
 {
@@ -34,8 +37,11 @@ static void clear_lesson(lsn_lesson_progress *l)
 
 void lsn_progress_clear(lsn_progress *p)
 {
-    for (int n = 0; n <= LSN_MAX_LESSONS; n++)
+    for (int n = 0; n <= LSN_MAX_LESSONS; n++) {
         clear_lesson(&p->lessons[n]);
+        free(p->base[n]);
+        p->base[n] = NULL;
+    }
     p->current = 0;
 }
 
@@ -299,8 +305,10 @@ int lsn_progress_load(lsn_progress *p, const char *path, char *notice, size_t no
         why = parse(p, buf);
     }
     free(buf);
-    if (!why)
+    if (!why) {
+        set_bases(p);
         return 0;
+    }
     lsn_progress_clear(p);
     char aside[PATH_MAX + 64];
     snprintf(aside, sizeof aside, "%s.corrupt-%lld", path, (long long)time(NULL));
@@ -314,6 +322,8 @@ int lsn_progress_load(lsn_progress *p, const char *path, char *notice, size_t no
                  why, strerror(errno));
     return 1;
 }
+
+static int write_file(const lsn_progress *p, const char *path, char *err, size_t errlen);
 
 static int mkdirs(const char *dir)
 {
@@ -332,6 +342,13 @@ static int mkdirs(const char *dir)
     return 0;
 }
 
+static int lesson_empty(const lsn_lesson_progress *l)
+{
+    return !l->step && !l->done && !l->ninputs && !l->nscores;
+}
+
+static void lesson_json(cJSON *o, const lsn_lesson_progress *l);
+
 static cJSON *to_json(const lsn_progress *p)
 {
     cJSON *root = cJSON_CreateObject();
@@ -340,11 +357,37 @@ static cJSON *to_json(const lsn_progress *p)
     cJSON *lessons = cJSON_AddObjectToObject(root, "lessons");
     for (int n = 1; n <= LSN_MAX_LESSONS; n++) {
         const lsn_lesson_progress *l = &p->lessons[n];
-        if (!l->step && !l->done && !l->ninputs && !l->nscores)
+        if (lesson_empty(l))
             continue;
         char key[8];
         snprintf(key, sizeof key, "%d", n);
-        cJSON *o = cJSON_AddObjectToObject(lessons, key);
+        lesson_json(cJSON_AddObjectToObject(lessons, key), l);
+    }
+    return root;
+}
+
+/* Lesson l as JSON text (NULL when it holds nothing, or out of memory). */
+static char *lesson_text(const lsn_lesson_progress *l)
+{
+    if (lesson_empty(l))
+        return NULL;
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    lesson_json(o, l);
+    char *t = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return t;
+}
+
+static int same_text(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+static void lesson_json(cJSON *o, const lsn_lesson_progress *l)
+{
+    {
         cJSON_AddNumberToObject(o, "step", l->step);
         cJSON_AddBoolToObject(o, "done", l->done);
         cJSON *arr = cJSON_AddArrayToObject(o, "inputs");
@@ -374,10 +417,138 @@ static cJSON *to_json(const lsn_progress *p)
             }
         }
     }
-    return root;
 }
 
-int lsn_progress_save(const lsn_progress *p, const char *path, char *err, size_t errlen)
+/* Record what each lesson is now as the base of the next merge. */
+static void set_bases(lsn_progress *p)
+{
+    for (int n = 1; n <= LSN_MAX_LESSONS; n++) {
+        free(p->base[n]);
+        p->base[n] = lesson_text(&p->lessons[n]);
+    }
+}
+
+/* Move lesson `from` into `to` (the inputs change owner). */
+static void take_lesson(lsn_lesson_progress *to, lsn_lesson_progress *from)
+{
+    clear_lesson(to);
+    *to = *from;
+    memset(from, 0, sizeof *from);
+}
+
+/* The file a save writes: path itself, or where the symlink(s) at path lead
+ * (the target may not exist yet; its folder must). Returns 0, or -1 with
+ * errno set (a loop, a folder that is not there). */
+static int follow_link(const char *path, char *out, size_t outl)
+{
+    char cur[PATH_MAX];
+    snprintf(cur, sizeof cur, "%s", path);
+    for (int hops = 0; hops < 16; hops++) {
+        struct stat lst;
+        if (lstat(cur, &lst) != 0 || !S_ISLNK(lst.st_mode)) {
+            if (!hops) { /* not a link: as it is */
+                snprintf(out, outl, "%s", cur);
+                return 0;
+            }
+            /* the link's end: its folder resolved, its name kept */
+            char dir[PATH_MAX], real[PATH_MAX];
+            snprintf(dir, sizeof dir, "%s", cur);
+            char *slash = strrchr(dir, '/');
+            const char *base = slash ? slash + 1 : cur;
+            if (slash == dir)
+                snprintf(dir, sizeof dir, "/");
+            else if (slash)
+                *slash = '\0';
+            else
+                snprintf(dir, sizeof dir, ".");
+            if (!realpath(dir, real))
+                return -1;
+            if ((size_t)snprintf(out, outl, "%s/%s", strcmp(real, "/") ? real : "", base) >= outl) {
+                errno = ENAMETOOLONG;
+                return -1;
+            }
+            return 0;
+        }
+        char link[PATH_MAX];
+        ssize_t n = readlink(cur, link, sizeof link - 1);
+        if (n < 0)
+            return -1;
+        link[n] = '\0';
+        if (link[0] == '/') {
+            snprintf(cur, sizeof cur, "%s", link);
+        } else { /* relative to the link's folder */
+            char *slash = strrchr(cur, '/');
+            char next[PATH_MAX];
+            if ((size_t)snprintf(next, sizeof next, "%.*s%s", slash ? (int)(slash - cur + 1) : 0, cur, link) >=
+                sizeof next) {
+                errno = ENAMETOOLONG;
+                return -1;
+            }
+            snprintf(cur, sizeof cur, "%s", next);
+        }
+    }
+    errno = ELOOP;
+    return -1;
+}
+
+/* The file's progress into *disk (empty when there is none or it cannot be
+ * used: a load reports that, a save does not stop for it). */
+static void read_disk(lsn_progress *disk, const char *path)
+{
+    lsn_progress_clear(disk);
+    char *buf = NULL, err[64];
+    size_t len = 0;
+    if (kv_read_file(path, LSN_PROGRESS_MAX_BYTES, &buf, &len, err, sizeof err) < 0)
+        return;
+    if (strlen(buf) != len || parse(disk, buf))
+        lsn_progress_clear(disk);
+    free(buf);
+}
+
+/* Better of two scores of one challenge (lsn_progress_score's order). */
+static int score_better(const lsn_score *a, const lsn_score *b)
+{
+    if (a->changes != b->changes)
+        return a->changes < b->changes;
+    return a->rank > 0 && (b->rank == 0 || a->rank < b->rank);
+}
+
+/* Merge the file's progress (disk) into *p per lesson against p->base:
+ * see lsn_progress.h. Lessons taken from disk move out of it. */
+static void merge(lsn_progress *p, lsn_progress *disk)
+{
+    for (int n = 1; n <= LSN_MAX_LESSONS; n++) {
+        lsn_lesson_progress *mine = &p->lessons[n], *theirs = &disk->lessons[n];
+        char *tm = lesson_text(mine), *tt = lesson_text(theirs);
+        int i_changed = !same_text(tm, p->base[n]), they_changed = !same_text(tt, p->base[n]);
+        free(tm);
+        free(tt);
+        if (!they_changed)
+            continue; /* the file has what we last saw: ours stands */
+        lsn_score best[LSN_MAX_SCORES];
+        int nbest = 0;
+        for (int k = 0; k < 2; k++) { /* the best score of every challenge either side solved */
+            const lsn_lesson_progress *l = k ? theirs : mine;
+            for (int i = 0; i < l->nscores; i++) {
+                int j = 0;
+                while (j < nbest && strcmp(best[j].key, l->scores[i].key))
+                    j++;
+                if (j == nbest && nbest < LSN_MAX_SCORES)
+                    best[nbest++] = l->scores[i];
+                else if (j < nbest && score_better(&l->scores[i], &best[j]))
+                    best[j] = l->scores[i];
+            }
+        }
+        int done = mine->done || theirs->done;
+        if (!i_changed || theirs->step > mine->step)
+            take_lesson(mine, theirs); /* only they changed it, or they got further */
+        mine->done = done;
+        memcpy(mine->scores, best, sizeof best[0] * (size_t)nbest);
+        mine->nscores = nbest;
+    }
+}
+
+int lsn_progress_save(lsn_progress *p, const char *path, char *err, size_t errlen)
 {
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);
@@ -389,6 +560,54 @@ int lsn_progress_save(const lsn_progress *p, const char *path, char *err, size_t
             return -1;
         }
     }
+    /* A symlink is followed: the file it names is written (rename onto the
+     * link would replace the link with a file). */
+    char target[PATH_MAX];
+    if (follow_link(path, target, sizeof target) < 0) {
+        snprintf(err, errlen, "%s is a symlink to nothing usable (%s): kvlab will not replace it with a file", path,
+                 strerror(errno));
+        return -1;
+    }
+    /* Another kvlab of this user may save too: one at a time, each merging the other's lessons. */
+    char lockp[PATH_MAX + 8];
+    snprintf(lockp, sizeof lockp, "%s.lock", path);
+    int lk = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+    if (lk < 0) {
+        snprintf(err, errlen, "cannot open the lock %s: %s", lockp, strerror(errno));
+        return -1;
+    }
+    struct stat lkst;
+    if (fstat(lk, &lkst) < 0 || !S_ISREG(lkst.st_mode)) {
+        snprintf(err, errlen, "%s is not a regular file: kvlab will not lock it", lockp);
+        close(lk);
+        return -1;
+    }
+    while (flock(lk, LOCK_EX) < 0) {
+        if (errno != EINTR) {
+            snprintf(err, errlen, "cannot lock %s: %s", lockp, strerror(errno));
+            close(lk);
+            return -1;
+        }
+    }
+    lsn_progress *disk = calloc(1, sizeof *disk);
+    if (!disk) {
+        close(lk);
+        snprintf(err, errlen, "out of memory saving progress");
+        return -1;
+    }
+    read_disk(disk, target);
+    merge(p, disk);
+    lsn_progress_clear(disk);
+    free(disk);
+    int rc = write_file(p, target, err, errlen);
+    if (rc == 0)
+        set_bases(p);
+    close(lk); /* unlocks */
+    return rc;
+}
+
+static int write_file(const lsn_progress *p, const char *path, char *err, size_t errlen)
+{
     cJSON *root = to_json(p);
     char *text = root ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);

@@ -16,7 +16,15 @@
  * "step" is the number of steps completed; "inputs" are what the learner fed
  * the lesson, tagged with the wait (0-based: the step being worked on) where
  * they happened, so the runner can replay the lesson to its step.
- * Writes are atomic: a temp file in the same folder, fsync, rename. */
+ * Writes are atomic: a temp file in the same folder, fsync, rename. Two
+ * kvlab processes of one user share the file: a save takes an flock on
+ * "<path>.lock", reads the file again and merges per lesson (a lesson only
+ * one process changed since it last read the file is taken from that one;
+ * one both changed goes to the furthest step, with that run's inputs; done
+ * if either is; the best score of each challenge), so neither erases the
+ * other's lessons. A progress.json that is a symlink is followed (the file
+ * it names is replaced, the link stays); one whose target cannot be
+ * resolved is refused. */
 #ifndef LSN_PROGRESS_H
 #define LSN_PROGRESS_H
 
@@ -62,6 +70,9 @@ typedef struct lsn_lesson_progress {
 typedef struct lsn_progress {
     int current;               /* lesson to resume, 0 = none */
     lsn_lesson_progress lessons[LSN_MAX_LESSONS + 1]; /* index = lesson number */
+    /* Each lesson as this process last read or wrote it (its JSON text; NULL
+     * = none): a save merges with the file per lesson against it. */
+    char *base[LSN_MAX_LESSONS + 1];
 } lsn_progress;
 
 /* Empty progress. */
@@ -84,9 +95,11 @@ int lsn_progress_path(const char *state_dir, char *buf, size_t buflen);
  * process died ("<path>.tmp-<pid>") are removed first. */
 int lsn_progress_load(lsn_progress *p, const char *path, char *notice, size_t noticelen);
 
-/* Write *p to path atomically, creating missing folders (mode 0700).
- * Returns 0, or -1 with one line in err. */
-int lsn_progress_save(const lsn_progress *p, const char *path, char *err, size_t errlen);
+/* Write *p to path atomically, creating missing folders (mode 0700), under
+ * the lock and merged with the file as said above. The lessons this process
+ * has not changed since its last read or write are brought up to date from
+ * the file in *p. Returns 0, or -1 with one line in err (*p unchanged). */
+int lsn_progress_save(lsn_progress *p, const char *path, char *err, size_t errlen);
 
 /* Append an input to lesson n (copies the strings). Returns 0 or -1 (no memory). */
 int lsn_progress_add_input(lsn_progress *p, int n, int wait, lsn_input_kind kind,

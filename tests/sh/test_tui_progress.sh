@@ -13,7 +13,7 @@ tui_wait "Lesson 1/" 10
 tui_wait "Progress not saved" 5 || fail "a failed save is not reported"
 # the whole message, wrapped in the text view: the reason and the promise to retry
 joined=$(tui_screen | sed 's/[│┐┘]\([│┌└]\).*//' | tr -d '\n│ ')   # the left (text) pane, lines joined
-grep -qF "progress.json.tmp-" <<<"$joined" || fail "the path is not shown in full"
+grep -qE "progress\.json\.(tmp-|lock)" <<<"$joined" || fail "the path is not shown in full"
 grep -qF "Notadirectory" <<<"$joined" || fail "the reason is not shown in full"
 grep -qF "triesagainaftereverystep" <<<"$joined" || fail "the message does not say it keeps trying"
 # make the folder writable: the next step's save goes through

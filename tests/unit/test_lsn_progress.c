@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -319,6 +320,134 @@ static void test_save_error(void **state)
     assert_non_null(strstr(err, "cannot save progress"));
 }
 
+/* Two kvlab processes of one user: each keeps the other's lessons. */
+static void test_two_processes_merge(void **state)
+{
+    (void)state;
+    char path[512], err[256], notice[512];
+    snprintf(path, sizeof path, "%s/kvlab/progress.json", tmpdir);
+    static lsn_progress a, b, q;
+    lsn_progress_init(&a);
+    lsn_progress_init(&b);
+    lsn_progress_init(&q);
+    assert_int_equal(lsn_progress_load(&a, path, notice, sizeof notice), 0);
+    assert_int_equal(lsn_progress_load(&b, path, notice, sizeof notice), 0);
+    a.lessons[1].step = 3;
+    assert_int_equal(lsn_progress_add_input(&a, 1, 1, LSN_IN_ANSWER, NULL, "42"), 0);
+    assert_int_equal(lsn_progress_save(&a, path, err, sizeof err), 0);
+    b.lessons[2].step = 5;
+    assert_int_equal(lsn_progress_save(&b, path, err, sizeof err), 0); /* used to erase a's lesson 1 */
+    assert_int_equal(lsn_progress_load(&q, path, notice, sizeof notice), 0);
+    assert_int_equal(q.lessons[1].step, 3);
+    assert_int_equal(q.lessons[1].ninputs, 1);
+    assert_string_equal(q.lessons[1].inputs[0].value, "42");
+    assert_int_equal(q.lessons[2].step, 5);
+    /* b brought lesson 1 up to date in its memory; a saving again keeps b's lesson 2 */
+    assert_int_equal(b.lessons[1].step, 3);
+    a.lessons[1].step = 4;
+    assert_int_equal(lsn_progress_save(&a, path, err, sizeof err), 0);
+    assert_int_equal(lsn_progress_load(&q, path, notice, sizeof notice), 0);
+    assert_int_equal(q.lessons[1].step, 4);
+    assert_int_equal(q.lessons[2].step, 5);
+
+    /* both change lesson 3: the furthest step wins, done if either is, the best score of each challenge */
+    a.lessons[3].step = 2;
+    a.lessons[3].done = 1;
+    lsn_score s1 = {.key = "challenge 1", .changes = 2, .rank = 1, .lever = "gpu", .cost = "a card"};
+    lsn_score s2 = {.key = "challenge 1", .changes = 1, .rank = 3, .lever = "len", .cost = "context"};
+    lsn_score s3 = {.key = "challenge 2", .changes = 1, .rank = 1, .lever = "fp8", .cost = "accuracy"};
+    assert_int_equal(lsn_progress_score(&a, 3, &s1, NULL), 1);
+    assert_int_equal(lsn_progress_score(&a, 3, &s3, NULL), 1);
+    b.lessons[3].step = 6;
+    assert_int_equal(lsn_progress_score(&b, 3, &s2, NULL), 1);
+    assert_int_equal(lsn_progress_save(&a, path, err, sizeof err), 0);
+    assert_int_equal(lsn_progress_save(&b, path, err, sizeof err), 0);
+    assert_int_equal(lsn_progress_load(&q, path, notice, sizeof notice), 0);
+    assert_int_equal(q.lessons[3].step, 6);
+    assert_true(q.lessons[3].done);
+    assert_int_equal(q.lessons[3].nscores, 2);
+    for (int i = 0; i < 2; i++) {
+        if (!strcmp(q.lessons[3].scores[i].key, "challenge 1"))
+            assert_string_equal(q.lessons[3].scores[i].lever, "len"); /* 1 change beats 2 */
+        else
+            assert_string_equal(q.lessons[3].scores[i].lever, "fp8");
+    }
+
+    /* a reset only this process made is not undone by the merge */
+    lsn_progress_truncate(&a, 1, 0);
+    a.lessons[1].step = 0;
+    assert_int_equal(lsn_progress_save(&a, path, err, sizeof err), 0);
+    assert_int_equal(lsn_progress_load(&q, path, notice, sizeof notice), 0);
+    assert_int_equal(q.lessons[1].step, 0);
+    assert_int_equal(q.lessons[2].step, 5);
+    lsn_progress_clear(&a);
+    lsn_progress_clear(&b);
+    lsn_progress_clear(&q);
+}
+
+/* Two real processes saving at once, each its own lesson, many times: the
+ * lock makes every read-merge-write whole, so the last of each stays. */
+static void test_two_processes_locked(void **state)
+{
+    (void)state;
+    char path[512], err[256], notice[512];
+    snprintf(path, sizeof path, "%s/progress.json", tmpdir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    int lesson = pid == 0 ? 2 : 1, bad = 0;
+    static lsn_progress p;
+    lsn_progress_init(&p);
+    lsn_progress_load(&p, path, notice, sizeof notice);
+    for (int step = 1; step <= 150; step++) {
+        p.lessons[lesson].step = step;
+        bad |= lsn_progress_save(&p, path, err, sizeof err) != 0;
+    }
+    lsn_progress_clear(&p);
+    if (pid == 0)
+        _exit(bad);
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_int_equal(bad, 0);
+    assert_int_equal(lsn_progress_load(&p, path, notice, sizeof notice), 0);
+    assert_int_equal(p.lessons[1].step, 150);
+    assert_int_equal(p.lessons[2].step, 150);
+    lsn_progress_clear(&p);
+}
+
+/* A symlinked progress.json is followed (the link stays a link); one that
+ * points nowhere usable is refused, never replaced by a file. */
+static void test_symlink(void **state)
+{
+    (void)state;
+    char path[512], real[512], err[512], notice[512];
+    snprintf(real, sizeof real, "%s/dotfiles", tmpdir);
+    mkdir(real, 0700);
+    snprintf(real, sizeof real, "%s/dotfiles/progress.json", tmpdir);
+    snprintf(path, sizeof path, "%s/progress.json", tmpdir);
+    assert_int_equal(symlink(real, path), 0);
+    static lsn_progress p;
+    lsn_progress_init(&p);
+    p.lessons[4].step = 7;
+    assert_int_equal(lsn_progress_save(&p, path, err, sizeof err), 0);
+    struct stat st;
+    assert_int_equal(lstat(path, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    assert_int_equal(lstat(real, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(lsn_progress_load(&p, path, notice, sizeof notice), 0);
+    assert_int_equal(p.lessons[4].step, 7);
+    /* a link into a folder that is gone */
+    char dangling[512];
+    snprintf(dangling, sizeof dangling, "%s/p2.json", tmpdir);
+    assert_int_equal(symlink("/nonexistent-kvlab/x/progress.json", dangling), 0);
+    assert_int_equal(lsn_progress_save(&p, dangling, err, sizeof err), -1);
+    assert_non_null(strstr(err, "symlink"));
+    assert_int_equal(lstat(dangling, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    lsn_progress_clear(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -331,6 +460,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_scores, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_temps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_special_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_two_processes_merge, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_two_processes_locked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_symlink, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
