@@ -146,3 +146,47 @@ int kv_read_file(const char *path, size_t max_bytes, char **out, size_t *len, ch
     *len = n;
     return 0;
 }
+
+FILE *kv_open_output(const char *path, const char *mode, const char *const *inputs, int ninputs, char *err,
+                     size_t errlen)
+{
+    int append = mode && mode[0] == 'a';
+    /* O_NONBLOCK: a FIFO with no reader fails at once (ENXIO) instead of waiting for one */
+    int fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC | (append ? O_APPEND : 0), 0644);
+    if (fd < 0) {
+        kv_errf(err, errlen, -1, "%s: %s", path,
+                errno == ENXIO ? "is a pipe (FIFO), not a regular file" : why_open(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        int isdev = S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode);
+        close(fd);
+        kv_errf(err, errlen, -1, "%s: is %s, not a regular file", path,
+                S_ISFIFO(st.st_mode) ? "a pipe (FIFO)" : isdev ? "a device" : "not a regular file");
+        return NULL;
+    }
+    for (int i = 0; i < ninputs; i++) {
+        struct stat in;
+        if (inputs[i] && stat(inputs[i], &in) == 0 && in.st_dev == st.st_dev && in.st_ino == st.st_ino) {
+            close(fd);
+            kv_errf(err, errlen, -1, "%s: is the input %s: writing it would destroy what is being read", path,
+                    inputs[i]);
+            return NULL;
+        }
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if ((fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) || (!append && ftruncate(fd, 0) < 0)) {
+        int e = errno;
+        close(fd);
+        kv_errf(err, errlen, -1, "%s: %s", path, strerror(e));
+        return NULL;
+    }
+    FILE *f = fdopen(fd, append ? "a" : "w");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        kv_errf(err, errlen, -1, "%s: %s", path, strerror(e));
+    }
+    return f;
+}

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" { /* the CUDA backend (C++) calls these too */
@@ -36,6 +37,15 @@ char *kv_fmt_thousands(char *buf, size_t len, long long v);
  * with the message in err (errno-style text for open/read failures; ENOENT
  * reads "no such file"). */
 int kv_read_file(const char *path, size_t max_bytes, char **out, size_t *len, char *err, size_t errlen);
+
+/* Open an output file for writing (mode "w": truncated, "a": appended),
+ * the one way kvlab opens what it writes: a FIFO, a device or a folder is
+ * refused without blocking (opened O_NONBLOCK, then fstat), and so is a
+ * path that is one of the inputs[0..ninputs) (the same file by st_dev and
+ * st_ino, whatever the names: simulate --events naming its --trace), before
+ * anything is truncated. Returns the stream, or NULL with one line in err. */
+FILE *kv_open_output(const char *path, const char *mode, const char *const *inputs, int ninputs, char *err,
+                     size_t errlen);
 
 /* ceil(a / b) for positive integers (vLLM's cdiv). */
 static inline int64_t kv_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }

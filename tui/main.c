@@ -1,5 +1,6 @@
 /* kvlab: CLI dispatch. With no command (or only app flags) it opens the
  * lesson app; otherwise it runs one command and exits with its code. */
+#include <errno.h>
 #include <locale.h>
 #include <stdio.h>
 #include <string.h>
@@ -47,7 +48,35 @@ static void lesson_locale(void)
     setlocale(LC_NUMERIC, "C");
 }
 
+static int run_command(int argc, char **argv);
+
+/* A command's output that could not be written (a full disk, /dev/full, a
+ * closed pipe's EIO) is a failure, not exit 0: say so once. */
+static int finish_output(int rc)
+{
+    int bad = fflush(stdout) != 0 || ferror(stdout);
+    int e = errno;
+    if (fclose(stdout) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    if (bad) {
+        fprintf(stderr, "kvlab: could not write the output: %s\n", strerror(e ? e : EIO));
+        return rc ? rc : 1;
+    }
+    return rc;
+}
+
 int main(int argc, char **argv)
+{
+    if (argc >= 2 && argv[1][0] != '-')
+        return finish_output(run_command(argc, argv));
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
+        return finish_output(run_command(argc, argv));
+    return run_command(argc, argv);
+}
+
+static int run_command(int argc, char **argv)
 {
     if (argc >= 2) {
         const char *c = argv[1];

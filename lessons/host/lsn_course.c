@@ -8,18 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static char *slurp(const char *path, size_t max)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *buf = malloc(max + 1);
-    size_t n = buf ? fread(buf, 1, max, f) : 0;
-    fclose(f);
-    if (buf)
-        buf[n] = '\0';
-    return buf;
-}
+#include "kv_util.h"
+#include "lsn_stage.h"
+
 
 void lsn_course_free(lsn_course *c)
 {
@@ -56,10 +47,15 @@ int lsn_course_load(lsn_course *c, const char *dir, char *err, size_t errlen)
     snprintf(c->dir, sizeof c->dir, "%s", dir);
     char path[4200];
     snprintf(path, sizeof path, "%s/manifest.json", dir);
-    char *text = slurp(path, 1u << 20);
-    if (!text) {
-        snprintf(err, errlen, "cannot read %s (is the lessons folder right? set KVLAB_LESSONS_DIR or --lessons DIR)",
-                 path);
+    /* kv_read_file: a FIFO or a device as manifest.json is refused, never waited on */
+    char *text = NULL, why[4400];
+    size_t len = 0;
+    if (kv_read_file(path, 1u << 20, &text, &len, why, sizeof why) < 0) {
+        if (strstr(why, "no such file") || strstr(why, "ermission") || strstr(why, "ot a directory"))
+            snprintf(err, errlen, "cannot read %s (is the lessons folder right? set KVLAB_LESSONS_DIR or --lessons "
+                     "DIR)", path);
+        else
+            snprintf(err, errlen, "cannot read %s", why);
         return -1;
     }
     cJSON *root = cJSON_Parse(text);
@@ -93,7 +89,9 @@ int lsn_course_load(lsn_course *c, const char *dir, char *err, size_t errlen)
             snprintf(err, errlen, "%s: chapter %d must be {\"number\": %d, \"title\": \"...\"}", path, i + 1, i + 1);
             goto out;
         }
-        c->chapter_titles[i++] = strdup(title->valuestring);
+        if ((c->chapter_titles[i] = strdup(title->valuestring)))
+            lsn_text_clean(c->chapter_titles[i], strlen(c->chapter_titles[i]), 0);
+        i++;
     }
     int n = cJSON_GetArraySize(lessons);
     if (n > 99) {
@@ -129,7 +127,10 @@ int lsn_course_load(lsn_course *c, const char *dir, char *err, size_t errlen)
         l->number = i + 1;
         l->chapter = ch->valueint;
         l->chapter_title = c->chapter_titles[ch->valueint - 1];
-        l->title = strdup(title->valuestring);
+        char *t = strdup(title->valuestring);
+        if (t) /* a title's escape sequences never reach the terminal (kvlab lessons, the app's list) */
+            lsn_text_clean(t, strlen(t), 0);
+        l->title = t;
         l->file = strdup(file->valuestring);
         char fp[4400];
         snprintf(fp, sizeof fp, "%s/%s", dir, l->file);

@@ -581,6 +581,7 @@ static int start_lesson(lsn_runner *r, int number)
         vm_error(r);
         return -1;
     }
+    lsn_text_clean(les->title, strlen(les->title), 0); /* the lesson file's own title, too */
     lsn_offer_build(&r->offer, r->srv.server);
     r->changes |= LSN_CH_TEXT | LSN_CH_VIEWS | LSN_CH_STATE | LSN_CH_FLAGS | LSN_CH_SERVER;
     resume0(r);

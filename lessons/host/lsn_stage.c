@@ -56,10 +56,22 @@ static void free_strv(char **v, int n)
 
 /* ---- narration ---------------------------------------------------------------- */
 
+void lsn_text_clean(char *s, size_t n, int keep_newlines)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c < 0x20 && !(c == '\n' && keep_newlines)) || c == 0x7f)
+            s[i] = ' ';
+        else if (c == 0xc2 && i + 1 < n && (unsigned char)s[i + 1] >= 0x80 && (unsigned char)s[i + 1] <= 0x9f)
+            s[i] = s[i + 1] = ' ';
+    }
+}
+
 void lsn_stage_page(lsn_stage *st, const char *title)
 {
     lsn_sb_clear(&st->text);
     snprintf(st->page_title, sizeof st->page_title, "%s", title ? title : "");
+    lsn_text_clean(st->page_title, strlen(st->page_title), 0);
     st->page_no++;
 }
 
@@ -69,7 +81,11 @@ int lsn_stage_say(lsn_stage *st, const char *s, size_t len)
         return -1;
     if (st->text.len && lsn_sb_add(&st->text, "\n\n", 2) < 0)
         return -1;
-    return lsn_sb_add(&st->text, s, len);
+    size_t at = st->text.len;
+    if (lsn_sb_add(&st->text, s, len) < 0)
+        return -1;
+    lsn_text_clean(st->text.s + at, len, 1);
+    return 0;
 }
 
 /* ---- views -------------------------------------------------------------------- */

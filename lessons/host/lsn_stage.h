@@ -30,6 +30,12 @@ void lsn_sb_clear(lsn_strbuf *b);
 int lsn_sb_add(lsn_strbuf *b, const char *s, size_t n);
 void lsn_sb_free(lsn_strbuf *b);
 
+/* Make lesson text safe for a terminal, in place: C0 control bytes (but a
+ * newline when keep_newlines; a tab becomes a space), DEL and the C1
+ * controls (UTF-8 0xC2 0x80..0x9F, which include CSI) become spaces, so no
+ * escape sequence from a lesson or a manifest reaches the screen or stdout. */
+void lsn_text_clean(char *s, size_t n, int keep_newlines);
+
 typedef struct lsn_stage_view {
     lsn_view pub;
     lsn_highlight *hl;

@@ -16,9 +16,12 @@ quoted() { sed -E "s/^[^']*'([^']*)'.*/\1/"; }
 # The step counter in the title bar ("step 7").
 cur_step() { tui_screen | sed -n 1p | grep -oE 'step [0-9]+' | head -1 | grep -oE '[0-9]+'; }
 
-# wait_step_after N: the step counter moves past N (a check was passed).
+# wait_step_after N [TIMEOUT_S]: the step counter moves past N (a check was
+# passed); the deadline scales with TUI_TIMEOUT_SCALE like tui_wait's (ASan,
+# two jobs at once: a goal's flag change restarts a server, 60 s was too
+# little beside another test under ASan).
 wait_step_after() {
-    local before=$1 end=$((SECONDS + ${2:-20})) s
+    local before=$1 end=$((SECONDS + ${2:-20} * ${TUI_TIMEOUT_SCALE:-3})) s
     while [ $SECONDS -le $end ]; do
         s=$(cur_step || true)
         if [ -n "$s" ] && [ "$s" -gt "$before" ]; then return 0; fi

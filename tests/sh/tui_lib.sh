@@ -77,7 +77,7 @@ EOS
 tui_app_pid() {
     local shpid p i
     shpid=$(tui_tmux list-panes -t "$TUI_SESSION" -F '#{pane_pid}')
-    for i in $(seq 50); do
+    for i in $(seq $((50 * ${TUI_TIMEOUT_SCALE:-3}))); do
         for p in /proc/[0-9]*; do
             [ -r "$p/stat" ] || continue
             local st
@@ -171,10 +171,17 @@ tui_set_flag() {
 # tui_advance_until TEXT [MAX_KEYS]: press n (next step) until TEXT shows.
 # A page is given until its screen has been still for 0.3 s (the start-up
 # replay has finished), at most about a second while something animates.
+# After each n it waits (a deadline, scaled) until the screen shows the key
+# was taken, so a slow app never gets a second n queued behind the first
+# (which skipped the page looked for under load).
 tui_advance_until() {
     # More presses allowed on a slow machine (an animated page may eat some).
-    local text=$1 max=$(( ${2:-8} * ${TUI_TIMEOUT_SCALE:-3} )) i
+    local text=$1 max=$(( ${2:-8} * ${TUI_TIMEOUT_SCALE:-3} )) i before="" end
     for i in $(seq "$max"); do
+        if [ -n "$before" ]; then
+            end=$((SECONDS + 2 * ${TUI_TIMEOUT_SCALE:-3}))
+            while [ $SECONDS -lt $end ] && [ "$(tui_screen)" = "$before" ]; do sleep 0.05; done
+        fi
         local prev="" still=0 polls=0 cur
         while [ $polls -lt 12 ]; do
             cur=$(tui_screen)
@@ -185,6 +192,8 @@ tui_advance_until() {
             polls=$((polls + 1))
             sleep 0.1
         done
+        before=$(tui_screen)
+        printf '%s' "$before" | grep -qF -- "$text" && return 0
         tui_keys n
     done
     tui_wait "$text" 5

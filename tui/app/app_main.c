@@ -26,6 +26,7 @@
 #include "backend.h"
 #include "commands.h"
 #include "kv_history.h"
+#include "kv_util.h"
 #include "lsn_server.h"
 #include "paths.h"
 #include "ui_chrome.h"
@@ -61,8 +62,9 @@ static double cpu_now(void)
 static void stats_write(void)
 {
     if (!g_stats.path) return;
-    FILE *f = fopen(g_stats.path, "w");
-    if (!f) return;
+    char err[300];
+    FILE *f = kv_open_output(g_stats.path, "w", NULL, 0, err, sizeof err); /* a FIFO or device: refused, not waited on */
+    if (!f) { fprintf(stderr, "kvlab: KVLAB_STATS %s\n", err); return; }
     double p95 = 0;
     long n = g_stats.frames < (1L << 20) ? g_stats.frames : (1L << 20);
     if (g_stats.cpu_samples && n > 0) {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "kv_util.h"
 #include "room_follow.h"
 #include "room_pres.h"
 
@@ -113,7 +114,8 @@ int app_room_open(app *a, int mode, const char *name, const char *group, char *e
     }
     const char *tr = getenv("KVLAB_ROOM_TRACE");
     if (tr && *tr) {
-        m->trace = fopen(tr, "a");
+        char terr[300];
+        m->trace = kv_open_output(tr, "a", NULL, 0, terr, sizeof terr); /* a FIFO or device: refused, not waited on */
         if (m->trace)
             setvbuf(m->trace, NULL, _IOLBF, 0);
     }

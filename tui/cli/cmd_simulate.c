@@ -483,20 +483,26 @@ int cmd_simulate(int argc, char **argv)
     }
     if (!json)
         print_notes(notes, NULL);
+    /* outputs are regular files and never one of the inputs (kv_open_output) */
+    const char *inputs[2] = {trace_arg, steps_arg};
     if (steps_arg) {
-        steps = fopen(steps_arg, "w");
+        char oerr[600];
+        steps = kv_open_output(steps_arg, "w", inputs, 1, oerr, sizeof oerr);
         arrived = malloc((size_t)(tr.count > 0 ? tr.count : 1) * sizeof *arrived);
         if (!steps || !arrived) {
-            fprintf(stderr, "kvlab simulate: --steps-out %s: cannot write it\n", steps_arg);
+            fprintf(stderr, "kvlab simulate: --steps-out %s\n", steps ? "out of memory" : oerr);
             code = 2;
             goto done;
         }
         steps_config(steps, e);
     }
-    if (events_arg && !(evo.f = fopen(events_arg, "w"))) {
-        fprintf(stderr, "kvlab simulate: --events %s: cannot write it\n", events_arg);
-        code = 2;
-        goto done;
+    if (events_arg) {
+        char oerr[600];
+        if (!(evo.f = kv_open_output(events_arg, "w", inputs, 2, oerr, sizeof oerr))) {
+            fprintf(stderr, "kvlab simulate: --events %s\n", oerr);
+            code = 2;
+            goto done;
+        }
     }
     int64_t next = 0, rejected = 0;
     char first_reject[700] = "";
