@@ -15,7 +15,9 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: kvlab [--lesson N] [--lessons DIR] [--ascii] [--no-color] [--fps N]\n"
-        "                                 the lesson app (resumes where you left off)\n"
+        "             [--vllm-version V] [--accounting textbook]\n"
+        "                                 the lesson app (resumes where you left off), following\n"
+        "                                 vLLM release V (default the newest; remembered)\n"
         "       kvlab --log FILE           the app on a vLLM log: memory bar, start-up log and flags\n"
         "                                 beside what the log says (kvlab explain in the app)\n"
         "       kvlab --present [ROOM] [--allow-group GROUP] | --follow [ROOM]\n"
@@ -29,7 +31,8 @@ static void usage(FILE *f)
         "       kvlab fit MODEL [--context N] [--concurrency C] [--gpus LIST] [--tp LIST] [--json]\n"
         "                                 which cards and tensor-parallel sizes serve this workload\n"
         "       kvlab models | gpus | lessons\n"
-        "       kvlab check [N ...]        run lessons headless; non-zero exit on a failed check\n"
+        "       kvlab check [N ...] [--vllm-version V]\n"
+        "                                 run lessons headless; non-zero exit on a failed check\n"
         "       kvlab probe                what the CUDA backend measures on this machine\n"
         "       kvlab rooms                classroom rooms on this machine (who presents, who may join)\n"
         "       kvlab --version | --help\n");

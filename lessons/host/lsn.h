@@ -69,6 +69,13 @@ typedef struct lsn_config {
                                   steps run without animation, scripted answers used */
     int verbose;               /* kvlab check -v: log every page and what lessons print() */
     lsn_limits limits;
+    /* The learner's vLLM release (kvlab --vllm-version V) and accounting
+     * ("release" or "textbook": kvlab --accounting textbook); NULL = what the
+     * progress file keeps (else the newest release). Given ones are checked
+     * (lsn_new fails with one line for a release kvlab does not know) and
+     * kept in the progress file. */
+    const char *vllm_version;
+    const char *accounting;
     /* Set (from a signal handler) to stop the running lesson code at once;
      * may be NULL. */
     const volatile sig_atomic_t *interrupt;
@@ -325,9 +332,24 @@ const lsn_flag *lsn_flag_at(const lsn_runner *r, int index);
  * re-check a pending goal. value "" restores the default. Returns LSN_CH_*
  * bits; on a bad name or value (or a flag this lesson does not offer) returns
  * 0 and fills err with one line. A server that fails to start is not an
- * error here: lsn_server_error() has vLLM's message. */
+ * error here: lsn_server_error() has vLLM's message.
+ * vllm-version (every lesson's last flags row; "textbook" picks the
+ * textbook accounting) and accounting are the learner's release, not the
+ * lesson's: they go through lsn_set_release and the lesson is loaded again
+ * and replayed to its step under the new release (not recorded as inputs). */
 unsigned lsn_set_flag(lsn_runner *r, const char *name, const char *value,
                       char *err, size_t errlen);
+
+/* The learner's release: the vLLM version every lesson's server follows
+ * ("0.33.0" when none was chosen: the newest) and the accounting ("release",
+ * or "textbook": the course's simplified arithmetic). */
+const char *lsn_release_version(const lsn_runner *r);
+const char *lsn_release_accounting(const lsn_runner *r);
+/* Choose the release (version NULL: keep; accounting NULL: "release" when a
+ * version is given, else keep) and keep it in the progress file. It takes
+ * effect at the next lsn_load. Returns 0, or -1 with one line in err for a
+ * release kvlab does not know or an accounting other than release/textbook. */
+int lsn_set_release(lsn_runner *r, const char *version, const char *accounting, char *err, size_t errlen);
 
 /* The goal being worked on (lab.goal), or NULL. */
 const lsn_goal *lsn_get_goal(const lsn_runner *r);

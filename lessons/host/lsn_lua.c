@@ -893,6 +893,19 @@ static int l_print(lua_State *L)
     return 0;
 }
 
+/* The learner's release as a table: {vllm_version=, accounting=, textbook=}
+ * (lab.release, and require("lib.release") for helpers loaded before run). */
+static void push_release(lua_State *L, lsn_vm *vm)
+{
+    lua_createtable(L, 0, 3);
+    lua_pushstring(L, vm->env.vllm_version ? vm->env.vllm_version : "");
+    lua_setfield(L, -2, "vllm_version");
+    lua_pushstring(L, vm->env.accounting ? vm->env.accounting : "release");
+    lua_setfield(L, -2, "accounting");
+    lua_pushboolean(L, vm->env.accounting && !strcmp(vm->env.accounting, "textbook"));
+    lua_setfield(L, -2, "textbook");
+}
+
 static const char prelude[] =
     "local error, tostring = error, tostring\n"
     "setmetatable(_G, {\n"
@@ -947,6 +960,8 @@ static int open_sandbox(lua_State *L, entry *e)
     lua_call(L, 1, 0);
     lua_pop(L, 1);
     lua_newtable(L);
+    push_release(L, V(L)); /* require("lib.release"): no file, the runner's table */
+    lua_setfield(L, -2, "lib.release");
     lua_setfield(L, LUA_REGISTRYINDEX, "lsn.loaded");
     lua_pushcfunction(L, l_require);
     lua_setglobal(L, "require");
@@ -1507,6 +1522,13 @@ static int f_start(lua_State *L)
 {
     lsn_vm *vm = V(L);
     lsn_server_reset_args(vm->env.server);
+    /* every server follows the learner's release (lab.release) unless the
+     * lesson names another accounting or release in its flags */
+    char err[256];
+    const char *acc = vm->env.accounting ? vm->env.accounting : "release";
+    lsn_server_set(vm->env.server, "accounting", acc, err, sizeof err);
+    if (strcmp(acc, "textbook") && vm->env.vllm_version && vm->env.vllm_version[0])
+        lsn_server_set(vm->env.server, "vllm-version", vm->env.vllm_version, err, sizeof err);
     if (lua_istable(L, 1))
         apply_flag_table(L, vm, 1);
     else
@@ -3109,6 +3131,8 @@ static void lab_push(lua_State *L, lsn_vm *vm)
     }
     lua_pushboolean(L, vm->env.headless);
     lua_setfield(L, -2, "headless");
+    push_release(L, vm); /* lab.release: the learner's release (lessons/API.md) */
+    lua_setfield(L, -2, "release");
     lua_createtable(L, 0, 3);
     setint(L, "id", vm->env.number);
     setstr(L, "title", vm->env.title);

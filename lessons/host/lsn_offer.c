@@ -1,9 +1,14 @@
 #include "lsn_offer.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kv_args.h"
+#include "kv_release.h"
+
+/* The runner's rows: their values are not the server's (lsn_offer_set_value). */
+static int own_row(const char *name) { return !strcmp(name, "vllm-version") || !strcmp(name, "accounting"); }
 
 static void free_strv(char **v, int n)
 {
@@ -48,7 +53,7 @@ int lsn_offer_allows(const lsn_offer *o, const char *name)
     const char *canon = NULL;
     if (!lsn_server_flag_info(name, &canon, NULL, NULL))
         return 0;
-    if (o->allow_all)
+    if (o->allow_all || own_row(canon))
         return 1;
     for (int i = 0; i < o->nallowed; i++)
         if (!strcmp(o->allowed[i], canon))
@@ -56,10 +61,29 @@ int lsn_offer_allows(const lsn_offer *o, const char *name)
     return 0;
 }
 
+int lsn_offer_set_value(lsn_offer *o, const char *name, const char *value)
+{
+    for (int i = 0; i < o->nflags; i++) {
+        if (strcmp(o->flags[i].name, name) || (o->values[i] && !strcmp(o->values[i], value)))
+            continue;
+        char *nv = strdup(value);
+        if (!nv)
+            return 0;
+        free(o->values[i]);
+        o->values[i] = nv;
+        o->flags[i].value = nv;
+        return 1;
+    }
+    return 0;
+}
+
+
 int lsn_offer_sync(lsn_offer *o, const lsn_server *s)
 {
     int changed = 0;
     for (int i = 0; i < o->nflags; i++) {
+        if (own_row(o->flags[i].name) && o->values[i])
+            continue;
         char buf[512];
         lsn_server_get(s, o->flags[i].name, buf, sizeof buf);
         if (!o->values[i] || strcmp(o->values[i], buf)) {
@@ -97,6 +121,13 @@ static void add_flag(lsn_offer *o, const char *name)
     f->help = help ? help : "";
     f->value = "";
     o->values[o->nflags] = NULL;
+    char releases[1024];
+    if (!strcmp(canon, "vllm-version")) { /* the row steps through the release table's rows */
+        size_t at = (size_t)snprintf(releases, sizeof releases, "textbook");
+        for (int i = 0; i < kv_release_count() && at < sizeof releases; i++)
+            at += (size_t)snprintf(releases + at, sizeof releases - at, "|%s", kv_release_at(i)->first);
+        choices = releases;
+    }
     if (choices && choices[0]) {
         int n = 1;
         for (const char *p = choices; *p; p++)
@@ -137,5 +168,6 @@ void lsn_offer_build(lsn_offer *o, const lsn_server *s)
         for (int i = 0; i < o->nallowed; i++)
             add_flag(o, o->allowed[i]);
     }
+    add_flag(o, "vllm-version"); /* every lesson: the learner's release, last */
     lsn_offer_sync(o, s);
 }

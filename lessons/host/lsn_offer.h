@@ -23,6 +23,9 @@ int lsn_offer_allow(lsn_offer *o, const char *name);
 int lsn_offer_allows(const lsn_offer *o, const char *name);
 /* Build the list the flags view shows (after the last lsn_offer_allow). */
 void lsn_offer_build(lsn_offer *o, const lsn_server *s);
+/* Set the shown value of flag `name` (the runner's own rows: vllm-version).
+ * Returns 1 when it changed. */
+int lsn_offer_set_value(lsn_offer *o, const char *name, const char *value);
 /* Re-read the values from the server. Returns 1 when one changed. */
 int lsn_offer_sync(lsn_offer *o, const lsn_server *s);
 

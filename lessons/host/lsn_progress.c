@@ -43,6 +43,7 @@ void lsn_progress_clear(lsn_progress *p)
         p->base[n] = NULL;
     }
     p->current = 0;
+    p->vllm_version[0] = p->accounting[0] = '\0';
 }
 
 int lsn_progress_path(const char *state_dir, char *buf, size_t buflen)
@@ -139,6 +140,8 @@ static const char *parse(lsn_progress *p, const char *text)
     const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "format_version");
     const cJSON *cur = cJSON_GetObjectItemCaseSensitive(root, "current");
     const cJSON *lessons = cJSON_GetObjectItemCaseSensitive(root, "lessons");
+    const cJSON *rel = cJSON_GetObjectItemCaseSensitive(root, "vllm_version");
+    const cJSON *acc = cJSON_GetObjectItemCaseSensitive(root, "accounting");
     int v = 0;
     if (!cJSON_IsObject(root)) {
         why = "it is not a JSON object";
@@ -150,7 +153,16 @@ static const char *parse(lsn_progress *p, const char *text)
         why = "\"current\" is not a lesson number";
     } else if (lessons && !cJSON_IsObject(lessons)) {
         why = "\"lessons\" is not an object";
+    } else if (rel && !text_at_most(rel, LSN_RELEASE_TEXT - 1)) {
+        why = "\"vllm_version\" is not a release";
+    } else if (acc && !(cJSON_IsString(acc) && (!strcmp(acc->valuestring, "release") ||
+                                                 !strcmp(acc->valuestring, "textbook")))) {
+        why = "\"accounting\" is not release or textbook";
     }
+    if (!why && rel)
+        snprintf(p->vllm_version, sizeof p->vllm_version, "%s", rel->valuestring);
+    if (!why && acc)
+        snprintf(p->accounting, sizeof p->accounting, "%s", acc->valuestring);
     const cJSON *les;
     if (!why && lessons) {
         cJSON_ArrayForEach(les, lessons) {
@@ -354,6 +366,10 @@ static cJSON *to_json(const lsn_progress *p)
     cJSON *root = cJSON_CreateObject();
     cJSON_AddNumberToObject(root, "format_version", FORMAT_VERSION);
     cJSON_AddNumberToObject(root, "current", p->current);
+    if (p->vllm_version[0])
+        cJSON_AddStringToObject(root, "vllm_version", p->vllm_version);
+    if (p->accounting[0])
+        cJSON_AddStringToObject(root, "accounting", p->accounting);
     cJSON *lessons = cJSON_AddObjectToObject(root, "lessons");
     for (int n = 1; n <= LSN_MAX_LESSONS; n++) {
         const lsn_lesson_progress *l = &p->lessons[n];

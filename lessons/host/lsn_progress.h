@@ -13,6 +13,11 @@
  *    "scores": {"challenge 1": {"changes": 1, "rank": 3, "lever": "gpu",
  *                               "cost": "a smaller card"}}
  * fewer flag changes first, then a lower rank on the cheapest-first list.
+ * The learner's vLLM release, chosen once (kvlab --vllm-version V, the flags
+ * view's vllm-version row) and kept for every lesson:
+ *    "vllm_version": "0.33.0", "accounting": "release"
+ * ("textbook": the course's simplified arithmetic, kvlab --accounting
+ * textbook); absent = the newest release.
  * "step" is the number of steps completed; "inputs" are what the learner fed
  * the lesson, tagged with the wait (0-based: the step being worked on) where
  * they happened, so the runner can replay the lesson to its step.
@@ -67,8 +72,12 @@ typedef struct lsn_lesson_progress {
     lsn_score scores[LSN_MAX_SCORES];
 } lsn_lesson_progress;
 
+#define LSN_RELEASE_TEXT 16               /* bytes of a release ("0.33.0") or accounting, incl. the NUL */
+
 typedef struct lsn_progress {
     int current;               /* lesson to resume, 0 = none */
+    char vllm_version[LSN_RELEASE_TEXT]; /* the learner's release, "" = the newest */
+    char accounting[LSN_RELEASE_TEXT];   /* "release", "textbook", "" = release */
     lsn_lesson_progress lessons[LSN_MAX_LESSONS + 1]; /* index = lesson number */
     /* Each lesson as this process last read or wrote it (its JSON text; NULL
      * = none): a save merges with the file per lesson against it. */

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "kv_args.h"
+#include "kv_release.h"
 #include "lsn_runner_int.h"
 
 #define DEFAULT_SPEED 20.0                 /* engine steps per second while animating */
@@ -127,6 +128,11 @@ static void complete_step(lsn_runner *r)
 static void sync_flags(lsn_runner *r)
 {
     if (lsn_offer_sync(&r->offer, r->srv.server))
+        r->changes |= LSN_CH_FLAGS;
+    /* the release row is the learner's choice, whatever the server holds */
+    const char *rel = strcmp(lsn_release_accounting(r), "textbook") ? lsn_release_version(r) : "textbook";
+    if (lsn_offer_set_value(&r->offer, "vllm-version", rel) |
+        lsn_offer_set_value(&r->offer, "accounting", lsn_release_accounting(r)))
         r->changes |= LSN_CH_FLAGS;
 }
 
@@ -246,6 +252,18 @@ lsn_runner *lsn_new(const lsn_config *cfg, char *err, size_t errlen)
             sv->save = 0;
     } else {
         snprintf(sv->notice, sizeof sv->notice, "Neither XDG_STATE_HOME nor HOME is set: progress will not be saved.");
+    }
+    /* a release the progress file names that this kvlab does not know: the newest, said once */
+    char why[256];
+    if (sv->progress.vllm_version[0] && !kv_release_find(sv->progress.vllm_version, why, sizeof why)) {
+        snprintf(sv->notice, sizeof sv->notice, "The progress file's vLLM release %s is not one kvlab knows (%s): "
+                 "the lessons follow the newest, %s.", sv->progress.vllm_version, why, kv_release_newest()->first);
+        sv->progress.vllm_version[0] = '\0';
+    }
+    if ((cfg->vllm_version || cfg->accounting) &&
+        lsn_set_release(r, cfg->vllm_version, cfg->accounting, err, errlen) < 0) {
+        lsn_free(r);
+        return NULL;
     }
     sync_infos(r);
     return r;
@@ -569,7 +587,7 @@ static int start_lesson(lsn_runner *r, int number)
         .lessons_dir = r->lessons_dir, .lessons_name = r->lessons_name, .number = number,
         .title = les->title, .shown_path = les->shown_path, .limits = r->limits, .interrupt = r->interrupt,
         .start_server = env_start_server, .stop_server = env_stop_server, .score = env_score, .host = r,
-        .voice = r->voice,
+        .voice = r->voice, .vllm_version = lsn_release_version(r), .accounting = lsn_release_accounting(r),
     };
     char err[512];
     r->vm = lsn_vm_new(&env, err, sizeof err);
@@ -583,6 +601,7 @@ static int start_lesson(lsn_runner *r, int number)
     }
     lsn_text_clean(les->title, strlen(les->title), 0); /* the lesson file's own title, too */
     lsn_offer_build(&r->offer, r->srv.server);
+    sync_flags(r);
     r->changes |= LSN_CH_TEXT | LSN_CH_VIEWS | LSN_CH_STATE | LSN_CH_FLAGS | LSN_CH_SERVER;
     resume0(r);
     return r->pace.wait == W_ERROR ? -1 : 0;
@@ -1304,6 +1323,8 @@ const lsn_flag *lsn_flag_at(const lsn_runner *r, int index)
     return index >= 0 && index < r->offer.nflags ? &r->offer.flags[index] : NULL;
 }
 
+static unsigned change_release(lsn_runner *r, const char *canon, const char *value, char *err, size_t errlen);
+
 unsigned lsn_set_flag(lsn_runner *r, const char *name, const char *value, char *err, size_t errlen)
 {
     r->changes = 0;
@@ -1319,10 +1340,12 @@ unsigned lsn_set_flag(lsn_runner *r, const char *name, const char *value, char *
             snprintf(err, errlen, "this lesson does not let you change --%s", canon);
         return 0;
     }
-    if (lsn_server_set(r->srv.server, name, value ? value : "", err, errlen) < 0)
-        return 0;
     const char *canon = name;
     lsn_server_flag_info(name, &canon, NULL, NULL);
+    if (!strcmp(canon, "vllm-version") || !strcmp(canon, "accounting"))
+        return change_release(r, canon, value ? value : "", err, errlen);
+    if (lsn_server_set(r->srv.server, name, value ? value : "", err, errlen) < 0)
+        return 0;
     record(r, LSN_IN_FLAG, canon, value ? value : "");
     save_progress(r);
     r->changes |= LSN_CH_FLAGS;
@@ -1338,6 +1361,68 @@ unsigned lsn_set_flag(lsn_runner *r, const char *name, const char *value, char *
         lsn_run_check_goal(r);
     }
     return r->changes ? r->changes : LSN_CH_FLAGS;
+}
+
+const char *lsn_release_version(const lsn_runner *r)
+{
+    const char *v = r->saving.progress.vllm_version;
+    return v[0] ? v : kv_release_newest()->first;
+}
+
+/* The accounting when the learner chose none. The course moves to the
+ * newest release once every lesson holds under each release of the set
+ * (README "Which vLLM release the course follows"); until then the textbook. */
+#define LSN_DEFAULT_ACCOUNTING "textbook"
+
+const char *lsn_release_accounting(const lsn_runner *r)
+{
+    const char *a = r->saving.progress.accounting;
+    return a[0] ? a : LSN_DEFAULT_ACCOUNTING;
+}
+
+int lsn_set_release(lsn_runner *r, const char *version, const char *accounting, char *err, size_t errlen)
+{
+    lsn_progress *p = &r->saving.progress;
+    if (accounting && strcmp(accounting, "release") && strcmp(accounting, "textbook")) {
+        snprintf(err, errlen, "--accounting takes release or textbook, not '%.40s'", accounting);
+        return -1;
+    }
+    if (version && !strcmp(version, "textbook")) { /* the flags view's row offers the textbook as a release */
+        version = NULL;
+        accounting = "textbook";
+    }
+    if (version) {
+        char why[256];
+        if (!kv_release_find(version, why, sizeof why)) {
+            snprintf(err, errlen, "%s", why);
+            return -1;
+        }
+        if (strlen(version) >= sizeof p->vllm_version) {
+            snprintf(err, errlen, "--vllm-version %.40s: too long for a release number", version);
+            return -1;
+        }
+        snprintf(p->vllm_version, sizeof p->vllm_version, "%s", version);
+        if (!accounting)
+            accounting = "release"; /* choosing a release means following it */
+    }
+    if (accounting)
+        snprintf(p->accounting, sizeof p->accounting, "%s", accounting);
+    save_progress(r);
+    return 0;
+}
+
+/* The learner chose another release (the flags view's vllm-version row, or
+ * lesson 21's accounting): every figure follows it, so the lesson starts
+ * again under it and replays to where the learner was. */
+static unsigned change_release(lsn_runner *r, const char *canon, const char *value, char *err, size_t errlen)
+{
+    int rc = !strcmp(canon, "accounting") ? lsn_set_release(r, NULL, value, err, errlen)
+                                          : lsn_set_release(r, value, NULL, err, errlen);
+    if (rc < 0)
+        return 0;
+    int number = r->les.number;
+    lsn_load(r, number, 1);
+    return r->changes | LSN_CH_FLAGS | LSN_CH_SERVER | LSN_CH_TEXT | LSN_CH_VIEWS | LSN_CH_STATE;
 }
 
 struct kv_engine *lsn_engine(const lsn_runner *r) { return lsn_server_engine(r->srv.server); }

@@ -70,6 +70,8 @@ typedef struct lsn_lab_env {
     unsigned *changes;       /* LSN_CH_* bits for the app */
     FILE *const *log;        /* kvlab check's log, or NULL: where print() goes */
     int headless, verbose;
+    const char *vllm_version; /* lab.release: the learner's release and accounting (lsn.h) */
+    const char *accounting;
     const char *lessons_dir; /* require("lib.x") reads <lessons_dir>/lib/x.lua */
     const char *lessons_name; /* its base name, for "lessons/01-x.lua" in messages */
     int number;              /* the lesson */

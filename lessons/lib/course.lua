@@ -7,22 +7,41 @@
 -- course.example("B", {...extra flags}) (or course.start). Lessons that run
 -- some other server still go through course.server{...}.
 --
--- The figures the lessons quote (example A's 433,888 tokens, example B's
--- 2.83 GiB) follow the source document's arithmetic, which kvlab calls the
--- textbook accounting: a fixed CUDA context, CUDA graphs and NCCL all come
--- off the budget. A real vLLM release accounts a little differently (kvlab
--- serve --accounting release --vllm-version X shows how); everything in the
--- course asks for the textbook on purpose.
+-- Every server a lesson starts follows the learner's release (lab.release:
+-- kvlab --vllm-version V, the flags view's vllm-version row; the newest by
+-- default), so the figures, outcomes and goals are that release's. With
+-- kvlab --accounting textbook they follow the source document's arithmetic
+-- instead (a fixed CUDA context, CUDA graphs and NCCL all off the budget:
+-- the figures the seed article and the outline quote, such as example A's
+-- 433,888 tokens).
 --
 -- Under kvlab check, course.note(lab, "B") prints the running example's
 -- figures as one line ("example B +max-model-len=8192: kv_cache_gib=2.83
 -- ..."), so the golden transcripts hold every figure a lesson quotes for an
 -- example; tests/sh/test_course_examples.sh checks that each is the same in
--- every lesson and what `kvlab serve ... --accounting textbook` gives.
+-- every lesson and what `kvlab serve ...` gives under the same release.
 local course = {}
 
--- The accounting every lesson's server uses.
-course.ACCOUNTING = "textbook"
+-- The learner's release ({vllm_version=, accounting=, textbook=}, as
+-- lab.release), known before run(lab) so the examples below can follow it.
+local release = require("lib.release")
+course.RELEASE = release
+
+-- The accounting and release every lesson's server uses: the learner's.
+function course.release(lab)
+  return lab.release
+end
+
+-- true when the learner chose the textbook accounting (the seed's figures).
+function course.textbook(lab)
+  return lab.release.textbook
+end
+
+-- How the text names the accounting in force: "vLLM 0.33.0" or "the textbook arithmetic".
+function course.release_name(lab)
+  if lab.release.textbook then return "the textbook arithmetic" end
+  return "vLLM " .. lab.release.vllm_version
+end
 
 course.MODEL_8B = "meta-llama/Llama-3.1-8B-Instruct"
 course.MODEL_70B = "meta-llama/Llama-3.1-70B-Instruct"
@@ -36,10 +55,16 @@ course.EXAMPLES = {
     flags = { model = course.MODEL_8B, gpu = "h100-80gb", ["gpu-memory-utilization"] = 0.9 },
     id = { "model", "gpu", "gpu-memory-gib" },
   },
+  -- The card reports 23.64 GiB (the driver's total, assets/gpus.json); the
+  -- seed article read 23.5 GiB, which the textbook accounting keeps so its
+  -- figures (2.83 GiB for the cache) come back.
   B = {
-    what = "Llama 3.1 8B on an RTX 4090 that reports 23.5 GiB, " ..
+    what = release.textbook and
+           "Llama 3.1 8B on an RTX 4090 that reports 23.5 GiB (the seed's reading), " ..
+           "--max-num-batched-tokens 8192, no --max-model-len" or
+           "Llama 3.1 8B on an RTX 4090 (it reports 23.64 GiB), " ..
            "--max-num-batched-tokens 8192, no --max-model-len",
-    flags = { model = course.MODEL_8B, gpu = "rtx-4090", ["gpu-memory-gib"] = 23.5,
+    flags = { model = course.MODEL_8B, gpu = "rtx-4090", ["gpu-memory-gib"] = release.textbook and 23.5 or nil,
               ["gpu-memory-utilization"] = 0.9, ["max-num-batched-tokens"] = 8192 },
     id = { "model", "gpu", "gpu-memory-gib" },
   },
@@ -83,12 +108,11 @@ local function copy(t)
   return out
 end
 
--- A copy of flags with the course's accounting added (a lesson that names an
--- accounting keeps its own).
+-- A copy of flags for lab.start. The runtime adds the learner's accounting
+-- and release (lab.release) to every start; a lesson that names its own
+-- accounting keeps it.
 function course.server(flags)
-  local t = copy(flags)
-  if t.accounting == nil then t.accounting = course.ACCOUNTING end
-  return t
+  return copy(flags)
 end
 
 local function row(name)

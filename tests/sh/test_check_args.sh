@@ -22,4 +22,13 @@ refused "kvlab check: '0' is not a lesson number" 0
 refused "'abc' is not a lesson number" abc
 refused "'' is not a lesson number" ""
 refused "'3x' is not a lesson number" 3x
+# the release: one kvlab knows, and an accounting that is release or textbook
+refused "kvlab check: --vllm-version 9.9: unknown release" 1 --vllm-version 9.9
+refused "--accounting takes release or textbook, not 'guess'" 1 --accounting guess
+refused "kvlab check: --vllm-version needs a value" 1 --vllm-version
+# a known release is the one every server follows, and the summary says which
+"$K" check 4 --vllm-version 0.11.0 >"$tmp/out" 2>&1 || { echo "FAIL: kvlab check 4 --vllm-version 0.11.0: $(tail -3 "$tmp/out")"; fail=1; }
+grep -qF "1 passed, 0 failed under vLLM 0.11.0" "$tmp/out" || { echo "FAIL: the summary does not name vLLM 0.11.0: $(tail -1 "$tmp/out")"; fail=1; }
+"$K" check 4 --accounting textbook >"$tmp/out" 2>&1
+grep -qF "under the textbook accounting" "$tmp/out" || { echo "FAIL: the summary does not name the textbook: $(tail -1 "$tmp/out")"; fail=1; }
 exit $fail

@@ -4,21 +4,27 @@
 # Every lesson that runs example A, B or C notes its figures in its check
 # transcript (lessons/lib/course.lua course.note: a line "example B
 # +max-model-len=8192: kv_cache_gib=2.83 ... | serve <args>"). From the golden
-# transcripts (tests/golden/lessons/, which test_golden_lessons keeps equal to
-# what the lessons print), this checks that:
+# transcripts (tests/golden/lessons/R/ for each release R the course is
+# checked under, which test_golden_lessons keeps equal to what the lessons
+# print), this checks, release by release, that:
 #  1. the same example with the same flags has the same figures in every
 #     lesson that runs it;
-#  2. `kvlab serve <args> --accounting textbook --json` gives those figures;
+#  2. `kvlab serve <args> --vllm-version R --json` (--accounting textbook for
+#     the textbook) gives those figures;
 #  3. a lesson whose text names "example X" runs example X through lib.course
 #     (so its figures are among the ones checked here).
 set -uo pipefail
 [ "${KVLAB_LESSONS:-1}" = "0" ] && { echo "built without the lesson runtime: skipping"; exit 77; }
 : "${KVLAB:?set KVLAB to the kvlab binary}"
 : "${KVLAB_SOURCE_DIR:?set KVLAB_SOURCE_DIR}"
-golden="$KVLAB_SOURCE_DIR/tests/golden/lessons"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
+total=0
+for rel in $(grep -vE '^(#|$)' "$KVLAB_SOURCE_DIR/tests/golden/lessons/RELEASES"); do
+golden="$KVLAB_SOURCE_DIR/tests/golden/lessons/$rel"
+if [ "$rel" = textbook ]; then relargs="--accounting textbook"; else relargs="--vllm-version $rel"; fi
+echo "== $rel"
 
 # "lesson<TAB>key<TAB>figures<TAB>serve args" for every note
 for f in "$golden"/*.txt; do
@@ -54,7 +60,7 @@ done < <(cut -f2 "$tmp/notes" | sort -u)
 while IFS=$'\t' read -r key figs args; do
     [ -n "$args" ] || { echo "skip  $key: a lab-only flag, kvlab serve cannot run it"; continue; }
     # shellcheck disable=SC2086 # the arguments are words
-    json=$("$KVLAB" serve $args --accounting textbook --json 2>&1)
+    json=$("$KVLAB" serve $args $relargs --json 2>&1)
     mismatch=$(awk -v figs="$figs" '
         function val(name,   re, s) {
             re = "\"" name "\":[[:space:]]*"
@@ -86,7 +92,7 @@ while IFS=$'\t' read -r key figs args; do
             }
         }' <<<"$json")
     if [ -n "$mismatch" ]; then
-        echo "FAIL  $key: kvlab serve $args --accounting textbook disagrees: $mismatch"
+        echo "FAIL  $key: kvlab serve $args $relargs disagrees: $mismatch"
         fail=1
     else
         echo "ok    $key: kvlab serve agrees"
@@ -106,5 +112,7 @@ for f in "$golden"/*.txt; do
         fi
     done
 done
-[ "$fail" = 0 ] && echo "all $count example notes agree, with each other and with kvlab serve"
+total=$((total + count))
+done
+[ "$fail" = 0 ] && echo "all $total example notes agree, with each other and with kvlab serve, release by release"
 exit $fail

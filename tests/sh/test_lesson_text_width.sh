@@ -11,7 +11,7 @@ set -uo pipefail
 : "${KVLAB_SOURCE_DIR:?set KVLAB_SOURCE_DIR}"
 WIDTH=36
 fail=0
-for f in "$KVLAB_SOURCE_DIR"/tests/golden/lessons/*.txt; do
+for f in "$KVLAB_SOURCE_DIR"/tests/golden/lessons/*/*.txt; do
     # page text sits between a "--- step" line and the check's own lines
     out=$(LC_ALL=C awk -v w="$WIDTH" -v name="$(basename "$f")" '
         /^    --- step/ { page = 1; title = $0; next }

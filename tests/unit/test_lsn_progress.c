@@ -86,6 +86,8 @@ static void test_round_trip(void **state)
     p.lessons[1].step = 9;
     p.lessons[1].done = 1;
     p.lessons[2].step = 3;
+    snprintf(p.vllm_version, sizeof p.vllm_version, "0.11.0");
+    snprintf(p.accounting, sizeof p.accounting, "release");
     assert_int_equal(lsn_progress_add_input(&p, 2, 1, LSN_IN_ANSWER, NULL, "433,888 tokens"), 0);
     assert_int_equal(lsn_progress_add_input(&p, 2, 2, LSN_IN_FLAG, "max-model-len", "8192"), 0);
     assert_int_equal(lsn_progress_add_input(&p, 2, 3, LSN_IN_REVEAL, NULL, NULL), 0);
@@ -101,6 +103,8 @@ static void test_round_trip(void **state)
     lsn_progress_init(&q);
     assert_int_equal(lsn_progress_load(&q, path, notice, sizeof notice), 0);
     assert_int_equal(q.current, 2);
+    assert_string_equal(q.vllm_version, "0.11.0"); /* the learner's release is remembered */
+    assert_string_equal(q.accounting, "release");
     assert_int_equal(q.lessons[1].step, 9);
     assert_true(q.lessons[1].done);
     assert_int_equal(q.lessons[2].step, 3);
@@ -173,8 +177,10 @@ static void test_corrupt_files(void **state)
     check_corrupt("{\"format_version\": 1, \"current\": 500}", "not a lesson number");
     check_corrupt("{\"format_version\": 1, \"lessons\": {\"1\": {\"inputs\": [{\"wait\": 1e12, \"reveal\": true}]}}}",
                   "wait is out of range");
+    check_corrupt("{\"format_version\": 1, \"accounting\": \"guess\"}", "not release or textbook");
+    check_corrupt("{\"format_version\": 1, \"vllm_version\": 11}", "not a release");
     /* every bad file was kept, none overwrote another */
-    assert_int_equal(count_entries(tmpdir, "progress.json.corrupt-"), 11);
+    assert_int_equal(count_entries(tmpdir, "progress.json.corrupt-"), 13);
 }
 
 /* A big value read back is refused, so nothing like 2147483647 is ever

@@ -204,8 +204,11 @@ static void test_scene(void **st)
     assert_int_equal(s->plot->nseries, 2);
     assert_null(s->question);
     assert_null(s->goal);
-    assert_int_equal(s->nflags, 1);
+    assert_int_equal(s->nflags, 2); /* the lesson's flag, then the learner's release */
     assert_string_equal(s->flags[0].name, "max-model-len");
+    assert_string_equal(s->flags[1].name, "vllm-version");
+    assert_string_equal(s->flags[1].value, "textbook");
+    assert_true(s->flags[1].nchoices > 2);
     lsn_next(r);
     lsn_next(r);
     s = lsn_scene_get(r);

@@ -517,10 +517,16 @@ static void usage(FILE *f)
     fprintf(f, "usage: kvlab [--lesson N] [--lessons DIR] [--ascii] [--no-color] [--fps N] [--version]\n"
                "             [--log FILE [--model NAME] [--gpu NAME]]   the app on a vLLM log: its figures\n"
                "             beside kvlab's plan\n"
-               "             [--present [ROOM] [--allow-group GROUP] | --follow [ROOM]]\n");
+               "             [--vllm-version V] [--accounting release|textbook]\n"
+               "             [--present [ROOM] [--allow-group GROUP] | --follow [ROOM]]\n"
+               "  --vllm-version V: the vLLM release every lesson follows (default the newest; kept in\n"
+               "  the progress file; the flags view's vllm-version row changes it). --accounting textbook:\n"
+               "  the course's simplified arithmetic, the seed article's figures.\n");
 }
 
 static const char *g_lessons_dir; /* --lessons DIR (else $KVLAB_LESSONS_DIR, else the installed lessons) */
+static const char *g_vllm_version; /* --vllm-version V (else the progress file's, else the newest) */
+static const char *g_accounting;   /* --accounting release|textbook */
 static int g_room_mode;           /* APP_ROOM_*: --present / --follow */
 static const char *g_log_file;    /* --log FILE: the app on a vLLM log (app_log.h) */
 static char *g_log_args[4];       /* --model NAME / --gpu NAME with --log: what the log does not say */
@@ -554,6 +560,15 @@ static int parse_args(app *a, int argc, char **argv, int *lesson)
             }
             g_log_args[g_log_nargs++] = argv[i];
             g_log_args[g_log_nargs++] = argv[++i];
+        } else if (!strcmp(s, "--vllm-version") || !strcmp(s, "--accounting")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "kvlab: %s needs a value (a release such as 0.11.0; release or textbook)\n", s);
+                return 2;
+            }
+            if (!strcmp(s, "--vllm-version"))
+                g_vllm_version = argv[++i];
+            else
+                g_accounting = argv[++i];
         } else if (!strcmp(s, "--present") || !strcmp(s, "--follow")) {
             int mode = !strcmp(s, "--present") ? APP_ROOM_PRESENT : APP_ROOM_FOLLOW;
             if (g_room_mode && g_room_mode != mode) {
@@ -671,6 +686,8 @@ int app_main(int argc, char **argv)
     cfg.interrupt = &g_quit_signal; /* a signal also stops lesson code that is running */
     cfg.lessons_dir = log_course ? log_course : kvlab_lessons_dir_for(g_lessons_dir);
     cfg.assets_dir = kvlab_assets_dir();
+    cfg.vllm_version = g_vllm_version;
+    cfg.accounting = g_accounting;
     if (g_room_mode == APP_ROOM_FOLLOW || log_course)
         cfg.state_dir = ""; /* a follower neither reads nor writes progress (app_room.h) */
     cfg.history_bytes = KV_HISTORY_DEFAULT_BYTES; /* every run of the lesson, for [ ] { } (app_rewind.h) */

@@ -12,8 +12,13 @@
 
 static void check_usage(FILE *f)
 {
-    fprintf(f, "usage: kvlab check [N ...] [--lessons DIR] [--seconds S] [-v]\n"
+    fprintf(f, "usage: kvlab check [N ...] [--vllm-version V] [--accounting textbook] [--lessons DIR]
+"
+               "                   [--seconds S] [-v]
+"
                "  runs lessons headless with their scripted answers (all written lessons when no N);\n"
+               "  every lesson's server follows vLLM release V (default the newest), or the textbook\n"
+               "  arithmetic with --accounting textbook;\n"
                "  every question must refuse its wrong answers and accept its script; every goal\n"
                "  must be reached by its scripted flag changes. Exit 0 when all pass, 1 otherwise,\n"
                "  2 for a number the course does not have.\n"
@@ -24,7 +29,7 @@ static void check_usage(FILE *f)
 
 int cmd_check(int argc, char **argv)
 {
-    const char *dir = NULL;
+    const char *dir = NULL, *version = NULL, *accounting = NULL;
     int verbose = 0;
     double seconds = 0;
     int nums[128], n = 0;
@@ -33,6 +38,17 @@ int cmd_check(int argc, char **argv)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             check_usage(stdout);
             return 0;
+        } else if ((!strcmp(a, "--vllm-version") || !strcmp(a, "--accounting")) && i + 1 >= argc) {
+            fprintf(stderr, "kvlab check: %s needs a value (see kvlab check --help)\n", a);
+            return 2;
+        } else if (!strcmp(a, "--vllm-version")) {
+            version = argv[++i];
+        } else if (!strncmp(a, "--vllm-version=", 15)) {
+            version = a + 15;
+        } else if (!strcmp(a, "--accounting")) {
+            accounting = argv[++i];
+        } else if (!strncmp(a, "--accounting=", 13)) {
+            accounting = a + 13;
         } else if (!strcmp(a, "--lessons") && i + 1 < argc) {
             dir = argv[++i];
         } else if (!strncmp(a, "--lessons=", 10)) {
@@ -60,7 +76,8 @@ int cmd_check(int argc, char **argv)
     char err[1024];
     dir = kvlab_lessons_dir_for(dir);
     lsn_config cfg = {.lessons_dir = dir, .assets_dir = kvlab_assets_dir(), .state_dir = "", .headless = 1,
-                      .verbose = verbose, .limits = {.seconds = seconds}};
+                      .verbose = verbose, .limits = {.seconds = seconds}, .vllm_version = version,
+                      .accounting = accounting};
     lsn_runner *r = lsn_new(&cfg, err, sizeof err);
     if (!r) {
         fprintf(stderr, "kvlab check: %s\n", err);
@@ -115,6 +132,10 @@ int cmd_check(int argc, char **argv)
         fflush(stdout);
     }
     printf("kvlab check: %d passed, %d failed", passed, failed);
+    if (strcmp(lsn_release_accounting(r), "textbook"))
+        printf(" under vLLM %s", lsn_release_version(r));
+    else
+        printf(" under the textbook accounting");
     if (skipped)
         printf(" (%d lesson%s not written yet)", skipped, skipped == 1 ? "" : "s");
     printf("\n");
