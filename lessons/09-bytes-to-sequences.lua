@@ -29,7 +29,7 @@ return {
     assert(ok, err)
     local p = lab.plan()
     local per_seq = p.kv_bytes_per_token * LEN
-    expect.near(lab, "example B at 8K: maximum concurrency", p.max_concurrency, 2.83, 0.01)
+    expect.seed(lab, "example B at 8K: maximum concurrency", p.max_concurrency, 2.83, 0.01)
 
     lab.page("How many at once")
     lab.say("Example B again, from lesson 7: %s on an RTX 4090 that reports %.1f GiB, now with " ..
@@ -70,7 +70,7 @@ return {
     local q8 = peek(lab, { quantization = "fp8" })
     local kv8 = peek(lab, { ["kv-cache-dtype"] = "fp8" })
     local mult = q8.kv_cache_gib / p.kv_cache_gib
-    expect.near(lab, "example B: FP8 weights multiply the pool", mult, 3.3, 0.02)
+    expect.seed(lab, "example B: FP8 weights multiply the pool", mult, 3.3, 0.02)
     lab.page("The weights are the big lever")
     lab.say("The pool is what is left after the weights. On this card the weights are most of the " ..
             "budget, so every GiB they give back goes straight to the pool:")

@@ -143,8 +143,8 @@ return {
         "Pool tokens divided by tokens per request, with every request as long as the longest you accept.",
         string.format("%s / %s.", fmt.int(p.kv_cache_tokens), fmt.int(LONGEST)),
       },
-      script = "13",
-      wrong = { "14", "105" },
+      script = string.format("%d", math.floor(fit)),
+      wrong = { string.format("%d", math.floor(fit) + 2) },
       explain = string.format("%s / %s = %.2f: %d whole requests of the longest kind at once.",
                               fmt.int(p.kv_cache_tokens), fmt.int(LONGEST), fit, math.floor(fit)),
     }

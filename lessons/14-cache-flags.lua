@@ -23,8 +23,11 @@ local ROUNDS = {
   { flag = "gpu-memory-utilization", value = "0.85", hint = "Try 0.85.",
     ask_hint = "Utilization is the share of the card vLLM may use: which line is 'card x share'?",
     explain = function(a, b)
-      return string.format("The budget is the card times the utilization: %.2f GiB became %.2f GiB, and " ..
-        "nothing else moved, so the pool lost the same %.2f GiB.", a.budget, b.budget, a.budget - b.budget)
+      local others = math.abs((a.budget - a.kv) - (b.budget - b.kv)) < 0.005
+      return string.format("The budget is the card times the utilization: %.2f GiB became %.2f GiB%s, so the " ..
+        "pool went from %.2f to %.2f GiB, %s %.2f GiB.", a.budget, b.budget,
+        others and ", and nothing else moved" or "", a.kv, b.kv, b.kv < a.kv and "losing" or "gaining",
+        math.abs(a.kv - b.kv))
     end },
   { flag = "quantization", value = "fp8", hint = "Try fp8 weights.",
     ask_hint = "fp8 weights store each parameter in one byte instead of two.",
@@ -71,10 +74,24 @@ local ROUNDS = {
   { flag = "max-num-seqs", value = "64", hint = "Try 64.",
     ask_hint = "max-num-seqs caps how many requests run at once. Does start-up size anything by it here?",
     explain = function(a, b)
-      return string.format("The pool stayed at %.2f GiB (%.2f now): max-num-seqs only caps how many " ..
-        "requests the scheduler runs at once inside it (lessons 16 and 17).", a.kv, b.kv)
+      if math.abs(a.kv - b.kv) < 0.005 then
+        return string.format("The pool stayed at %.2f GiB: max-num-seqs only caps how many requests the " ..
+          "scheduler runs at once inside it (lessons 16 and 17).", a.kv)
+      end
+      return string.format("The pool went from %.2f to %.2f GiB: this release captures CUDA graphs for " ..
+        "batch sizes up to max-num-seqs and profiles the sampler with that many requests, both before it " ..
+        "sizes the pool (CUDA graphs %.2f -> %.2f GiB, activation %.2f -> %.2f GiB). Beyond that, " ..
+        "max-num-seqs caps how many requests run at once (lessons 16 and 17).", a.kv, b.kv, a.cudagraph,
+        b.cudagraph, a.activation, b.activation)
     end },
+  -- the value: the smallest power of two longer than the pool holds, so one
+  -- request of it does not fit (32,768 on the textbook's 23,184 tokens)
   { flag = "max-model-len", value = "32768", hint = "Try 32768.",
+    pick = function(a)
+      local v = 1024
+      while v <= a.tokens do v = v * 2 end
+      return v
+    end,
     ask_hint = "max-model-len is the longest request the server promises to take. Compare it with " ..
                "the tokens the pool holds, and read the starts line.",
     explain = function(a, b)
@@ -92,7 +109,13 @@ local TERMS = { "budget", "weights", "activation", "cudagraph" }
 
 local function snapshot(lab)
   local p = lab.plan()
+  local cg_counted = true
+  for _, t in ipairs(p.terms or {}) do
+    if t.name == "cudagraph" then cg_counted = t.counted end
+  end
   return {
+    cg_counted = cg_counted,
+    rest = p.budget_gib - p.weights_gib - p.activation_gib - (cg_counted and p.cudagraph_gib or 0) - p.kv_cache_gib,
     starts = p.starts, budget = p.budget_gib, weights = p.weights_gib, activation = p.activation_gib,
     cudagraph = p.cudagraph_gib, context = p.cuda_context_gib, nccl = p.nccl_gib, kv = p.kv_cache_gib, per_token = p.kv_bytes_per_token,
     tokens = p.kv_cache_tokens, max_model_len = p.max_model_len,
@@ -164,11 +187,12 @@ local function describe(a, b, value)
   row("budget", a.budget, b.budget, gib)
   row("weights", a.weights, b.weights, gib)
   row("activation", a.activation, b.activation, gib)
-  row("CUDA graphs", a.cudagraph, b.cudagraph, gib)
-  -- the context is the same in every round: shown on the first page only,
-  -- so the before/after table and its question fit an 80x24 text view
-  if not two or a.context ~= b.context then row("CUDA context", a.context, b.context, gib) end
-  if a.nccl > 0 or b.nccl > 0 then row("NCCL", a.nccl, b.nccl, gib) end
+  row("CUDA graphs", a, b, function(s)
+    return s.cg_counted and gib(s.cudagraph) or string.format("(%.2f)", s.cudagraph)
+  end)
+  -- everything else the release takes off the budget (the CUDA context,
+  -- NCCL, non-torch memory: which, by release), so the column adds up
+  row("the rest", a.rest, b.rest, gib)
   row("KV pool", a.kv, b.kv, gib)
   row("per token", a.per_token, b.per_token, fmt.bytes)
   row("tokens", a.tokens, b.tokens, fmt.int)
@@ -201,6 +225,11 @@ return {
     lab.say("Every decision about the KV cache is made once, when the server starts. "
       .. "vLLM takes the budget, subtracts what it measured, and whatever is left becomes the pool:")
     lab.say(describe(base))
+    lab.say("The rest: whatever else %s takes off the budget (%s)%s.", course.release_name(lab),
+      lab.release.textbook and "the CUDA context and NCCL" or
+      "the CUDA context, NCCL and non-torch memory, each where this release counts it",
+      base.cg_counted and "" or "; CUDA graphs in parentheses are captured after the pool is sized, " ..
+      "outside the budget")
     lab.say("You will now change one flag at a time, starting each time from example B, "
       .. "and say which line of that table it moved. The memory bar and the table show "
       .. "before and after.")
@@ -227,8 +256,8 @@ return {
           if round.need then return v:sub(1, #round.need) == round.need end   -- fp8, fp8_e4m3, fp8_e5m2
           return v ~= was
         end,
-        hints = { round.hint },
-        script = { { round.flag, round.value } },
+        hints = { round.pick and string.format("Try %d.", round.pick(base)) or round.hint },
+        script = { { round.flag, round.pick and tostring(round.pick(base)) or round.value } },
       }
       local now = snapshot(lab)
       local key = judge(base, now)
@@ -255,13 +284,17 @@ return {
 
     restore(lab)
     lab.page("What moves the pool")
+    local seqs_moves = lab.what_if{ ["max-num-seqs"] = 64 }
+    seqs_moves = seqs_moves and math.abs(seqs_moves.kv_cache_gib - base.kv) >= 0.005
     lab.say("Two levers are big: the share of the card you give vLLM, and the size of "
       .. "the weights, because every GiB they free lands in the pool. The cache dtype "
       .. "changes how many tokens each GiB holds. max-num-batched-tokens and "
       .. "enforce-eager trade the activation and graph reserves for speed. max-model-len "
       .. "sets no memory aside at all; it only decides whether vLLM agrees to start. "
-      .. "max-num-seqs and prefix caching leave the start-up pool alone: they shape what "
-      .. "happens inside it, which is the next chapter.")
+      .. "%s they shape what happens inside it, which is the next chapter.",
+      seqs_moves and "Prefix caching leaves the start-up pool alone, and max-num-seqs moves it only a little "
+        .. "(graph sizes and the sampler's profile):"
+        or "max-num-seqs and prefix caching leave the start-up pool alone:")
     lab.pause()
   end,
 }

@@ -6,6 +6,8 @@ local course = require("lib.course")
 
 -- Code reviews: a longish prompt and a long answer, all arriving together.
 local REVIEW = { prompt = 1200, output = 400 }
+-- How many reviews arrive: 24, or more where the release's pool is bigger
+-- (set in run from the engine, with OVER).
 local NREQ = 24
 
 -- Example B at 8K, running at most four requests at once.
@@ -16,6 +18,27 @@ local function send(lab)
 end
 
 local function peak_tokens() return REVIEW.prompt + REVIEW.output end
+
+-- The max-num-seqs that breaks the pool: the smallest multiple of 4 whose
+-- reviews at full length need 10% more than the pool holds (16 on the
+-- textbook's 23,184 tokens; more on a release whose pool is bigger).
+local function overflow_seqs(pool)
+  return 4 * math.ceil(pool * 1.1 / peak_tokens() / 4)
+end
+
+-- A utilization that makes the pool too small for `seqs` reviews at full
+-- length though it admits all their prompts, with a max-model-len short enough to start (the lever the
+-- goal does not count), from the engine.
+local SHORT_LEN = 2048
+local function shrinking_util(lab, seqs)
+  for u = 89, 30, -1 do
+    local q = lab.what_if{ ["gpu-memory-utilization"] = u / 100, ["max-model-len"] = SHORT_LEN }
+    -- every prompt admitted, but not every answer: the running ones must grow into a full pool
+    if q and q.starts and q.kv_cache_tokens > seqs * REVIEW.prompt + 64 and q.kv_cache_tokens < 0.95 * seqs * peak_tokens() then
+      return string.format("%.2f", u / 100)
+    end
+  end
+end
 
 local function first_victim(lab)
   for _, ev in ipairs(lab.events(0)) do
@@ -34,6 +57,8 @@ return {
     course.note(lab, "B")
     if not ok then error("the lesson's server did not start: " .. tostring(err)) end
     local pool = lab.plan().kv_cache_tokens
+    local over = overflow_seqs(pool)
+    NREQ = math.max(24, over + 8)
     lab.show("pool"); lab.show("metrics"); lab.show("requests"); lab.show("flags")
     lab.on_flag(function() send(lab) end)
     send(lab)
@@ -57,13 +82,14 @@ return {
       m.num_requests_running, m.num_requests_waiting, fmt.pct(m.kv_cache_usage_perc))
     lab.say("Someone looks at the queue and decides the server should run more requests at once.")
     lab.ask{
-      prompt = string.format("If 16 reviews run together, how many tokens short is the %s-token "
-        .. "pool when they have all grown to full length?", fmt.int(pool)),
-      answer = 16 * peak_tokens() - pool, unit = "tokens", tolerance = 0.02,
-      expect = "16 * (P + O) - kv_cache_tokens", given = { P = REVIEW.prompt, O = REVIEW.output },
-      near = { { value = 16 * peak_tokens(), why = "That is what the 16 need in all. How much of it is missing from the pool?" },
-               { value = 16 * REVIEW.prompt, why = "The answers need cache too: count prompt plus output, then subtract the pool." } },
-      hints = { string.format("16 x %s tokens, minus the pool.", fmt.int(peak_tokens())) },
+      prompt = string.format("If %d reviews run together, how many tokens short is the %s-token "
+        .. "pool when they have all grown to full length?", over, fmt.int(pool)),
+      answer = over * peak_tokens() - pool, unit = "tokens", tolerance = 0.02,
+      expect = "N * (P + O) - kv_cache_tokens", given = { N = over, P = REVIEW.prompt, O = REVIEW.output },
+      near = { { value = over * peak_tokens(), why = string.format("That is what the %d need in all. How much of " ..
+                 "it is missing from the pool?", over) },
+               { value = over * REVIEW.prompt, why = "The answers need cache too: count prompt plus output, then subtract the pool." } },
+      hints = { string.format("%d x %s tokens, minus the pool.", over, fmt.int(peak_tokens())) },
     }
     lab.pause()
 
@@ -72,16 +98,43 @@ return {
       .. "Each change restarts the server and sends the %d reviews again.", NREQ)
     lab.highlight("flags", "max-num-seqs")
     lab.autorun(true)   -- the server keeps serving while the learner edits flags
+    -- A smaller pool also preempts, but it is not the point: too many running
+    -- for the pool the server has. Said every time it happens.
+    local util0 = tonumber(BASE["gpu-memory-utilization"])
+    local function shrunk() return lab.plan().gpu_memory_utilization < util0 - 1e-9 end
+    lab.on_flag(function()
+      send(lab)
+      local q = lab.plan()
+      if q and q.starts and shrunk() then
+        lab.say("Not counted: a utilization below %.2f shrinks the pool (%s tokens now). Preempting " ..
+                "because the cache shrank is not the point here; let more requests run in the same pool.",
+                util0, fmt.int(q.kv_cache_tokens))
+      end
+    end)
+    local small = shrinking_util(lab, tonumber(lab.plan().max_num_seqs))
     lab.goal{
       text = "Make the scheduler preempt a running request (the reviews are sent again after each change).",
-      check = function() return lab.running() and lab.metrics().num_preemptions > 0 end,
+      check = function()
+        return lab.running() and lab.metrics().num_preemptions > 0 and not shrunk()
+      end,
       hints = { "Let more requests run at once than the pool can carry to the end.",
-                "Raise max-num-seqs to 16." },
-      script = { { "max-num-seqs", "16" } },
+                string.format("Raise max-num-seqs to %d.", over) },
+      script = { { "max-num-seqs", tostring(over) } },
+      wrong = small and { { { "max-model-len", tostring(SHORT_LEN) }, { "gpu-memory-utilization", small },
+                            says = "Not counted: a utilization below" } } or nil,
       steps = 600,
     }
+    lab.on_flag(function() send(lab) end)
     lab.autorun(false)
     local seqs = tonumber(lab.plan().max_num_seqs)
+    local pool_now = lab.plan().kv_cache_tokens
+    if pool_now < pool then
+      -- vLLM 0.2x on: CUDA graphs are captured for batch sizes up to max-num-seqs
+      -- and the sampler is profiled with that many requests, both before the pool is sized
+      lab.say("max-num-seqs %d also cost the pool %s tokens at start-up (%s left): this release captures " ..
+              "CUDA graphs for batches up to max-num-seqs and profiles the sampler with that many requests, " ..
+              "both before it sizes the cache.", seqs, fmt.int(pool - pool_now), fmt.int(pool_now))
+    end
     -- Replay the same run slowly with the pool in front, so the learner sees the
     -- first preemption happen rather than read about it afterwards.
     ok = lab.restart{}
@@ -148,7 +201,7 @@ return {
     end
     if at_hi > at_lo then
       lab.say("The same reviews with max-num-seqs %d: %d preemptions, against %d at %d. "
-        .. "More running requests means more to grow, the same pool to grow in, and more "
+        .. "More running requests means more to grow, no more pool to grow in, and more "
         .. "work thrown away. A bigger max-num-seqs is not a fix for a full cache.",
         hi, at_hi, at_lo, lo)
     else
@@ -169,7 +222,6 @@ return {
       .. "while keeping max-num-seqs at %d or more: give the cache more tokens "
       .. "rather than the scheduler fewer requests.", seqs)
     lab.unhighlight()
-    local util0 = tonumber(BASE["gpu-memory-utilization"])
     -- the lever the course warns against gets its reason on the page
     lab.on_flag(function(name, value)
       send(lab)

@@ -22,6 +22,22 @@ local function load_server(lab)
   return { m = lab.metrics(), p = lab.plan() }
 end
 
+-- A document at its longest: prompt and answer.
+local DOC_MAX = DOCS.prompt[2] + DOCS.output[2]
+
+-- The running cap that makes the bf16 cache the limit: the smallest
+-- multiple of 4 (8 or more) that lets 1.4x as many documents run as the
+-- pool holds at their longest, read from the engine (8 on the textbook's
+-- 23,184 tokens; more where the release's pool is bigger, and in vLLM 0.2x
+-- on the cap itself moves the pool a little).
+local function cache_bound_seqs(lab)
+  for s = 8, 256, 4 do
+    local q = lab.what_if{ ["max-num-seqs"] = s }
+    if q and q.starts and s >= 1.4 * q.kv_cache_tokens / DOC_MAX then return s end
+  end
+  return 8
+end
+
 local function binding(s)
   local m, p = s.m, s.p
   if m.kv_cache_usage_perc >= 0.9 then return 1 end
@@ -37,14 +53,17 @@ return {
     lab.speed(60)
     lab.page("A cache-bound server")
     local ok, err = lab.start(BASE)
+    if not ok then error("the lesson's server did not start: " .. tostring(err)) end
+    local seqs = cache_bound_seqs(lab)
+    if seqs ~= tonumber(lab.flag("max-num-seqs")) then ok, err = lab.restart{ ["max-num-seqs"] = seqs } end
     course.note(lab, "B")
     if not ok then error("the lesson's server did not start: " .. tostring(err)) end
     lab.show("memory"); lab.show("metrics"); lab.show("flags")
     local a = load_server(lab)
     if binding(a) ~= 1 then error("the bf16 server is not cache-bound") end
-    lab.say("Example B serving long documents: %d running, %d waiting, KV usage %s. The "
-      .. "cache holds %s tokens at %s per token, and it is the limit.",
-      a.m.num_requests_running, a.m.num_requests_waiting, fmt.pct(a.m.kv_cache_usage_perc),
+    lab.say("Example B serving long documents, at most %d at once (--max-num-seqs): %d running, %d "
+      .. "waiting, KV usage %s. The cache holds %s tokens at %s per token, and it is the limit.",
+      a.p.max_num_seqs, a.m.num_requests_running, a.m.num_requests_waiting, fmt.pct(a.m.kv_cache_usage_perc),
       fmt.int(a.p.kv_cache_tokens), fmt.bytes(a.p.kv_bytes_per_token))
     lab.say("--kv-cache-dtype fp8 stores each key and value in one byte instead of two. "
       .. "It is separate from the weights' precision: the model still computes in bf16.")
@@ -116,10 +135,18 @@ return {
       "here the scheduler's cap",
       "here the token budget per step",
     }
-    lab.say("Halving the bytes per token bought room, and the limit moved somewhere else: "
-      .. "%s. Raise that and the next one will be the GPU's own speed, "
-      .. "because every decode step still reads all %.2f GiB of weights. Fixing one bottleneck "
-      .. "always shows you the next.", where[lim], b.p.weights_gib)
+    local fit = b.p.kv_cache_tokens // DOC_MAX
+    if lim == 1 then
+      lab.say("Halving the bytes per token bought room, but not enough: %s. Fixing one bottleneck "
+        .. "only shows you the next once it is really fixed.", where[lim])
+    else
+      lab.say("Halving the bytes per token bought room, and the limit moved somewhere else: %s. "
+        .. "Raise that and the cache is the limit again first: the fp8 pool holds about %d documents "
+        .. "at their longest (%s tokens / %s). Each step's time, whatever the limit, is set by the GPU "
+        .. "reading all %.2f GiB of weights plus the running documents' cache. Fixing one bottleneck "
+        .. "always shows you the next.", where[lim], fit, fmt.int(b.p.kv_cache_tokens), fmt.int(DOC_MAX),
+        b.p.weights_gib)
+    end
     lab.pause()
   end,
 }

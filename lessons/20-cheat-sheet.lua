@@ -81,16 +81,31 @@ return {
 
     lab.page("2. The pool")
     p = lab.plan()
-    lab.say("The budget is %.2f GiB x %s. From it vLLM subtracts, per GPU:", p.gpu_total_gib,
-      tostring(p.gpu_memory_utilization))
-    lab.say(fmt.table{
-      { "budget", string.format("%.2f GiB", p.budget_gib) },
-      { "- weights", string.format("%.2f GiB", p.weights_gib) },
-      { "- activation", string.format("%.2f GiB", p.activation_gib) },
-      { "- CUDA graphs", string.format("%.2f GiB", p.cudagraph_gib) },
-      { "- CUDA context", string.format("%.2f GiB", p.cuda_context_gib) },
-      { "- NCCL", string.format("%.2f GiB", p.nccl_gib) },
-    })
+    lab.say("The budget is %.2f GiB x %s. From it %s subtracts, per GPU:", p.gpu_total_gib,
+      tostring(p.gpu_memory_utilization), course.release_name(lab))
+    -- the terms this release takes off the budget, in its order; the ones it
+    -- does not count (measured outside its budget) in parentheses
+    local function term_rows(q)
+      local rows, outside = { { "budget", string.format("%.2f GiB", q.budget_gib) } }, false
+      for _, t in ipairs(q.terms or {}) do
+        if t.name ~= "kv_cache" and t.name ~= "budget" and (t.counted or t.gib > 0) then
+          local label = course.term_label(t.name)
+          if t.counted then
+            rows[#rows + 1] = { "- " .. label, string.format("%.2f GiB", t.gib) }
+          else
+            rows[#rows + 1] = { "(" .. label .. ")", string.format("(%.2f GiB)", t.gib) }
+            outside = true
+          end
+        end
+      end
+      return rows, outside
+    end
+    local rows, outside = term_rows(p)
+    lab.say(fmt.table(rows))
+    if outside then
+      lab.say("In parentheses: memory the server uses that this release does not take off the budget " ..
+        "(it exists before vLLM measures, or is captured after the pool is sized).")
+    end
     if p.kv_cache_gib <= 0 then
       lab.say("Nothing is left for the cache: vLLM would refuse to start. Shrink the weights "
         .. "(quantization), split them (tensor-parallel-size) or pick a bigger GPU.")
@@ -105,14 +120,19 @@ return {
     lab.ask{
       prompt = "How much memory is left for the KV pool on each GPU?",
       answer = p.kv_cache_gib, unit = "GiB", tolerance = 0.02,
-      -- the subtraction of the start-up plan, term by term
-      expect = "(budget_bytes - weights_bytes - activation_bytes - cudagraph_bytes - cuda_context_bytes "
-        .. "- nccl_bytes) / GiB",
+      -- the subtraction of the start-up plan, term by term: the ones the release counts
+      expect = "local s = budget_bytes; for _, t in ipairs(terms) do "
+        .. "if t.counted and t.name ~= 'kv_cache' and t.name ~= 'budget' then s = s - t.bytes end end; return s / GiB",
       near = (p.budget_gib - p.weights_gib) > 1.03 * p.kv_cache_gib
         and { { value = p.budget_gib - p.weights_gib, why = "Subtract the overheads too, not only the weights." } } or {},
-      hints = { "Budget minus every line below it.",
-                string.format("%.2f - %.2f - %.2f - %.2f - %.2f - %.2f GiB.", p.budget_gib, p.weights_gib,
-                  p.activation_gib, p.cudagraph_gib, p.cuda_context_gib, p.nccl_gib) },
+      hints = { "Budget minus every line below it that is not in parentheses.",
+                (function()
+                  local parts = { string.format("%.2f", p.budget_gib) }
+                  for _, t in ipairs(p.terms or {}) do
+                    if t.counted and t.name ~= "kv_cache" and t.name ~= "budget" then parts[#parts + 1] = string.format("%.2f", t.gib) end
+                  end
+                  return table.concat(parts, " - ") .. " GiB."
+                end)() },
     }
 
     lab.page("3. Divide")

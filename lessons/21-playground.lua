@@ -334,30 +334,73 @@ return {
     restart(lab)
     lab.highlight("flags", "tensor-parallel-size")
     lab.highlight("memory", "nccl")
-    lab.say("With tensor-parallel-size 2 every GPU holds half the weights, but it also gets NCCL " ..
-      "buffers for the all-reduces, and vLLM sets them up before it checks free memory. Two changes: " ..
-      "first raise gpu-memory-utilization close to 1 (0.99) while the server still starts on one " ..
-      "GPU, then set tensor-parallel-size to 2.")
-    changes = lab.goal({
-      text = "Find flags that start at tensor-parallel-size 1 but fail at 2.",
-      check = function()
-        local q = lab.plan()
-        if not q or q.starts or q.tensor_parallel_size < 2 then return false end
-        local one = lab.what_if({ ["tensor-parallel-size"] = 1 })
-        return one ~= nil and one.starts
-      end,
-      hints = golf_hints(lab, 4, {
-        "A config sized to the last gigabyte on one GPU has no room for the NCCL buffers.",
-        "Set gpu-memory-utilization to 0.99, check it starts, then set tensor-parallel-size to 2.",
-      }, 2),
-      script = { { "gpu-memory-utilization", "0.99" }, { "tensor-parallel-size", "2" } },
-    })
-    golf_score(lab, 4, changes, 2)
-    p = lab.plan()
-    lab.say("%s", p.error)
-    lab.say("Each GPU had already given %s to NCCL when vLLM checked, so the %s of the card it " ..
-      "asked for was no longer free. The same flags at tp=1 start fine.", fmt.gib(p.nccl_gib),
-      fmt.pct(p.gpu_memory_utilization))
+    -- The utilization at which this release starts the server on one GPU but
+    -- not on two, from the engine (none: the release's budget holds at tp 2).
+    local break_u, two
+    for u = 90, 99 do
+      local one = lab.what_if{ ["gpu-memory-utilization"] = u / 100, ["tensor-parallel-size"] = 1 }
+      local q = lab.what_if{ ["gpu-memory-utilization"] = u / 100, ["tensor-parallel-size"] = 2 }
+      if one and one.starts and q and not q.starts then break_u, two = string.format("%.2f", u / 100), q break end
+    end
+    local at2 = lab.what_if{ ["tensor-parallel-size"] = 2 }
+    if break_u then
+      lab.say("With tensor-parallel-size 2 every GPU holds half the weights, but it also gets NCCL " ..
+        "buffers for the all-reduces (%s per GPU here)%s. Two changes: first raise " ..
+        "gpu-memory-utilization to %s while the server still starts on one GPU, then set " ..
+        "tensor-parallel-size to 2.", fmt.gib(at2 and at2.nccl_gib or 0),
+        lab.release.textbook and ", and vLLM sets them up before it checks free memory" or
+        string.format(", which %s keeps outside the budget it sizes", course.release_name(lab)), break_u)
+      changes = lab.goal({
+        text = "Find flags that start at tensor-parallel-size 1 but fail at 2.",
+        check = function()
+          local q = lab.plan()
+          if not q or q.starts or q.tensor_parallel_size < 2 then return false end
+          local one = lab.what_if({ ["tensor-parallel-size"] = 1 })
+          return one ~= nil and one.starts
+        end,
+        hints = golf_hints(lab, 4, {
+          "A config sized to the last gigabyte on one GPU has no room for the NCCL buffers.",
+          string.format("Set gpu-memory-utilization to %s, check it starts, then set tensor-parallel-size to 2.",
+            break_u),
+        }, 2),
+        script = { { "gpu-memory-utilization", break_u }, { "tensor-parallel-size", "2" } },
+      })
+      golf_score(lab, 4, changes, 2)
+      p = lab.plan()
+      lab.say("%s", p.error)
+      if p.error_kind == "free_memory" then
+        lab.say("Each GPU had already given %s to NCCL when vLLM checked, so the %s of the card it " ..
+          "asked for was no longer free. The same flags at tp=1 start fine.", fmt.gib(p.nccl_gib),
+          fmt.pct(p.gpu_memory_utilization))
+      else
+        lab.say("The %s of NCCL buffers on each GPU, outside the budget vLLM sized, left too little of the " ..
+          "%s outside it for what the start-up still had to do. The same flags at tp=1 start fine.",
+          fmt.gib(p.nccl_gib), fmt.pct(1 - p.gpu_memory_utilization))
+      end
+    else
+      -- nothing to break: the release counts NCCL inside its budget
+      local counted = false
+      for _, t in ipairs(at2 and at2.terms or {}) do
+        if t.name == "nccl" then counted = t.counted end
+      end
+      lab.say("With tensor-parallel-size 2 every GPU holds half the weights and gets NCCL buffers for " ..
+        "the all-reduces: %s per GPU here. %s %s, and half the weights frees more than that, so at any " ..
+        "utilization from 0.90 to 0.99 that starts on one GPU, two start too (the engine tried each). " ..
+        "Set tensor-parallel-size to 2 and read the NCCL row in the memory view.",
+        fmt.gib(at2 and at2.nccl_gib or 0), course.release_name(lab),
+        counted and "takes them off the budget like the weights, before it sizes the cache" or
+        "keeps them outside the budget it sizes")
+      lab.goal({
+        text = "Start the server at tensor-parallel-size 2 and find the NCCL row.",
+        check = function() local q = lab.plan(); return q ~= nil and q.starts and q.tensor_parallel_size == 2 end,
+        hints = { "Select tensor-parallel-size in the flags view and set it to 2." },
+        script = { { "tensor-parallel-size", "2" } },
+      })
+      p = lab.plan()
+      lab.say("At tp 2: %s of NCCL buffers per GPU and a KV pool of %s per GPU. " ..
+        "Under the textbook arithmetic (kvlab --accounting textbook) or an older release the same buffers " ..
+        "can be what makes tp=2 fail where tp=1 starts.", fmt.gib(p.nccl_gib), fmt.gib(p.kv_cache_gib))
+    end
     lab.pause()
 
     -- 5. A throughput cliff from preemptions
@@ -369,6 +412,12 @@ return {
     -- the levers the page names, in the flags view (f picks the first)
     lab.highlight("flags", "gpu-memory-utilization")
     lab.highlight("flags", "request-rate")
+    -- the smallest utilization at which this server still starts, from the engine
+    local low_u = "0.25"
+    for u = 20, 89 do
+      local q = lab.what_if{ ["gpu-memory-utilization"] = u / 100 }
+      if q and q.starts then low_u = string.format("%.2f", u / 100) break end
+    end
     lab.say("No error this time. When the pool is full, the scheduler preempts a running request: " ..
       "it frees its blocks, sends it back to wait, and later computes it again: the GPU redoes old " ..
       "work instead of new. (This server caps requests at max-model-len 8192, so a small " ..
@@ -380,9 +429,9 @@ return {
       check = function() local m = lab.metrics(); return m ~= nil and m.num_preemptions >= 5 end,
       hints = golf_hints(lab, 5, {
         "Fill the pool: a smaller pool, longer requests or more of them.",
-        "Lower gpu-memory-utilization to 0.25 and raise request-rate to 20.",
+        string.format("Lower gpu-memory-utilization to %s and raise request-rate to 20.", low_u),
       }, 2),
-      script = { { "request-rate", "20" }, { "gpu-memory-utilization", "0.25" } },
+      script = { { "request-rate", "20" }, { "gpu-memory-utilization", low_u } },
       steps = 3000,
     })
     golf_score(lab, 5, changes, 2)

@@ -1369,10 +1369,9 @@ const char *lsn_release_version(const lsn_runner *r)
     return v[0] ? v : kv_release_newest()->first;
 }
 
-/* The accounting when the learner chose none. The course moves to the
- * newest release once every lesson holds under each release of the set
- * (README "Which vLLM release the course follows"); until then the textbook. */
-#define LSN_DEFAULT_ACCOUNTING "textbook"
+/* The accounting when the learner chose none: the newest release (README
+ * "Which release the lessons follow"). */
+#define LSN_DEFAULT_ACCOUNTING "release"
 
 const char *lsn_release_accounting(const lsn_runner *r)
 {

@@ -220,6 +220,14 @@ local TERMS = {
   { "kv_cache", "KV cache" },
 }
 
+-- The name a learner reads for a plan term ("cuda_context" -> "CUDA context").
+function course.term_label(name)
+  for _, t in ipairs(TERMS) do
+    if t[1] == name then return t[2] end
+  end
+  return name
+end
+
 local function term_of(plan, name)
   for _, t in ipairs(plan.terms or {}) do
     if t.name == name then return t end

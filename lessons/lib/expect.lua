@@ -27,9 +27,22 @@ function M.near(lab, what, got, want, rel)
   end
 end
 
--- lo <= got <= hi (for the course's "roughly" figures).
-function M.between(lab, what, got, lo, hi)
+-- A figure of the seed article or the outline (the textbook accounting's):
+-- checked as M.near when the learner follows the textbook (kvlab
+-- --accounting textbook); under a real release the lesson says the
+-- release's own figure, so it is only printed beside the seed's.
+function M.seed(lab, what, got, want, rel)
   if not lab.headless then return end
+  if lab.release.textbook then return M.near(lab, what, got, want, rel) end
+  num(what, got)
+  print(string.format("figure  %-46s engine %-12.6g seed %-12.6g (vLLM %s's own)", what, got, want,
+                      lab.release.vllm_version))
+end
+
+-- lo <= got <= hi (for the course's "roughly" figures).
+function M.between(lab, what, got, lo, hi, seed)
+  if not lab.headless then return end
+  if seed and not lab.release.textbook then return M.seed(lab, what, got, (lo + hi) / 2) end
   num(what, got)
   local ok = got >= lo and got <= hi
   print(string.format("figure  %-46s engine %-12.6g course %g..%g %s", what, got, lo, hi,

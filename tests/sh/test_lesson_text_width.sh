@@ -13,7 +13,7 @@ WIDTH=36
 fail=0
 for f in "$KVLAB_SOURCE_DIR"/tests/golden/lessons/*/*.txt; do
     # page text sits between a "--- step" line and the check's own lines
-    out=$(LC_ALL=C awk -v w="$WIDTH" -v name="$(basename "$f")" '
+    out=$(LC_ALL=C awk -v w="$WIDTH" -v name="$(basename "$(dirname "$f")")/$(basename "$f")" '
         /^    --- step/ { page = 1; title = $0; next }
         /^  (question|goal|prediction) [0-9]+:/ { page = 0; next }
         /^    (refused|accepted|engine:|\[lessons|set --|reached|not reached|wrong lever|predicted|outcome:)/ { next }

@@ -29,7 +29,7 @@ tui_wait "num_preemptions_total" 10 || fail "lesson 16: num_preemptions_total is
 tui_stop
 
 # lesson 13: the request the page names is on screen
-id=$("$KVLAB" check -v 13 | sed -nE 's/^Request ([0-9]+) is highlighted.*/\1/p' | head -1)
+id=$("$KVLAB" check -v 13 --accounting textbook | sed -nE 's/^Request ([0-9]+) is highlighted.*/\1/p' | head -1)
 [ -n "$id" ] || fail "lesson 13: no highlighted request in kvlab check -v 13"
 tui_start 80 24 -- --lesson 13
 tui_advance_until ", Enter to" 12

@@ -31,7 +31,7 @@ wait_step_after() {
 }
 
 for n in ${KVLAB_TUI_LESSONS:-12 13 14 15 16 17 18 19 20}; do
-    out=$("$KVLAB" check "$n" --lessons "$LESSONS") || { echo "$out"; fail "kvlab check $n failed"; }
+    out=$("$KVLAB" check "$n" --lessons "$LESSONS" --accounting textbook) || { echo "$out"; fail "kvlab check $n failed"; }
     # One action per line: "Q<TAB>prompt<TAB>wrong<TAB>answer" or "G<TAB>flag=value;flag=value"
     actions=$(awk '
         function flush() { if (kind == "Q") print "Q\t" prompt "\t" wrong "\t" right; else if (kind == "G") print "G\t" sets; else if (kind == "P") print "P\t" pred; kind = "" }

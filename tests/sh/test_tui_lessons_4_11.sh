@@ -14,7 +14,7 @@ first_quoted() { grep -m1 -F "$1" <<<"$2" | sed -E "s/^[^']*'([^']*)'.*/\1/"; }
 clear_box() { local i; for i in $(seq 40); do tui_keys BSpace; done; }
 
 for n in 4 5 6 7 8 9 10 11; do
-    out=$("$KVLAB" check "$n" --lessons "$LESSONS") || { echo "$out"; fail "kvlab check $n failed"; }
+    out=$("$KVLAB" check "$n" --lessons "$LESSONS" --accounting textbook) || { echo "$out"; fail "kvlab check $n failed"; }
     first=$(grep -m1 -E '^  (question|goal) [0-9]+: ' <<<"$out")
     tui_start 120 40 -- --lesson "$n"
     tui_wait "Lesson $n/" 10

@@ -17,7 +17,7 @@ req_row() { tui_screen | grep -oE "#$1 +[a-z!]+ +[0-9]+/[0-9]+ +tok.*" | head -1
 pool_rows() { tui_screen | sed -n '/┌ block pool/,/└/p' | cut -c40-; }
 
 # the question's answer as kvlab check derives it from the engine
-out=$("$KVLAB" check 16 --lessons "$KVLAB_LESSONS_DIR")
+out=$("$KVLAB" check 16 --lessons "$KVLAB_LESSONS_DIR" --accounting textbook)
 answer=$(sed -nE "s/^    accepted '([^']*)'.*/\1/p" <<<"$out" | head -1)
 predicted=$(sed -nE "s/^    predicted '([^']*)'.*/\1/p" <<<"$out" | head -1)
 [ -n "$answer" ] && [ -n "$predicted" ] || fail "kvlab check 16 gave no accepted answer or prediction"

@@ -54,7 +54,11 @@ tui_start() {
     local envs=()
     while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
     [ "${1:-}" = "--" ] && shift
+    # The app tests type the textbook's figures (the seed's, kvlab --accounting
+    # textbook); kvlab check covers every release of the set on its own.
+    # TUI_ACCOUNTING= (empty) runs the app's default, the newest release.
     local args=""
+    [ -n "${TUI_ACCOUNTING-textbook}" ] && args=" '--accounting' '${TUI_ACCOUNTING-textbook}'"
     for a in "$@"; do args="$args '$a'"; done
     cat > "$TUI_TMP/run.sh" <<EOS
 #!/bin/sh
