@@ -12,10 +12,8 @@
 
 static void check_usage(FILE *f)
 {
-    fprintf(f, "usage: kvlab check [N ...] [--vllm-version V] [--accounting textbook] [--lessons DIR]
-"
-               "                   [--seconds S] [-v]
-"
+    fprintf(f, "usage: kvlab check [N ...] [--vllm-version V] [--accounting textbook] [--lessons DIR]\n"
+               "                   [--seconds S] [-v]\n"
                "  runs lessons headless with their scripted answers (all written lessons when no N);\n"
                "  every lesson's server follows vLLM release V (default the newest), or the textbook\n"
                "  arithmetic with --accounting textbook;\n"
