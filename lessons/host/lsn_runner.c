@@ -1415,10 +1415,16 @@ int lsn_set_release(lsn_runner *r, const char *version, const char *accounting, 
  * again under it and replays to where the learner was. */
 static unsigned change_release(lsn_runner *r, const char *canon, const char *value, char *err, size_t errlen)
 {
+    char was_v[LSN_RELEASE_TEXT], was_a[LSN_RELEASE_TEXT];
+    snprintf(was_v, sizeof was_v, "%s", lsn_release_version(r));
+    snprintf(was_a, sizeof was_a, "%s", lsn_release_accounting(r));
     int rc = !strcmp(canon, "accounting") ? lsn_set_release(r, NULL, value, err, errlen)
                                           : lsn_set_release(r, value, NULL, err, errlen);
     if (rc < 0)
         return 0;
+    /* the same release again (a follower handed the presenter's rows): nothing to redo */
+    if (!strcmp(was_v, lsn_release_version(r)) && !strcmp(was_a, lsn_release_accounting(r)))
+        return LSN_CH_FLAGS;
     int number = r->les.number;
     lsn_load(r, number, 1);
     return r->changes | LSN_CH_FLAGS | LSN_CH_SERVER | LSN_CH_TEXT | LSN_CH_VIEWS | LSN_CH_STATE;

@@ -31,7 +31,6 @@ room_start() {
     while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
     [ "${1:-}" = "--" ] && shift
     local args=""
-    [ -n "${TUI_ACCOUNTING-textbook}" ] && args=" '--accounting' '${TUI_ACCOUNTING-textbook}'"  # as tui_start
     for a in "$@"; do args="$args '$a'"; done
     cat > "$TUI_TMP/run-$s.sh" <<EOS
 #!/bin/sh
