@@ -109,8 +109,11 @@ static int write_course(const char *dir, const char *file, const explain_result 
     fprintf(f, "  },\n}\n\n");
     /* The command kvlab plans with: the model, the card, then the flags. */
     fprintf(f, "local CMD = ");
-    snprintf(buf, sizeof buf, "%s --gpu %s%s%s ", r->args.model, r->planned ? r->gpu.id : "h100-80gb",
-             r->args.vllm_version[0] ? " --vllm-version " : "", r->args.vllm_version);
+    /* the log's own release, whatever the learner's course follows (lab.start
+     * takes the learner's release only where the lesson names no accounting) */
+    snprintf(buf, sizeof buf, "%s --gpu %s --accounting release%s%s ", r->args.model,
+             r->planned ? r->gpu.id : "h100-80gb", r->args.vllm_version[0] ? " --vllm-version " : "",
+             r->args.vllm_version);
     char cmd[2400];
     snprintf(cmd, sizeof cmd, "%s%s", buf, r->flags);
     lua_str(f, cmd);
