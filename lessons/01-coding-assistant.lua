@@ -87,8 +87,18 @@ return {
     lab.show("memory", { upto = "cudagraph" })
     lab.show("log", { upto = "cudagraph" })
     lab.highlight("memory", "cudagraph")
-    lab.say("Unless --enforce-eager is given, vLLM estimates what capturing CUDA graphs will cost " ..
-      "and holds that back too: %s.", fmt.gib(plan.cudagraph_gib))
+    local cg_counted = true
+    for _, t in ipairs(plan.terms or {}) do
+      if t.name == "cudagraph" then cg_counted = t.counted end
+    end
+    if cg_counted then
+      lab.say("Unless --enforce-eager is given, vLLM estimates what capturing CUDA graphs will cost " ..
+        "and holds that back too: %s.", fmt.gib(plan.cudagraph_gib))
+    else
+      lab.say("Unless --enforce-eager is given, vLLM captures CUDA graphs. %s captures them after it " ..
+        "has sized the pool, so it holds nothing back for them: their %s come out of the headroom " ..
+        "outside the budget.", course.release_name(lab), fmt.gib(plan.cudagraph_gib))
+    end
     lab.say("%s", log_lines(lab, "cudagraph"))
     lab.pause()
 
@@ -98,18 +108,29 @@ return {
     lab.show("log", { upto = "kv" })
     lab.highlight("memory", "kv")
     lab.say("Now the subtraction. The budget is what the card reports times the utilization: " ..
-      "%s x %s = %s. Everything measured so far comes off it:",
+      "%s x %s = %s. What the release counts of everything measured so far comes off it:",
       fmt.gib(plan.gpu_total_gib), tostring(plan.gpu_memory_utilization), fmt.gib(plan.budget_gib))
-    lab.say("%s", fmt.table({
-      { "budget", string.format("%.2f", plan.budget_gib) },
-      { "- weights", string.format("%.2f", plan.weights_gib) },
-      { "- activation peak", string.format("%.2f", plan.activation_gib) },
-      { "- CUDA graphs", string.format("%.2f", plan.cudagraph_gib) },
-      { "- CUDA context", string.format("%.2f", plan.cuda_context_gib) },
-      { "= KV cache (GiB)", string.format("%.2f", plan.kv_cache_gib) },
-    }))
-    local sum = r2(plan.budget_gib) - r2(plan.weights_gib) - r2(plan.activation_gib) - r2(plan.cudagraph_gib) -
-        r2(plan.cuda_context_gib)
+    -- the terms this release takes off the budget; the ones it does not (in parentheses)
+    local rows, sum, outside = { { "budget", string.format("%.2f", plan.budget_gib) } }, r2(plan.budget_gib), false
+    for _, t in ipairs(plan.terms or {}) do
+      if t.name ~= "budget" and t.name ~= "kv_cache" and (t.counted or t.gib > 0) and
+         not (t.name == "nccl" and t.gib == 0) then
+        local label = t.name == "activation" and "activation peak" or course.term_label(t.name)
+        if t.counted then
+          rows[#rows + 1] = { "- " .. label, string.format("%.2f", t.gib) }
+          sum = sum - r2(t.gib)
+        else
+          rows[#rows + 1] = { "(" .. label .. ")", string.format("(%.2f)", t.gib) }
+          outside = true
+        end
+      end
+    end
+    rows[#rows + 1] = { "= KV cache (GiB)", string.format("%.2f", plan.kv_cache_gib) }
+    lab.say("%s", fmt.table(rows))
+    if outside then
+      lab.say("In parentheses: used, but not taken off %s's budget (it exists before vLLM measures, " ..
+        "or is captured after the pool is sized).", course.release_name(lab))
+    end
     if string.format("%.2f", sum) ~= string.format("%.2f", plan.kv_cache_gib) then
       lab.say("(Each figure is rounded to two decimals, so the column works out to %.2f; vLLM subtracts " ..
         "the exact figures and gets %.2f.)", sum, plan.kv_cache_gib)
@@ -192,10 +213,10 @@ return {
       { "KV pool", string.format("%.2f", plan.kv_cache_gib), string.format("%.2f", wb_kv / GiB) },
       { "tokens", fmt.int(plan.kv_cache_tokens), fmt.int(wb_tokens) },
     }))
-    lab.say("1. The card: the board takes the label, 80 GB in decimal gigabytes (10^9 bytes), " ..
-      "which is only %.2f GiB; vLLM starts from what the driver reports, %s. %s of 80 GB is 72 GB, " ..
-      "%.2f GiB: the board's memory in use.", wb.card / GiB, fmt.gib(plan.gpu_total_gib),
-      tostring(plan.gpu_memory_utilization), wb_budget / GiB)
+    lab.say("1. The card: the board reads the label, 80 GB, as decimal gigabytes (10^9 bytes), " ..
+      "only %.2f GiB. The memory is binary: five 16 GiB HBM stacks, of which the driver reports %s, " ..
+      "and vLLM starts from that. %s of 80 GB is 72 GB, %.2f GiB: the board's memory in use.",
+      wb.card / GiB, fmt.gib(plan.gpu_total_gib), tostring(plan.gpu_memory_utilization), wb_budget / GiB)
     lab.say("2. The rest: the board subtracts a round 1.5 GB of workspace and 1 GB of context " ..
       "(%.2f GiB); vLLM subtracts the activation peak it measured, its CUDA-graph estimate and " ..
       "the context (%s).", (wb.workspace + wb.context) / GiB, fmt.gib(others))

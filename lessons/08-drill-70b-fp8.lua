@@ -108,8 +108,10 @@ return {
     local gb_f8 = CONV * f8.kv_bytes_per_token / 1e9
     expect.near(lab, "70B 32K conversation, bf16 (GB)", gb_bf, 10.7, 0.01)
     expect.near(lab, "70B 32K conversation, fp8 (GB)", gb_f8, 5.4, 0.01)
-    lab.say("A coding session grows to %s tokens (32K). HBM is sold in decimal gigabytes " ..
-            "(1 GB = 10^9 bytes); vLLM's log counts in GiB (2^30). Give these in GB.", fmt.int(CONV))
+    lab.say("A coding session grows to %s tokens (32K). GPU memory itself is binary (an H100's 80 GB " ..
+            "is five 16 GiB HBM stacks, of which the driver reports %s) and vLLM's log counts in GiB " ..
+            "(2^30 bytes); the seed article sizes conversations in decimal GB (10^9 bytes). Give these in " ..
+            "GB, as it does.", fmt.int(CONV), fmt.gib(lab.plan().gpu_total_gib))
     lab.ask{
       prompt = string.format("How many GB of HBM does one %s-token conversation hold with a bf16 cache? " ..
                              "(Within 1%%.)",

@@ -32,7 +32,7 @@ return {
     expect.seed(lab, "example B at 8K: maximum concurrency", p.max_concurrency, 2.83, 0.01)
 
     lab.page("How many at once")
-    lab.say("Example B again, from lesson 7: %s on an RTX 4090 that reports %.1f GiB, now with " ..
+    lab.say("Example B again, from lesson 7: %s on an RTX 4090 that reports %.2f GiB, now with " ..
             "--max-model-len %d so that it starts. The last start-up line turns the pool into requests:",
             lab.model().id, p.gpu_total_gib, LEN)
     lab.show("log", { upto = "allocate" })
