@@ -40,7 +40,11 @@ end
 
 local function binding(s)
   local m, p = s.m, s.p
+  -- the cache: nearly full, or too full for the next waiting document while
+  -- the running cap still has room
   if m.kv_cache_usage_perc >= 0.9 then return 1 end
+  if m.num_requests_waiting > 0 and m.num_requests_running < p.max_num_seqs and
+     (1 - m.kv_cache_usage_perc) * p.kv_cache_tokens < DOCS.prompt[2] then return 1 end
   if m.num_requests_running >= p.max_num_seqs then return 2 end
   return 3
 end
