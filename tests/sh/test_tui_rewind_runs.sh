@@ -17,7 +17,7 @@ header() { tui_screen | sed -n 1p; }
 footer() { tui_screen | tail -1; }
 replay_of() { header | sed -nE 's/.*replay, step ([0-9]+) of ([0-9]+).*/\2/p'; }
 
-out=$("$KVLAB" check 16 --lessons "$KVLAB_LESSONS_DIR")
+out=$("$KVLAB" check 16 --lessons "$KVLAB_LESSONS_DIR" --accounting textbook)
 answer=$(sed -nE "s/^    accepted '([^']*)'.*/\1/p" <<<"$out" | head -1)
 predicted=$(sed -nE "s/^    predicted '([^']*)'.*/\1/p" <<<"$out" | head -1)
 [ -n "$answer" ] && [ -n "$predicted" ] || fail "kvlab check 16 gave no accepted answer or prediction"
