@@ -679,9 +679,12 @@ int app_main(int argc, char **argv)
      * Creating the CUDA context takes a second or more before the screen
      * opens: say what is happening meanwhile. */
     const char *want_dev = getenv("KVLAB_DEVICE");
-    if (kv_device_gpu_driver() && !(want_dev && !strcmp(want_dev, "host")) && isatty(STDERR_FILENO))
+    /* A follower draws the presenter's state on the host backend: it never
+     * opens the GPU (no CUDA context, no pool per student). */
+    int follower = g_room_mode == APP_ROOM_FOLLOW;
+    if (!follower && kv_device_gpu_driver() && !(want_dev && !strcmp(want_dev, "host")) && isatty(STDERR_FILENO))
         fprintf(stderr, "kvlab: opening the GPU (creating its CUDA context)...\n");
-    kv_device *dev = kvlab_backend_open_app(8);
+    kv_device *dev = follower ? NULL : kvlab_backend_open_app(8);
     cfg.device = dev;
     cfg.interrupt = &g_quit_signal; /* a signal also stops lesson code that is running */
     cfg.lessons_dir = log_course ? log_course : kvlab_lessons_dir_for(g_lessons_dir);
