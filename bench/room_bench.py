@@ -16,6 +16,10 @@ traffic at --fps). Reports:
                      / N, in % of one core, over the same running pages
   follower_rss_mib / follower_pss_mib  memory of one follower (mean)
 
+With --join-at STEPS it measures a late join instead: one follower starts
+once the presenter's engine (the pool under traffic at x64) is STEPS in, and
+the time to its first frame with the presenter's state is reported.
+
 With --busy-seconds S it measures memory instead: the presenter runs the
 pool under traffic at its fastest speed (+ pressed to x64: about 1,900
 engine steps a second, so a minute stands for ~1.6 hours of the lesson's
@@ -28,7 +32,8 @@ follower at 30 fps. Not a timed test: run it by hand on an otherwise idle
 machine; all N+1 processes share its cores.
 
 usage: bench/room_bench.py [--kvlab build/kvlab] [--followers 30] [--size 80x24]
-                           [--fps 30] [--keys 10] [--seconds 8] [--busy-seconds S] [--json]
+                           [--fps 30] [--keys 10] [--seconds 8] [--busy-seconds S]
+                           [--join-at STEPS] [--json]
 """
 import argparse
 import fcntl
@@ -145,7 +150,8 @@ def pct(v, p):
 
 
 def read_trace(path):
-    """KVLAB_ROOM_TRACE lines: keys {seq: t}, drawn [(seq, t)], stats [[t, bytes, states, deltas, skipped, n]]."""
+    """KVLAB_ROOM_TRACE lines: keys {seq: t}, drawn [(seq, t)],
+    stats [[t, bytes, states, deltas, skipped, n, engine ticks]]."""
     keys, drawn, stats = {}, [], []
     try:
         with open(path) as f:
@@ -160,6 +166,43 @@ def read_trace(path):
     except OSError:
         pass
     return keys, drawn, stats
+
+
+def late_join(a, press, procs, ptrace, env, tmp, pids, cols, rows):
+    """One follower joins when the presenter's engine is --join-at steps in:
+    time from its start to its first frame with the presenter's state."""
+    for _ in range(12):  # x64
+        press(b"+")
+        procs.pump(0.05)
+    end = time.monotonic() + 600
+    ticks = 0
+    while time.monotonic() < end:
+        procs.pump(1.0)
+        st = read_trace(ptrace)[2]
+        ticks = st[-1][6] if st and len(st[-1]) > 6 else 0
+        if ticks >= a.join_at:
+            break
+    if ticks < a.join_at:
+        sys.exit(f"room_bench: the presenter reached only {ticks} engine steps")
+    trace = os.path.join(tmp, "late.trace")
+    t0 = time.monotonic()
+    pid, fd = spawn(a.kvlab, cols, rows, ["--follow", "bench", "--fps", str(a.fps)], dict(env, KVLAB_ROOM_TRACE=trace))
+    pids.append(pid)
+    procs.add("late", fd)
+    end = time.monotonic() + 120
+    while time.monotonic() < end and not read_trace(trace)[1]:
+        procs.pump(0.01)
+    drawn = read_trace(trace)[1]
+    if not drawn:
+        sys.exit("room_bench: the late follower never showed the lesson")
+    st = read_trace(ptrace)[2]
+    out = {"join_at_engine_steps": ticks, "presenter_steps_at_end": st[-1][6] if st else None,
+           "late_join_ms": round((drawn[0][1] - t0) * 1e3, 1)}
+    if a.json:
+        print(json.dumps(out, indent=1))
+    else:
+        print(f"late join at {ticks} engine steps: first frame with the presenter's state after "
+              f"{out['late_join_ms']} ms (goal: 300 ms)")
 
 
 def busy(a, press, procs, ppid, fpids, ptrace, traces, names):
@@ -222,6 +265,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=8.0, help="CPU and bytes window on the running pages")
     ap.add_argument("--busy-seconds", type=float, default=0,
                     help="instead of latency: follower memory over S seconds of a busy room at x64")
+    ap.add_argument("--join-at", type=int, default=0,
+                    help="instead of latency: one follower joins once the presenter's engine is this many steps in")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     a.keys = max(1, min(a.keys, 11))
@@ -260,6 +305,10 @@ def main():
         c0, t0 = cpu_s(ppid), time.monotonic()
         procs.pump(a.seconds)
         cpu_alone = (cpu_s(ppid) - c0) / (time.monotonic() - t0)
+
+        if a.join_at > 0:
+            late_join(a, press, procs, ptrace, env, tmp, pids, cols, rows)
+            return
 
         # 2. N followers join the running lesson late: time to their first
         # frame showing the presenter's state.

@@ -266,9 +266,9 @@ static void present(app *a, app_room *m)
         if (a->now - m->stats_t >= 1.0) {
             room_pres_stats ps;
             room_pres_get_stats(m->pres, &ps);
-            fprintf(m->trace, "stats %.6f %llu %llu %llu %llu %d\n", a->now, (unsigned long long)ps.bytes_sent,
+            fprintf(m->trace, "stats %.6f %llu %llu %llu %llu %d %lld\n", a->now, (unsigned long long)ps.bytes_sent,
                     (unsigned long long)ps.states_sent, (unsigned long long)ps.deltas_sent,
-                    (unsigned long long)ps.skipped, room_pres_followers(m->pres));
+                    (unsigned long long)ps.skipped, room_pres_followers(m->pres), (long long)ticks);
             m->stats_t = a->now;
         }
     }

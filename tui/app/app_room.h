@@ -22,7 +22,8 @@
  * KVLAB_ROOM_TRACE=FILE (bench/room_bench.py) appends one line per event:
  * "key SEQ T" (presenter: a key, and the message that carried its effect),
  * "drawn SEQ T" (follower: the first frame drawn with message SEQ applied),
- * "stats T BYTES STATES DELTAS SKIPPED FOLLOWERS" (presenter, each second);
+ * "stats T BYTES STATES DELTAS SKIPPED FOLLOWERS TICKS" (presenter, each
+ * second; TICKS: its engine's steps since the server started);
  * T is CLOCK_MONOTONIC seconds, the same clock in every process. */
 #ifndef APP_ROOM_H
 #define APP_ROOM_H
