@@ -753,10 +753,14 @@ int op_bench(kv_device *d, int rank, const kv_bench_req *q, kv_bench_result *out
     one.num_blocks = 1;
     const uint64_t bytes = (uint64_t)b.num_tokens * (kv_pool_layout_bytes(&one) / (uint64_t)one.block_size);
     const kv_bench_kind k = q->kind;
-    const uint64_t traffic = k == KV_BENCH_MEMCPY || k == KV_BENCH_GATHER ? 2 * bytes : bytes;
+    /* The verify bench reads from past the first block (b.verify_first). */
+    const int32_t v0 = k == KV_BENCH_VERIFY ? b.verify_first : 0, nv = b.num_tokens - v0;
+    const uint64_t traffic = k == KV_BENCH_MEMCPY || k == KV_BENCH_GATHER ? 2 * bytes
+                             : k == KV_BENCH_VERIFY ? bytes / (uint64_t)b.num_tokens * (uint64_t)nv
+                                                    : bytes;
     /* Writes and verifies larger than the scratch buffer run in pieces; only the kernels are timed. */
     const int per = k == KV_BENCH_WRITE ? (int)WRITES_PER_PIECE : VERIFY_PER_PIECE;
-    const int pieces = k == KV_BENCH_WRITE || k == KV_BENCH_VERIFY ? (b.num_tokens + per - 1) / per : 1;
+    const int pieces = k == KV_BENCH_WRITE || k == KV_BENCH_VERIFY ? (nv + per - 1) / per : 1;
     double *ms = (double *)calloc((size_t)q->repeats, sizeof *ms);
     char *buf = NULL;
     timer tm = {};
@@ -790,7 +794,7 @@ int op_bench(kv_device *d, int rank, const kv_bench_req *q, kv_bench_result *out
         double total = 0;
         if (k == KV_BENCH_VERIFY) rc = zero_count(r, rank, err, errlen);
         for (int p = 0; !rc && p < pieces; p++) {
-            const int first = p * per, n = b.num_tokens - first < per ? b.num_tokens - first : per;
+            const int first = v0 + p * per, n = v0 + nv - first < per ? v0 + nv - first : per;
             if (k == KV_BENCH_WRITE && (pieces > 1 || i == 0))
                 rc = upload_writes(r, rank, b.writes + first, (size_t)n, err, errlen);
             if (k == KV_BENCH_VERIFY && (pieces > 1 || i == 0)) rc = upload_verify(r, rank, &vr, first, n, &va, err, errlen);

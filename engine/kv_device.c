@@ -235,6 +235,7 @@ int kv_bench_request_make(const kv_pool_layout *l, int32_t n, kv_bench_request *
     }
     out->num_tokens = n;
     out->num_blocks = nb;
+    out->verify_first = n > 2 * bs ? bs + 1 : 0;
     return 0;
 }
 

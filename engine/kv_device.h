@@ -190,7 +190,9 @@ typedef enum kv_bench_kind {
     KV_BENCH_WRITE,        /* the write_kv kernel over the request (then verified) */
     KV_BENCH_GATHER,       /* a paged read: K/V through the block table into a contiguous buffer, as
                               attention reads it; a sample of the buffer is checked */
-    KV_BENCH_VERIFY,       /* the verify kernel over the request */
+    KV_BENCH_VERIFY,       /* the verify kernel over the request from verify_first on (past its
+                              first block, so the position, not the place in the call, picks the
+                              table entry) */
     KV_BENCH_COUNT
 } kv_bench_kind;
 
@@ -214,6 +216,8 @@ typedef struct kv_bench_result {
  * block and the slot writes that place the tokens. Arrays are malloc'd. */
 typedef struct kv_bench_request {
     int32_t num_tokens, num_blocks;
+    int32_t verify_first;  /* where the verify bench starts: block_size + 1 when the request has more
+                              than two blocks of tokens, else 0 */
     int32_t *table;
     uint64_t *keys;
     int32_t *tokens;

@@ -277,7 +277,11 @@ static int h_bench(kv_device *d, int rank, const kv_bench_req *q, kv_bench_resul
         return kv_errf(err, errlen, KV_DEV_ENOMEM, "bench: out of host memory");
     }
     const kv_verify_req vr = {b.table, b.keys, b.num_blocks, b.tokens, 0, b.num_tokens};
-    uint64_t traffic = q->kind == KV_BENCH_MEMCPY || q->kind == KV_BENCH_GATHER ? 2 * bytes : bytes;
+    const kv_verify_req vlate = {b.table, b.keys, b.num_blocks, b.tokens + b.verify_first, b.verify_first,
+                                 b.num_tokens - b.verify_first};
+    uint64_t traffic = q->kind == KV_BENCH_MEMCPY || q->kind == KV_BENCH_GATHER ? 2 * bytes
+                       : q->kind == KV_BENCH_VERIFY ? (n - (size_t)b.verify_first) * sizeof(uint64_t)
+                                                    : bytes;
     int64_t bad = -1;
     if (q->kind == KV_BENCH_GATHER || q->kind == KV_BENCH_VERIFY)
         rc = h_write_kv(d, rank, b.writes, n, err, errlen); /* what the reads find */
@@ -300,7 +304,7 @@ static int h_bench(kv_device *d, int rank, const kv_bench_req *q, kv_bench_resul
                 buf[t] = r->fp[(int64_t)b.table[t / (size_t)r->layout.block_size] * r->layout.block_size +
                                (int64_t)(t % (size_t)r->layout.block_size)];
             break;
-        default: rc = h_verify(d, rank, &vr, &bad, err, errlen); break;
+        default: rc = h_verify(d, rank, &vlate, &bad, err, errlen); break;
         }
         if (i > 0)
             ms[i - 1] = now_ms() - t0;
