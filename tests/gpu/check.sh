@@ -480,7 +480,7 @@ else
 fi
 
 # ---- the clock ------------------------------------------------------------------
-begin done
+begin finished
 total=$(elapsed)
 fig total_s "$total"
 if fcmp "$total <= $LIMIT_S"; then pass time "$total s for the build and every check (limit $LIMIT_S s)"

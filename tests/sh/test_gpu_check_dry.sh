@@ -80,7 +80,7 @@ grep -q '^PASS hold: ' "$tmp/full.log" || fail "full: $(grep hold "$tmp/full.log
 grep -q '^PASS verify-bfloat16: .* of the read rate' "$tmp/full.log" || fail "full: verify against the read roofline: $(grep verify-bf "$tmp/full.log")"
 grep -q '^PASS oom: ' "$tmp/full.log" || fail "full: $(grep oom "$tmp/full.log")"
 grep -q '^INFO unit-on-device: not built: no test_cuda' "$tmp/full.log" || fail "full: $(grep unit-on "$tmp/full.log")"
-[ "$(jf 'd["status"]')" = failed ] && [ "$(jf 'd["section"]')" = done ] || fail "full: status $(jf 'd["status"]') in $(jf 'd["section"]')"
+[ "$(jf 'd["status"]')" = failed ] && [ "$(jf 'd["section"]')" = finished ] || fail "full: status $(jf 'd["status"]') in $(jf 'd["section"]')"
 [ "$(jf 'd["failures"]')" = 1 ] || fail "full: $(jf 'd["failures"]') failures, want 1: $(grep -E '^(FAIL|NOT-RUN)' "$tmp/full.log")"
 [ "$(jf 'd["figures"]["write_roofline_bfloat16"]')" = 0.9 ] || fail "full: figures $(jf 'd["figures"]')"
 echo ok
