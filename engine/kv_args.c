@@ -1,8 +1,10 @@
 /* kv_args: vLLM engine args by name, with vLLM's defaults and forms. */
 #include "kv_args.h"
+#include "kv_offload.h"
 #include "kv_release.h"
 #include "kv_util.h"
 
+#include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -16,7 +18,7 @@ enum {
     F_PREFIX, F_CHUNKED, F_EAGER, F_KV_BYTES, F_BLOCKS_OVERRIDE,
     F_GPU, F_GPU_GIB, F_GPU_USED, F_WEIGHTS, F_ACTIVATION, F_CUDAGRAPH, F_CONTEXT, F_NCCL, F_SCHED_POLICY,
     F_VLLM_VERSION, F_ACCOUNTING, F_FI_SAMPLER, F_RESERVE_ISL, F_WATERMARK, F_MXFP4_BACKEND, F_CPU_OFFLOAD,
-    F_OPT_LEVEL, F_MAX_CG_SIZE, F_CG_SIZES, F_COMPILE_CACHE,
+    F_OPT_LEVEL, F_MAX_CG_SIZE, F_CG_SIZES, F_COMPILE_CACHE, F_KV_OFFLOAD, F_KV_OFFLOAD_BACKEND, F_KV_TRANSFER,
     F_FIRST_NOTE
 };
 
@@ -97,6 +99,20 @@ static const kv_args_flag flags[] = {
     [F_COMPILE_CACHE] = {"compile-cache", "kvlab", KV_ARG_CHOICE, "cold|warm", "cold",
                          "torch.compile cache at start-up: cold (first start, or a container without a persisted "
                          "~/.cache/vllm) or warm (a later start reusing it)", 1},
+    /* KV offloading: kept as notes for the memory plan (the GPU pool is sized as without), read by the
+     * engine's host tier (kv_offload.h) in kvlab simulate. */
+    [F_KV_OFFLOAD] = {"kv-offloading-size", "kv_offloading_size", KV_ARG_NOTE, NULL, "",
+                      "GiB of KV blocks kept in CPU memory, all tp ranks together (kvlab simulate runs the tier)", 1,
+                      "0.11.1", NULL,
+                      "host memory for a CPU tier of KV blocks and its transfer buffers (kvlab simulate runs the "
+                      "tier; the GPU pool is sized as without)"},
+    [F_KV_OFFLOAD_BACKEND] = {"kv-offloading-backend", "kv_offloading_backend", KV_ARG_NOTE, "native|lmcache", "native",
+                              "the KV offloading backend: native (OffloadingConnector) or lmcache", 0, "0.11.1"},
+    [F_KV_TRANSFER] = {"kv-transfer-config", "kv_transfer_config", KV_ARG_NOTE, NULL, "",
+                       "a KV connector (JSON): OffloadingConnector runs as the host tier in kvlab simulate", 1,
+                       "0.6.5", NULL,
+                       "host memory or a remote store for KV blocks through the connector (kvlab simulate runs "
+                       "OffloadingConnector's CPU tier; the GPU pool is sized as without)"},
     /* Real vLLM flags that do not change the memory plan. */
     {"port", "port", KV_ARG_NOTE, NULL, "8000", "API server port", 0},
     {"host", "host", KV_ARG_NOTE, NULL, "", "API server host", 0},
@@ -147,8 +163,6 @@ static const kv_args_flag flags[] = {
      "a draft model's weights and KV cache"},
     {"num-speculative-tokens", "num_speculative_tokens", KV_ARG_NOTE, NULL, "", "tokens the draft proposes", 1, NULL,
      "0.8.3", "the extra tokens each step verifies"},
-    {"kv-offloading-size", "kv_offloading_size", KV_ARG_NOTE, NULL, "", "GiB of KV blocks kept in CPU memory", 1,
-     "0.11.1", NULL, "a CPU tier for KV blocks (host memory) and its transfer buffers; the GPU pool is sized as without"},
     {"enable-lora", "enable_lora", KV_ARG_NOTE_BOOL, NULL, "false", "serve LoRA adapters", 1, NULL, NULL,
      "LoRA slots (max_loras adapters of max_lora_rank on every layer) and the profile run's LoRA pass"},
     {"max-lora-rank", "max_lora_rank", KV_ARG_NOTE, NULL, "16", "largest LoRA rank", 1, NULL, NULL,
@@ -172,8 +186,6 @@ static const kv_args_flag flags[] = {
      "0.7.3", "0.27.0"},
     {"calculate-kv-scales", "calculate_kv_scales", KV_ARG_NOTE_BOOL, NULL, "false",
      "fp8 KV scales from the first batch (a few floats per layer)", 0, "0.7.0", "0.28.0"},
-    {"kv-offloading-backend", "kv_offloading_backend", KV_ARG_NOTE, NULL, "native", "the KV offloading backend", 0,
-     "0.11.1"},
     {"max-cpu-loras", "max_cpu_loras", KV_ARG_NOTE, NULL, "", "LoRA adapters cached in CPU memory", 0},
     {"model-impl", "model_impl", KV_ARG_NOTE, NULL, "auto", "vLLM's or the Transformers implementation", 0, "0.7.3"},
     /* Real vLLM flags kvlab cannot follow. */
@@ -457,6 +469,101 @@ static int given_has(const kv_args *a, int i)
     return i >= 0 && i <= GIVEN_DASH_O && ((a->given[i / 64] >> (i % 64)) & 1);
 }
 
+/* The KV connectors --kv-transfer-config may name (vllm/distributed/kv_transfer/kv_connector/factory.py):
+ * the release that added each and, for those kvlab does not run, what they change. */
+typedef struct connector_row {
+    const char *name;
+    const char *since;
+    const char *not_modelled; /* NULL: the engine's host tier runs it */
+} connector_row;
+
+static const connector_row connectors[] = {
+    {"OffloadingConnector", "0.11.0", NULL},
+    {"LMCacheConnectorV1", "0.9.0",
+     "LMCache keeps KV chunks (256 tokens by default) in its own CPU/disk/remote store, looked up by its own "
+     "token hashes, with its own eviction; kvlab runs no LMCache tier"},
+    {"LMCacheMPConnector", "0.11.1",
+     "LMCache's multi-process server holds the KV outside vLLM; kvlab runs no LMCache tier"},
+    {"NixlConnector", "0.9.0",
+     "prefill/decode disaggregation moves each request's KV to another instance over NIXL; kvlab runs one instance"},
+    {"P2pNcclConnector", "0.10.0", "KV sent between instances over NCCL; kvlab runs one instance"},
+    {"MultiConnector", "0.9.2", "several connectors at once; kvlab runs none of them"},
+};
+
+static const connector_row *connector_find(const char *name)
+{
+    for (size_t k = 0; k < sizeof connectors / sizeof connectors[0]; k++)
+        if (!strcmp(connectors[k].name, name))
+            return &connectors[k];
+    return NULL;
+}
+
+/* --kv-offloading-size, --kv-offloading-backend, --kv-transfer-config: keep
+ * their values for the host tier. 0, or KV_ARGS_EVALUE with one line. */
+static int set_offload(kv_args *a, int i, const char *value, char *err, size_t errlen)
+{
+    if (!value || !*value)
+        return kv_errf(err, errlen, KV_ARGS_EMISSING, "--%s needs a value", flags[i].name);
+    if (i == F_KV_OFFLOAD) {
+        double v;
+        if (parse_double(value, &v) || v < 0)
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--kv-offloading-size takes GiB (a number >= 0), not '%.40s'",
+                           value);
+        a->kv_offloading_size = v;
+        return 0;
+    }
+    if (i == F_KV_OFFLOAD_BACKEND) {
+        if (!choice_ok(flags[i].choices, value))
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--kv-offloading-backend must be native or lmcache; got '%.40s'",
+                           value);
+        a->kv_offloading_backend = !strcmp(value, "lmcache");
+        if (a->kv_offloading_backend)
+            return kv_errf(err, errlen, KV_ARGS_IGNORED,
+                           "note: --kv-offloading-backend lmcache is accepted but not modelled: %s",
+                           connector_find("LMCacheMPConnector")->not_modelled);
+        return 0;
+    }
+    cJSON *j = cJSON_Parse(value);
+    const cJSON *c = j ? cJSON_GetObjectItemCaseSensitive(j, "kv_connector") : NULL;
+    if (!cJSON_IsString(c) || !c->valuestring[0]) {
+        cJSON_Delete(j);
+        return kv_errf(err, errlen, KV_ARGS_EVALUE,
+                       "--kv-transfer-config takes JSON with a kv_connector, e.g. "
+                       "'{\"kv_connector\":\"OffloadingConnector\",\"kv_role\":\"kv_both\"}'");
+    }
+    snprintf(a->kv_connector, sizeof a->kv_connector, "%s", c->valuestring);
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, "kv_connector_extra_config");
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(x, "cpu_bytes_to_use");
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(x, "num_cpu_blocks");
+    a->kv_connector_cpu_bytes = cJSON_IsNumber(b) && b->valuedouble > 0 ? b->valuedouble : 0;
+    a->kv_connector_cpu_blocks = cJSON_IsNumber(n) && n->valuedouble >= 1 ? (int64_t)n->valuedouble : 0;
+    cJSON_Delete(j);
+    const connector_row *row = connector_find(a->kv_connector);
+    if (row && row->not_modelled)
+        return kv_errf(err, errlen, KV_ARGS_IGNORED, "note: --kv-transfer-config %s is accepted but not modelled: %s",
+                       row->name, row->not_modelled);
+    if (!row)
+        return kv_errf(err, errlen, KV_ARGS_IGNORED,
+                       "note: --kv-transfer-config %.47s is accepted but not modelled: kvlab knows no such connector",
+                       a->kv_connector);
+    return 0;
+}
+
+int64_t kv_args_offload_blocks(const kv_args *a, double block_bytes_per_rank)
+{
+    int32_t tp = a->tensor_parallel_size > 0 ? a->tensor_parallel_size : 1;
+    if (a->kv_offloading_size > 0)
+        return a->kv_offloading_backend == 0 ? kv_offload_num_blocks(a->kv_offloading_size, tp, block_bytes_per_rank)
+                                             : 0;
+    if (strcmp(a->kv_connector, "OffloadingConnector"))
+        return 0;
+    /* the extra-config key the release reads (vllm/v1/kv_offload/cpu.py, cpu/spec.py from 0.20) */
+    const char *v = a->vllm_version[0] ? a->vllm_version : kv_release_newest()->first;
+    if (kv_release_compare(v, "0.14.0") < 0)
+        return a->kv_connector_cpu_blocks;
+    return kv_offload_num_blocks(a->kv_connector_cpu_bytes / 1073741824.0, tp, block_bytes_per_rank);
+}
+
 int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size_t errlen)
 {
     int neg;
@@ -470,6 +577,11 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
     if (f->kind == KV_ARG_REFUSED)
         return kv_errf(err, errlen, KV_ARGS_EVALUE, "--%s: %s", f->name, f->changes);
     given_mark(a, i, 1);
+    if (i == F_KV_OFFLOAD || i == F_KV_OFFLOAD_BACKEND || i == F_KV_TRANSFER) {
+        int rc = set_offload(a, i, value, err, errlen);
+        if (rc)
+            return rc;
+    }
     if ((f->kind == KV_ARG_NOTE_BOOL || f->kind == KV_ARG_NOTE) && f->changes)
         return kv_errf(err, errlen, KV_ARGS_IGNORED, "note: --%s is accepted but not modelled: it changes %s", f->name,
                        f->changes);
@@ -880,6 +992,11 @@ int kv_args_check_release(const kv_args *a, char *err, size_t errlen)
         snprintf(name, sizeof name, "--%s", flags[i].name);
         return not_in_release(name, v, flags[i].since, flags[i].removed, err, errlen);
     }
+    const connector_row *row = a->kv_connector[0] ? connector_find(a->kv_connector) : NULL;
+    if (row && kv_release_compare(v, row->since) < 0)
+        return kv_errf(err, errlen, KV_ARGS_EVALUE,
+                       "--kv-transfer-config: vLLM %s has no %s (%s and later); vLLM would reject it", v, row->name,
+                       row->since);
     if (given_has(a, GIVEN_DASH_O) && kv_release_compare(v, "0.6.5") < 0)
         return not_in_release("-O", v, "0.6.5", NULL, err, errlen);
     return 0;

@@ -119,6 +119,13 @@ typedef struct kv_args {
     /* scheduler flags of newer releases, only read when given (kv_args_is_set) */
     int32_t scheduler_reserve_full_isl; /* --scheduler-reserve-full-isl (vLLM 0.19+) */
     double watermark;               /* --watermark, a fraction of num_blocks in [0, 1) (vLLM 0.24+) */
+    /* KV offloading (vllm/config/cache.py, vllm/config/kv_transfer.py; the engine's host tier, kv_offload.h):
+       the GPU memory plan does not read them */
+    double kv_offloading_size;      /* --kv-offloading-size GiB, summed over the tp ranks (0 = off; vLLM 0.11.1+) */
+    int32_t kv_offloading_backend;  /* --kv-offloading-backend: 0 native (OffloadingConnector), 1 lmcache */
+    char kv_connector[48];          /* --kv-transfer-config's kv_connector ("" = none) */
+    double kv_connector_cpu_bytes;  /* its kv_connector_extra_config.cpu_bytes_to_use (0.14+; 0 = absent) */
+    int64_t kv_connector_cpu_blocks;/* its kv_connector_extra_config.num_cpu_blocks (0.11-0.13; 0 = absent) */
 
     /* Which vLLM args the user set explicitly (bit per kv_args flag index), so
      * defaults that depend on the card can be filled in later. */
@@ -190,6 +197,14 @@ int kv_args_flag_in_release(const kv_args_flag *f, const char *version);
  * later); vLLM would reject it"). Nothing is checked under textbook
  * accounting. kv_args_parse calls it once all flags are read. */
 int kv_args_check_release(const kv_args *a, char *err, size_t errlen);
+
+/* The host tier's size in blocks that a asks for (kv_offload.h): from
+ * --kv-offloading-size GiB with the native backend, else from an
+ * OffloadingConnector's kv_connector_extra_config (cpu_bytes_to_use, or
+ * num_cpu_blocks before 0.14), as vLLM reads them for the release a follows;
+ * block_bytes_per_rank = one block of every layer on one rank. 0 = no tier
+ * (not asked for, LMCache or another connector: those are not modelled). */
+int64_t kv_args_offload_blocks(const kv_args *a, double block_bytes_per_rank);
 
 int kv_args_flag_count(void);
 const kv_args_flag *kv_args_flag_at(int i);

@@ -2,6 +2,7 @@
  * aborting requests, modes and logging (the rest of the facade of
  * kv_engine.h is in kv_engine_step.c, kv_engine_read.c, kv_engine_plan.c). */
 #include "kv_engine_int.h"
+#include "kv_offload.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -273,6 +274,11 @@ static int build_core(kv_engine *e, char *err, size_t errlen)
         kv_pool_set_event_sink(e->pool, on_event, e); /* else no call per block at all */
     kv_kvcm_init(&e->kvcm, e->pool, c->block_size, c->max_model_len, c->mode, caching, c->seed);
     kv_pool_set_free_to_tail(e->pool, !c->sched_rules.free_uncached_first);
+    if (c->offload_num_blocks > 0 && caching) {
+        e->kvcm.offload = kv_offload_create(c->offload_num_blocks);
+        if (!e->kvcm.offload)
+            return kv_errf(err, errlen, KV_ENGINE_ENOMEM, "out of memory for the host KV tier");
+    }
     kv_sched_config sc = {c->max_num_seqs, c->max_num_batched_tokens, c->max_model_len,
                           c->long_prefill_token_threshold, c->enable_chunked_prefill, c->scheduling_policy, c->mode,
                           c->num_blocks, c->sched_rules};
@@ -282,6 +288,8 @@ static int build_core(kv_engine *e, char *err, size_t errlen)
 
 static void destroy_core(kv_engine *e)
 {
+    kv_offload_destroy(e->kvcm.offload);
+    e->kvcm.offload = NULL;
     kv_sched_destroy(e->sched);
     kv_pool_destroy(e->pool);
     e->sched = NULL;

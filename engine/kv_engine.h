@@ -136,6 +136,12 @@ typedef struct kv_engine_config {
                                        0: only request events and logs (long headless runs) */
     uint64_t host_memory_bytes;     /* host memory the engine may take: 0 (default) = what this
                                        machine has available now (MemAvailable, cgroup limit) */
+    /* Host (CPU) KV tier, vLLM's OffloadingConnector (kv_offload.h): off by default. */
+    int64_t offload_num_blocks;     /* blocks the tier holds (0 = no tier; kv_offload_num_blocks
+                                       of --kv-offloading-size) */
+    double offload_link_bytes_per_s;/* host link of one GPU, one direction (PCIe), bytes/s: a
+                                       load of n blocks adds n x block bytes per rank / this to
+                                       the step; 0 = free */
 } kv_engine_config;
 
 /* Fill cfg with vLLM defaults and a Llama-3.1-8B / H100-80GB shape:
@@ -481,6 +487,14 @@ typedef struct kv_engine_metrics {
     int64_t prefix_cache_hits;       /* vllm:prefix_cache_hits_total (tokens) */
     int64_t preempted_prefix_cache_queries; /* same for resumed requests (not exported by vLLM) */
     int64_t preempted_prefix_cache_hits;
+    /* host tier (kv_offload.h; all 0 without one) */
+    int64_t external_prefix_cache_queries; /* vllm:external_prefix_cache_queries (tokens beyond the GPU hit) */
+    int64_t external_prefix_cache_hits;    /* vllm:external_prefix_cache_hits (tokens loaded from the tier) */
+    int64_t offload_stored_blocks;   /* blocks copied GPU -> host */
+    int64_t offload_loaded_blocks;   /* blocks copied host -> GPU */
+    int64_t offload_evicted_blocks;  /* blocks dropped from the tier */
+    int64_t offload_capacity_blocks; /* the tier's size in blocks */
+    double offload_load_s;           /* seconds of loads charged to steps */
     int64_t prompt_tokens_total;     /* vllm:prompt_tokens_total (per finished/admitted prompt) */
     int64_t generation_tokens_total; /* vllm:generation_tokens_total */
     int64_t request_success_total;   /* vllm:request_success_total (finished) */

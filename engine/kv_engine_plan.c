@@ -128,6 +128,17 @@ int kv_engine_config_from_plan(const kv_plan *p, const kv_model *m, const kv_gpu
      * bandwidth counts; the catalogue adds both directions */
     double link = gpu ? (gpu->nvlink_gbps > 0 ? gpu->nvlink_gbps : gpu->pcie_gbps) : 0.0;
     c->link_bytes_per_s = link > 0 ? link / 2.0 * 1e9 : 0.0;
+    /* the host KV tier (kv_offload.h): off unless asked for; its loads cross
+     * the card's host link one way (the catalogue adds both directions) */
+    c->offload_num_blocks = a ? kv_args_offload_blocks(a, (double)p->page_size_bytes * (double)p->num_layers) : 0;
+    if (c->offload_num_blocks > 0) {
+        double pcie = gpu && gpu->pcie_gbps > 0 ? gpu->pcie_gbps : 64.0;
+        c->offload_link_bytes_per_s = pcie / 2.0 * 1e9;
+        if ((!gpu || gpu->pcie_gbps <= 0) && note && notelen > used)
+            used += (size_t)snprintf(note + used, notelen - used,
+                                     "time model: no host link for this card; KV offloading loads assume PCIe 4.0 "
+                                     "x16 (32 GB/s each way). ");
+    }
     return 0;
 }
 

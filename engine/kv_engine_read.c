@@ -2,6 +2,7 @@
  * (summaries, block and request snapshots, metrics, events) and the
  * invariant check and device read-back. */
 #include "kv_engine_int.h"
+#include "kv_offload.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -227,6 +228,14 @@ void kv_engine_get_metrics(const kv_engine *e, kv_engine_metrics *o)
     o->prefix_cache_hits = e->kvcm.hits;
     o->preempted_prefix_cache_queries = e->kvcm.preempted_queries;
     o->preempted_prefix_cache_hits = e->kvcm.preempted_hits;
+    kv_offload_stats os;
+    kv_offload_get_stats(e->kvcm.offload, &os);
+    o->external_prefix_cache_queries = os.queries;
+    o->external_prefix_cache_hits = os.hits;
+    o->offload_stored_blocks = os.stored_blocks;
+    o->offload_loaded_blocks = os.loaded_blocks;
+    o->offload_evicted_blocks = os.evicted_blocks;
+    o->offload_capacity_blocks = os.capacity;
     kv_pool_stats ps;
     kv_pool_get_stats(e->pool, &ps);
     o->block_allocations += ps.allocations;

@@ -1,6 +1,7 @@
 /* kv_engine_step.c: one engine step (schedule, write the K/V, advance the
  * virtual clock by the time model, sample, finish), and what it decided. */
 #include "kv_engine_int.h"
+#include "kv_offload.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -164,6 +165,8 @@ int kv_engine_step(kv_engine *e, kv_step_result *out, char *err, size_t errlen)
     kv_eng_journal(e, &(kv_engine_input){.type = KV_IN_STEP});
     kv_sched_output o;
     double start = e->clock;
+    kv_offload_stats os0, os1;
+    kv_offload_get_stats(e->kvcm.offload, &os0);
     kv_sched_schedule(e->sched, &o);
     record_step(e, &o);
     res.num_preempted = o.num_preempted;
@@ -215,6 +218,15 @@ int kv_engine_step(kv_engine *e, kv_step_result *out, char *err, size_t errlen)
         w.kv_tokens_read = 0; /* nothing cached to read: the work is all in the recompute */
     double usage = kv_pool_usage(e->pool);
     double dur = kv_timemodel_step(&e->tparams, &w, NULL);
+    /* host-tier loads this step: each rank copies its share of the blocks
+     * over its own host link before the step's forward can read them */
+    kv_offload_get_stats(e->kvcm.offload, &os1);
+    if (os1.loaded_blocks > os0.loaded_blocks && e->cfg.offload_link_bytes_per_s > 0) {
+        double load_s = (double)(os1.loaded_blocks - os0.loaded_blocks) * e->cfg.block_size *
+                        e->tparams.kv_bytes_per_token / e->cfg.offload_link_bytes_per_s;
+        e->m.offload_load_s += load_s;
+        dur += load_s;
+    }
     kv_eng_accumulate_time(e, dur, usage);
     e->clock += dur;
     if (usage > e->m.peak_kv_usage)

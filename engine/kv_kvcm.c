@@ -1,4 +1,5 @@
 #include "kv_kvcm.h"
+#include "kv_offload.h"
 
 #include "kv_engine.h"
 #include "kv_util.h"
@@ -14,6 +15,7 @@ void kv_kvcm_init(kv_kvcm *m, kv_pool *pool, int32_t block_size, int32_t max_mod
     m->caching = enable_caching && mode == KV_MODE_PAGED && kv_pool_caching(pool);
     m->queries = m->hits = m->preempted_queries = m->preempted_hits = 0;
     m->hash_conflicts = 0;
+    m->offload = NULL;
 }
 
 int32_t kv_kvcm_max_blocks(const kv_kvcm *m, int32_t max_tokens)
@@ -76,8 +78,11 @@ static void cache_blocks(kv_kvcm *m, kv_req *r, int32_t num_tokens)
             kv_pool_prefetch_hash(m->pool, r->hashes[i + 1]);
         m->hash_conflicts += kv_pool_cache_block(m->pool, r->table[i], r->hashes[i], r->id);
     }
-    if (full > r->num_cached_blocks)
+    if (full > r->num_cached_blocks) {
+        if (m->offload) /* the blocks this step fills, offered to the host tier */
+            kv_offload_store(m->offload, r->hashes + r->num_cached_blocks, full - r->num_cached_blocks);
         r->num_cached_blocks = full;
+    }
 }
 
 static int32_t evictable(const kv_kvcm *m, const int32_t *hit, int32_t n_hit)

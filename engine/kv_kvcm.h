@@ -24,6 +24,8 @@ typedef struct kv_kvcm {
     /* prefix cache stats in tokens (PrefixCacheStats.record) */
     int64_t queries, hits, preempted_queries, preempted_hits;
     int64_t hash_conflicts;       /* a held block carried a different hash than its position needs (a bug) */
+    struct kv_offload *offload;   /* host tier (kv_offload.h), NULL = none: every block cache_blocks registers
+                                     is offered to it (the OffloadingConnector's stores) */
 } kv_kvcm;
 
 /* Set up over pool (borrowed). mode is a kv_engine_mode; hash_seed gives

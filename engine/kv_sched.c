@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kv_engine.h"
+#include "kv_offload.h"
 #include "kv_util.h"
 
 /* Waiting queue: FCFS is a ring deque (append, popleft, appendleft for
@@ -366,7 +367,18 @@ static void schedule_waiting(kv_sched *s, int32_t *budget, int32_t lpt, kv_sched
                 kv_kvcm_record_stats_split(s->kvcm, r, n_hit * bs, ru->stats_split_preempted);
         }
         int32_t hit_tokens = n_hit * bs;
-        int32_t n = kv_req_num_tokens(r) - r->num_computed - hit_tokens;
+        /* the host tier: blocks held there right after the GPU hit, loaded
+         * into fresh GPU blocks (kv_offload.h; the connector's
+         * get_num_new_matched_tokens), the last prompt token kept to compute */
+        int32_t ext = 0;
+        if (looked && s->kvcm->offload) {
+            int32_t maxb = (kv_req_num_tokens(r) - 1) / bs;
+            if (maxb > r->num_hashes)
+                maxb = r->num_hashes;
+            ext = kv_offload_lookup(s->kvcm->offload, r->hashes, n_hit, maxb);
+        }
+        int32_t ext_tokens = ext * bs;
+        int32_t n = kv_req_num_tokens(r) - r->num_computed - hit_tokens - ext_tokens;
         if (lpt > 0 && n > lpt)
             n = lpt;
         if (!s->cfg.enable_chunked_prefill && n > *budget) {
@@ -382,8 +394,10 @@ static void schedule_waiting(kv_sched *s, int32_t *budget, int32_t lpt, kv_sched
         int32_t keep = s->num_running > 0 ? wm : 0;
         if (ru->reserve_full_prompt && !kv_kvcm_full_sequence_fits(s->kvcm, r, s->hit, n_hit, keep))
             break;
-        if (kv_kvcm_allocate_slots_keep(s->kvcm, r, n, s->hit, n_hit, keep) < 0)
+        if (kv_kvcm_allocate_slots_keep(s->kvcm, r, ext_tokens + n, s->hit, n_hit, keep) < 0)
             break;
+        if (looked && s->kvcm->offload) /* connector_prefix_cache_stats.record */
+            kv_offload_record(s->kvcm->offload, kv_req_num_tokens(r) - hit_tokens, ext_tokens, ext);
         if (!looked)
             r->kv_lost = 1; /* its computed tokens have no blocks behind them */
         if (looked && ru->stats_at_admission)
@@ -392,11 +406,11 @@ static void schedule_waiting(kv_sched *s, int32_t *budget, int32_t lpt, kv_sched
         s->running[s->num_running++] = r;
         int resumed = r->status == KV_REQ_PREEMPTED;
         r->status = KV_REQ_RUNNING;
-        r->num_computed += hit_tokens;
+        r->num_computed += hit_tokens + ext_tokens;
         if (r->num_cached_tokens < 0)
-            r->num_cached_tokens = hit_tokens;
-        r->admit_hit = hit_tokens;
-        emit(s, resumed ? KV_EV_RESUME : KV_EV_ADMIT, r, hit_tokens);
+            r->num_cached_tokens = hit_tokens + ext_tokens;
+        r->admit_hit = hit_tokens + ext_tokens;
+        emit(s, resumed ? KV_EV_RESUME : KV_EV_ADMIT, r, hit_tokens + ext_tokens);
         add_scheduled(s, r, n);
         *budget -= n;
         out->num_new++;

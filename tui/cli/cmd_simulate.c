@@ -44,6 +44,10 @@ static void sim_usage(FILE *f)
             "  --events FILE     write the engine's event stream (JSONL: block allocations, frees, prefix-cache\n"
             "                    hits, evictions, admissions, preemptions, finishes, log lines; docs/events.md)\n"
             "  --scheduling-policy fcfs|priority   (vLLM's flag; priority: smaller runs sooner)\n"
+            "  --kv-offloading-size GIB   (vLLM 0.11.1+) a CPU tier behind the GPU pool, as vLLM's\n"
+            "                    OffloadingConnector: full blocks stored, loaded back on a prefix hit over the\n"
+            "                    card's PCIe link; --json adds external_prefix_cache_queries/_hits (also from\n"
+            "                    --kv-transfer-config '{\"kv_connector\":\"OffloadingConnector\",...}')\n"
             "vLLM flags as in `kvlab serve` (--max-model-len, --kv-cache-dtype, --max-num-seqs, ...);\n"
             "--gpu defaults to %s; --gpu this plans for this machine's CUDA device.\n",
             DEFAULT_GPU);
@@ -213,6 +217,18 @@ static void summary_json(const kv_engine *e, const kv_plan *p, const kv_model *m
     cJSON_AddNumberToObject(o, "prefix_cache_hits", (double)mt.prefix_cache_hits);
     cJSON_AddNumberToObject(o, "prefix_cache_hit_rate",
                             mt.prefix_cache_queries ? (double)mt.prefix_cache_hits / (double)mt.prefix_cache_queries : 0.0);
+    /* the host tier (--kv-offloading-size; 0 without one): vLLM's connector prefix-cache counters */
+    cJSON_AddNumberToObject(o, "external_prefix_cache_queries", (double)mt.external_prefix_cache_queries);
+    cJSON_AddNumberToObject(o, "external_prefix_cache_hits", (double)mt.external_prefix_cache_hits);
+    cJSON_AddNumberToObject(o, "reused_tokens", (double)(mt.prefix_cache_hits + mt.preempted_prefix_cache_hits +
+                                                         mt.external_prefix_cache_hits));
+    if (mt.offload_capacity_blocks > 0) {
+        cJSON_AddNumberToObject(o, "offload_capacity_blocks", (double)mt.offload_capacity_blocks);
+        cJSON_AddNumberToObject(o, "offload_stored_blocks", (double)mt.offload_stored_blocks);
+        cJSON_AddNumberToObject(o, "offload_loaded_blocks", (double)mt.offload_loaded_blocks);
+        cJSON_AddNumberToObject(o, "offload_evicted_blocks", (double)mt.offload_evicted_blocks);
+        cJSON_AddNumberToObject(o, "offload_load_s", mt.offload_load_s);
+    }
     cJSON_AddNumberToObject(o, "mean_num_requests_waiting", mt.mean_num_requests_waiting);
     cJSON_AddNumberToObject(o, "mean_num_requests_running", mt.mean_num_requests_running);
     cJSON_AddNumberToObject(o, "steps", (double)info->step);
@@ -274,6 +290,12 @@ static void summary_text(const kv_engine *e, const kv_plan *p, const kv_model *m
     printf("  prefix cache          %lld hit of %lld queried tokens (%.1f%%)\n", (long long)mt.prefix_cache_hits,
            (long long)mt.prefix_cache_queries,
            mt.prefix_cache_queries ? 100.0 * (double)mt.prefix_cache_hits / (double)mt.prefix_cache_queries : 0.0);
+    if (mt.offload_capacity_blocks > 0)
+        printf("  CPU offload tier      %lld external hit of %lld queried tokens; %lld of %lld blocks stored, %lld "
+               "loaded (%.3f s on the host link), %lld evicted\n",
+               (long long)mt.external_prefix_cache_hits, (long long)mt.external_prefix_cache_queries,
+               (long long)mt.offload_stored_blocks, (long long)mt.offload_capacity_blocks,
+               (long long)mt.offload_loaded_blocks, mt.offload_load_s, (long long)mt.offload_evicted_blocks);
     printf("  mean queue length     %.2f waiting, %.2f running\n", mt.mean_num_requests_waiting,
            mt.mean_num_requests_running);
     printf("  duration              %.3f s on the virtual clock, %lld steps\n", dur, (long long)info->step);
