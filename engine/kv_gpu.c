@@ -79,6 +79,8 @@ int kv_gpu_catalog_parse(const char *json, size_t len, kv_gpu_catalog *out, char
         snprintf(g->id, sizeof g->id, "%s", id->valuestring);
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
         snprintf(g->name, sizeof g->name, "%s", cJSON_IsString(name) ? name->valuestring : g->id);
+        const cJSON *dname = cJSON_GetObjectItemCaseSensitive(e, "device_name");
+        snprintf(g->device_name, sizeof g->device_name, "%.63s", cJSON_IsString(dname) ? dname->valuestring : g->name);
         double bytes = num_or(e, "reported_total_bytes", 0), gib = num_or(e, "reported_total_gib", 0);
         if (bytes <= 0 && gib > 0)
             bytes = gib * KV_GIB;
@@ -227,6 +229,7 @@ void kv_gpu_custom(double total_gib, kv_gpu *out)
     memset(out, 0, sizeof *out);
     snprintf(out->id, sizeof out->id, "custom");
     snprintf(out->name, sizeof out->name, "custom card, %.2f GiB reported", total_gib);
+    snprintf(out->device_name, sizeof out->device_name, "custom card");
     out->reported_total_gib = total_gib;
     out->reported_total_bytes = total_gib * KV_GIB;
     out->is_custom = 1;

@@ -18,7 +18,10 @@ enum {
 
 typedef struct kv_gpu {
     char id[48];                 /* catalogue id, e.g. "h100-80gb-sxm"; "custom" for a typed-in card */
-    char name[128];              /* long name */
+    char name[128];              /* long name (the catalogue's description) */
+    char device_name[64];        /* the name torch.cuda.get_device_name() returns, which vLLM logs
+                                    ("NVIDIA H100 80GB HBM3", "Tesla T4"); gpus.json "device_name",
+                                    else the long name */
     double reported_total_bytes; /* what CUDA reports as total memory (bytes) */
     double reported_total_gib;   /* the same in GiB as the catalogue rounds it */
     double hbm_bandwidth_gbps;   /* 0 if unknown */

@@ -296,7 +296,8 @@ static int phase_dtype(plan_ctx *c, kv_plan *p)
         return KV_PLAN_OK;
     char ccs[16];
     snprintf(ccs, sizeof ccs, "%d.%d", cc / 10, cc % 10);
-    kv_release_arg x[] = {{"gpu_name", 0, gpu->name}, {"cc", 0, ccs}};
+    /* vLLM names the card as torch does (current_platform.get_device_name()) */
+    kv_release_arg x[] = {{"gpu_name", 0, gpu->device_name[0] ? gpu->device_name : gpu->name}, {"cc", 0, ccs}};
     const kv_release_text *t = c->r->text;
     if (a->dtype == KV_ARGS_DTYPE_AUTO && t->warn_bf16_fallback) {
         plan_log_tpl(p, "WARNING", t->warn_bf16_fallback, x, 2);
@@ -335,9 +336,11 @@ static int phase_inputs(const plan_ctx *c, kv_plan *p)
     if (gpu) {
         snprintf(p->gpu_id, sizeof p->gpu_id, "%s", gpu->id);
         snprintf(p->gpu_name, sizeof p->gpu_name, "%s", gpu->name);
+        snprintf(p->device_name, sizeof p->device_name, "%.63s", gpu->device_name[0] ? gpu->device_name : gpu->name);
     } else {
         snprintf(p->gpu_id, sizeof p->gpu_id, "custom");
         snprintf(p->gpu_name, sizeof p->gpu_name, "custom card");
+        snprintf(p->device_name, sizeof p->device_name, "custom card");
     }
     p->gpu_total_bytes = c->total;
     p->gpu_used_bytes = a->gpu_used_gib > 0 ? a->gpu_used_gib * KV_GIB : 0;
@@ -543,6 +546,7 @@ static int phase_kv_sizing(const plan_ctx *c, kv_plan *p)
     p->num_blocks_computed = plan_clamp_i64(floor(p->available_kv_bytes / (double)per_block));
     p->kv_cache_tokens_unrounded = plan_clamp_i64(floor(p->available_kv_bytes / (double)p->kv_bytes_per_token));
     p->kv_cache_tokens = plan_clamp_i64((double)(p->num_blocks_computed / p->num_kv_groups) * p->block_size);
+    p->kv_cache_tokens_logged = p->kv_cache_tokens;
     plan_log_tpl(p, "INFO", t->profile, NULL, 0);
     plan_log_tpl(p, "INFO", t->available_kv, NULL, 0);
     if (cg_taken)
@@ -646,9 +650,12 @@ static void phase_pool(const plan_ctx *c, kv_plan *p)
     int64_t per_block = p->page_size_bytes * p->group_size;
     p->kv_pool_bytes = (double)p->num_blocks * (double)per_block;
     p->kv_cache_tokens = plan_clamp_i64((double)(p->num_blocks / p->num_kv_groups) * p->block_size);
+    p->kv_cache_tokens_logged = p->kv_cache_tokens;
     if (p->engine_v1) {
         p->max_concurrency = p->blocks_per_request > 0 ? (double)p->num_blocks / (double)p->blocks_per_request : 0;
-        kv_release_arg x[] = {{"tokens", (double)plan_clamp_i64(p->max_concurrency * (double)p->max_model_len), NULL}};
+        if (c->r->mem->kv_size_by_concurrency)
+            p->kv_cache_tokens_logged = plan_clamp_i64(p->max_concurrency * (double)p->max_model_len);
+        kv_release_arg x[] = {{"tokens", (double)p->kv_cache_tokens_logged, NULL}};
         plan_log_tpl(p, "INFO", t->kv_cache_size, x, 1);
         plan_log_tpl(p, "INFO", t->concurrency, NULL, 0);
     } else {
@@ -748,7 +755,7 @@ static void add_fix(kv_plan *p, const char *what, const char *flags, const kv_pl
     f->lowers_max_model_len = lowered;
     f->error_kind = q->error_kind;
     f->kv_cache_bytes = q->available_kv_bytes;
-    f->kv_cache_tokens = q->starts ? q->kv_cache_tokens : q->kv_cache_tokens_unrounded;
+    f->kv_cache_tokens = q->starts ? q->kv_cache_tokens_logged : q->kv_cache_tokens_unrounded;
     f->max_model_len = q->starts ? q->max_model_len : q->estimated_max_model_len;
     f->max_concurrency = q->max_concurrency;
 }
@@ -1119,6 +1126,7 @@ struct cJSON *kv_plan_to_json(const kv_plan *p)
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
+    cJSON_AddNumberToObject(o, "schema_version", KV_JSON_SCHEMA_VERSION);
     /* The scalars: one table for every reader (kv_plan_fields.h). */
     for (int i = 0; i < kv_plan_field_count(); i++) {
         const kv_plan_field *f = kv_plan_field_at(i);
@@ -1139,6 +1147,7 @@ struct cJSON *kv_plan_to_json(const kv_plan *p)
         cJSON_AddStringToObject(t, "name", p->terms[i].name);
         cJSON_AddStringToObject(t, "how", p->terms[i].how);
         cJSON_AddNumberToObject(t, "gib", gib4(p->terms[i].bytes));
+        cJSON_AddNumberToObject(t, "bytes", (double)llround(p->terms[i].bytes));
         cJSON_AddBoolToObject(t, "overridden", p->terms[i].overridden);
         cJSON_AddBoolToObject(t, "counted", p->terms[i].counted);
         cJSON_AddItemToArray(terms, t);
@@ -1159,6 +1168,7 @@ struct cJSON *kv_plan_to_json(const kv_plan *p)
         if (!f->starts)
             cJSON_AddStringToObject(t, "error_kind", kv_plan_error_name(f->error_kind));
         cJSON_AddNumberToObject(t, "kv_cache_gib", gib4(f->kv_cache_bytes));
+        cJSON_AddNumberToObject(t, "kv_cache_bytes", (double)llround(f->kv_cache_bytes));
         cJSON_AddNumberToObject(t, "kv_cache_tokens", (double)f->kv_cache_tokens);
         cJSON_AddNumberToObject(t, "max_model_len", (double)f->max_model_len);
         cJSON_AddNumberToObject(t, "max_concurrency", round(f->max_concurrency * 100.0) / 100.0);

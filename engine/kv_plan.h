@@ -111,7 +111,8 @@ typedef struct kv_plan {
 
     /* Card and parallelism. */
     char gpu_id[48];
-    char gpu_name[128];
+    char gpu_name[128];          /* the catalogue's long name */
+    char device_name[64];        /* as torch.cuda.get_device_name() returns it (kv_gpu.device_name) */
     double gpu_total_bytes;      /* reported total per GPU */
     double gpu_used_bytes;       /* other processes at start-up (--gpu-used-gib) */
     double free_at_start_bytes;  /* total - used - CUDA context - NCCL (tp > 1), what vLLM's start-up check sees */
@@ -165,7 +166,9 @@ typedef struct kv_plan {
     /* Pool and requests. */
     int64_t num_blocks;          /* includes the null block 0; 0 when it would not start */
     int64_t num_blocks_computed; /* before --num-gpu-blocks-override */
-    int64_t kv_cache_tokens;     /* num_blocks // groups x block_size (vLLM's "GPU KV cache size") */
+    int64_t kv_cache_tokens;     /* num_blocks // groups x block_size: what each KV cache group's blocks hold */
+    int64_t kv_cache_tokens_logged; /* vLLM's "GPU KV cache size: N tokens": kv_cache_tokens, or from 0.21
+                                       int(max_concurrency x max_model_len) (kv_release_memory.kv_size_by_concurrency) */
     int64_t kv_cache_tokens_unrounded; /* floor(available / kv_bytes_per_token): no block rounding */
     int64_t max_model_len;       /* the length the check used (after auto-fit) */
     int64_t model_max_model_len; /* the model's own maximum (derived from config.json) */
@@ -269,8 +272,14 @@ double kv_plan_cpu_offload_bytes(const kv_model *m, const kv_args *a, double *la
  * as kv_plan_weights_bytes does. */
 double kv_plan_loaded_weights_bytes(const kv_model *m, const kv_args *a, char *how, size_t howlen);
 
-/* The `serve --json` object (engine/kv_plan_fields.h lists its fields). Caller frees with
- * cJSON_Delete. */
+/* The version of the JSON that `kvlab serve --json` and `kvlab simulate
+ * --json` print (docs/json-schema.md): raised when a field changes meaning
+ * or goes away (1: before schema_version existed). */
+#define KV_JSON_SCHEMA_VERSION 2
+
+/* The `serve --json` object (engine/kv_plan_fields.h lists its fields;
+ * docs/json-schema.md documents it), schema_version first. Caller frees
+ * with cJSON_Delete. */
 struct cJSON *kv_plan_to_json(const kv_plan *p);
 
 /* The same, printed (malloc'd string; caller frees). */

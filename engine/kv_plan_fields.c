@@ -15,7 +15,9 @@ static void v_str(kv_plan_value *v, const char *s) { v->kind = KV_PLAN_VALUE_STR
 #define G_INT(n, e) static void get_##n(const kv_plan *p, kv_plan_value *v) { v_int(v, (int64_t)(e)); }
 #define G_NUM(n, e) static void get_##n(const kv_plan *p, kv_plan_value *v) { v_num(v, (double)(e)); }
 #define G_STR(n, e) static void get_##n(const kv_plan *p, kv_plan_value *v) { v_str(v, (e)); }
-#define G_BYTES(t, e) G_NUM(t##_gib, (e) / KV_GIB) G_NUM(t##_bytes, (e))
+/* Bytes are whole numbers (rounded to the nearest byte); GiB are rounded by
+ * kv_plan_field_get to the field's precision. */
+#define G_BYTES(t, e) G_NUM(t##_gib, (e) / KV_GIB) G_INT(t##_bytes, llround((double)(e)))
 
 G_BOOL(starts, p->starts)
 G_STR(accounting, p->accounting == KV_ACCOUNTING_TEXTBOOK ? "textbook" : "release")
@@ -43,6 +45,7 @@ static void get_error(const kv_plan *p, kv_plan_value *v)
 G_STR(error_kind, kv_plan_error_name(p->error_kind))
 G_STR(gpu, p->gpu_id)
 G_STR(gpu_name, p->gpu_name)
+G_STR(device_name, p->device_name)
 G_BYTES(gpu_total, p->gpu_total_bytes)
 G_BYTES(gpu_used, p->gpu_used_bytes)
 G_BYTES(free_at_start, p->free_at_start_bytes)
@@ -71,7 +74,10 @@ G_INT(kv_dtype_bytes, p->kv_dtype_bytes)
 G_STR(kv_cache_dtype, p->kv_cache_dtype)
 G_STR(weights_dtype, p->weights_dtype)
 G_INT(num_blocks, p->num_blocks)
-G_INT(kv_cache_tokens, p->kv_cache_tokens)
+G_INT(kv_cache_tokens, p->kv_cache_tokens_logged)
+G_INT(kv_cache_tokens_per_group, p->kv_cache_tokens)
+G_INT(num_kv_cache_groups, p->num_kv_groups)
+G_INT(kv_cache_group_layers, p->group_size)
 G_INT(max_model_len, p->max_model_len)
 G_INT(model_max_model_len, p->model_max_model_len)
 G_BOOL(max_model_len_default, p->max_model_len_default)
@@ -136,7 +142,8 @@ static const kv_plan_field FIELDS[] = {
     F(error, "", -1, "vLLM's error text (null when it starts)"),
     F(error_kind, "", -1, "why it would not start (\"\" when it starts)"),
     F(gpu, "", -1, "catalogue id of the card"),
-    F(gpu_name, "", -1, "the card's long name"),
+    F(gpu_name, "", -1, "the card's long name (the catalogue's description)"),
+    F(device_name, "", -1, "the card's name as torch.cuda.get_device_name() returns it and vLLM logs it"),
     FB(gpu_total, "the card's reported total"),
     FB(gpu_used, "memory other processes hold at start-up"),
     FB(free_at_start, "free memory the start-up check sees"),
@@ -165,7 +172,10 @@ static const kv_plan_field FIELDS[] = {
     F(kv_cache_dtype, "", -1, "KV cache element type"),
     F(weights_dtype, "", -1, "weight format"),
     F(num_blocks, "blocks", -1, "blocks in the pool (block 0 is the null block)"),
-    F(kv_cache_tokens, "tokens", -1, "tokens the pool holds"),
+    F(kv_cache_tokens, "tokens", -1, "vLLM's \"GPU KV cache size: N tokens\" line (from 0.21 max_concurrency x max_model_len)"),
+    F(kv_cache_tokens_per_group, "tokens", -1, "num_blocks // KV cache groups x block_size: the tokens each group's blocks hold"),
+    F(num_kv_cache_groups, "groups", -1, "KV cache groups sharing the pool (1 unless full and sliding-window layers mix)"),
+    F(kv_cache_group_layers, "layers", -1, "layers in one KV cache group"),
     F(max_model_len, "tokens", -1, "the length the check used"),
     F(model_max_model_len, "tokens", -1, "the model's own maximum"),
     F(max_model_len_default, "", -1, "no --max-model-len: the model's maximum"),

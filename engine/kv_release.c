@@ -506,8 +506,9 @@ static const kv_release_memory M_V1_018 = {V1_017, .non_torch_gib = NON_TORCH_01
     .default_gpu_memory_utilization = 0.92, .compile_cold_bytes_per_elem = COMPILE_COLD, \
     .compile_cold_max_tokens = COMPILE_COLD_TOKENS
 static const kv_release_memory M_V1_020 = {V1_020};
-/* 0.21.0: VLLM_USE_FLASHINFER_SAMPLER defaults to on (envs.py, PR #40376). */
-#define V1_021 V1_020, .sampler_flashinfer = 1, .sampler_fi_cc = {75, 121}
+/* 0.21.0: VLLM_USE_FLASHINFER_SAMPLER defaults to on (envs.py, PR #40376);
+ * "GPU KV cache size" from the concurrency (v1/core/kv_cache_utils.py). */
+#define V1_021 V1_020, .sampler_flashinfer = 1, .sampler_fi_cc = {75, 121}, .kv_size_by_concurrency = 1
 /* 0.24.0: FlashInfer "currently broken on SM75 (Turing)": the floor is 8.0 (flashinfer.py). */
 #define FI_CC_024 .sampler_fi_cc = {80, 121}
 static const kv_release_memory M_V1_021 = {V1_021};
@@ -567,6 +568,8 @@ static const kv_release_memory M_TEXTBOOK = {
     .default_gpu_memory_utilization = 0.92, .cuda_context_gib = {0.60, 0.60}, .cudagraph_estimate = 1,
     .cudagraph_profiled = 1,
     .cudagraph_gib = CG_GIB, .check_reserves_null_block = 1, .supports_auto_fit = 1, .card_classes = CARDS_090,
+    /* the course counts its pool as num_blocks x block_size (one group per
+     * running example), so kv_size_by_concurrency stays 0 */
 };
 
 /* --------------------------------------------------------------- rows */

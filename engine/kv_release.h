@@ -174,6 +174,12 @@ typedef struct kv_release_memory {
      * (the null block the block pool holds back) is taken off the available
      * memory first (kv_cache_utils.py check_enough_kv_cache_memory, 0.29 on). */
     int check_reserves_null_block;
+    /* The "GPU KV cache size: N tokens" figure: 0 num_blocks // groups x
+     * block_size (v1/core/kv_cache_utils.py _report_kv_cache_config up to
+     * 0.20), 1 int(max_concurrency x max_model_len), which counts a
+     * sliding-window group's blocks only up to its window (get_kv_cache_capacity,
+     * 0.21 on). Equal for a model with one KV cache group. */
+    int kv_size_by_concurrency;
     int supports_auto_fit;         /* --max-model-len auto / -1 exists */
     /* mxfp4 MoE (gpt-oss): the Marlin kernel, which pads the experts, on
      * every card (a PyPI install before 0.12 lacks the triton_kernels

@@ -99,6 +99,7 @@ static int describe_this_gpu(const kv_gpu_catalog *cat, kv_device_info *info, kv
     if (*match) *out = **match;
     snprintf(out->id, sizeof out->id, "this");
     snprintf(out->name, sizeof out->name, "%.100s (this GPU)", info->name);
+    snprintf(out->device_name, sizeof out->device_name, "%.63s", info->name);
     out->reported_total_bytes = (double)info->total_bytes;
     out->reported_total_gib = kv_gib((double)info->total_bytes);
     if (!*match && info->peak_gbps > 0) out->hbm_bandwidth_gbps = info->peak_gbps;
@@ -397,6 +398,7 @@ void kvlab_serve_json_alloc(void *json_object, const kvlab_alloc_result *r)
     cJSON_AddBoolToObject(o, "shared_card", r->shared_card);
     cJSON_AddNumberToObject(o, "scale", r->scale);
     cJSON_AddNumberToObject(o, "num_blocks", (double)r->num_blocks);
+    cJSON_AddNumberToObject(o, "held_bytes", (double)(int64_t)r->held_bytes);
     cJSON_AddNumberToObject(o, "held_gib", kv_gib(r->held_bytes));
     if (r->host_bytes >= 0) cJSON_AddNumberToObject(o, "host_memory_bytes", r->host_bytes);
     else cJSON_AddNullToObject(o, "host_memory_bytes");

@@ -27,7 +27,11 @@ static void serve_usage(FILE *f)
             "         or a model in the local Hugging Face cache\n"
             "  --gpu NAME        the card (kvlab gpus); default %s, or this machine's GPU\n"
             "                    when a CUDA device answers (--gpu this asks for it)\n"
-            "  --json            print one JSON object instead of the report\n"
+            "  --json            print one JSON object instead of the report (docs/json-schema.md:\n"
+            "                    schema_version %d first; byte counts as whole *_bytes, GiB as *_gib;\n"
+            "                    kv_cache_tokens is the \"GPU KV cache size\" line's figure, the\n"
+            "                    per-group one is kv_cache_tokens_per_group; device_name as torch\n"
+            "                    names the card; terms, log, fixes, notes as lists)\n"
             "  --vs FLAGS        a second line: the flags after --vs change or add to the first's;\n"
             "                    both plans side by side, term by term (exit: the second's)\n"
             "  --allocate        hold the plan on the GPU: placeholders for weights, activation\n"
@@ -58,7 +62,7 @@ static void serve_usage(FILE *f)
             "  A checkpoint folder with safetensors is sized from the shard headers.\n"
             "  README.md (Which vLLM release) has the table.\n"
             "flags (vLLM's names; 32k = 32000, 128K = 131072):\n",
-            DEFAULT_GPU, kv_release_at(0)->first, kv_release_newest()->first, kv_release_newest()->first);
+            DEFAULT_GPU, KV_JSON_SCHEMA_VERSION, kv_release_at(0)->first, kv_release_newest()->first, kv_release_newest()->first);
     for (int i = 0; i < kv_args_flag_count(); i++) {
         const kv_args_flag *fl = kv_args_flag_at(i);
         if (fl->kind == KV_ARG_NOTE || fl->kind == KV_ARG_NOTE_BOOL || fl->kind == KV_ARG_REFUSED)

@@ -190,15 +190,23 @@ static void summary_json(const kv_engine *e, const kv_plan *p, const kv_model *m
     kv_engine_get_metrics(e, &mt);
     double dur = info->clock_s;
     cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "schema_version", KV_JSON_SCHEMA_VERSION);
     cJSON_AddStringToObject(o, "model", m->id);
     cJSON_AddStringToObject(o, "gpu", p->gpu_id);
+    cJSON_AddStringToObject(o, "device_name", p->device_name);
     cJSON_AddStringToObject(o, "trace", trace_name);
     static const char *modes[] = {"paged", "contiguous", "no-cache"};
     cJSON_AddStringToObject(o, "mode", modes[info->mode]);
     cJSON_AddNumberToObject(o, "tensor_parallel_size", info->tensor_parallel_size);
     cJSON_AddNumberToObject(o, "num_blocks", info->num_blocks);
     cJSON_AddNumberToObject(o, "block_size", info->block_size);
+    /* The pool the run used. The engine runs every layer as full attention
+     * (one KV cache group, as vLLM with --disable-hybrid-kv-cache-manager),
+     * so its blocks hold num_blocks x block_size tokens; serve's figure for
+     * the hybrid plan is plan_kv_cache_tokens. */
     cJSON_AddNumberToObject(o, "kv_cache_tokens", (double)info->num_blocks * info->block_size);
+    cJSON_AddNumberToObject(o, "num_kv_cache_groups", 1);
+    cJSON_AddNumberToObject(o, "plan_kv_cache_tokens", (double)p->kv_cache_tokens_logged);
     cJSON_AddNumberToObject(o, "max_model_len", (double)p->max_model_len);
     cJSON_AddNumberToObject(o, "requests_submitted", (double)submitted);
     cJSON_AddNumberToObject(o, "requests_rejected", (double)rejected);
