@@ -203,6 +203,7 @@ json=$("$KVLAB" serve meta-llama/Llama-3.1-8B-Instruct --gpu h100-80gb --max-mod
 missing=0
 while IFS= read -r line; do
   key=$(sed -E 's/^\t"([a-z0-9_]+)":.*/\1/' <<<"$line")
+  [ "$key" = schema_version ] && continue # the JSON's version (docs/json-schema.md), not a plan figure
   val=$(sed -E 's/^\t"[a-z0-9_]+":\t//; s/,$//' <<<"$line")
   case "$val" in
     true|false) kind=boolean ;; null) kind="" ;; \"*) kind=string ;; \[*|\{*) continue ;; *) kind=number ;;
