@@ -3,6 +3,7 @@
 #include "kv_offload.h"
 #include "kv_release.h"
 #include "kv_util.h"
+#include "kv_vllm_flags.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -256,6 +257,16 @@ static int find_index(const char *name, int *negated)
                 return i;
             }
     }
+    /* another spelling vLLM's parser has for a row's flag (-dp, -asc, ...) */
+    int vneg;
+    const kv_vllm_flag *vf = kv_vllm_flag_find(n, &vneg);
+    if (vf && strcmp(vf->name, n) && strcmp(vf->name, n + (vneg ? 3 : 0)))
+        for (int i = 0; i < NUM_FLAGS; i++)
+            if (!strcmp(flags[i].name, vf->name) && (!vneg || flags[i].kind == KV_ARG_BOOL ||
+                                                     flags[i].kind == KV_ARG_NOTE_BOOL)) {
+                *negated = vneg;
+                return i;
+            }
     return -1;
 }
 
@@ -322,10 +333,13 @@ static int unknown_flag(const char *name, char *err, size_t errlen)
     while (*nm == '-')
         nm++;
     suggest_flags(nm, sug, sizeof sug);
+    /* argparse's words (vLLM's FlexibleArgumentParser keeps them) */
     if (sug[0])
-        return kv_errf(err, errlen, KV_ARGS_EUNKNOWN, "unknown flag --%s (did you mean %s?)", nm, sug);
+        return kv_errf(err, errlen, KV_ARGS_EUNKNOWN,
+                       "vllm serve: error: unrecognized arguments: --%s (unknown flag; did you mean %s?)", nm, sug);
     return kv_errf(err, errlen, KV_ARGS_EUNKNOWN,
-                   "unknown flag --%s (not a vLLM engine argument kvlab knows; kvlab serve --help lists them)", nm);
+                   "vllm serve: error: unrecognized arguments: --%s (unknown flag: no vLLM release from %s to %s has "
+                   "it)", nm, kv_vllm_releases[0], kv_vllm_releases[kv_vllm_num_releases - 1]);
 }
 
 const kv_args_flag *kv_args_flag_find(const char *name)
@@ -562,17 +576,136 @@ int64_t kv_args_offload_blocks(const kv_args *a, double block_bytes_per_rank)
     if (kv_release_compare(v, "0.14.0") < 0)
         return a->kv_connector_cpu_blocks;
     return kv_offload_num_blocks(a->kv_connector_cpu_bytes / 1073741824.0, tp, block_bytes_per_rank);
+/* The read release a follows (--vllm-version, the newest when unset or older
+ * than every read release). */
+static int release_index_or_newest(const kv_args *a)
+{
+    int ri = kv_vllm_release_index(a->vllm_version);
+    return ri < 0 ? kv_vllm_num_releases - 1 : ri;
+}
+
+/* Does some read release list value ('|'-separated lists, one per release)? */
+static int any_release_has(const char *const *lists, const char *value)
+{
+    for (int r = 0; r < kv_vllm_num_releases; r++)
+        if (kv_vllm_list_has(lists[r], value))
+            return 1;
+    return 0;
+}
+
+/* argparse's refusal of a --quantization the release ri does not list
+ * (model_executor/layers/quantization/__init__.py of that release). */
+static int invalid_quantization(const char *value, int ri, char *err, size_t errlen)
+{
+    char list[2048];
+    kv_vllm_list_quoted(kv_vllm_quantization_methods[ri], list, sizeof list);
+    if (!kv_vllm_quantization_argparse[ri]) /* config/model.py _verify_quantization */
+        return kv_errf(err, errlen, KV_ARGS_EVALUE, "ValueError: Unknown quantization method: %.40s. Must be one of [%s].",
+                       value, list);
+    return kv_errf(err, errlen, KV_ARGS_EVALUE,
+                   "vllm serve: error: argument --quantization/-q: invalid choice: '%.40s' (choose from %s, None)",
+                   value, list);
+}
+
+/* argparse's abbreviations: a name neither kvlab nor any release has
+ * exactly, that starts exactly one long option of vLLM's parsers, is that
+ * option (vLLM never turns allow_abbrev off). Returns 1 and the full name in
+ * full (with a note in note), 0 when it is no abbreviation, or
+ * KV_ARGS_EUNKNOWN with argparse's "ambiguous option" in err. */
+static int resolve_abbrev(const char *name, char *full, size_t fulln, char *note, size_t noten, char *err,
+                          size_t errlen)
+{
+    int neg;
+    if (find_index(name, &neg) >= 0 || kv_vllm_flag_find(name, NULL))
+        return 0;
+    char others[512];
+    const kv_vllm_flag *vf = kv_vllm_flag_prefix(name, others, sizeof others);
+    const char *nm = name;
+    while (*nm == '-')
+        nm++;
+    if (!vf) {
+        if (strchr(others, ','))
+            return kv_errf(err, errlen, KV_ARGS_EUNKNOWN, "vllm serve: error: ambiguous option: --%s could match %s",
+                           nm, others);
+        return 0;
+    }
+    snprintf(full, fulln, "%s", vf->name);
+    if (note && noten)
+        snprintf(note, noten, "note: --%s is taken as --%s (argparse accepts the start of a flag's name when only "
+                              "one flag starts so)", nm, vf->name);
+    return 1;
+}
+
+/* Options of vLLM's parsers that change memory in ways kvlab does not model,
+ * and what they change (the note "not modelled: ..."); every other option
+ * kvlab has no row for does not change the start-up memory plan. */
+static const struct {
+    const char *name;
+    const char *changes;
+} UNMODELLED[] = {
+    {"enable-sleep-mode", "how weights and the KV cache are allocated (CuMemAllocator pools that sleep() can free); "
+                          "the start-up plan is sized as without"},
+    {"kv-transfer-config", "a KV connector's buffers (NIXL, LMCache, offloading connectors hold host or device "
+                           "memory beside the pool)"},
+    {"enable-eplb", "redundant experts per GPU (--eplb-config num_redundant_experts) and the rebalancing buffers"},
+    {"eplb-config", "redundant experts per GPU and the rebalancing buffers"},
+    {"num-redundant-experts", "redundant experts per GPU"},
+    {"num-scheduler-steps", "V0's multi-step scheduling buffers (one output per step kept on the GPU)"},
+    {"preemption-mode", "V0: swap keeps preempted blocks in --swap-space host memory (the GPU pool is the same)"},
+    {"disable-sliding-window", "the sliding-window layers' KV (vLLM then caps max_model_len to the window)"},
+    {"disable-hybrid-kv-cache-manager", "how full and sliding-window layers share the pool (one group of all "
+                                        "layers)"},
+    {"long-lora-scaling-factors", "the LoRA slots"},
+    {"max-num-partial-prefills", "nothing at start-up"},
+    {"mm-processor-cache-gb", "host memory for the multimodal processor cache"},
+    {"max-num-encoder-input-tokens", "the encoder cache profile of multimodal models"},
+    {"kv-sharing-fast-prefill", "the KV cache of layers that share it"},
+    {"max-parallel-loading-workers", "nothing on the GPU (host memory while loading)"},
+    {"quantization-param-path", "nothing (fp8 KV scales)"},
+};
+
+/* An option only vLLM's generated table knows (kv_vllm_flags.h): accepted
+ * with a note, remembered for the release check. */
+static int set_vllm_only(kv_args *a, const kv_vllm_flag *vf, const char *value, char *err, size_t errlen)
+{
+    (void)value;
+    int idx = (int)(vf - kv_vllm_flags);
+    int seen = 0;
+    for (int k = 0; k < a->num_vllm_given; k++)
+        seen |= a->vllm_given[k] == idx;
+    if (!seen && a->num_vllm_given < (int32_t)(sizeof a->vllm_given / sizeof a->vllm_given[0]))
+        a->vllm_given[a->num_vllm_given++] = (int16_t)idx;
+    for (size_t k = 0; k < sizeof UNMODELLED / sizeof UNMODELLED[0]; k++)
+        if (!strcmp(UNMODELLED[k].name, vf->name))
+            return kv_errf(err, errlen, KV_ARGS_IGNORED, "note: --%s is accepted but not modelled: it changes %s",
+                           vf->name, UNMODELLED[k].changes);
+    return kv_errf(err, errlen, KV_ARGS_IGNORED, "note: --%s does not change the memory plan; ignored", vf->name);
 }
 
 int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size_t errlen)
 {
+    char full[128], note[300];
+    int ab = name ? resolve_abbrev(name, full, sizeof full, note, sizeof note, err, errlen) : 0;
+    if (ab < 0)
+        return ab;
+    if (ab) {
+        int rc = kv_args_set(a, full, value, err, errlen);
+        if (rc == KV_ARGS_OK)
+            return kv_errf(err, errlen, KV_ARGS_IGNORED, "%s", note);
+        return rc;
+    }
     int neg;
     int i = find_index(name, &neg);
     const char *nm = name ? name : "";
     while (*nm == '-')
         nm++;
-    if (i < 0)
-        return unknown_flag(nm, err, errlen);
+    if (i < 0) {
+        int vneg;
+        const kv_vllm_flag *vf = kv_vllm_flag_find(nm, &vneg);
+        if (!vf)
+            return unknown_flag(nm, err, errlen);
+        return set_vllm_only(a, vf, value, err, errlen);
+    }
     const kv_args_flag *f = &flags[i];
     if (f->kind == KV_ARG_REFUSED)
         return kv_errf(err, errlen, KV_ARGS_EVALUE, "--%s: %s", f->name, f->changes);
@@ -701,16 +834,18 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
         }
         break;
     case F_KV_DTYPE:
-        if (!strcmp(value, "nvfp4") || !strncmp(value, "turboquant", 10))
+        if (!choice_ok(f->choices, value) &&
+            (!strcmp(value, "nvfp4") || any_release_has(kv_vllm_kv_cache_dtypes, value)))
             return kv_errf(err, errlen, KV_ARGS_EVALUE,
                            "--kv-cache-dtype %s: newer vLLM accepts it, but kvlab cannot size its blocks yet (try fp8)",
                            value);
         if (!choice_ok(f->choices, value)) {
-            char list[256];
-            choices_text(f->choices, list, sizeof list);
-            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--kv-cache-dtype must be one of %s; got '%s'%s", list, value,
-                           !strcmp(value, "float32") || !strcmp(value, "fp32") ? " (vLLM has no float32 KV cache)"
-                                                                               : "");
+            char list[1024];
+            kv_vllm_list_quoted(kv_vllm_kv_cache_dtypes[release_index_or_newest(a)], list, sizeof list);
+            return kv_errf(err, errlen, KV_ARGS_EVALUE,
+                           "vllm serve: error: argument --kv-cache-dtype: invalid choice: '%.40s' (choose from %s)%s",
+                           value, list,
+                           !strcmp(value, "float32") || !strcmp(value, "fp32") ? " (vLLM has no float32 KV cache)" : "");
         }
         a->kv_fp8_e5m2 = !strcmp(value, "fp8_e5m2");
         snprintf(a->kv_cache_dtype_text, sizeof a->kv_cache_dtype_text, "%s", value);
@@ -730,14 +865,13 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
             a->kv_cache_dtype = KV_ARGS_KV_FP8;
         break;
     case F_QUANT:
-        if (!choice_ok(f->choices, value))
-        {
-            char list[256];
-            choices_text(f->choices, list, sizeof list);
-            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--quantization must be one of %s; got '%s'", list, value);
-        }
+        if (!choice_ok(f->choices, value) && !any_release_has(kv_vllm_quantization_methods, value))
+            return invalid_quantization(value, release_index_or_newest(a), err, errlen);
         snprintf(a->quantization_text, sizeof a->quantization_text, "%s", value);
-        if (!strcmp(value, "none"))
+        if (!choice_ok(f->choices, value))
+            a->quantization = KV_ARGS_QUANT_NONE; /* a method of vLLM's list sized from the checkpoint's
+                                                     quantization_config (modelopt, fbgemm_fp8, ...) */
+        else if (!strcmp(value, "none"))
             a->quantization = KV_ARGS_QUANT_NONE;
         else if (!strcmp(value, "fp8"))
             a->quantization = KV_ARGS_QUANT_FP8;
@@ -893,7 +1027,10 @@ int kv_args_get(const kv_args *a, const char *name, char *b, size_t n)
             snprintf(b, n, "%s", a->kv_fp8_e5m2 && a->kv_cache_dtype == KV_ARGS_KV_FP8
                                      ? "fp8_e5m2" : kv_args_kv_dtype_name(a->kv_cache_dtype));
         break;
-    case F_QUANT: snprintf(b, n, "%s", kv_args_quant_name(a->quantization)); break;
+    case F_QUANT: /* a method kvlab has no enum for reads back as given (modelopt) */
+        snprintf(b, n, "%s", a->quantization == KV_ARGS_QUANT_NONE && a->quantization_text[0]
+                                 ? a->quantization_text : kv_args_quant_name(a->quantization));
+        break;
     case F_DTYPE: snprintf(b, n, "%s", kv_args_dtype_name(a->dtype)); break;
     case F_TP: snprintf(b, n, "%d", a->tensor_parallel_size); break;
     case F_PP: snprintf(b, n, "%d", a->pipeline_parallel_size); break;
@@ -953,7 +1090,11 @@ static int is_flag(const char *s)
         return 0;
     if (s[1] == '-')
         return 1;
-    return !strcmp(s, "-q") || !strcmp(s, "-tp") || !strcmp(s, "-pp") || !strcmp(s, "-cc") || !strncmp(s, "-O", 2);
+    if (!strncmp(s, "-O", 2))
+        return 1;
+    /* a short form of some release's parser (-q, -tp, -dp, -asc, ...), with
+     * or without "=value"; "-1" is a value */
+    return kv_vllm_flag_find(s, NULL) != NULL;
 }
 
 
@@ -962,21 +1103,38 @@ int kv_args_flag_in_release(const kv_args_flag *f, const char *version)
     const kv_release *r = kv_release_find(version && *version ? version : NULL, NULL, 0);
     if (!f || !r)
         return 0;
+    /* the release's own parser, where it was read */
+    const kv_vllm_flag *vf = strcmp(f->field, "kvlab") ? kv_vllm_flag_find(f->name, NULL) : NULL;
+    int ri = kv_vllm_release_index(version);
+    if (vf && ri >= 0)
+        return kv_vllm_flag_in(vf, ri);
     const char *v = version && *version ? version : r->first;
     return (!f->since || kv_release_compare(v, f->since) >= 0) && (!f->removed || kv_release_compare(v, f->removed) < 0);
 }
+
+/* argparse's words, then where the flag is. */
+#define UNRECOGNIZED "vllm serve: error: unrecognized arguments: "
 
 static int not_in_release(const char *flag, const char *v, const char *since, const char *removed, char *err,
                           size_t errlen)
 {
     if (removed && since)
-        return kv_errf(err, errlen, KV_ARGS_EVALUE,
-                       "%s: vLLM %s has no such flag (%s to before %s); vLLM would reject it", flag, v, since, removed);
+        return kv_errf(err, errlen, KV_ARGS_EVALUE, UNRECOGNIZED "%s (vLLM %s has no such flag; %s to before %s have it)",
+                       flag, v, since, removed);
     if (removed)
-        return kv_errf(err, errlen, KV_ARGS_EVALUE,
-                       "%s: vLLM %s has no such flag (removed in %s); vLLM would reject it", flag, v, removed);
-    return kv_errf(err, errlen, KV_ARGS_EVALUE, "%s: vLLM %s has no such flag (%s and later); vLLM would reject it",
-                   flag, v, since);
+        return kv_errf(err, errlen, KV_ARGS_EVALUE, UNRECOGNIZED "%s (vLLM %s has no such flag; removed in %s)", flag, v,
+                       removed);
+    return kv_errf(err, errlen, KV_ARGS_EVALUE, UNRECOGNIZED "%s (vLLM %s has no such flag; %s and later have it)", flag,
+                   v, since);
+}
+
+/* The same from the generated table: the spans of releases that have it. */
+static int not_in_release_vllm(const char *flag, const char *v, const kv_vllm_flag *vf, char *err, size_t errlen)
+{
+    char spans[256];
+    kv_vllm_flag_spans(vf, spans, sizeof spans);
+    return kv_errf(err, errlen, KV_ARGS_EVALUE, UNRECOGNIZED "%s (vLLM %s has no such flag; %s %s it)", flag, v, spans,
+                   strchr(spans, '-') || strchr(spans, ',') ? "have" : "has");
 }
 
 int kv_args_check_release(const kv_args *a, char *err, size_t errlen)
@@ -984,13 +1142,40 @@ int kv_args_check_release(const kv_args *a, char *err, size_t errlen)
     if (a->accounting == KV_ACCOUNTING_TEXTBOOK)
         return 0;
     const char *v = a->vllm_version[0] ? a->vllm_version : kv_release_newest()->first;
+    int ri = kv_vllm_release_index(a->vllm_version);
     char name[80];
     for (int i = 0; i < NUM_FLAGS && i < 256; i++) {
-        if (!given_has(a, i) || !strcmp(flags[i].field, "kvlab") ||
-            kv_args_flag_in_release(&flags[i], a->vllm_version))
+        if (!given_has(a, i) || !strcmp(flags[i].field, "kvlab"))
             continue;
         snprintf(name, sizeof name, "--%s", flags[i].name);
-        return not_in_release(name, v, flags[i].since, flags[i].removed, err, errlen);
+        /* the release's own parser decides where it lists the flag */
+        const kv_vllm_flag *vf = kv_vllm_flag_find(flags[i].name, NULL);
+        if (vf && ri >= 0) {
+            if (!kv_vllm_flag_in(vf, ri))
+                return not_in_release_vllm(name, v, vf, err, errlen);
+            continue;
+        }
+        if (!kv_args_flag_in_release(&flags[i], a->vllm_version))
+            return not_in_release(name, v, flags[i].since, flags[i].removed, err, errlen);
+    }
+    /* the release's own lists of --quantization methods and KV cache dtypes */
+    if (ri >= 0 && given_has(a, F_QUANT) && a->quantization_text[0] && strcmp(a->quantization_text, "none") &&
+        !kv_vllm_list_has(kv_vllm_quantization_methods[ri], a->quantization_text))
+        return invalid_quantization(a->quantization_text, ri, err, errlen);
+    if (ri >= 0 && given_has(a, F_KV_DTYPE) && a->kv_cache_dtype_text[0] &&
+        !kv_vllm_list_has(kv_vllm_kv_cache_dtypes[ri], a->kv_cache_dtype_text)) {
+        char list[1024];
+        kv_vllm_list_quoted(kv_vllm_kv_cache_dtypes[ri], list, sizeof list);
+        return kv_errf(err, errlen, KV_ARGS_EVALUE,
+                       "vllm serve: error: argument --kv-cache-dtype: invalid choice: '%s' (choose from %s) (vLLM %s)",
+                       a->kv_cache_dtype_text, list, v);
+    }
+    for (int k = 0; k < a->num_vllm_given; k++) {
+        const kv_vllm_flag *vf = &kv_vllm_flags[a->vllm_given[k]];
+        if (ri >= 0 && !kv_vllm_flag_in(vf, ri)) {
+            snprintf(name, sizeof name, "--%s", vf->name);
+            return not_in_release_vllm(name, v, vf, err, errlen);
+        }
     }
     const connector_row *row = a->kv_connector[0] ? connector_find(a->kv_connector) : NULL;
     if (row && kv_release_compare(v, row->since) < 0)
@@ -1023,6 +1208,17 @@ int kv_args_parse(kv_args *a, int argc, char **argv, char *notes, size_t notesle
         i = 2;
     int have_model = 0;
     char sizes[512];
+    /* the release first, wherever it stands: it decides how values are
+     * checked (the --quantization methods and KV cache dtypes it lists) */
+    for (int k = i; k < argc && argv[k]; k++) {
+        const char *v = NULL;
+        if (!strncmp(argv[k], "--vllm-version=", 15) || !strncmp(argv[k], "--vllm_version=", 15))
+            v = argv[k] + 15;
+        else if ((!strcmp(argv[k], "--vllm-version") || !strcmp(argv[k], "--vllm_version")) && k + 1 < argc)
+            v = argv[k + 1];
+        if (v && kv_args_set(a, "vllm-version", v, err, errlen) < 0)
+            return KV_ARGS_EVALUE;
+    }
     for (; i < argc; i++) {
         const char *arg = argv[i];
         if (!arg)
@@ -1067,10 +1263,40 @@ int kv_args_parse(kv_args *a, int argc, char **argv, char *notes, size_t notesle
         name[nl] = '\0';
         if (eq)
             value = eq + 1;
+        char full[128], note[300];
+        int ab = resolve_abbrev(name, full, sizeof full, note, sizeof note, err, errlen);
+        if (ab < 0)
+            return ab;
+        if (ab) {
+            add_note(notes, noteslen, note);
+            snprintf(name, sizeof name, "--%.100s", full);
+        }
         int neg;
         int fi = find_index(name, &neg);
-        if (fi < 0)
-            return unknown_flag(name, err, errlen);
+        if (fi < 0) {
+            /* an option of vLLM's parsers kvlab has no row for: take its
+             * values as argparse would (nargs), then note it */
+            int vneg;
+            const kv_vllm_flag *vf = kv_vllm_flag_find(name, &vneg);
+            if (!vf)
+                return unknown_flag(name, err, errlen);
+            if (!eq && !vneg && vf->nargs != KV_VLLM_NARGS_NONE) {
+                int more = vf->nargs == KV_VLLM_NARGS_MANY;
+                int have = i + 1 < argc && argv[i + 1] && !is_flag(argv[i + 1]);
+                if (!have && vf->nargs != KV_VLLM_NARGS_OPT)
+                    return kv_errf(err, errlen, KV_ARGS_EMISSING,
+                                   "vllm serve: error: argument --%s: expected %s", vf->name,
+                                   more ? "at least one argument" : "one argument");
+                if (have)
+                    value = argv[++i];
+                while (more && i + 1 < argc && argv[i + 1] && !is_flag(argv[i + 1]))
+                    i++;
+            }
+            int rc = note_if_ignored(kv_args_set(a, name, value, err, errlen), notes, noteslen, err, errlen);
+            if (rc < 0)
+                return rc;
+            continue;
+        }
         const kv_args_flag *f = &flags[fi];
         int takes_value = f->kind != KV_ARG_BOOL && f->kind != KV_ARG_NOTE_BOOL;
         if (!takes_value && eq && (f->kind == KV_ARG_NOTE_BOOL))

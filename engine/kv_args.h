@@ -78,10 +78,10 @@ typedef struct kv_args {
     int32_t block_size;             /* default 16 */
     kv_args_kv_dtype kv_cache_dtype;
     int32_t kv_fp8_e5m2;            /* 1: --kv-cache-dtype fp8_e5m2 (KV_ARGS_KV_FP8 with 5 exponent bits) */
-    char kv_cache_dtype_text[24];   /* --kv-cache-dtype as given: kv_args_get reads an alias (fp8_e4m3, fp8_inc) back
+    char kv_cache_dtype_text[40];   /* --kv-cache-dtype as given: kv_args_get reads an alias (fp8_e4m3, fp8_inc) back
                                        as itself, so a list of choices can be stepped through; "" = never set */
     kv_args_quant quantization;
-    char quantization_text[24];     /* --quantization as given ("awq_marlin"); "" = never set */
+    char quantization_text[40];     /* --quantization as given ("awq_marlin", "modelopt"); "" = never set */
     kv_args_dtype dtype;
     int32_t tensor_parallel_size;   /* default 1 */
     int32_t pipeline_parallel_size; /* default 1; kvlab plans pp=1 only */
@@ -133,15 +133,25 @@ typedef struct kv_args {
     /* Every flag given by kv_args_set, any kind (bit per flag index): what
      * kv_args_check_release checks against the release. */
     uint64_t given[4];
+    /* Options of vLLM's own parsers kvlab has no row for (engine/kv_vllm_flags.h),
+     * as given: index into kv_vllm_flags, checked against the release like the
+     * rows above. */
+    int16_t vllm_given[96];
+    int32_t num_vllm_given;
 } kv_args;
 
 /* Fill *a with vLLM's defaults (above). */
 void kv_args_init(kv_args *a);
 
-/* Set one flag by name ("max-model-len", "--max_model_len", "no-enforce-eager")
- * to value (NULL for a bare boolean flag). Returns KV_ARGS_OK, KV_ARGS_IGNORED
- * (err holds a one-line note: "--port does not change memory; ignored") or a
- * negative code with one line in err naming the flag. */
+/* Set one flag by name ("max-model-len", "--max_model_len", "no-enforce-eager",
+ * a short form of any release: "-tp", "-dp", "-asc") to value (NULL for a bare
+ * boolean flag). Any option of any vLLM release's `vllm serve` parser
+ * (engine/kv_vllm_flags.h, generated from vLLM's arg_utils.py and
+ * cli_args.py) is accepted: modelled, or KV_ARGS_IGNORED with a one-line note
+ * in err ("--port does not change the memory plan; ignored", "... not
+ * modelled: it changes ..."). A name no release has: KV_ARGS_EUNKNOWN with
+ * argparse's words ("vllm serve: error: unrecognized arguments: --x (did you
+ * mean --y?)"). Other errors: a negative code with one line naming the flag. */
 int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size_t errlen);
 
 /* Read one flag's current value as text ("8192", "auto", "true", "0.92"; ""
@@ -191,11 +201,13 @@ typedef struct kv_args_flag {
 /* Whether vLLM release `version` (X.Y[.Z]; "" = the newest) has flag f. */
 int kv_args_flag_in_release(const kv_args_flag *f, const char *version);
 
-/* Every vLLM flag given to a (a->given) exists in the release a follows
- * (a->vllm_version, the newest when ""): 0, or KV_ARGS_EVALUE with one line
- * in err ("--async-scheduling: vLLM 0.9.2 has no such flag (0.10.0 and
- * later); vLLM would reject it"). Nothing is checked under textbook
- * accounting. kv_args_parse calls it once all flags are read. */
+/* Every vLLM flag given to a (a->given, a->vllm_given) exists in the release
+ * a follows (a->vllm_version, the newest when ""), as that release's parser
+ * says (engine/kv_vllm_flags_data.c; a flag it does not list: the row's
+ * since/removed): 0, or KV_ARGS_EVALUE with one line in argparse's words
+ * ("vllm serve: error: unrecognized arguments: --async-scheduling (vLLM 0.9.2
+ * has no such flag; 0.10.0-0.33.0 have it)"). Nothing is checked under
+ * textbook accounting. kv_args_parse calls it once all flags are read. */
 int kv_args_check_release(const kv_args *a, char *err, size_t errlen);
 
 /* The host tier's size in blocks that a asks for (kv_offload.h): from

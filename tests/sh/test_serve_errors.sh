@@ -26,8 +26,8 @@ bad "no MODEL given" serve --gpu h100
 bad "unknown model 'nobody/nothing'" serve nobody/nothing
 bad "unknown model 'meta-llama/Llama-3.1-8B' (did you mean meta-llama/Llama-3.1-8B-Instruct?)" serve meta-llama/Llama-3.1-8B
 bad "no such file or folder: $tmp/missing/config.json" serve "$tmp/missing/config.json"
-bad "unknown flag --max-model-length (did you mean --max-model-len?)" serve $L8 --max-model-length 8192
-bad "unknown flag --gpu-memory-utilisation (did you mean --gpu-memory-utilization?)" serve $L8 --gpu-memory-utilisation 0.9
+bad "vllm serve: error: unrecognized arguments: --max-model-length (unknown flag; did you mean --max-model-len?)" serve $L8 --max-model-length 8192
+bad "vllm serve: error: unrecognized arguments: --gpu-memory-utilisation (unknown flag; did you mean --gpu-memory-utilization?)" serve $L8 --gpu-memory-utilisation 0.9
 bad "did you mean: h100-80gb-sxm" serve $L8 --gpu h100-90gb
 bad "unknown GPU 'potato'" serve $L8 --gpu potato
 bad "--gpu-memory-utilization must be in (0, 1], got 0" serve $L8 --gpu-memory-utilization 0
@@ -40,12 +40,12 @@ bad "--gpu-memory-gib must be a positive number of GiB, got -1" serve $L8 --gpu-
 bad "--activation-gib must be a non-negative number of GiB, got -2" serve $L8 --activation-gib -2
 bad "Total number of attention heads (64) must be divisible by tensor parallel size (3)." \
   serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 3
-bad "unknown flag --frobnicate" serve $L8 --frobnicate 3
+bad "vllm serve: error: unrecognized arguments: --frobnicate (unknown flag: no vLLM release from 0.6.4 to" serve $L8 --frobnicate 3
 bad "--max-model-len needs a value" serve $L8 --max-model-len
 bad "unexpected argument 'extra'" serve $L8 extra
 bad "User-specified max_model_len (1000000) is greater than the derived max_model_len" serve $L8 --max-model-len 1m
 bad "must be greater than or equal to max_num_seqs (4096)" serve $L8 --max-num-batched-tokens 2048 --max-num-seqs 4096
-bad "--kv-cache-dtype must be one of auto, bfloat16, float16, fp8," serve $L8 --kv-cache-dtype int2
+bad "vllm serve: error: argument --kv-cache-dtype: invalid choice: 'int2' (choose from 'auto', 'float16', 'bfloat16', 'fp8'," serve $L8 --kv-cache-dtype int2
 bad "vLLM has no float32 KV cache" serve $L8 --kv-cache-dtype float32
 bad "kvlab cannot size its blocks yet" serve $L8 --kv-cache-dtype nvfp4
 bad "decimals are not allowed with binary suffixes" serve $L8 --max-model-len 1.5K
@@ -123,11 +123,11 @@ for want in "--speculative-config is accepted but not modelled: it changes a dra
   fi
 done
 # old flags and old releases: vLLM would reject them, so kvlab does (exit 2)
-bad "--max-seq-len-to-capture: vLLM 0.33.0 has no such flag (removed in 0.11.0)" serve $L8 --max-seq-len-to-capture 8192
-bad "--swap-space: vLLM 0.33.0 has no such flag (removed in 0.18.0)" serve $L8 --swap-space 4
-bad "--async-scheduling: vLLM 0.9.2 has no such flag (0.10.0 and later)" serve $L8 --async-scheduling --vllm-version 0.9.2
-bad "--cuda-graph-sizes: vLLM 0.13 has no such flag (0.9.0 to before 0.13.0)" serve $L8 --cuda-graph-sizes 64 --vllm-version 0.13
-bad "-O: vLLM 0.6.4 has no such flag (0.6.5 and later)" serve $L8 -O3 --vllm-version 0.6.4
+bad "vllm serve: error: unrecognized arguments: --max-seq-len-to-capture (vLLM 0.33.0 has no such flag; 0.6.4-0.10.2 have it)" serve $L8 --max-seq-len-to-capture 8192
+bad "vllm serve: error: unrecognized arguments: --swap-space (vLLM 0.33.0 has no such flag; 0.6.4-0.17.1 have it)" serve $L8 --swap-space 4
+bad "vllm serve: error: unrecognized arguments: --async-scheduling (vLLM 0.9.2 has no such flag; 0.10.0-0.33.0 have it)" serve $L8 --async-scheduling --vllm-version 0.9.2
+bad "vllm serve: error: unrecognized arguments: --cuda-graph-sizes (vLLM 0.13 has no such flag; 0.9.0-0.12.0 have it)" serve $L8 --cuda-graph-sizes 64 --vllm-version 0.13
+bad "vllm serve: error: unrecognized arguments: -O (vLLM 0.6.4 has no such flag; 0.6.5 and later have it)" serve $L8 -O3 --vllm-version 0.6.4
 bad "--optimization-level (-O) must be 0, 1, 2 or 3" serve $L8 --optimization-level 7
 bad "--config: kvlab does not read vLLM's YAML config files" serve $L8 --config serve.yaml
 # under textbook accounting there is no release to check against

@@ -132,14 +132,15 @@ static void test_bad_values(void **state)
         {"tensor-parallel-size", "2.5", KV_ARGS_EVALUE, "whole number"},
         {"pipeline-parallel-size", "2", KV_ARGS_EVALUE, "one pipeline stage"},
         {"block-size", "24", KV_ARGS_EVALUE, "one of 1, 8, 16"},
-        {"kv-cache-dtype", "int4", KV_ARGS_EVALUE, "--kv-cache-dtype must be one of"},
-        {"quantization", "magic", KV_ARGS_EVALUE, "--quantization must be one of"},
+        {"kv-cache-dtype", "int4", KV_ARGS_EVALUE, "vllm serve: error: argument --kv-cache-dtype: invalid choice: 'int4'"},
+        /* the newest release checks methods in config/model.py, not argparse */
+        {"quantization", "magic", KV_ARGS_EVALUE, "ValueError: Unknown quantization method: magic. Must be one of ['awq'"},
         {"dtype", "float8", KV_ARGS_EVALUE, "--dtype must be one of"},
         {"gpu-memory-gib", "0", KV_ARGS_EVALUE, "positive"},
         {"activation-gib", "-1", KV_ARGS_EVALUE, "non-negative"},
         {"nccl-gib", "x", KV_ARGS_EVALUE, "not a number"},
         {"max-model-len", NULL, KV_ARGS_EMISSING, "needs a value"},
-        {"frobnicate", "1", KV_ARGS_EUNKNOWN, "unknown flag --frobnicate"},
+        {"frobnicate", "1", KV_ARGS_EUNKNOWN, "vllm serve: error: unrecognized arguments: --frobnicate"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';
@@ -208,7 +209,8 @@ static void test_parse_argv(void **state)
     assert_int_equal(kv_args_parse(&a, 3, bad2, NULL, 0, err, sizeof err), KV_ARGS_EMISSING);
     char *bad3[] = {"m", "--gpu-mem-util", "0.5"};
     assert_int_equal(kv_args_parse(&a, 3, bad3, NULL, 0, err, sizeof err), KV_ARGS_EUNKNOWN);
-    assert_string_equal(err, "unknown flag --gpu-mem-util (did you mean --gpu-memory-utilization?)");
+    assert_string_equal(err, "vllm serve: error: unrecognized arguments: --gpu-mem-util (unknown flag; did you mean "
+                             "--gpu-memory-utilization?)");
     char *bad4[] = {"m1", "m2"};
     assert_int_equal(kv_args_parse(&a, 2, bad4, NULL, 0, err, sizeof err), KV_ARGS_EUNKNOWN);
     assert_non_null(strstr(err, "unexpected argument 'm2'"));
@@ -216,6 +218,87 @@ static void test_parse_argv(void **state)
     kv_args_init(&a);
     assert_int_equal(kv_args_parse(&a, 2, model_flag, NULL, 0, err, sizeof err), 0);
     assert_string_equal(a.model, "x/y");
+}
+
+/* The flags of issue #22 that used to exit 2: each accepted by the releases
+ * whose parser has it (engine/kv_vllm_flags_data.c, generated from vLLM's own
+ * arg_utils.py / cli_args.py) and refused, in argparse's words, by one that
+ * lacks it; short forms included. */
+static void test_generated_release_flags(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *argv[6];
+        const char *ok_in, *refused_in; /* NULL: every release has it */
+    } cases[] = {
+        {{"--lora-modules", "a=/x", "b=/y"}, "0.33.0", NULL},
+        {{"--enable-lora", "--max-loras", "4", "--max-lora-rank", "64"}, "0.11.0", NULL},
+        {{"--kv-transfer-config", "{\"kv_connector\":\"OffloadingConnector\",\"kv_role\":\"kv_both\"}"}, "0.33.0",
+         "0.6.4"},
+        {{"--enable-sleep-mode"}, "0.8.5", "0.6.4"},
+        {{"--api-server-count", "2"}, "0.10.0", "0.8.0"},
+        {{"-asc", "2"}, "0.33.0", NULL},
+        {{"-dp", "2"}, "0.9.0", "0.7.3"},
+        {{"--disable-sliding-window"}, "0.6.4", NULL},
+        {{"--enable-eplb"}, "0.10.0", "0.9.1"},
+        {{"--guided-decoding-backend", "xgrammar"}, "0.8.5", "0.11.0"},
+        {{"--num-scheduler-steps", "8"}, "0.6.4", "0.11.0"},
+        {{"--preemption-mode", "swap"}, "0.6.4", "0.33.0"},
+        {{"--quantization", "modelopt"}, "0.33.0", NULL},
+        {{"-q", "fbgemm_fp8"}, "0.9.2", NULL},
+    };
+    kv_args a;
+    char err[4096], notes[2048];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (int pass = 0; pass < 2; pass++) {
+            const char *ver = pass ? cases[i].refused_in : cases[i].ok_in;
+            if (!ver)
+                continue;
+            char *argv[12] = {"m"};
+            int argc = 1;
+            for (int k = 0; k < 6 && cases[i].argv[k]; k++)
+                argv[argc++] = (char *)cases[i].argv[k];
+            argv[argc++] = "--vllm-version";
+            argv[argc++] = (char *)ver;
+            kv_args_init(&a);
+            int rc = kv_args_parse(&a, argc, argv, notes, sizeof notes, err, sizeof err);
+            if (pass == 0 && rc != 0)
+                fail_msg("%s with vLLM %s: rc %d: %s", cases[i].argv[0], ver, rc, err);
+            if (pass == 1 && (rc != KV_ARGS_EVALUE || !strstr(err, "vllm serve: error: unrecognized arguments: ")))
+                fail_msg("%s with vLLM %s: rc %d '%s', wanted argparse's refusal", cases[i].argv[0], ver, rc, err);
+            if (pass == 0)
+                assert_string_equal(a.model, "m"); /* values were taken as argparse takes them */
+        }
+    }
+    /* memory flags kvlab does not model say so */
+    char *sleep[] = {"m", "--enable-sleep-mode", "--kv-transfer-config", "{}"};
+    kv_args_init(&a);
+    assert_int_equal(kv_args_parse(&a, 4, sleep, notes, sizeof notes, err, sizeof err), 0);
+    assert_non_null(strstr(notes, "--enable-sleep-mode is accepted but not modelled"));
+    assert_non_null(strstr(notes, "--kv-transfer-config is accepted but not modelled"));
+    /* -dp is --data-parallel-size, kvlab's own row */
+    assert_non_null(kv_args_flag_find("-dp"));
+    assert_string_equal(kv_args_flag_find("-dp")->name, "data-parallel-size");
+    /* methods and KV dtypes by release, in vLLM's words */
+    char *exl2[] = {"m", "--quantization", "exl2", "--vllm-version", "0.9.2"};
+    kv_args_init(&a);
+    assert_int_equal(kv_args_parse(&a, 5, exl2, notes, sizeof notes, err, sizeof err), KV_ARGS_EVALUE);
+    assert_non_null(strstr(err, "argument --quantization/-q: invalid choice: 'exl2' (choose from 'aqlm', 'awq',"));
+    char *hqq[] = {"m", "--quantization", "hqq"};
+    kv_args_init(&a);
+    assert_int_equal(kv_args_parse(&a, 3, hqq, notes, sizeof notes, err, sizeof err), KV_ARGS_EVALUE);
+    assert_non_null(strstr(err, "ValueError: Unknown quantization method: hqq. Must be one of ['awq', "));
+    char *hqq_old[] = {"m", "--quantization", "hqq", "--vllm-version", "0.6.5"};
+    kv_args_init(&a);
+    assert_int_equal(kv_args_parse(&a, 5, hqq_old, notes, sizeof notes, err, sizeof err), 0);
+    char *kvd[] = {"m", "--kv-cache-dtype", "fp8_per_token_head", "--vllm-version", "0.6.4"};
+    kv_args_init(&a);
+    assert_int_equal(kv_args_parse(&a, 5, kvd, notes, sizeof notes, err, sizeof err), KV_ARGS_EVALUE);
+    assert_string_equal(err, "vllm serve: error: argument --kv-cache-dtype: invalid choice: 'fp8_per_token_head' "
+                             "(choose from 'auto', 'fp8', 'fp8_e5m2', 'fp8_e4m3') (vLLM 0.6.4)");
+    kvd[4] = "0.33.0";
+    kv_args_init(&a);
+    assert_int_equal(kv_args_parse(&a, 5, kvd, notes, sizeof notes, err, sizeof err), 0);
 }
 
 /* Real vLLM flags from pasted lines: -O in its three spellings, the
@@ -251,11 +334,12 @@ static void test_real_vllm_flags(void **state)
     char *old[] = {"m", "--async-scheduling", "--vllm-version", "0.9.2"};
     kv_args_init(&a);
     assert_int_equal(kv_args_parse(&a, 4, old, notes, sizeof notes, err, sizeof err), KV_ARGS_EVALUE);
-    assert_string_equal(err, "--async-scheduling: vLLM 0.9.2 has no such flag (0.10.0 and later); vLLM would reject it");
+    assert_string_equal(err, "vllm serve: error: unrecognized arguments: --async-scheduling (vLLM 0.9.2 has no such "
+                             "flag; 0.10.0-0.33.0 have it)");
     char *gone[] = {"m", "--rope-scaling", "{}"};
     kv_args_init(&a);
     assert_int_equal(kv_args_parse(&a, 3, gone, notes, sizeof notes, err, sizeof err), KV_ARGS_EVALUE);
-    assert_non_null(strstr(err, "--rope-scaling: vLLM 0.33.0 has no such flag (removed in 0.11.1)"));
+    assert_non_null(strstr(err, "unrecognized arguments: --rope-scaling (vLLM 0.33.0 has no such flag; 0.6.4-0.11.0 have it)"));
     char *tb[] = {"m", "--rope-scaling", "{}", "--accounting", "textbook"};
     kv_args_init(&a);
     assert_int_equal(kv_args_parse(&a, 5, tb, notes, sizeof notes, err, sizeof err), 0);
@@ -277,12 +361,12 @@ static void test_flag_suggestions(void **state)
     char err[256];
     kv_args_init(&a);
     static const struct { const char *typed, *want; } cases[] = {
-        {"--max-model-length", "unknown flag --max-model-length (did you mean --max-model-len?)"},
-        {"--gpu-memory-utilisation", "unknown flag --gpu-memory-utilisation (did you mean --gpu-memory-utilization?)"},
-        {"--kv-cache-type", "unknown flag --kv-cache-type (did you mean --kv-cache-dtype?)"},
-        {"--tensor-parallel", "unknown flag --tensor-parallel (did you mean --tensor-parallel-size?)"},
-        {"--gpu-memory", "unknown flag --gpu-memory (did you mean --gpu-memory-utilization, --gpu-memory-gib?)"},
-        {"--max_num_seq", "unknown flag --max_num_seq (did you mean --max-num-seqs?)"},
+#define U "vllm serve: error: unrecognized arguments: "
+        {"--max-model-length", U "--max-model-length (unknown flag; did you mean --max-model-len?)"},
+        {"--gpu-memory-utilisation", U "--gpu-memory-utilisation (unknown flag; did you mean --gpu-memory-utilization?)"},
+        {"--kv-cache-type", U "--kv-cache-type (unknown flag; did you mean --kv-cache-dtype?)"},
+        {"--gpu-mem-util", U "--gpu-mem-util (unknown flag; did you mean --gpu-memory-utilization?)"},
+#undef U
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *argv[] = {"m", (char *)cases[i].typed, "1"};
@@ -294,7 +378,22 @@ static void test_flag_suggestions(void **state)
     }
     assert_int_equal(kv_args_set(&a, "frobnicate", "1", err, sizeof err), KV_ARGS_EUNKNOWN);
     assert_null(strstr(err, "did you mean"));
-    assert_non_null(strstr(err, "kvlab serve --help"));
+    assert_non_null(strstr(err, "no vLLM release from 0.6.4 to"));
+    /* argparse takes the start of one flag's name as that flag (vLLM keeps
+     * allow_abbrev on): --tensor-parallel 2 is -tp 2, with a note */
+    char notes[512];
+    char *abbrev[] = {"m", "--tensor-parallel", "2", "--max_num_seq", "8", "--gpu-memory", "0.5"};
+    kv_args_init(&a);
+    assert_int_equal(kv_args_parse(&a, 7, abbrev, notes, sizeof notes, err, sizeof err), 0);
+    assert_int_equal(a.tensor_parallel_size, 2);
+    assert_int_equal(a.max_num_seqs, 8);
+    assert_true(a.gpu_memory_utilization == 0.5);
+    assert_non_null(strstr(notes, "--tensor-parallel is taken as --tensor-parallel-size"));
+    /* ... and refuses a start several flags share */
+    char *amb[] = {"m", "--max-num", "8"};
+    assert_int_equal(kv_args_parse(&a, 3, amb, notes, sizeof notes, err, sizeof err), KV_ARGS_EUNKNOWN);
+    assert_non_null(strstr(err, "vllm serve: error: ambiguous option: --max-num could match"));
+    assert_non_null(strstr(err, "--max-num-seqs"));
 }
 
 /* --kv-cache-dtype takes what vLLM's CacheDType takes (vllm/config/cache.py,
@@ -323,14 +422,18 @@ static void test_kv_cache_dtypes(void **state)
         assert_non_null(strstr(kv_args_flag_find("kv-cache-dtype")->choices, ok[i].v));
     }
     assert_int_equal(kv_args_set(&a, "kv-cache-dtype", "int2", err, sizeof err), KV_ARGS_EVALUE);
-    assert_string_equal(err, "--kv-cache-dtype must be one of auto, bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, "
-                             "fp8_inc, fp8_ds_mla, fp8_per_token_head, int8_per_token_head; got 'int2'");
+    /* argparse's words and the newest release's CacheDType (config/cache.py) */
+    assert_non_null(strstr(err, "vllm serve: error: argument --kv-cache-dtype: invalid choice: 'int2' (choose from "
+                                "'auto', 'float16', 'bfloat16', 'fp8', 'fp8_e4m3', 'fp8_e5m2', 'fp8_inc', 'fp8_ds_mla',"));
     assert_int_equal(kv_args_set(&a, "kv-cache-dtype", "float32", err, sizeof err), KV_ARGS_EVALUE);
     assert_non_null(strstr(err, "vLLM has no float32 KV cache"));
     assert_int_equal(kv_args_set(&a, "kv-cache-dtype", "nvfp4", err, sizeof err), KV_ARGS_EVALUE);
     assert_non_null(strstr(err, "kvlab cannot size"));
-    assert_int_equal(kv_args_set(&a, "kv-cache-dtype", "turboquant_4bit", err, sizeof err), KV_ARGS_EVALUE);
+    assert_int_equal(kv_args_set(&a, "kv-cache-dtype", "turboquant_4bit_nc", err, sizeof err), KV_ARGS_EVALUE);
     assert_non_null(strstr(err, "kvlab cannot size"));
+    /* a name no release's CacheDType has is argparse's invalid choice */
+    assert_int_equal(kv_args_set(&a, "kv-cache-dtype", "turboquant_4bit", err, sizeof err), KV_ARGS_EVALUE);
+    assert_non_null(strstr(err, "invalid choice: 'turboquant_4bit'"));
 }
 
 int main(void)
@@ -344,6 +447,7 @@ int main(void)
         cmocka_unit_test(test_ignored_flags),
         cmocka_unit_test(test_parse_argv),
         cmocka_unit_test(test_real_vllm_flags),
+        cmocka_unit_test(test_generated_release_flags),
         cmocka_unit_test(test_flag_suggestions),
         cmocka_unit_test(test_kv_cache_dtypes),
     };

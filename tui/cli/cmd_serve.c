@@ -69,11 +69,17 @@ static void serve_usage(FILE *f)
             continue;
         fprintf(f, "  --%-26s %s (default %s)\n", fl->name, fl->help, fl->deflt);
     }
-    fprintf(f, "other vLLM flags are accepted with a note: --port, --host, --async-scheduling, ... do not\n"
-               "change memory; --speculative-config, --enable-lora, --kv-offloading-size,\n"
-               "--limit-mm-per-prompt, --hf-overrides, --compilation-config, ... are not modelled\n"
-               "(the note says what they change). A flag the --vllm-version lacks exits 2, as\n"
-               "vLLM would reject it; --config FILE is refused (put its flags on the line).\n");
+    fprintf(f, "every other option of the release's `vllm serve` is accepted with a note (the\n"
+               "table engine/kv_vllm_flags_data.c is generated from each release's own parser,\n"
+               "short forms such as -tp, -dp, -asc, -q, -O included, and argparse's unique\n"
+               "prefixes): --port, --host, --lora-modules, --api-server-count, ... do not change\n"
+               "memory; --speculative-config, --enable-lora, --enable-sleep-mode,\n"
+               "--kv-transfer-config, --kv-offloading-size, --limit-mm-per-prompt, --hf-overrides,\n"
+               "--compilation-config, ... are not modelled (the note says what they change).\n"
+               "A flag the --vllm-version lacks, a --quantization method or --kv-cache-dtype it\n"
+               "does not list exit 2 in vLLM's words (\"vllm serve: error: unrecognized\n"
+               "arguments: ...\", \"invalid choice\", \"Unknown quantization method\");\n"
+               "--config FILE is refused (put its flags on the line).\n");
 }
 
 static const char *term_label(int i)
