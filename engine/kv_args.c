@@ -20,6 +20,7 @@ enum {
     F_GPU, F_GPU_GIB, F_GPU_USED, F_WEIGHTS, F_ACTIVATION, F_CUDAGRAPH, F_CONTEXT, F_NCCL, F_SCHED_POLICY,
     F_VLLM_VERSION, F_ACCOUNTING, F_FI_SAMPLER, F_RESERVE_ISL, F_WATERMARK, F_MXFP4_BACKEND, F_CPU_OFFLOAD,
     F_OPT_LEVEL, F_MAX_CG_SIZE, F_CG_SIZES, F_COMPILE_CACHE, F_KV_OFFLOAD, F_KV_OFFLOAD_BACKEND, F_KV_TRANSFER,
+    F_HF_OVERRIDES,
     F_FIRST_NOTE
 };
 
@@ -114,6 +115,8 @@ static const kv_args_flag flags[] = {
                        "0.6.5", NULL,
                        "host memory or a remote store for KV blocks through the connector (kvlab simulate runs "
                        "OffloadingConnector's CPU tier; the GPU pool is sized as without)"},
+    [F_HF_OVERRIDES] = {"hf-overrides", "hf_overrides", KV_ARG_STRING, NULL, "",
+                        "JSON object applied to the model's config.json before planning", 1},
     /* Real vLLM flags that do not change the memory plan. */
     {"port", "port", KV_ARG_NOTE, NULL, "8000", "API server port", 0},
     {"host", "host", KV_ARG_NOTE, NULL, "", "API server host", 0},
@@ -170,8 +173,6 @@ static const kv_args_flag flags[] = {
      "the size of the LoRA slots"},
     {"max-loras", "max_loras", KV_ARG_NOTE, NULL, "1", "LoRA adapters in one batch", 1, NULL, NULL,
      "how many LoRA slots the GPU holds"},
-    {"hf-overrides", "hf_overrides", KV_ARG_NOTE, NULL, "", "overrides of the model's config (JSON)", 1, NULL, NULL,
-     "the model's config: kvlab sizes config.json as it is (edit a copy of it instead)"},
     {"rope-scaling", "rope_scaling", KV_ARG_NOTE, NULL, "", "RoPE scaling (JSON)", 1, NULL, "0.11.1",
      "the model's maximum length: kvlab reads rope_scaling from config.json (edit a copy of it instead)"},
     {"cpu-offload-params", "cpu_offload_params", KV_ARG_NOTE, NULL, "", "which parameters --cpu-offload-gb moves", 1,
@@ -191,7 +192,8 @@ static const kv_args_flag flags[] = {
     {"model-impl", "model_impl", KV_ARG_NOTE, NULL, "auto", "vLLM's or the Transformers implementation", 0, "0.7.3"},
     /* Real vLLM flags kvlab cannot follow. */
     {"config", "config", KV_ARG_REFUSED, NULL, "", "a YAML file of flags", 0, NULL, NULL,
-     "kvlab does not read vLLM's YAML config files; put the file's flags on the command line"},
+     "kvlab serve, simulate and fit read vLLM's YAML config files (tui/cli/vllm_config.c); here put the file's "
+     "flags one by one"},
 };
 #if defined(__clang__)
 #pragma clang diagnostic pop
@@ -921,6 +923,21 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
         a->cuda_graph_sizes_n = n;
         break;
     }
+    case F_HF_OVERRIDES: {
+        /* vLLM parses it as JSON (a dict); config/model.py applies it */
+        cJSON *j = cJSON_Parse(value);
+        int ok = cJSON_IsObject(j);
+        cJSON_Delete(j);
+        if (!ok)
+            return kv_errf(err, errlen, KV_ARGS_EVALUE,
+                           "--hf-overrides must be a JSON object of config.json keys ('{\"max_position_embeddings\": "
+                           "65536}'), got '%.60s'", value);
+        if (strlen(value) >= sizeof a->hf_overrides)
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--hf-overrides: longer than %zu bytes",
+                           sizeof a->hf_overrides - 1);
+        snprintf(a->hf_overrides, sizeof a->hf_overrides, "%s", value);
+        break;
+    }
     case F_CPU_OFFLOAD:
         if (parse_double(value, &dv) || !(dv >= 0 && dv <= 1e6))
             return kv_errf(err, errlen, KV_ARGS_EVALUE, "--cpu-offload-gb must be a non-negative number of GiB, got %s",
@@ -1051,6 +1068,7 @@ int kv_args_get(const kv_args *a, const char *name, char *b, size_t n)
     case F_MAX_CG_SIZE:
         if (a->max_cudagraph_capture_size) snprintf(b, n, "%lld", (long long)a->max_cudagraph_capture_size);
         break;
+    case F_HF_OVERRIDES: snprintf(b, n, "%s", a->hf_overrides); break;
     case F_CG_SIZES:
         for (int k = 0; k < a->cuda_graph_sizes_n; k++) {
             size_t l = strlen(b);

@@ -126,6 +126,12 @@ typedef struct kv_args {
     char kv_connector[48];          /* --kv-transfer-config's kv_connector ("" = none) */
     double kv_connector_cpu_bytes;  /* its kv_connector_extra_config.cpu_bytes_to_use (0.14+; 0 = absent) */
     int64_t kv_connector_cpu_blocks;/* its kv_connector_extra_config.num_cpu_blocks (0.11-0.13; 0 = absent) */
+    /* vLLM's environment (vllm/envs.py), set by the program from VLLM_*
+     * variables (tui/cli/vllm_config.c; docs: README "Environment"): */
+    char hf_overrides[2048];        /* --hf-overrides: a JSON object applied to the model's config before planning
+                                       (kv_model_load_overrides); "" = none */
+    int32_t allow_long_max_model_len; /* VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: a --max-model-len above the model's
+                                         maximum is a warning, not an error (config/model.py) */
 
     /* Which vLLM args the user set explicitly (bit per kv_args flag index), so
      * defaults that depend on the card can be filled in later. */

@@ -799,12 +799,66 @@ done:
 
 /* ------------------------------------------------------------- resolving */
 
-static int load_file(const char *file, const char *id, kv_model *out, char *err, size_t errlen)
+/* vLLM's --hf-overrides on the config's JSON: each key replaces the config's,
+ * an object merged into a sub-config that is one (text_config), as
+ * config/model.py applies hf_overrides to the loaded config. */
+static void merge_overrides(cJSON *cfg, const cJSON *ov, int depth)
+{
+    const cJSON *o;
+    cJSON_ArrayForEach(o, ov) {
+        cJSON *old = cJSON_GetObjectItemCaseSensitive(cfg, o->string);
+        if (old && cJSON_IsObject(old) && cJSON_IsObject(o) && depth < 8) {
+            merge_overrides(old, o, depth + 1);
+            continue;
+        }
+        cJSON *copy = cJSON_Duplicate(o, 1);
+        if (!copy)
+            continue;
+        if (old)
+            cJSON_ReplaceItemInObjectCaseSensitive(cfg, o->string, copy);
+        else
+            cJSON_AddItemToObject(cfg, o->string, copy);
+    }
+}
+
+static int apply_overrides(char **txt, size_t *len, const char *file, const char *overrides, char *err, size_t errlen)
+{
+    if (!overrides || !*overrides)
+        return 0;
+    cJSON *ov = cJSON_Parse(overrides);
+    if (!cJSON_IsObject(ov)) {
+        cJSON_Delete(ov);
+        return kv_errf(err, errlen, KV_MODEL_EPARSE, "--hf-overrides must be a JSON object ({\"key\": value}), got "
+                                                    "'%.60s'", overrides);
+    }
+    cJSON *cfg = cJSON_ParseWithLength(*txt, *len);
+    if (!cJSON_IsObject(cfg)) { /* kv_model_parse says what is wrong with the file */
+        cJSON_Delete(ov);
+        cJSON_Delete(cfg);
+        return 0;
+    }
+    merge_overrides(cfg, ov, 0);
+    char *merged = cJSON_PrintUnformatted(cfg);
+    cJSON_Delete(ov);
+    cJSON_Delete(cfg);
+    if (!merged)
+        return kv_errf(err, errlen, KV_MODEL_EPARSE, "%s: out of memory applying --hf-overrides", file);
+    free(*txt);
+    *txt = merged;
+    *len = strlen(merged);
+    return 0;
+}
+
+static int load_file(const char *file, const char *id, const char *overrides, kv_model *out, char *err, size_t errlen)
 {
     size_t len = 0;
     char *txt = NULL;
     if (kv_read_file(file, MAX_CONFIG_BYTES, &txt, &len, err, errlen) != 0)
         return KV_MODEL_ENOTFOUND;
+    if (apply_overrides(&txt, &len, file, overrides, err, errlen) != 0) {
+        free(txt);
+        return KV_MODEL_EPARSE;
+    }
     int rc = kv_model_parse(txt, len, file, out, err, errlen);
     free(txt);
     if (rc == KV_MODEL_OK) {
@@ -984,6 +1038,12 @@ static void suggest_models(const char *name, const char *assets_dir, char *out, 
 
 int kv_model_load(const char *name, const char *assets_dir, kv_model *out, char *err, size_t errlen)
 {
+    return kv_model_load_overrides(name, assets_dir, NULL, out, err, errlen);
+}
+
+int kv_model_load_overrides(const char *name, const char *assets_dir, const char *overrides, kv_model *out,
+                            char *err, size_t errlen)
+{
     memset(out, 0, sizeof *out);
     if (!name || !*name)
         return kv_errf(err, errlen, KV_MODEL_ENOTFOUND, "no model given");
@@ -992,23 +1052,23 @@ int kv_model_load(const char *name, const char *assets_dir, kv_model *out, char 
     /* Anything that exists and is not a folder is read as a config.json:
      * kv_read_file refuses a FIFO or a device with its own message. */
     if (stat(name, &st) == 0 && !S_ISDIR(st.st_mode))
-        return load_file(name, name, out, err, errlen);
+        return load_file(name, name, overrides, out, err, errlen);
     if (is_dir(name)) {
         snprintf(file, sizeof file, "%s/config.json", name);
         if (is_file(file))
-            return load_file(file, name, out, err, errlen);
+            return load_file(file, name, overrides, out, err, errlen);
         return kv_errf(err, errlen, KV_MODEL_ENOTFOUND, "%s: folder holds no config.json", name);
     }
     if (assets_dir && !strstr(name, "..")) {
         snprintf(file, sizeof file, "%s/models/%s/config.json", assets_dir, name);
         if (is_file(file))
-            return load_file(file, name, out, err, errlen);
+            return load_file(file, name, overrides, out, err, errlen);
     }
     int hf = find_in_hf_cache(name, file, sizeof file, err, errlen);
     if (hf < 0)
         return KV_MODEL_ENOTFOUND;
     if (hf)
-        return load_file(file, name, out, err, errlen);
+        return load_file(file, name, overrides, out, err, errlen);
     if (looks_like_path(name))
         return kv_errf(err, errlen, KV_MODEL_ENOTFOUND, "no such file or folder: %s", name);
     char cache[1024], near[512] = "";

@@ -128,6 +128,14 @@ typedef struct kv_model {
 int kv_model_load(const char *name_or_path, const char *assets_dir, kv_model *out,
                   char *err, size_t errlen);
 
+/* kv_model_load with vLLM's --hf-overrides applied to the config before it
+ * is read (overrides: a JSON object, NULL or "" for none; each key replaces
+ * the config's, an object is merged into a sub-config such as text_config,
+ * as vllm/config/model.py applies hf_overrides). A non-object gives
+ * KV_MODEL_EPARSE with one line. */
+int kv_model_load_overrides(const char *name_or_path, const char *assets_dir, const char *overrides, kv_model *out,
+                            char *err, size_t errlen);
+
 /* Parse config.json text already in memory (len bytes, need not be
  * NUL-terminated). `path` is only used in messages. Same codes as above. */
 int kv_model_parse(const char *json, size_t len, const char *path, kv_model *out,

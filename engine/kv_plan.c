@@ -363,7 +363,19 @@ static int phase_inputs(const plan_ctx *c, kv_plan *p)
     else if (a->max_model_len <= 0)
         p->max_model_len_default = 1;
     else {
-        if (a->max_model_len > m->max_position_embeddings)
+        /* config/model.py _get_and_verify_max_len: an error, or with
+         * VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 a warning and the length as given */
+        if (a->max_model_len > m->max_position_embeddings && a->allow_long_max_model_len) {
+            char line[700];
+            snprintf(line, sizeof line,
+                     "User-specified max_model_len (%lld) is greater than the derived max_model_len "
+                     "(max_position_embeddings=%lld in model's config.json). VLLM_ALLOW_LONG_MAX_MODEL_LEN must be "
+                     "used with extreme caution. If the model uses relative position encoding (RoPE), positions "
+                     "exceeding derived_max_model_len lead to nan. If the model uses absolute position encoding, "
+                     "positions exceeding derived_max_model_len will cause a CUDA array out-of-bounds error.",
+                     (long long)a->max_model_len, (long long)m->max_position_embeddings);
+            plan_log(p, "WARNING", line);
+        } else if (a->max_model_len > m->max_position_embeddings)
             return kv_errf(c->err, c->errlen, KV_PLAN_EINVAL,
                            "User-specified max_model_len (%lld) is greater than the derived max_model_len "
                            "(max_position_embeddings=%lld in model's config.json). To allow overriding this maximum, "

@@ -2,7 +2,7 @@
 # Installs the Debian packages kvlab needs (only those missing).
 set -euo pipefail
 pkgs=(cmake make gcc pkg-config libncurses-dev liblua5.4-dev libcjson-dev libxxhash-dev
-      uthash-dev libcmocka-dev tmux clang libclang-rt-14-dev)
+      uthash-dev libcmocka-dev libyaml-dev tmux clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

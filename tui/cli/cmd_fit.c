@@ -20,6 +20,7 @@
 #include "kv_release.h"
 #include "kv_util.h"
 #include "paths.h"
+#include "vllm_config.h"
 
 #define FIT_MAX_LIST 64
 
@@ -201,7 +202,7 @@ int cmd_fit(int argc, char **argv)
     kv_args base;
     kv_args_init(&base);
     char notes[2048];
-    if (kv_args_parse(&base, n, rest, notes, sizeof notes, err, sizeof err) < 0) {
+    if (kvlab_vllm_args_parse(&base, n, rest, notes, sizeof notes, err, sizeof err) < 0) {
         fprintf(stderr, "kvlab fit: %s\n", err);
         free(rest);
         return 2;
@@ -213,7 +214,7 @@ int cmd_fit(int argc, char **argv)
     }
     const char *assets = kvlab_assets_dir();
     kv_model m;
-    if (kv_model_load(base.model, assets, &m, err, sizeof err) != KV_MODEL_OK) {
+    if (kv_model_load_overrides(base.model, assets, base.hf_overrides, &m, err, sizeof err) != KV_MODEL_OK) {
         fprintf(stderr, "kvlab fit: %s\n", err);
         return 2;
     }

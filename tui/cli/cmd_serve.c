@@ -16,6 +16,7 @@
 #include "kv_release.h"
 #include "kv_util.h"
 #include "paths.h"
+#include "vllm_config.h"
 
 #define DEFAULT_GPU "h100-80gb"
 
@@ -74,12 +75,15 @@ static void serve_usage(FILE *f)
                "short forms such as -tp, -dp, -asc, -q, -O included, and argparse's unique\n"
                "prefixes): --port, --host, --lora-modules, --api-server-count, ... do not change\n"
                "memory; --speculative-config, --enable-lora, --enable-sleep-mode,\n"
-               "--kv-transfer-config, --kv-offloading-size, --limit-mm-per-prompt, --hf-overrides,\n"
+               "--kv-transfer-config, --kv-offloading-size, --limit-mm-per-prompt,\n"
                "--compilation-config, ... are not modelled (the note says what they change).\n"
                "A flag the --vllm-version lacks, a --quantization method or --kv-cache-dtype it\n"
                "does not list exit 2 in vLLM's words (\"vllm serve: error: unrecognized\n"
                "arguments: ...\", \"invalid choice\", \"Unknown quantization method\");\n"
-               "--config FILE is refused (put its flags on the line).\n");
+               "--config FILE.yaml is read as vLLM reads it (keys are flag names; the line wins);\n"
+               "--hf-overrides JSON is applied to config.json before planning.\n"
+               "environment: VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (a length past the model's maximum\n"
+               "warns instead of failing), VLLM_USE_FLASHINFER_SAMPLER=0/1 (the profile's sampler).\n");
 }
 
 static const char *term_label(int i)
@@ -281,7 +285,7 @@ int cmd_serve(int argc, char **argv)
         free(rest);
         return 2;
     }
-    int rc = kv_args_parse(&a, n, rest, notes, sizeof notes, err, sizeof err);
+    int rc = kvlab_vllm_args_parse(&a, n, rest, notes, sizeof notes, err, sizeof err);
     free(rest);
     if (rc < 0) {
         fprintf(stderr, "kvlab serve: %s\n", err);
@@ -293,7 +297,7 @@ int cmd_serve(int argc, char **argv)
     }
     const char *assets = kvlab_assets_dir();
     kv_model m;
-    if (kv_model_load(a.model, assets, &m, err, sizeof err) != KV_MODEL_OK) {
+    if (kv_model_load_overrides(a.model, assets, a.hf_overrides, &m, err, sizeof err) != KV_MODEL_OK) {
         fprintf(stderr, "kvlab serve: %s\n", err);
         return 2;
     }

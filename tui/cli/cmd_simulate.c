@@ -19,6 +19,7 @@
 #include "kv_trace.h"
 #include "kv_util.h"
 #include "paths.h"
+#include "vllm_config.h"
 
 #define DEFAULT_GPU "h100-80gb"
 
@@ -392,7 +393,7 @@ int cmd_simulate(int argc, char **argv)
     kv_args a;
     kv_args_init(&a);
     char err[1024] = "", args_notes[2048] = "", notes[4096] = "";
-    int rc = kv_args_parse(&a, n, rest, args_notes, sizeof args_notes, err, sizeof err);
+    int rc = kvlab_vllm_args_parse(&a, n, rest, args_notes, sizeof args_notes, err, sizeof err);
     for (char *line = strtok(args_notes, "\n"); line; line = strtok(NULL, "\n"))
         add_note(notes, sizeof notes, line);
     free(rest);
@@ -415,7 +416,7 @@ int cmd_simulate(int argc, char **argv)
     }
     const char *assets = kvlab_assets_dir();
     kv_model m;
-    if (kv_model_load(a.model, assets, &m, err, sizeof err) != KV_MODEL_OK) {
+    if (kv_model_load_overrides(a.model, assets, a.hf_overrides, &m, err, sizeof err) != KV_MODEL_OK) {
         fprintf(stderr, "kvlab simulate: %s\n", err);
         kv_trace_free(&tr);
         return 2;

@@ -265,7 +265,7 @@ int explain_run(const char *text, size_t len, int extra_argc, char **extra_argv,
         return 0;
     }
     char e[512];
-    if (kv_model_load(r->args.model, assets, &r->model, e, sizeof e) != KV_MODEL_OK) {
+    if (kv_model_load_overrides(r->args.model, assets, r->args.hf_overrides, &r->model, e, sizeof e) != KV_MODEL_OK) {
         snprintf(r->missing, sizeof r->missing, "cannot plan: %s (kvlab models lists the catalogue; --model PATH "
                  "takes a config.json)", e);
         return 0;

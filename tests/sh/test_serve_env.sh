@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# What changes the plan besides the flags: --hf-overrides (applied to the
+# model's config.json before planning, as vLLM's config/model.py does) and
+# the VLLM_* variables kvlab models (README "Environment").
+set -u
+: "${KVLAB:?set KVLAB to the kvlab binary}"
+: "${KVLAB_SOURCE_DIR:?set KVLAB_SOURCE_DIR}"
+export KVLAB_DATA_DIR="$KVLAB_SOURCE_DIR"
+command -v python3 >/dev/null || { echo "python3 not found: skipped"; exit 77; }
+unset VLLM_ALLOW_LONG_MAX_MODEL_LEN VLLM_USE_FLASHINFER_SAMPLER
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+L8=meta-llama/Llama-3.1-8B-Instruct
+field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+run() { # out-file expected-exit args...
+  local f=$1 want=$2; shift 2
+  "$@" >"$f" 2>"$tmp/err"
+  local rc=$?
+  [ "$rc" = "$want" ] || { echo "FAIL: exit $rc (wanted $want): $*: $(cat "$tmp/err")"; fail=1; }
+}
+
+# VLLM_ALLOW_LONG_MAX_MODEL_LEN: refused without, a warning with (as vLLM)
+run "$tmp/o" 2 "$KVLAB" serve $L8 --max-model-len 200000 --gpu h100
+grep -q "set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" "$tmp/err" || { echo "FAIL: the refusal names the variable"; fail=1; }
+run "$tmp/o" 2 env VLLM_ALLOW_LONG_MAX_MODEL_LEN=0 "$KVLAB" serve $L8 --max-model-len 200000 --gpu h100
+run "$tmp/a.json" 0 env VLLM_ALLOW_LONG_MAX_MODEL_LEN=" True " "$KVLAB" serve $L8 --max-model-len 200000 --gpu h100 --json
+[ "$(field "$tmp/a.json" max_model_len)" = 200000 ] || { echo "FAIL: the length as given"; fail=1; }
+grep -q "WARNING User-specified max_model_len (200000) is greater than the derived max_model_len.*must be used with extreme caution" "$tmp/a.json" ||
+  { echo "FAIL: vLLM's warning in the log"; fail=1; }
+grep -q "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 from the environment" "$tmp/a.json" || { echo "FAIL: a note says where it came from"; fail=1; }
+
+# --hf-overrides: the config as vLLM sees it
+run "$tmp/b.json" 0 "$KVLAB" serve $L8 --hf-overrides '{"max_position_embeddings": 262144}' --max-model-len 200000 --gpu h100 --json
+[ "$(field "$tmp/b.json" model_max_model_len)" = 262144 ] || { echo "FAIL: max_position_embeddings overridden"; fail=1; }
+run "$tmp/c.json" 0 "$KVLAB" serve $L8 --max-model-len 8192 --gpu h100 --json
+run "$tmp/d.json" 0 "$KVLAB" serve $L8 --hf-overrides '{"num_key_value_heads": 4}' --max-model-len 8192 --gpu h100 --json
+[ "$(field "$tmp/d.json" kv_bytes_per_token)" = $(( $(field "$tmp/c.json" kv_bytes_per_token) / 2 )) ] ||
+  { echo "FAIL: num_key_value_heads 4 halves the KV per token"; fail=1; }
+run "$tmp/g" 0 "$KVLAB" serve google/gemma-3-27b-it --hf-overrides '{"text_config": {"sliding_window": 512}}' \
+  --max-model-len 32768 --gpu h100
+grep -q "slide over 512 tokens" "$tmp/g" || { echo "FAIL: an object is merged into text_config"; fail=1; }
+run "$tmp/o" 2 "$KVLAB" serve $L8 --hf-overrides '[1, 2]' --gpu h100
+grep -q "\-\-hf-overrides must be a JSON object" "$tmp/err" || { echo "FAIL: a non-object is refused: $(cat "$tmp/err")"; fail=1; }
+run "$tmp/o" 2 "$KVLAB" serve $L8 --hf-overrides '{"num_attention_heads": 33}' --gpu h100
+
+# VLLM_USE_FLASHINFER_SAMPLER: the profile's sampler, unless the flag says otherwise
+run "$tmp/e.json" 0 env VLLM_USE_FLASHINFER_SAMPLER=0 "$KVLAB" serve $L8 --max-model-len 8192 --gpu h100 --json
+[ "$(field "$tmp/e.json" flashinfer_sampler)" = False ] || { echo "FAIL: VLLM_USE_FLASHINFER_SAMPLER=0"; fail=1; }
+run "$tmp/f.json" 0 env VLLM_USE_FLASHINFER_SAMPLER=0 "$KVLAB" serve $L8 --max-model-len 8192 --gpu h100 --flashinfer-sampler --json
+[ "$(field "$tmp/f.json" flashinfer_sampler)" = True ] || { echo "FAIL: the flag wins over the variable"; fail=1; }
+run "$tmp/o" 2 env VLLM_USE_FLASHINFER_SAMPLER=yes "$KVLAB" serve $L8 --gpu h100
+grep -q "invalid literal for int()" "$tmp/err" || { echo "FAIL: a value vLLM's int() refuses: $(cat "$tmp/err")"; fail=1; }
+[ $fail = 0 ] && echo "all env and --hf-overrides checks passed"
+exit $fail
