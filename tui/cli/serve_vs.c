@@ -16,6 +16,7 @@
 #include "kv_plan.h"
 #include "kv_util.h"
 #include "paths.h"
+#include "vllm_config.h"
 
 #define VS_DEFAULT_GPU "h100-80gb"
 
@@ -29,7 +30,7 @@ typedef struct vs_side {
 
 static int vs_plan(vs_side *s, const kv_gpu_catalog *cat, char *note, size_t notelen, char *err, size_t errlen)
 {
-    if (kv_model_load(s->a.model, kvlab_assets_dir(), &s->m, err, errlen) != KV_MODEL_OK)
+    if (kv_model_load_overrides(s->a.model, kvlab_assets_dir(), s->a.hf_overrides, &s->m, err, errlen) != KV_MODEL_OK)
         return -1;
     const kv_gpu *g = NULL;
     if (s->a.gpu[0]) {
@@ -101,7 +102,7 @@ int cmd_serve_vs(int argc, char **argv)
         goto out;
     }
     kv_args_init(&s[0].a);
-    if (kv_args_parse(&s[0].a, n1, one, notes, sizeof notes, err, sizeof err) < 0) {
+    if (kvlab_vllm_args_parse(&s[0].a, n1, one, notes, sizeof notes, err, sizeof err) < 0) {
         fprintf(stderr, "kvlab serve: %s\n", err);
         goto out;
     }
@@ -111,7 +112,7 @@ int cmd_serve_vs(int argc, char **argv)
     }
     s[1].a = s[0].a;
     s[1].a.model[0] = '\0';
-    if (kv_args_parse(&s[1].a, n2, two, notes, sizeof notes, err, sizeof err) < 0) {
+    if (kvlab_vllm_args_parse(&s[1].a, n2, two, notes, sizeof notes, err, sizeof err) < 0) {
         fprintf(stderr, "kvlab serve: after --vs: %s\n", err);
         goto out;
     }
