@@ -129,7 +129,7 @@ bad "vllm serve: error: unrecognized arguments: --async-scheduling (vLLM 0.9.2 h
 bad "vllm serve: error: unrecognized arguments: --cuda-graph-sizes (vLLM 0.13 has no such flag; 0.9.0-0.12.0 have it)" serve $L8 --cuda-graph-sizes 64 --vllm-version 0.13
 bad "vllm serve: error: unrecognized arguments: -O (vLLM 0.6.4 has no such flag; 0.6.5 and later have it)" serve $L8 -O3 --vllm-version 0.6.4
 bad "--optimization-level (-O) must be 0, 1, 2 or 3" serve $L8 --optimization-level 7
-bad "--config: kvlab does not read vLLM's YAML config files" serve $L8 --config serve.yaml
+bad "--config: serve.yaml: no such file" serve $L8 --config serve.yaml
 # under textbook accounting there is no release to check against
 "$KVLAB" serve $L8 --gpu h100 --max-model-len 8192 --swap-space 4 --accounting textbook >/dev/null 2>&1 ||
   { echo "FAIL: --swap-space under textbook: exit $?"; fail=1; }

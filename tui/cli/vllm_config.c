@@ -143,7 +143,7 @@ static int load_config(const char *path, strv *out, char *err, size_t errlen)
     size_t len = 0;
     char e2[300];
     if (kv_read_file(path, CONFIG_MAX_BYTES, &text, &len, e2, sizeof e2) != 0)
-        return kv_errf(err, errlen, -1, "--config %s: %s", path, e2);
+        return kv_errf(err, errlen, -1, "--config: %s", e2);
     yaml_parser_t parser;
     yaml_document_t doc;
     int rc = -1;
