@@ -20,7 +20,7 @@ enum {
     F_GPU, F_GPU_GIB, F_GPU_USED, F_WEIGHTS, F_ACTIVATION, F_CUDAGRAPH, F_CONTEXT, F_NCCL, F_SCHED_POLICY,
     F_VLLM_VERSION, F_ACCOUNTING, F_FI_SAMPLER, F_RESERVE_ISL, F_WATERMARK, F_MXFP4_BACKEND, F_CPU_OFFLOAD,
     F_OPT_LEVEL, F_MAX_CG_SIZE, F_CG_SIZES, F_COMPILE_CACHE, F_KV_OFFLOAD, F_KV_OFFLOAD_BACKEND, F_KV_TRANSFER,
-    F_HF_OVERRIDES,
+    F_HF_OVERRIDES, F_ENABLE_LORA, F_MAX_LORAS, F_MAX_LORA_RANK,
     F_FIRST_NOTE
 };
 
@@ -117,6 +117,10 @@ static const kv_args_flag flags[] = {
                        "OffloadingConnector's CPU tier; the GPU pool is sized as without)"},
     [F_HF_OVERRIDES] = {"hf-overrides", "hf_overrides", KV_ARG_STRING, NULL, "",
                         "JSON object applied to the model's config.json before planning", 1},
+    [F_ENABLE_LORA] = {"enable-lora", "enable_lora", KV_ARG_BOOL, NULL, "false",
+                       "LoRA slots on every projection, embeddings and lm_head (in the weights term)", 1},
+    [F_MAX_LORAS] = {"max-loras", "max_loras", KV_ARG_INT, NULL, "1", "LoRA slots (adapters in one batch)", 1},
+    [F_MAX_LORA_RANK] = {"max-lora-rank", "max_lora_rank", KV_ARG_INT, NULL, "16", "rank of each LoRA slot", 1},
     /* Real vLLM flags that do not change the memory plan. */
     {"port", "port", KV_ARG_NOTE, NULL, "8000", "API server port", 0},
     {"host", "host", KV_ARG_NOTE, NULL, "", "API server host", 0},
@@ -167,12 +171,6 @@ static const kv_args_flag flags[] = {
      "a draft model's weights and KV cache"},
     {"num-speculative-tokens", "num_speculative_tokens", KV_ARG_NOTE, NULL, "", "tokens the draft proposes", 1, NULL,
      "0.8.3", "the extra tokens each step verifies"},
-    {"enable-lora", "enable_lora", KV_ARG_NOTE_BOOL, NULL, "false", "serve LoRA adapters", 1, NULL, NULL,
-     "LoRA slots (max_loras adapters of max_lora_rank on every layer) and the profile run's LoRA pass"},
-    {"max-lora-rank", "max_lora_rank", KV_ARG_NOTE, NULL, "16", "largest LoRA rank", 1, NULL, NULL,
-     "the size of the LoRA slots"},
-    {"max-loras", "max_loras", KV_ARG_NOTE, NULL, "1", "LoRA adapters in one batch", 1, NULL, NULL,
-     "how many LoRA slots the GPU holds"},
     {"rope-scaling", "rope_scaling", KV_ARG_NOTE, NULL, "", "RoPE scaling (JSON)", 1, NULL, "0.11.1",
      "the model's maximum length: kvlab reads rope_scaling from config.json (edit a copy of it instead)"},
     {"cpu-offload-params", "cpu_offload_params", KV_ARG_NOTE, NULL, "", "which parameters --cpu-offload-gb moves", 1,
@@ -219,6 +217,8 @@ void kv_args_init(kv_args *a)
     a->cudagraph_gib = a->cuda_context_gib = a->nccl_gib = -1;
     a->gpu_used_gib = 0;
     a->optimization_level = -1;
+    a->max_loras = 1;         /* vllm/config/lora.py LoRAConfig */
+    a->max_lora_rank = 16;
 }
 
 /* Normalise a name: strip leading dashes, '_' -> '-'; *negated set for "no-". */
@@ -578,6 +578,8 @@ int64_t kv_args_offload_blocks(const kv_args *a, double block_bytes_per_rank)
     if (kv_release_compare(v, "0.14.0") < 0)
         return a->kv_connector_cpu_blocks;
     return kv_offload_num_blocks(a->kv_connector_cpu_bytes / 1073741824.0, tp, block_bytes_per_rank);
+}
+
 /* The read release a follows (--vllm-version, the newest when unset or older
  * than every read release). */
 static int release_index_or_newest(const kv_args *a)
@@ -647,8 +649,6 @@ static const struct {
 } UNMODELLED[] = {
     {"enable-sleep-mode", "how weights and the KV cache are allocated (CuMemAllocator pools that sleep() can free); "
                           "the start-up plan is sized as without"},
-    {"kv-transfer-config", "a KV connector's buffers (NIXL, LMCache, offloading connectors hold host or device "
-                           "memory beside the pool)"},
     {"enable-eplb", "redundant experts per GPU (--eplb-config num_redundant_experts) and the rebalancing buffers"},
     {"eplb-config", "redundant experts per GPU and the rebalancing buffers"},
     {"num-redundant-experts", "redundant experts per GPU"},
@@ -736,6 +736,8 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
             a->scheduler_reserve_full_isl = b;
         else if (i == F_CHUNKED)
             a->enable_chunked_prefill = b;
+        else if (i == F_ENABLE_LORA)
+            a->enable_lora = b;
         else
             a->enforce_eager = b;
         a->set_mask |= 1ull << i;
@@ -923,6 +925,15 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
         a->cuda_graph_sizes_n = n;
         break;
     }
+    case F_MAX_LORAS:
+    case F_MAX_LORA_RANK:
+        if (kv_args_parse_int(value, &iv, e2, sizeof e2) || iv < 1 || iv > 100000)
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--%s must be a positive whole number, got %s", f->name, value);
+        if (i == F_MAX_LORAS)
+            a->max_loras = (int32_t)iv;
+        else
+            a->max_lora_rank = (int32_t)iv;
+        break;
     case F_HF_OVERRIDES: {
         /* vLLM parses it as JSON (a dict); config/model.py applies it */
         cJSON *j = cJSON_Parse(value);
@@ -1069,6 +1080,9 @@ int kv_args_get(const kv_args *a, const char *name, char *b, size_t n)
         if (a->max_cudagraph_capture_size) snprintf(b, n, "%lld", (long long)a->max_cudagraph_capture_size);
         break;
     case F_HF_OVERRIDES: snprintf(b, n, "%s", a->hf_overrides); break;
+    case F_ENABLE_LORA: snprintf(b, n, "%s", (a->enable_lora != 0) != neg ? "true" : "false"); break;
+    case F_MAX_LORAS: snprintf(b, n, "%d", a->max_loras); break;
+    case F_MAX_LORA_RANK: snprintf(b, n, "%d", a->max_lora_rank); break;
     case F_CG_SIZES:
         for (int k = 0; k < a->cuda_graph_sizes_n; k++) {
             size_t l = strlen(b);

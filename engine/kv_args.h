@@ -128,6 +128,10 @@ typedef struct kv_args {
     int64_t kv_connector_cpu_blocks;/* its kv_connector_extra_config.num_cpu_blocks (0.11-0.13; 0 = absent) */
     /* vLLM's environment (vllm/envs.py), set by the program from VLLM_*
      * variables (tui/cli/vllm_config.c; docs: README "Environment"): */
+    /* LoRA (kv_plan_lora_bytes): --enable-lora, --max-loras (default 1), --max-lora-rank (default 16) */
+    int32_t enable_lora;
+    int32_t max_loras;
+    int32_t max_lora_rank;
     char hf_overrides[2048];        /* --hf-overrides: a JSON object applied to the model's config before planning
                                        (kv_model_load_overrides); "" = none */
     int32_t allow_long_max_model_len; /* VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: a --max-model-len above the model's

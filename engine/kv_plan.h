@@ -251,6 +251,14 @@ double kv_plan_cudagraph_bytes(const kv_release *r, const kv_model *m, int32_t t
  * vLLM's loader holds besides. */
 double kv_plan_weights_bytes(const kv_model *m, const kv_args *a, char *how, size_t howlen);
 
+/* The LoRA slots vLLM allocates when it loads the model with --enable-lora
+ * (create_lora_weights of vllm/lora/layers/ in 0.33): per GPU, bytes, for
+ * max_loras slots of max_lora_rank on every attention and MLP projection,
+ * the embeddings and lm_head, in dtype_bytes per value; 0 without
+ * --enable-lora. "Model loading took" includes them. how (may be NULL) gets a
+ * short description. The routed experts of an MoE model are not counted. */
+double kv_plan_lora_bytes(const kv_model *m, const kv_args *a, int tp, int dtype_bytes, char *how, size_t howlen);
+
 /* --cpu-offload-gb: the weight bytes per GPU vLLM keeps in CPU memory. Each
  * decoder layer, as make_layers builds it, goes through maybe_offload_to_cpu
  * (model_executor/models/utils.py up to 0.16; from 0.17

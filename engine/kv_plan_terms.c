@@ -451,6 +451,14 @@ void plan_weights(const plan_ctx *c, kv_plan *p)
             }
         }
     }
+    if (!over && a->enable_lora) { /* the LoRA manager is made inside load_model */
+        char lh[96];
+        double lora = kv_plan_lora_bytes(m, a, c->tp, c->act_bytes, lh, sizeof lh);
+        w += lora;
+        appendf(how, sizeof how, " + LoRA %.2f GiB", lora / KV_GIB);
+        plan_note(p, "--enable-lora: %s take %.2f GiB per GPU (in \"Model loading took\"); CUDA graphs captured "
+                     "apart for LoRA batches are not counted", lh, lora / KV_GIB);
+    }
     plan_cpu_offload(c, p, &w, how, sizeof how);
     p->weights_bytes = w;
     plan_set_term(p, KV_PLAN_TERM_WEIGHTS, "weights", w, over, 1, "%s", how);

@@ -271,11 +271,12 @@ static void test_generated_release_flags(void **state)
         }
     }
     /* memory flags kvlab does not model say so */
-    char *sleep[] = {"m", "--enable-sleep-mode", "--kv-transfer-config", "{}"};
+    char *sleep[] = {"m", "--enable-sleep-mode", "--kv-transfer-config",
+                     "{\"kv_connector\":\"OffloadingConnector\",\"kv_role\":\"kv_both\"}"};
     kv_args_init(&a);
     assert_int_equal(kv_args_parse(&a, 4, sleep, notes, sizeof notes, err, sizeof err), 0);
     assert_non_null(strstr(notes, "--enable-sleep-mode is accepted but not modelled"));
-    assert_non_null(strstr(notes, "--kv-transfer-config is accepted but not modelled"));
+    assert_string_equal(a.kv_connector, "OffloadingConnector");
     /* -dp is --data-parallel-size, kvlab's own row */
     assert_non_null(kv_args_flag_find("-dp"));
     assert_string_equal(kv_args_flag_find("-dp")->name, "data-parallel-size");
@@ -328,7 +329,8 @@ static void test_real_vllm_flags(void **state)
     kv_args_init(&a);
     assert_int_equal(kv_args_parse(&a, 5, noted, notes, sizeof notes, err, sizeof err), 0);
     assert_non_null(strstr(notes, "--speculative-config is accepted but not modelled: it changes a draft model"));
-    assert_non_null(strstr(notes, "--enable-lora is accepted but not modelled"));
+    assert_null(strstr(notes, "--enable-lora")); /* modelled now: kv_plan_lora_bytes */
+    assert_int_equal(a.enable_lora, 1);
     assert_non_null(strstr(notes, "--async-scheduling does not change the memory plan"));
     /* the release decides, whatever the order of the flags */
     char *old[] = {"m", "--async-scheduling", "--vllm-version", "0.9.2"};

@@ -981,6 +981,57 @@ static void test_load_checks(void **state)
     plan_of(&p, &w, "h100-80gb", "0.19.0", tp2);
     assert_int_not_equal(p.error_kind, KV_PLAN_ERR_LOAD_CHECK);
 }
+/* --enable-lora: the weights term grows by the LoRA slots vLLM allocates at
+ * load (vllm/lora/layers/ create_lora_weights): counted here from the
+ * stacked A/B shapes of each wrapped module of Llama-3.1-8B (qkv_proj 3
+ * slices, o_proj, gate_up_proj 2 slices, down_proj, embed_tokens, lm_head),
+ * per slot, in bfloat16, column-parallel B and row-parallel A split by tp. */
+static void test_lora_slots(void **state)
+{
+    (void)state;
+    static kv_plan base, lora, lora8, lora_tp2, base_tp2;
+    const char *const none[] = {"max-model-len", "8192", NULL};
+    const char *const with[] = {"max-model-len", "8192", "enable-lora", "true", "max-loras", "4", "max-lora-rank", "64",
+                                NULL};
+    const char *const with8[] = {"max-model-len", "8192", "enable-lora", "true", "max-loras", "8", "max-lora-rank",
+                                 "64", NULL};
+    const char *const tp2[] = {"max-model-len", "8192", "tensor-parallel-size", "2", NULL};
+    const char *const with_tp2[] = {"max-model-len", "8192", "tensor-parallel-size", "2", "enable-lora", "true",
+                                    "max-loras", "4", "max-lora-rank", "64", NULL};
+    const char *L8 = "meta-llama/Llama-3.1-8B-Instruct";
+    release_plan(&base, L8, "h100-80gb", "0.33.0", none);
+    release_plan(&lora, L8, "h100-80gb", "0.33.0", with);
+    release_plan(&lora8, L8, "h100-80gb", "0.33.0", with8);
+    release_plan(&base_tp2, L8, "h100-80gb", "0.33.0", tp2);
+    release_plan(&lora_tp2, L8, "h100-80gb", "0.33.0", with_tp2);
+    const kv_model *m = load_model(L8);
+    for (int tp = 1; tp <= 2; tp++) {
+        double H = m->hidden_size, V = m->vocab_size, r = 64, slots = 4;
+        double hd = m->head_dim, q = m->num_attention_heads * hd / tp, kv = m->num_key_value_heads / tp * hd;
+        double I = (double)m->intermediate_size / tp;
+        /* {A rows x cols, B rows x cols} per module of one layer */
+        const double layer[][4] = {
+            {r, H, q, r}, {r, H, kv, r}, {r, H, kv, r}, /* qkv_proj: q, k, v slices */
+            {r, q, H, r},                               /* o_proj: row-parallel */
+            {r, H, I, r}, {r, H, I, r},                 /* gate_up_proj: gate, up slices */
+            {r, I, H, r},                               /* down_proj: row-parallel */
+        };
+        double values = 0;
+        for (size_t k = 0; k < sizeof layer / sizeof layer[0]; k++)
+            values += layer[k][0] * layer[k][1] + layer[k][2] * layer[k][3];
+        values = values * m->num_hidden_layers + V * r + H * r /* embed_tokens */ + r * H + V * r /* lm_head */;
+        double want = values * slots * 2;
+        const kv_plan *b = tp == 1 ? &base : &base_tp2, *l = tp == 1 ? &lora : &lora_tp2;
+        check_rel(L8, tp == 1 ? "LoRA slots at tp 1" : "LoRA slots at tp 2", l->weights_bytes - b->weights_bytes, want,
+                  1e-9);
+        assert_true(l->kv_cache_tokens < b->kv_cache_tokens); /* the pool pays for them */
+    }
+    /* twice the slots, twice the bytes */
+    check_rel(L8, "8 slots", lora8.weights_bytes - base.weights_bytes, 2 * (lora.weights_bytes - base.weights_bytes),
+              1e-9);
+    assert_non_null(strstr(lora.terms[KV_PLAN_TERM_WEIGHTS].how, "LoRA"));
+}
+
 
 /* The rules added for real logs of 0.7-0.22 (tests/vectors/real-logs.json):
  * V1 falls back to V0 on a T4 in 0.8.2 and its profile samples
@@ -1525,6 +1576,7 @@ int main(void)
         cmocka_unit_test(test_release_accounting),
         cmocka_unit_test(test_release_log_lines),
         cmocka_unit_test(test_serve_findings),
+        cmocka_unit_test(test_lora_slots),
         cmocka_unit_test(test_plan_fields_table),
         cmocka_unit_test(test_fixes_ranked_by_failure),
         cmocka_unit_test(test_bnb_double_quant),
