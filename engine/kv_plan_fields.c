@@ -116,8 +116,8 @@ static void get_other_compile_cache_kv_cache_gib(const kv_plan *p, kv_plan_value
 }
 static void get_other_compile_cache_kv_cache_bytes(const kv_plan *p, kv_plan_value *v)
 {
-    if (p->other_valid)
-        v_num(v, p->other_available_kv_bytes);
+    if (p->other_valid) /* bytes are whole numbers (docs/json-schema.md) */
+        v_int(v, llround(p->other_available_kv_bytes));
     else
         v->kind = KV_PLAN_VALUE_NULL;
 }
