@@ -59,7 +59,7 @@ awk -v s="$(num offload_load_s "$tmp/on.json")" 'BEGIN { exit !(s > 0) }' || fai
 
 # releases without them: vLLM would reject the flag / the connector
 out=$("${SIM[@]}" --kv-offloading-size 8 --vllm-version 0.11.0 2>&1); rc=$?
-[ $rc = 2 ] && grep -qF -- "--kv-offloading-size: vLLM 0.11.0 has no such flag" <<<"$out" || fail "0.11.0 flag (exit $rc): $out"
+[ $rc = 2 ] && grep -qF -- "unrecognized arguments: --kv-offloading-size (vLLM 0.11.0 has no such flag" <<<"$out" || fail "0.11.0 flag (exit $rc): $out"
 out=$("${SIM[@]}" --kv-transfer-config '{"kv_connector":"OffloadingConnector"}' --vllm-version 0.10.2 2>&1); rc=$?
 [ $rc = 2 ] && grep -qF "vLLM 0.10.2 has no OffloadingConnector" <<<"$out" || fail "0.10.2 connector (exit $rc): $out"
 out=$("${SIM[@]}" --kv-transfer-config 'not json' 2>&1); rc=$?
