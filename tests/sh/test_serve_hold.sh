@@ -44,9 +44,13 @@ for v in 1e308 inf 86400; do
       echo "FAIL --hold $v: never started holding"; sed 's/^/  /' "$tmp/err" | head -5; fail=1
       kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=""; continue
     fi
-    t0=$(ticks "$pid")
-    sleep 1
-    t1=$(ticks "$pid")
+    # the least CPU of three 1 s windows: on a loaded machine (ASan, other jobs)
+    # the work before the message can still be finishing in the first window
+    t0=""; t1=""
+    for _ in 1 2 3; do
+      a=$(ticks "$pid"); sleep 1; b=$(ticks "$pid")
+      if [ -n "$a" ] && [ -n "$b" ] && { [ -z "$t0" ] || [ $((b - a)) -lt $((t1 - t0)) ]; }; then t0=$a; t1=$b; fi
+    done
     if [ -z "$t0" ] || [ -z "$t1" ] || [ $((t1 - t0)) -gt 10 ]; then # > 0.1 s of CPU in 1 s of holding
       echo "FAIL --hold $v: spent $((t1 - t0)) CPU ticks in 1 s of holding"; fail=1
     fi
