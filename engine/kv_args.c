@@ -21,6 +21,7 @@ enum {
     F_VLLM_VERSION, F_ACCOUNTING, F_FI_SAMPLER, F_RESERVE_ISL, F_WATERMARK, F_MXFP4_BACKEND, F_CPU_OFFLOAD,
     F_OPT_LEVEL, F_MAX_CG_SIZE, F_CG_SIZES, F_COMPILE_CACHE, F_KV_OFFLOAD, F_KV_OFFLOAD_BACKEND, F_KV_TRANSFER,
     F_HF_OVERRIDES, F_ENABLE_LORA, F_MAX_LORAS, F_MAX_LORA_RANK,
+    F_LIMIT_MM, F_MM_KWARGS, F_SKIP_MM,
     F_FIRST_NOTE
 };
 
@@ -121,6 +122,14 @@ static const kv_args_flag flags[] = {
                        "LoRA slots on every projection, embeddings and lm_head (in the weights term)", 1},
     [F_MAX_LORAS] = {"max-loras", "max_loras", KV_ARG_INT, NULL, "1", "LoRA slots (adapters in one batch)", 1},
     [F_MAX_LORA_RANK] = {"max-lora-rank", "max_lora_rank", KV_ARG_INT, NULL, "16", "rank of each LoRA slot", 1},
+    /* Multimodal: the encoder-cache profile (kv_plan.h mm_encoder_*). */
+    [F_LIMIT_MM] = {"limit-mm-per-prompt", "limit_mm_per_prompt", KV_ARG_STRING, NULL, "999 per modality",
+                    "multimodal items per prompt: JSON {\"image\": N, \"video\": N} (or image=N,video=N); 0 takes a "
+                    "modality out of the encoder profile", 1},
+    [F_MM_KWARGS] = {"mm-processor-kwargs", "mm_processor_kwargs", KV_ARG_STRING, NULL, "the checkpoint's",
+                     "multimodal processor overrides (JSON); max_pixels sizes the largest image or video frame", 1},
+    [F_SKIP_MM] = {"skip-mm-profiling", "skip_mm_profiling", KV_ARG_BOOL, NULL, "false",
+                   "no encoder profile run (its memory is then not set aside)", 1, "0.10.1"},
     /* Real vLLM flags that do not change the memory plan. */
     {"port", "port", KV_ARG_NOTE, NULL, "8000", "API server port", 0},
     {"host", "host", KV_ARG_NOTE, NULL, "", "API server host", 0},
@@ -158,8 +167,6 @@ static const kv_args_flag flags[] = {
     {"disable-frontend-multiprocessing", "disable_frontend_multiprocessing", KV_ARG_NOTE_BOOL, NULL, "false",
      "API server in the engine's process", 0},
     /* Real vLLM flags that change memory in ways kvlab does not model: a note says what. */
-    {"limit-mm-per-prompt", "limit_mm_per_prompt", KV_ARG_NOTE, NULL, "", "multimodal items per prompt (JSON)", 1, NULL,
-     NULL, "the multimodal encoder's profile run and cache (kvlab profiles text only)"},
     {"enable-expert-parallel", "enable_expert_parallel", KV_ARG_NOTE_BOOL, NULL, "false",
      "whole experts per rank instead of slices of each", 1, "0.8.0", NULL,
      "the all-to-all buffers (the expert bytes per GPU stay the same)"},
@@ -219,6 +226,7 @@ void kv_args_init(kv_args *a)
     a->optimization_level = -1;
     a->max_loras = 1;         /* vllm/config/lora.py LoRAConfig */
     a->max_lora_rank = 16;
+    a->mm_limit_image = a->mm_limit_video = -1;
 }
 
 /* Normalise a name: strip leading dashes, '_' -> '-'; *negated set for "no-". */
@@ -684,6 +692,75 @@ static int set_vllm_only(kv_args *a, const kv_vllm_flag *vf, const char *value, 
     return kv_errf(err, errlen, KV_ARGS_IGNORED, "note: --%s does not change the memory plan; ignored", vf->name);
 }
 
+/* --limit-mm-per-prompt: vLLM's JSON ({"image": 2, "video": 0}, a modality
+ * as {"count": N, ...} from 0.11) or the older image=2,video=0 form
+ * (config/multimodal.py limit_per_prompt). Other modalities are accepted
+ * and not counted (kvlab profiles image and video towers only). */
+static int parse_mm_limits(const char *v, kv_args *a, char *e, size_t n)
+{
+    int img = -1, vid = -1;
+    if (*v == '{') {
+        cJSON *o = cJSON_Parse(v);
+        if (!cJSON_IsObject(o)) {
+            cJSON_Delete(o);
+            return kv_errf(e, n, -1, "not a JSON object: '%.60s'", v);
+        }
+        for (const cJSON *it = o->child; it; it = it->next) {
+            const cJSON *c = cJSON_IsObject(it) ? cJSON_GetObjectItemCaseSensitive(it, "count") : it;
+            if (!cJSON_IsNumber(c) || c->valuedouble < 0 || c->valuedouble > 1e6) {
+                kv_errf(e, n, -1, "'%.30s' needs a count >= 0", it->string ? it->string : "");
+                cJSON_Delete(o);
+                return -1;
+            }
+            if (!strcmp(it->string, "image"))
+                img = (int)c->valuedouble;
+            else if (!strcmp(it->string, "video"))
+                vid = (int)c->valuedouble;
+        }
+        cJSON_Delete(o);
+    } else {
+        for (const char *q = v; *q;) {
+            const char *eq = strchr(q, '=');
+            char *end;
+            if (!eq)
+                return kv_errf(e, n, -1, "expected JSON or modality=N[,modality=N], got '%.60s'", v);
+            long c = strtol(eq + 1, &end, 10);
+            if (end == eq + 1 || c < 0 || c > 1000000 || (*end && *end != ','))
+                return kv_errf(e, n, -1, "expected JSON or modality=N[,modality=N], got '%.60s'", v);
+            if (eq - q == 5 && !strncmp(q, "image", 5))
+                img = (int)c;
+            else if (eq - q == 5 && !strncmp(q, "video", 5))
+                vid = (int)c;
+            q = *end ? end + 1 : end;
+        }
+    }
+    a->mm_limit_image = img;
+    a->mm_limit_video = vid;
+    snprintf(a->limit_mm_text, sizeof a->limit_mm_text, "%s", v);
+    return 0;
+}
+
+/* --mm-processor-kwargs: JSON; max_pixels (the processor's size
+ * longest_edge override, model_executor/models/qwen2_vl.py
+ * _get_vision_info) is the key kvlab reads. */
+static int parse_mm_kwargs(const char *v, kv_args *a, char *e, size_t n)
+{
+    cJSON *o = cJSON_Parse(v);
+    if (!cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        return kv_errf(e, n, -1, "not a JSON object: '%.60s'", v);
+    }
+    const cJSON *mp = cJSON_GetObjectItemCaseSensitive(o, "max_pixels");
+    if (mp && (!cJSON_IsNumber(mp) || mp->valuedouble < 1 || mp->valuedouble > 1e12)) {
+        cJSON_Delete(o);
+        return kv_errf(e, n, -1, "max_pixels must be a positive number of pixels");
+    }
+    a->mm_max_pixels = mp ? (int64_t)mp->valuedouble : 0;
+    cJSON_Delete(o);
+    snprintf(a->mm_kwargs_text, sizeof a->mm_kwargs_text, "%s", v);
+    return 0;
+}
+
 int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size_t errlen)
 {
     char full[128], note[300];
@@ -738,6 +815,8 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
             a->enable_chunked_prefill = b;
         else if (i == F_ENABLE_LORA)
             a->enable_lora = b;
+        else if (i == F_SKIP_MM)
+            a->skip_mm_profiling = b;
         else
             a->enforce_eager = b;
         a->set_mask |= 1ull << i;
@@ -764,6 +843,14 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
         if (!choice_ok(f->choices, value))
             return kv_errf(err, errlen, KV_ARGS_EVALUE, "--mxfp4-backend must be marlin or triton; got '%.40s'", value);
         a->mxfp4_backend = !strcmp(value, "triton") ? 2 : 1;
+        break;
+    case F_LIMIT_MM:
+        if (parse_mm_limits(value, a, e2, sizeof e2))
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--limit-mm-per-prompt: %s", e2);
+        break;
+    case F_MM_KWARGS:
+        if (parse_mm_kwargs(value, a, e2, sizeof e2))
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "--mm-processor-kwargs: %s", e2);
         break;
     case F_COMPILE_CACHE:
         if (!choice_ok(f->choices, value))
@@ -1038,6 +1125,9 @@ int kv_args_get(const kv_args *a, const char *name, char *b, size_t n)
     case F_ACCOUNTING: snprintf(b, n, "%s", a->accounting == KV_ACCOUNTING_TEXTBOOK ? "textbook" : "release"); break;
     case F_MXFP4_BACKEND: snprintf(b, n, "%s", a->mxfp4_backend == 2 ? "triton" : a->mxfp4_backend == 1 ? "marlin" : ""); break;
     case F_COMPILE_CACHE: snprintf(b, n, "%s", a->compile_cache_warm ? "warm" : "cold"); break;
+    case F_LIMIT_MM: snprintf(b, n, "%s", a->limit_mm_text); break;
+    case F_MM_KWARGS: snprintf(b, n, "%s", a->mm_kwargs_text); break;
+    case F_SKIP_MM: snprintf(b, n, "%s", (a->skip_mm_profiling != 0) != neg ? "true" : "false"); break;
     case F_UTIL: snprintf(b, n, "%g", a->gpu_memory_utilization); break;
     case F_MAX_MODEL_LEN:
         if (a->max_model_len == KV_MAX_MODEL_LEN_AUTO)

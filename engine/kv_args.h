@@ -136,6 +136,13 @@ typedef struct kv_args {
                                        (kv_model_load_overrides); "" = none */
     int32_t allow_long_max_model_len; /* VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: a --max-model-len above the model's
                                          maximum is a warning, not an error (config/model.py) */
+    /* multimodal: the encoder-cache profile's levers */
+    int32_t mm_limit_image;         /* --limit-mm-per-prompt image count (-1 = unset: vLLM's 999) */
+    int32_t mm_limit_video;         /* --limit-mm-per-prompt video count (-1 = unset) */
+    int64_t mm_max_pixels;          /* --mm-processor-kwargs max_pixels (0 = the checkpoint's) */
+    int32_t skip_mm_profiling;      /* --skip-mm-profiling (vLLM 0.10.1+) */
+    char limit_mm_text[128];        /* the two JSON flags as given ("" = unset) */
+    char mm_kwargs_text[128];
 
     /* Which vLLM args the user set explicitly (bit per kv_args flag index), so
      * defaults that depend on the card can be filled in later. */

@@ -214,11 +214,58 @@ static int check_str(const ctx *c, const char *key)
  * its projector (llava.py LlavaMultiModalProjector, mistral3.py
  * Mistral3MultiModalProjector with its patch merger, gemma3_mm.py
  * Gemma3MultiModalProjector). 0 for a text-only config. */
+/* Vision towers whose encoder profile kvlab models, by the checkpoint's
+ * root model_type: the image processor's max_pixels and the dummy video's
+ * frame cap as vLLM profiles them (model_executor/models/qwen2_vl.py
+ * get_image_size_with_most_features, _MAX_FRAMES_PER_VIDEO = 14; Qwen2.5-VL's
+ * preprocessor_config.json max_pixels 12845056), and the tower's config
+ * defaults (transformers Qwen2_5_VLVisionConfig). */
+static const struct mm_tower {
+    const char *root_type;
+    int64_t max_pixels;
+    int32_t max_frames;
+    int32_t depth, hidden, intermediate, heads, patch, temporal_patch, merge, in_chans, out_hidden;
+} MM_TOWERS[] = {
+    {"qwen2_5_vl", 12845056, 14, 32, 3584, 3420, 16, 14, 2, 2, 3, 3584},
+};
+
+/* Qwen2.5-VL's tower as vLLM builds it (model_executor/models/qwen2_5_vl.py
+ * Qwen2_5_VisionTransformer): a Conv3d patch embedding without bias, depth
+ * blocks of RMSNorm + attention (qkv and proj with biases) + RMSNorm + gated
+ * MLP with biases, and the patch merger (RMSNorm, then merge^2 x hidden ->
+ * merge^2 x hidden -> out_hidden with biases). */
+static int mm_tower_params(const ctx *c, const struct mm_tower *t, const cJSON *vc, kv_model *m)
+{
+    ctx v = *c;
+    v.text = v.root = vc;
+    v.defaults = NULL;
+    int32_t d = t->depth, h = t->hidden, I = t->intermediate, nh = t->heads, p = t->patch, tp = t->temporal_patch,
+            mg = t->merge, ch = t->in_chans, out = t->out_hidden;
+    if (get_int32(&v, "depth", 1, 1024, &d) < 0 || get_int32(&v, "hidden_size", 1, 1 << 16, &h) < 0 ||
+        get_int32(&v, "intermediate_size", 1, 1 << 20, &I) < 0 || get_int32(&v, "num_heads", 1, 1024, &nh) < 0 ||
+        get_int32(&v, "patch_size", 1, 1024, &p) < 0 || get_int32(&v, "temporal_patch_size", 1, 64, &tp) < 0 ||
+        get_int32(&v, "spatial_merge_size", 1, 64, &mg) < 0 || get_int32(&v, "in_chans", 1, 64, &ch) < 0 ||
+        get_int32(&v, "out_hidden_size", 1, 1 << 16, &out) < 0)
+        return -1;
+    m->vision_depth = d, m->vision_hidden = h, m->vision_intermediate = I, m->vision_heads = nh;
+    m->vision_patch = p, m->vision_temporal_patch = tp, m->vision_merge = mg, m->vision_in_chans = ch;
+    m->vision_out_hidden = out, m->vision_max_pixels = t->max_pixels, m->vision_max_frames = t->max_frames;
+    double H = h, II = I, M = (double)mg * mg * h;
+    double block = 4 * H * H + 4 * H + 3 * H * II + 2 * II + H + 2 * H;
+    double embed = (double)ch * tp * p * p * H;
+    double merger = H + M * M + M + M * out + out;
+    m->params_vision = (int64_t)(d * block + embed + merger);
+    return 0;
+}
+
 static int vision_params(const ctx *c, kv_model *m)
 {
     const cJSON *vc = get_last(c->root, "vision_config");
     if (!cJSON_IsObject(vc))
         return 0;
+    for (size_t i = 0; i < sizeof MM_TOWERS / sizeof MM_TOWERS[0]; i++)
+        if (!strcmp(c->root_type, MM_TOWERS[i].root_type))
+            return mm_tower_params(c, &MM_TOWERS[i], vc, m);
     ctx v = *c;
     v.text = v.root = vc;
     v.defaults = NULL;

@@ -107,6 +107,13 @@ typedef struct kv_model {
     int64_t params_expert_linear; /* the routed experts' share of params_linear (mxfp4 applies here) */
     int64_t params_vision;        /* multimodal: the vision tower up to vision_feature_layer plus the projector
                                      (kept 16-bit; not in params_total, which counts the language model) */
+    /* The vision encoder's shape, for the encoder-cache profile run (kv_plan
+     * mm_encoder_*): set for the towers kvlab models (kv_model.c
+     * MM_TOWERS: Qwen2.5-VL), else vision_depth 0. Widths in elements. */
+    int32_t vision_depth, vision_hidden, vision_intermediate, vision_heads;
+    int32_t vision_patch, vision_temporal_patch, vision_merge, vision_in_chans, vision_out_hidden;
+    int64_t vision_max_pixels;    /* the image processor's longest_edge (max_pixels) */
+    int32_t vision_max_frames;    /* frames of the longest dummy video (qwen2_vl.py _MAX_FRAMES_PER_VIDEO) */
     /* The checkpoint's safetensors beside config.json, from their headers
      * (kv_safetensors.h): disk.shards 0 when there are none. disk_error: why
      * they could not be read ("" if they could or there are none). */

@@ -907,12 +907,44 @@ static void fix_eager(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_a
         p->num_fixes = n;
 }
 
+/* The multimodal encoder profile, where it is the activation peak
+ * (kv_plan_mm_encoder): images only when the dummy batch is a video, then
+ * smaller images and frames (max_pixels 1,003,520 = 1,280 tokens of 28 x 28,
+ * transformers' Qwen2VLImageProcessor default), then no encoder profile
+ * (vLLM then does not set its memory aside: a large input can run out of
+ * memory at serve time). Each is re-planned and kept when it starts. */
+static void fix_mm_encoder(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args *a)
+{
+    if (p->mm_encoder_items <= 0 || p->mm_encoder_bytes < p->activation_bytes)
+        return;
+    kv_args b = *a;
+    if (!strcmp(p->mm_encoder_modality, "video")) {
+        kv_args_set(&b, "limit-mm-per-prompt", "{\"video\": 0}", NULL, 0);
+        if (try_fix(p, m, g, &b, "images only (no video)", "--limit-mm-per-prompt '{\"video\": 0}'", 1) == FIX_STARTS)
+            return;
+    }
+    int64_t small = 1003520;
+    if (a->mm_max_pixels <= 0 || a->mm_max_pixels > small) {
+        b = *a;
+        kv_args_set(&b, "mm-processor-kwargs", "{\"max_pixels\": 1003520}", NULL, 0);
+        if (try_fix(p, m, g, &b, "smaller images and frames", "--mm-processor-kwargs '{\"max_pixels\": 1003520}'", 1) ==
+            FIX_STARTS)
+            return;
+    }
+    if (kv_args_flag_in_release(kv_args_flag_find("skip-mm-profiling"), p->vllm_version)) {
+        b = *a;
+        b.skip_mm_profiling = 1;
+        try_fix(p, m, g, &b, "no encoder profile (risky)", "--skip-mm-profiling", 1);
+    }
+}
+
 /* The cheap levers first under release accounting, where they change the
  * terms vLLM measures (the textbook's graph figure is fixed). */
 static void fix_cheap_first(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args *a)
 {
     if (p->accounting == KV_ACCOUNTING_TEXTBOOK)
         return;
+    fix_mm_encoder(p, m, g, a);
     fix_eager(p, m, g, a);
 }
 

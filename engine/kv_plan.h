@@ -134,6 +134,17 @@ typedef struct kv_plan {
     int32_t compile_cache_warm;  /* --compile-cache warm: the figures are a later start's */
     double compile_cold_bytes;   /* what a cold compile adds beside the forward (0 when warm, eager or none) */
     double compile_cold_non_torch_bytes; /* ... and leaves as non-torch memory (0.27 on) */
+    /* The multimodal encoder-cache profile (kv_plan_mm_encoder): the dummy
+     * batch's modality ("image"/"video", "" when none runs), items, tokens
+     * after the patch merge, and the tower's peak with the outputs held
+     * (bytes; 0 when none runs). mm_encoder_budget: vLLM's "Encoder cache
+     * will be initialized with a budget of N tokens". */
+    char mm_encoder_modality[8];
+    int64_t mm_encoder_budget;
+    int64_t mm_encoder_items;
+    int64_t mm_encoder_tokens;
+    double mm_encoder_bytes;
+    double mm_encoder_output_bytes;
     /* The same plan under the other compile-cache state (kv_plan_compute
      * fills it when the two differ; other_valid 0 otherwise). */
     int32_t other_valid;
@@ -229,6 +240,25 @@ double kv_plan_activation_bytes(const kv_model *m, int32_t tp, int64_t max_num_b
  * replicated on every rank) and the MLP's gate_up output and activation (3 x
  * width / tp), 2 bytes each in 16-bit (4 in float32). Bytes per GPU. */
 double kv_plan_forward_bytes(const kv_model *m, int32_t tp, int64_t tokens, int act_bytes);
+
+/* The encoder-cache profile of a multimodal model whose tower kvlab models
+ * (m->vision_depth > 0): fills p->mm_encoder_* from the budget vLLM computes
+ * (v1/core/encoder_cache_manager.py compute_mm_encoder_budget: max of
+ * max_num_batched_tokens and the largest item; multimodal/encoder_budget.py
+ * _get_max_items: items = min(budget / item, max_num_seqs x items per
+ * prompt)), the largest item per modality (model_executor/models/qwen2_vl.py
+ * get_max_image_tokens = max_pixels / (patch x merge)^2, get_max_video_tokens:
+ * the frames that fit max_model_len, up to video_max_frames, two per
+ * temporal patch) and the tower's live tensors per patch at its MLP
+ * (qwen2_5_vl.py Qwen2_5_VisionBlock: residual, norm, gate_up, activation
+ * and down outputs, act_bytes x (3 hidden + 3 intermediate / tp)) plus the
+ * fp32 pixels and rotary tables; the outputs ([tokens, out_hidden]) stay
+ * for the text profile. limit_image / limit_video: items per prompt (-1 =
+ * vLLM's 999; 0 leaves the modality out); max_pixels 0 = the model's.
+ * Nothing runs when both limits are 0 or skip is set. */
+void kv_plan_mm_encoder(const kv_model *m, int32_t tp, int act_bytes, int64_t max_num_batched_tokens,
+                        int64_t max_num_seqs, int64_t max_model_len, int chunked_prefill, int video_max_frames,
+                        int limit_image, int limit_video, int64_t max_pixels, kv_plan *p);
 
 /* CUDA-graph memory (bytes per GPU) that release r's captures hold, the way
  * vLLM's profile_cudagraph_memory (v1/worker/gpu_model_runner.py, 0.18 on)

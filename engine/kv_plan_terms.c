@@ -479,6 +479,67 @@ double kv_plan_forward_bytes(const kv_model *m, int32_t tp, int64_t tokens, int 
     return (double)tokens * act_bytes * (3.0 * m->hidden_size + 3.0 * width / tp);
 }
 
+void kv_plan_mm_encoder(const kv_model *m, int32_t tp, int act_bytes, int64_t T, int64_t S, int64_t mml,
+                        int chunked, int video_max_frames, int limit_image, int limit_video, int64_t max_pixels,
+                        kv_plan *p)
+{
+    p->mm_encoder_modality[0] = '\0';
+    p->mm_encoder_budget = p->mm_encoder_items = p->mm_encoder_tokens = 0;
+    p->mm_encoder_bytes = p->mm_encoder_output_bytes = 0;
+    if (m->vision_depth <= 0 || m->vision_patch <= 0 || m->vision_merge <= 0)
+        return;
+    if (tp < 1)
+        tp = 1;
+    int64_t unit = (int64_t)m->vision_patch * m->vision_merge;
+    int64_t img = (max_pixels > 0 ? max_pixels : m->vision_max_pixels) / (unit * unit);
+    if (img < 1)
+        img = 1;
+    /* the dummy video: frames added while their tokens fit max_model_len (at least 1), capped */
+    int tpz = m->vision_temporal_patch > 0 ? m->vision_temporal_patch : 1;
+    int64_t frames = 1;
+    for (;;) {
+        int64_t f = frames + 1, grid_t = (f + f % tpz) / tpz;
+        if ((grid_t < 1 ? 1 : grid_t) * img > mml)
+            break;
+        frames = f;
+    }
+    if (video_max_frames > 0 && frames > video_max_frames)
+        frames = video_max_frames;
+    int64_t gt = (frames + frames % tpz) / tpz;
+    int64_t vid = (gt < 1 ? 1 : gt) * img;
+    int li = limit_image < 0 ? 999 : limit_image, lv = limit_video < 0 ? 999 : limit_video;
+    /* the modality with the most tokens per item; a tie goes to the later name (encoder_budget.py) */
+    int64_t item = 0, limit = 0;
+    const char *mod = "";
+    if (li > 0)
+        item = img, limit = li, mod = "image";
+    if (lv > 0 && vid >= item)
+        item = vid, limit = lv, mod = "video";
+    if (!item)
+        return;
+    int64_t budget = T > item ? T : item;
+    int64_t per_prompt = mml / item < limit ? mml / item : limit;
+    if (per_prompt < 1)
+        per_prompt = 1;
+    int64_t reqs = S;
+    if (!chunked && T / item < reqs)
+        reqs = T / item;
+    int64_t items = budget / item < reqs * per_prompt ? budget / item : reqs * per_prompt;
+    if (items < 1)
+        items = 1;
+    int64_t tokens = items * item, patches = tokens * m->vision_merge * m->vision_merge;
+    double H = m->vision_hidden, I = m->vision_intermediate;
+    double head_dim = m->vision_heads > 0 ? H / m->vision_heads : 0;
+    double per_patch = act_bytes * (3.0 * H + 3.0 * I / tp) +
+                       4.0 * m->vision_in_chans * tpz * m->vision_patch * m->vision_patch + 4.0 * head_dim;
+    snprintf(p->mm_encoder_modality, sizeof p->mm_encoder_modality, "%s", mod);
+    p->mm_encoder_budget = budget;
+    p->mm_encoder_items = items;
+    p->mm_encoder_tokens = tokens;
+    p->mm_encoder_output_bytes = (double)tokens * m->vision_out_hidden * act_bytes;
+    p->mm_encoder_bytes = (double)patches * per_patch + p->mm_encoder_output_bytes;
+}
+
 /* The dummy sampler pass: S requests' logits over the vocabulary, plus the
  * hidden states of the T batched tokens and the S sampled rows that stay
  * alive around it (gpu_model_runner.py profile_run, _dummy_sampler_run). */
@@ -568,6 +629,29 @@ void plan_activation(const plan_ctx *c, kv_plan *p)
         p->activation_bytes = p->forward_bytes;
         plan_set_term(p, KV_PLAN_TERM_ACTIVATION, "activation", p->activation_bytes, 0, 1, "%s%s", fwd,
                       c->tp > 1 ? " (MLP sharded)" : "");
+    }
+    /* The encoder-cache profile runs first; its outputs stay while the text
+     * profile runs (kv_release_memory.mm_encoder_profile). */
+    if (mem->mm_encoder_profile && !a->skip_mm_profiling) {
+        int64_t mml = p->max_model_len > 0 ? p->max_model_len : p->model_max_model_len;
+        kv_plan_mm_encoder(m, c->tp, c->act_bytes, T, p->max_num_seqs, mml, a->enable_chunked_prefill,
+                           mem->mm_video_max_frames, a->mm_limit_image, a->mm_limit_video, a->mm_max_pixels, p);
+        if (p->mm_encoder_items > 0) {
+            double text = p->activation_bytes + p->mm_encoder_output_bytes;
+            if (p->mm_encoder_bytes >= text) {
+                p->activation_bytes = p->mm_encoder_bytes;
+                plan_set_term(p, KV_PLAN_TERM_ACTIVATION, "activation", p->activation_bytes, 0, 1,
+                              "encoder profile: %lld %s x %lld tokens (budget %lld)", (long long)p->mm_encoder_items,
+                              p->mm_encoder_modality, (long long)(p->mm_encoder_tokens / p->mm_encoder_items),
+                              (long long)p->mm_encoder_budget);
+            } else {
+                char how[sizeof p->terms[0].how];
+                snprintf(how, sizeof how, "%s", p->terms[KV_PLAN_TERM_ACTIVATION].how);
+                p->activation_bytes = text;
+                plan_set_term(p, KV_PLAN_TERM_ACTIVATION, "activation", text, 0, 1, "%.100s + encoder outputs %.2f GiB",
+                              how, p->mm_encoder_output_bytes / KV_GIB);
+            }
+        }
     }
 }
 

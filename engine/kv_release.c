@@ -423,7 +423,8 @@ static const kv_release_sched S_V1_033 = {1, 0.0, 1, 1, 1, 1, 1, 0, 1};
     .cudagraph_estimate = cg_, .supports_auto_fit = autofit_,                                                      \
     .cuda_context_gib = {CTX_SMALL, CTX_LARGE}, .non_torch_gib = NON_TORCH, .non_torch_tp_nvlink_gib = NON_TORCH_NVLINK, \
     .non_torch_tp_pcie_gib = NON_TORCH_PCIE, .sampler_bytes_per_elem = SAMPLER_TOPK,                              \
-    .sampler_fi_bytes_per_elem = SAMPLER_FI, .sampler_v2_bytes_per_elem = SAMPLER_V2, .cg_sizes = KV_CG_STEP8_512
+    .sampler_fi_bytes_per_elem = SAMPLER_FI, .sampler_v2_bytes_per_elem = SAMPLER_V2, .cg_sizes = KV_CG_STEP8_512, \
+    .mm_encoder_profile = 1, .mm_video_max_frames = 16
 
 /* V0 0.6.4 (vllm/worker/worker.py determine_num_available_blocks): peak
  * torch allocation plus every non-torch byte in use, context included.
@@ -477,15 +478,19 @@ static const kv_release_memory M_V1_0101 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 
 static const kv_release_memory M_V1_0102 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0), .card_classes = CARDS_090,
                                             .mxfp4_marlin_everywhere = 1, .cg_sizes = KV_CG_STEP8_2SEQS,
                                             .warmup_margin_gib = WARMUP_MARGIN, GPT_OSS_GRAPHS(1024)};
+/* 0.11.0: Qwen2-VL's dummy video holds up to 14 frames (qwen2_vl.py
+ * _MAX_FRAMES_PER_VIDEO, 16 before). */
+#define MM_FRAMES_011 .mm_video_max_frames = 14
 /* 0.11.0: decode also gets FULL graphs (cudagraph_mode FULL_AND_PIECEWISE). */
 static const kv_release_memory M_V1_011 = {V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0), .card_classes = CARDS_090,
                                            .mxfp4_marlin_everywhere = 1, .cg_sizes = KV_CG_STEP8_2SEQS,
-                                           .cg_full_decode = 1, .warmup_margin_gib = WARMUP_MARGIN, GPT_OSS_GRAPHS(992)};
+                                           .cg_full_decode = 1, .warmup_margin_gib = WARMUP_MARGIN, GPT_OSS_GRAPHS(992),
+                                           MM_FRAMES_011};
 /* 0.11.1: FlashInfer becomes a dependency, its sampler opt-in
  * (VLLM_USE_FLASHINFER_SAMPLER=1); capture sizes step 16 above 256
  * (config/vllm.py _set_cudagraph_sizes). */
 #define V1_0111 V1_MEM(KV_BUDGET_PROFILED, 0.90, 0, 0), .card_classes = CARDS_090, .cg_sizes = KV_CG_STEP16_2SEQS, \
-    .cg_full_decode = 1, .warmup_margin_gib = WARMUP_MARGIN, GPT_OSS_GRAPHS(1024)
+    .cg_full_decode = 1, .warmup_margin_gib = WARMUP_MARGIN, GPT_OSS_GRAPHS(1024), MM_FRAMES_011
 static const kv_release_memory M_V1_0111 = {V1_0111, .mxfp4_marlin_everywhere = 1};
 /* 0.12.0: triton_kernels ships inside vLLM (vllm/third_party), so Hopper
  * runs mxfp4 on the Triton kernels. */

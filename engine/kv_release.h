@@ -216,6 +216,19 @@ typedef struct kv_release_memory {
      * subtracted too: compile_cold_non_torch_frac of the transient figure.
      * Neither applies under --enforce-eager or -O0 (no torch.compile). */
     double compile_cold_bytes_per_elem;
+    /* The multimodal encoder-cache profile: V1's profile_run (and V2's,
+     * v1/worker/gpu/model_runner.py) runs the vision tower on a dummy batch
+     * of the modality with the most tokens per item, as many items as the
+     * encoder budget holds (v1/core/encoder_cache_manager.py
+     * compute_mm_encoder_budget, multimodal/encoder_budget.py _get_max_items,
+     * v1/worker/gpu_model_runner.py _get_mm_dummy_batch), inside the
+     * profiled peak; --skip-mm-profiling (0.10.1 on) leaves it out.
+     * mm_video_max_frames: the frames of the dummy video Qwen2-VL's
+     * processing info allows (model_executor/models/qwen2_vl.py
+     * _MAX_FRAMES_PER_VIDEO: 16 up to 0.10, 14 from 0.11). 0: no encoder
+     * profile modelled (V0). */
+    int mm_encoder_profile;
+    int mm_video_max_frames;
     int64_t compile_cold_max_tokens;
     double compile_cold_non_torch_frac;
     kv_release_card_class card_classes[KV_RELEASE_MAX_CARD_CLASSES];

@@ -38,6 +38,11 @@ bad "--max-model-len: 'long' is not a" serve $L8 --max-model-len long
 bad "--max-num-seqs must be a positive whole number, got -1" serve $L8 --max-num-seqs -1
 bad "--gpu-memory-gib must be a positive number of GiB, got -1" serve $L8 --gpu-memory-gib -1
 bad "--activation-gib must be a non-negative number of GiB, got -2" serve $L8 --activation-gib -2
+bad "--limit-mm-per-prompt: not a JSON object" serve $L8 --limit-mm-per-prompt '{"image":'
+bad "--limit-mm-per-prompt: 'video' needs a count >= 0" serve $L8 --limit-mm-per-prompt '{"video":-1}'
+bad "--limit-mm-per-prompt: expected JSON or modality=N" serve $L8 --limit-mm-per-prompt image
+bad "--mm-processor-kwargs: max_pixels must be a positive number of pixels" serve $L8 --mm-processor-kwargs '{"max_pixels":0}'
+bad "--skip-mm-profiling: vLLM 0.10.0 has no such flag" serve $L8 --skip-mm-profiling --vllm-version 0.10.0
 bad "Total number of attention heads (64) must be divisible by tensor parallel size (3)." \
   serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 3
 bad "vllm serve: error: unrecognized arguments: --frobnicate (unknown flag: no vLLM release from 0.6.4 to" serve $L8 --frobnicate 3

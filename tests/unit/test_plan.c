@@ -889,6 +889,74 @@ static void test_compile_cache(void **state)
         assert_null(strstr(p.fixes[i].flags, "--enforce-eager"));
 }
 
+static void plan_of(kv_plan *p, const kv_model *m, const char *gpu, const char *ver, const char *const *flags);
+
+/* The multimodal encoder-cache profile (kv_plan_mm_encoder): Qwen2.5-VL-7B
+ * at gpu_memory_utilization 0.22 on 0.22 logged "Encoder cache will be
+ * initialized with a budget of 114688 tokens" and -14.28 GiB of KV memory
+ * (kvlab issue #22); before this rule kvlab said -0.53 GiB (the sampler's
+ * peak, a 0.38 GiB tower). The levers move the budget as vLLM's code does. */
+static void test_mm_encoder_profile(void **state)
+{
+    (void)state;
+    static kv_plan p, q;
+    const char *vl = "Qwen/Qwen2.5-VL-7B-Instruct";
+    const char *const u22[] = {"gpu-memory-utilization", "0.22", NULL};
+    release_plan(&p, vl, "h100-80gb", "0.22.0", u22);
+    assert_string_equal(p.mm_encoder_modality, "video");
+    assert_int_equal(p.mm_encoder_budget, 114688); /* 14 frames of 128 x 128 merged patches, 2 per temporal patch */
+    assert_int_equal(p.mm_encoder_items, 1);
+    assert_int_equal(p.mm_encoder_tokens, 114688);
+    assert_false(p.starts);
+    check_rel("vl 0.22", "kv", p.available_kv_bytes / KV_GIB, -14.28, 0.03);
+    /* the tower: 32 blocks of 1280 wide, gated MLP 3420, merger 5120 -> 3584 */
+    const kv_model *m = load_model(vl);
+    double H = 1280, I = 3420, M = 5120;
+    double tower = 32 * (4 * H * H + 4 * H + 3 * H * I + 2 * I + 3 * H) + 3 * 2 * 14 * 14 * H + H + M * M + M + M * 3584 + 3584;
+    check_near("vl", "tower params", (double)m->params_vision, tower, 1.0);
+    /* images only: one image of 12845056 / 28^2 = 16,384 tokens */
+    const char *const img[] = {"gpu-memory-utilization", "0.22", "limit-mm-per-prompt", "{\"video\": 0}", NULL};
+    release_plan(&q, vl, "h100-80gb", "0.22.0", img);
+    assert_string_equal(q.mm_encoder_modality, "image");
+    assert_int_equal(q.mm_encoder_tokens, 16384);
+    assert_true(q.available_kv_bytes > p.available_kv_bytes + 10 * KV_GIB);
+    /* the older form, and every modality off: no encoder profile */
+    const char *const off[] = {"gpu-memory-utilization", "0.22", "limit-mm-per-prompt", "image=0,video=0", NULL};
+    release_plan(&q, vl, "h100-80gb", "0.22.0", off);
+    assert_int_equal(q.mm_encoder_items, 0);
+    const char *const skip[] = {"gpu-memory-utilization", "0.22", "skip-mm-profiling", "true", NULL};
+    release_plan(&q, vl, "h100-80gb", "0.22.0", skip);
+    assert_int_equal(q.mm_encoder_items, 0);
+    check_near("skip", "activation", q.activation_bytes, q.sampler_bytes, 1e-9);
+    /* max_pixels: 1,280 tokens a frame, 7 frame pairs */
+    const char *const px[] = {"gpu-memory-utilization", "0.22", "mm-processor-kwargs", "{\"max_pixels\": 1003520}", NULL};
+    release_plan(&q, vl, "h100-80gb", "0.22.0", px);
+    assert_int_equal(q.mm_encoder_tokens, 7 * 1280);
+    /* the frame cap by release: 16 frames on 0.10.1, 14 from 0.11 (a length that fits more) */
+    const char *const l2[] = {"gpu-memory-utilization", "0.22", NULL};
+    kv_model *big = malloc(sizeof *big);
+    assert_non_null(big);
+    *big = *m;
+    big->max_position_embeddings = 200000;
+    plan_of(&q, big, "h100-80gb", "0.10.1", l2);
+    assert_int_equal(q.mm_encoder_tokens, 8 * 16384);
+    plan_of(&q, big, "h100-80gb", "0.11.0", l2);
+    assert_int_equal(q.mm_encoder_tokens, 7 * 16384);
+    free(big);
+    /* V0 (0.6.4 accounting): not modelled */
+    release_plan(&q, vl, "h100-80gb", "0.6.4", u22);
+    assert_int_equal(q.mm_encoder_items, 0);
+    /* the fix list offers the levers first, each re-planned */
+    const char *const u30[] = {"gpu-memory-utilization", "0.3", NULL};
+    release_plan(&q, vl, "h100-80gb", "0.22.0", u30);
+    assert_false(q.starts);
+    assert_true(q.num_fixes >= 3);
+    assert_non_null(strstr(q.fixes[0].flags, "--limit-mm-per-prompt"));
+    assert_true(q.fixes[0].starts);
+    assert_non_null(strstr(q.fixes[1].flags, "--mm-processor-kwargs"));
+    assert_non_null(strstr(q.fixes[2].flags, "--skip-mm-profiling"));
+}
+
 /* One plan of model m (already loaded, maybe altered) on a catalogue card. */
 static void plan_of(kv_plan *p, const kv_model *m, const char *gpu, const char *ver, const char *const *flags)
 {
@@ -1601,6 +1669,7 @@ int main(void)
         cmocka_unit_test(test_activation_formula),
         cmocka_unit_test(test_release_rules_2),
         cmocka_unit_test(test_compile_cache),
+        cmocka_unit_test(test_mm_encoder_profile),
         cmocka_unit_test(test_load_checks),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
