@@ -42,7 +42,7 @@ bad "--limit-mm-per-prompt: not a JSON object" serve $L8 --limit-mm-per-prompt '
 bad "--limit-mm-per-prompt: 'video' needs a count >= 0" serve $L8 --limit-mm-per-prompt '{"video":-1}'
 bad "--limit-mm-per-prompt: expected JSON or modality=N" serve $L8 --limit-mm-per-prompt image
 bad "--mm-processor-kwargs: max_pixels must be a positive number of pixels" serve $L8 --mm-processor-kwargs '{"max_pixels":0}'
-bad "--skip-mm-profiling: vLLM 0.10.0 has no such flag" serve $L8 --skip-mm-profiling --vllm-version 0.10.0
+bad "vllm serve: error: unrecognized arguments: --skip-mm-profiling (vLLM 0.10.0 has no such flag; 0.10.1-0.33.0 have it)" serve $L8 --skip-mm-profiling --vllm-version 0.10.0
 bad "Total number of attention heads (64) must be divisible by tensor parallel size (3)." \
   serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 3
 bad "vllm serve: error: unrecognized arguments: --frobnicate (unknown flag: no vLLM release from 0.6.4 to" serve $L8 --frobnicate 3
