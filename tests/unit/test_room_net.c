@@ -26,38 +26,18 @@
 #include "room_msg.h"
 #include "room_path.h"
 #include "room_pres.h"
-
-static char g_tmp[128];      /* KVLAB_ROOMS_DIR */
-static char g_xdg[160];      /* XDG_RUNTIME_DIR */
+#include "room_test_env.h"
 
 static int setup(void **state)
 {
     (void)state;
-    snprintf(g_tmp, sizeof g_tmp, "/tmp/kvroom-XXXXXX");
-    if (!mkdtemp(g_tmp))
-        return -1;
-    chmod(g_tmp, 01777);
-    snprintf(g_xdg, sizeof g_xdg, "%s/xdg", g_tmp);
-    if (mkdir(g_xdg, 0700) < 0)
-        return -1;
-    setenv("KVLAB_ROOMS_DIR", g_tmp, 1);
-    setenv("XDG_RUNTIME_DIR", g_xdg, 1);
-    return 0;
+    return room_test_env_setup("kvroom");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return room_test_env_teardown();
 }
 
 static room_state *new_state(int lesson, int step)
@@ -623,9 +603,7 @@ static void test_access_rule(void **state)
  * for it before saying hello, and the hello must not kill it. */
 static void child_follow(const char *path, int want_type, gid_t extra)
 {
-    gid_t gl[1] = {extra};
-    if (setgroups(extra == ROOM_NO_GROUP ? 0 : 1, gl) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
-        _exit(3);
+    become(65534, extra);
     int fd = raw_connect(path);
     if (fd < 0)
         _exit(4);
