@@ -16,25 +16,10 @@ replay_step() { header | sed -nE 's/.*replay, step ([0-9]+) of ([0-9]+).*/\1 \2/
 req_row() { tui_screen | grep -oE "#$1 +[a-z!]+ +[0-9]+/[0-9]+ +tok.*" | head -1; }
 pool_rows() { tui_screen | sed -n '/┌ block pool/,/└/p' | cut -c40-; }
 
-# the question's answer as kvlab check derives it from the engine
-out=$("$KVLAB" check 16 --lessons "$KVLAB_LESSONS_DIR" --accounting textbook)
-answer=$(sed -nE "s/^    accepted '([^']*)'.*/\1/p" <<<"$out" | head -1)
-predicted=$(sed -nE "s/^    predicted '([^']*)'.*/\1/p" <<<"$out" | head -1)
-[ -n "$answer" ] && [ -n "$predicted" ] || fail "kvlab check 16 gave no accepted answer or prediction"
+tui_l16_answers
 tui_start 80 24 -- --lesson 16
 tui_wait "Lesson 16/" 10
-tui_advance_until "type your prediction" 12
-tui_keys -l -- "$predicted"; tui_keys Enter
-tui_wait "You predicted" 60 || fail "the prediction was not taken"
-tui_advance_until ", Enter to" 12
-tui_keys -l -- "$answer"; tui_keys Enter
-tui_advance_until "Goal:" 12
-tui_set_flag max-num-seqs 16
-tui_wait "Watch it happen" 60 || fail "the lesson did not restart for the slow run"
-tui_wait "Missed it? Press {" 120 || fail "no preemption in the slow run"
-victim=$(tui_screen | grep -oE 'before request [0-9]+' | head -1 | grep -oE '[0-9]+')
-[ -n "$victim" ] || victim=$(tui_screen | grep -oE '\(request [0-9]+\)' | head -1 | grep -oE '[0-9]+')
-[ -n "$victim" ] || fail "the lesson did not name the victim"
+tui_l16_to_preemption
 live_header=$(header)
 
 # { : back event by event (a few steps may have run after it) to the step

@@ -17,29 +17,8 @@ header() { tui_screen | sed -n 1p; }
 footer() { tui_screen | tail -1; }
 replay_of() { header | sed -nE 's/.*replay, step ([0-9]+) of ([0-9]+).*/\2/p'; }
 
-out=$("$KVLAB" check 16 --lessons "$KVLAB_LESSONS_DIR" --accounting textbook)
-answer=$(sed -nE "s/^    accepted '([^']*)'.*/\1/p" <<<"$out" | head -1)
-predicted=$(sed -nE "s/^    predicted '([^']*)'.*/\1/p" <<<"$out" | head -1)
-[ -n "$answer" ] && [ -n "$predicted" ] || fail "kvlab check 16 gave no accepted answer or prediction"
+tui_l16_answers
 
-# From the lesson's first page to "Missed it? Press {"; prints the victim.
-walk() {
-    tui_advance_until "type your prediction" 12
-    tui_keys -l -- "$predicted"; tui_keys Enter
-    tui_wait "You predicted" 60 || fail "the prediction was not taken"
-    tui_advance_until ", Enter to" 12
-    tui_keys -l -- "$answer"; tui_keys Enter
-    tui_advance_until "Goal:" 12
-    tui_set_flag max-num-seqs 16
-    tui_wait "Watch it happen" 60 || fail "the lesson did not restart for the slow run"
-    missed
-}
-missed() {
-    tui_wait "Missed it? Press {" 120 || fail "no preemption in the slow run"
-    victim=$(tui_screen | grep -oE 'before request [0-9]+' | head -1 | grep -oE '[0-9]+')
-    [ -n "$victim" ] || victim=$(tui_screen | grep -oE '\(request [0-9]+\)' | head -1 | grep -oE '[0-9]+')
-    [ -n "$victim" ] || fail "the lesson did not name the victim"
-}
 # m until the footer's { } names $1 (replay footer) or the status says it.
 choose() {
     local i
@@ -69,7 +48,7 @@ expect_preemption() {
 
 tui_start 80 24 -- --lesson 16
 tui_wait "Lesson 16/" 10
-walk
+tui_l16_to_preemption
 choose preemption
 expect_preemption "first walk"
 m1=$(replay_of)
@@ -92,7 +71,7 @@ tui_wait "again from step 1?" 5 || fail "r did not ask"
 tui_keys y
 tui_wait "Lesson 16/" 10
 tui_wait_gone "Missed it" 10
-walk
+tui_l16_to_preemption
 expect_preemption "after r"
 m2=$(replay_of)
 [ "$m2" -gt "$m1" ] || fail "after r the timeline ends at $m2, not past the first walk's $m1"
@@ -112,7 +91,7 @@ for i in $(seq 8); do # the resumed page opens at its top
     tui_screen | grep -q "Missed it? Press {" && break
     tui_keys NPage; sleep 0.2
 done
-missed
+tui_l16_victim
 choose preemption
 tui_keys '{'
 tui_wait "request #$victim is preempted" 5 || fail "after a resume: { did not land before request $victim's preemption"

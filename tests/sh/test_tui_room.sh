@@ -49,7 +49,7 @@ EOS
     # window-size manual.
     tui_tmux set-option -t "$s" window-size manual >/dev/null 2>&1 || true
 }
-on() { local s=$1; shift; TUI_SESSION=$s "$@"; }
+on() { tui_on "$@"; }
 screen_of() { TUI_SESSION=$1 tui_screen; }
 
 # The figures a view shows: the metrics values and the pool's used count.
@@ -96,12 +96,10 @@ if printf '%s' "$s" | grep -q '[┌│▶]'; then fail "the --ascii follower dra
 # n and an engine run: both followers animate the same run and land on the
 # same page, step and figures.
 on pres tui_keys n
-for f in f1 f2; do on $f tui_wait "First run" 10; done
-for s in pres f1 f2; do on $s tui_wait "First run over" 20; done
+tui_wait_each "First run" 10 f1 f2
+tui_wait_each "First run over" 20 pres f1 f2
 same_figures f1 f2
-run1=$(screen_of pres | grep -oE 'run1 step=[0-9]+ done=[0-9]+ preempted=[0-9]+')
-[ -n "$run1" ] || fail "no figures on the presenter's page"
-for f in f1 f2; do screen_of $f | grep -qF "$run1" || fail "$f does not show '$run1'"; done
+tui_shown_by_all 'run1 step=[0-9]+ done=[0-9]+ preempted=[0-9]+' pres f1 f2 >/dev/null
 [ "$(step_of f1)" = "$(step_of pres)" ] && [ "$(step_of f2)" = "$(step_of pres)" ] || fail "steps differ"
 
 # Keys typed in a follower do not move the presenter.
@@ -118,17 +116,15 @@ on pres tui_wait "Esc: done" 5
 on pres tui_keys Enter C-u 8 Enter
 on pres tui_wait "max-num-seqs = 8" 5
 on pres tui_keys Escape
-for f in f1 f2; do on $f tui_wait "set --max-num-seqs 8" 10; done
+tui_wait_each "set --max-num-seqs 8" 10 f1 f2
 for f in f1 f2; do
     screen_of $f | grep -qE 'max-num-seqs +8( |│|\||$)' || fail "$f's flags view does not show max-num-seqs 8"
 done
 # A second run under the new flag.
 on pres tui_keys n
-for s in pres f1 f2; do on $s tui_wait "Second run over" 20; done
+tui_wait_each "Second run over" 20 pres f1 f2
 same_figures f1 f2
-run2=$(screen_of pres | grep -oE 'run2 step=[0-9]+ done=[0-9]+ preempted=[0-9]+')
-[ -n "$run2" ] || fail "no figures on the presenter's page"
-for f in f1 f2; do screen_of $f | grep -qF "$run2" || fail "$f does not show '$run2'"; done
+tui_shown_by_all 'run2 step=[0-9]+ done=[0-9]+ preempted=[0-9]+' pres f1 f2 >/dev/null
 
 # A follower breaks away (its own lesson from the presenter's page on) and rejoins.
 on f1 tui_keys x
@@ -151,11 +147,9 @@ grep -qE '"step":[[:space:]]*2,' "$TUI_STATE/kvlab/progress.json" || fail "the p
 # question's page and runs it): the followers show that run at once, with
 # the presenter's figures, not the earlier server's.
 on pres tui_keys n
-for s in pres f1 f2; do on $s tui_wait "Restarted run over" 30; done
+tui_wait_each "Restarted run over" 30 pres f1 f2
 same_figures f1 f2
-run3=$(screen_of pres | grep -oE 'run3 step=[0-9]+ done=[0-9]+ preempted=[0-9]+')
-[ -n "$run3" ] || fail "no figures on the presenter's restarted page"
-for f in f1 f2; do screen_of $f | grep -qF "$run3" || fail "$f does not show '$run3'"; done
+tui_shown_by_all 'run3 step=[0-9]+ done=[0-9]+ preempted=[0-9]+' pres f1 f2 >/dev/null
 
 # q with followers attached asks first; n keeps the class going.
 on pres tui_keys q
@@ -180,12 +174,12 @@ tui_tmux kill-session -t pres
 room_start pres 80 24 -- --present class
 on pres tui_wait "presenting to 2" 15
 on pres tui_wait "Restarted run over" 10
-for f in f1 f2; do on $f tui_wait "following" 10; done
+tui_wait_each "following" 10 f1 f2
 same_figures f1 f2
 # Killed outright (no goodbye): the followers notice the socket closing.
 pid=$(TUI_SESSION=pres tui_app_pid) || fail "no presenter process"
 kill -KILL "$pid"
-for f in f1 f2; do on $f tui_wait "presenter gone" 10; done
+tui_wait_each "presenter gone" 10 f1 f2
 tui_tmux kill-session -t pres
 
 # The presenter comes back after kill -9 with a shorter run than the one
@@ -198,20 +192,20 @@ on pres tui_keys 1 6 Enter
 on pres tui_wait "The engine keeps running" 10
 on pres tui_keys + + + + + + + + + + + +
 sleep 4   # a long run at x64 (thousands of engine steps)
-for f in f1 f2; do on $f tui_wait "The engine keeps running" 10; done
+tui_wait_each "The engine keeps running" 10 f1 f2
 pid=$(TUI_SESSION=pres tui_app_pid) || fail "no presenter process"
 kill -KILL "$pid"
-for f in f1 f2; do on $f tui_wait "presenter gone" 10; done
+tui_wait_each "presenter gone" 10 f1 f2
 tui_tmux kill-session -t pres
 room_start pres 80 24 -- --present class
 on pres tui_wait "presenting to 2" 15
 on pres tui_wait "The engine keeps running" 10
 on pres tui_keys space   # hold the new run still: followers must show it, not the old one
-for f in f1 f2; do on $f tui_wait "following" 10; done
+tui_wait_each "following" 10 f1 f2
 same_figures f1 f2
 pid=$(TUI_SESSION=pres tui_app_pid) || fail "no presenter process"
 kill -KILL "$pid"
-for f in f1 f2; do on $f tui_wait "presenter gone" 10; done
+tui_wait_each "presenter gone" 10 f1 f2
 tui_tmux kill-session -t pres
 
 # Another uid. As root: uid 65534 through setpriv, with and without the group.

@@ -238,3 +238,66 @@ tui_quit_clean() {
 }
 
 fail() { echo "FAIL: $*" >&2; tui_screen >&2 || true; exit 1; }
+
+# ---- several apps at once (the classroom tests: one tmux session each) ----
+
+# tui_on SESSION CMD...: run a tui_* command against tmux session SESSION.
+tui_on() { local s=$1; shift; TUI_SESSION=$s "$@"; }
+
+# tui_wait_each TEXT TIMEOUT_S SESSION...: tui_wait on every session in turn
+# (each gets the whole deadline); fails naming the session that never showed it.
+tui_wait_each() {
+    local text=$1 timeout=$2 s
+    shift 2
+    for s in "$@"; do TUI_SESSION=$s tui_wait "$text" "$timeout" || fail "$s: '$text' did not show"; done
+}
+
+# tui_shown_by_all REGEX FROM SESSION...: the text REGEX matches first on
+# FROM's screen is on every SESSION's screen too; prints it. Fails when
+# FROM shows no match or a session does not show it.
+tui_shown_by_all() {
+    local re=$1 from=$2 want s
+    shift 2
+    want=$(TUI_SESSION=$from tui_screen | grep -oE -- "$re" | head -1)
+    [ -n "$want" ] || TUI_SESSION=$from fail "$from shows nothing like '$re'"
+    for s in "$@"; do
+        TUI_SESSION=$s tui_screen | grep -qF -- "$want" || TUI_SESSION=$s fail "$s does not show '$want' ($from does)"
+    done
+    printf '%s\n' "$want"
+}
+
+# ---- lesson 16 (the rewind tests) ----
+
+# tui_l16_answers: the prediction and the answer lesson 16's question takes,
+# as kvlab check derives them from the engine under the textbook accounting
+# tui_start runs the app with; sets $predicted and $answer.
+tui_l16_answers() {
+    local out
+    out=$("$KVLAB" check 16 --lessons "$KVLAB_LESSONS_DIR" --accounting textbook)
+    answer=$(sed -nE "s/^    accepted '([^']*)'.*/\1/p" <<<"$out" | head -1)
+    predicted=$(sed -nE "s/^    predicted '([^']*)'.*/\1/p" <<<"$out" | head -1)
+    [ -n "$answer" ] && [ -n "$predicted" ] || fail "kvlab check 16 gave no accepted answer or prediction"
+}
+
+# tui_l16_to_preemption: from lesson 16's first page (tui_l16_answers done)
+# through the question and the goal (max-num-seqs 16) to the slow run's
+# "Missed it? Press {"; sets $victim, the preempted request the page names.
+tui_l16_to_preemption() {
+    tui_advance_until "type your prediction" 12
+    tui_keys -l -- "$predicted"; tui_keys Enter
+    tui_wait "You predicted" 60 || fail "the prediction was not taken"
+    tui_advance_until ", Enter to" 12
+    tui_keys -l -- "$answer"; tui_keys Enter
+    tui_advance_until "Goal:" 12
+    tui_set_flag max-num-seqs 16
+    tui_wait "Watch it happen" 60 || fail "the lesson did not restart for the slow run"
+    tui_l16_victim
+}
+
+# tui_l16_victim: wait for lesson 16's "Missed it? Press {" and set $victim.
+tui_l16_victim() {
+    tui_wait "Missed it? Press {" 120 || fail "no preemption in the slow run"
+    victim=$(tui_screen | grep -oE 'before request [0-9]+' | head -1 | grep -oE '[0-9]+')
+    [ -n "$victim" ] || victim=$(tui_screen | grep -oE '\(request [0-9]+\)' | head -1 | grep -oE '[0-9]+')
+    [ -n "$victim" ] || fail "the lesson did not name the victim"
+}
