@@ -15,6 +15,7 @@
 
 #include "app.h"
 #include "kv_frame.h"
+#include "ui_chrome.h"
 #include "ui_layout.h"
 #include "ui_views.h"
 
@@ -320,6 +321,105 @@ static void test_metrics_back_and_forth(void **state)
     kv_frame_forget(&A.frame);
 }
 
+/* Every glyph a view draws (the glyph table in use, the letters and marks
+ * the views put beside it) has a legend line in the help, each glyph once:
+ * ':' (cached) and the bars' free KV are told apart. Checked in ASCII and
+ * without colour, the mode that has only glyphs. */
+static void test_help_legend_whole(void **state)
+{
+    (void)state;
+    const ui_glyphs *g = ui_gl();
+    /* glyph -> how many legend lines show it */
+    int seen[128] = {0};
+    int n = ui_chrome_help_lines(), legend = 0;
+    assert_true(n > 22); /* taller than 80x24 leaves: the overlay must scroll */
+    for (int i = 0; i < n; i++) {
+        wchar_t gl[10];
+        char text[160];
+        int kind = ui_chrome_help_line(i, gl, 10, text, sizeof text);
+        assert_true(kind >= 0);
+        if (kind != 2) continue;
+        legend++;
+        for (int k = 0; gl[k]; k++) {
+            assert_true(gl[k] < 128); /* ASCII mode draws ASCII */
+            int dup = 0;
+            for (int j = 0; j < k; j++) dup |= gl[j] == gl[k];
+            if (!dup) seen[gl[k]]++;
+        }
+    }
+    assert_true(legend >= 30);
+    const wchar_t must[] = {
+        g->free_blk, g->cached_blk, g->null_blk, g->empty_blk, g->hit, g->evict, g->preempt, g->more_refs,
+        g->level[1], g->level[2], g->level[3], g->level[4], g->spark[0], g->spark[7], g->bar_unused, g->kv_free,
+        g->vline, g->head, g->play, g->pause, g->arrow_up, g->arrow_down, g->hline,
+        L'A', L'2', L'W', L'K', L'C', L'N', L'G', L'<', L'>', L'!', L'|', L'o', L'+', L'x', L'*', L'~', L'[',
+    };
+    for (size_t i = 0; i < sizeof must / sizeof must[0]; i++)
+        if (!seen[must[i]]) fail_msg("glyph '%lc' has no legend line in the help", (wint_t)must[i]);
+    /* one meaning per glyph where two views could disagree */
+    assert_int_equal(seen[g->cached_blk], 1);
+    assert_true(g->kv_free != g->cached_blk && g->kv_free != g->free_blk && g->empty_blk != g->free_blk);
+}
+
+/* The help at 80x24 shows what fits, and scrolling reaches its last line. */
+static void test_help_scrolls(void **state)
+{
+    (void)state;
+    A.overlay = UI_OV_HELP;
+    int h, w;
+    app_model_update(&A);
+    ui_chrome_overlay_size(&A.model, 24, 80, &h, &w);
+    assert_int_equal(h, 22);
+    WINDOW *win = newwin(h, w, 0, 0);
+    A.vst.help_scroll = 0;
+    ui_chrome_overlay(&A.model, win);
+    assert_win_has(win, "Keys");
+    assert_win_has(win, "more below");
+    assert_false(win_has(win, "lesson done / started"));
+    A.vst.help_scroll = 1000; /* End: clamped to the last page */
+    ui_chrome_overlay(&A.model, win);
+    assert_win_has(win, "lesson done / started / not started");
+    assert_false(win_has(win, "more below"));
+    assert_int_equal(A.vst.help_scroll, ui_chrome_help_lines() - (h - 2));
+    A.overlay = UI_OV_NONE;
+    A.vst.help_scroll = 0;
+    delwin(win);
+}
+
+/* Contiguous mode: a slab's blocks past the tokens it holds are drawn with
+ * their own glyph, not the free one, so they read apart without colour. */
+static void test_empty_slab_glyph(void **state)
+{
+    (void)state;
+    kv_engine_config c;
+    kv_engine_config_default(&c);
+    c.num_blocks = 40;
+    c.max_model_len = 256;
+    c.max_num_batched_tokens = 2048;
+    c.max_num_seqs = 2;
+    c.mode = KV_MODE_CONTIGUOUS;
+    c.verify = 0;
+    c.write_kv = 0;
+    char err[512];
+    kv_engine *e = kv_engine_create(&c, err, sizeof err);
+    if (!e) fail_msg("create: %s", err);
+    int32_t ids[40];
+    for (int i = 0; i < 40; i++) ids[i] = 7000 + i;
+    kv_request_spec sp = { .prompt_token_ids = ids, .num_prompt_token_ids = 40, .output_tokens = 8, .arrival_s = -1 };
+    if (kv_engine_submit(e, &sp, err, sizeof err) < 0) fail_msg("submit: %s", err);
+    if (kv_engine_step(e, NULL, err, sizeof err) < 0) fail_msg("step: %s", err);
+    kv_frame_forget(&A.frame);
+    assert_int_equal(kv_frame_capture(&A.frame, e, NULL, NULL, err, sizeof err), 0);
+    WINDOW *w = newwin(6, 60, 0, 0);
+    app_draw_view(&A, UI_PANE_POOL, w);
+    /* 40 tokens in 3 blocks of 16, the rest of the 16-block slab empty, then free */
+    assert_win_has(w, "@AAAooooooooooooo.");
+    assert_win_has(w, "13 empty");
+    delwin(w);
+    kv_engine_destroy(e);
+    kv_frame_forget(&A.frame);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -327,6 +427,9 @@ int main(void)
         cmocka_unit_test(test_draw_from_frame_alone),
         cmocka_unit_test(test_click_picks_block),
         cmocka_unit_test(test_metrics_back_and_forth),
+        cmocka_unit_test(test_help_legend_whole),
+        cmocka_unit_test(test_help_scrolls),
+        cmocka_unit_test(test_empty_slab_glyph),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -6,10 +6,12 @@
 #include "app.h"
 #include "app_rewind.h"
 #include "app_room.h"
+#include "app_term.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "ui_chrome.h"
 #include "ui_flags.h"
 #include "ui_pool.h"
 #include "ui_reqs.h"
@@ -246,7 +248,16 @@ static void mouse_key(app *a)
 static void overlay_key(app *a, int ch, int *quit)
 {
     if (a->overlay == APP_OV_HELP) {
+        int page = a->vst.help_rows > 2 ? a->vst.help_rows - 1 : 1;
         if (ch == 27 || ch == 'q' || ch == '?' || ch == '\n' || ch == ' ') app_open_overlay(a, APP_OV_NONE);
+        else if (ch == KEY_UP || ch == 'k') a->vst.help_scroll--;
+        else if (ch == KEY_DOWN || ch == 'j') a->vst.help_scroll++;
+        else if (ch == KEY_PPAGE) a->vst.help_scroll -= page;
+        else if (ch == KEY_NPAGE) a->vst.help_scroll += page;
+        else if (ch == KEY_HOME) a->vst.help_scroll = 0;
+        else if (ch == KEY_END) a->vst.help_scroll = ui_chrome_help_lines(); /* clamped as it draws */
+        else return;
+        a->dirty = ~0u;
         return;
     }
     if (a->overlay == APP_OV_LESSONS) {
@@ -304,6 +315,7 @@ static void step_once(app *a)
 
 void app_handle_key(app *a, int ch, int *quit)
 {
+    ch = app_term_key(ch); /* Home and End in every encoding (app_term.h) */
     if (app_room_key(a, ch)) /* a follower's keys (app_room.h) */
         return;
     if (ch == KEY_RESIZE) {

@@ -741,6 +741,7 @@ int app_main(int argc, char **argv)
     intrflush(stdscr, FALSE);
     curs_set(0);
     keypad(stdscr, TRUE);
+    app_term_keys();
     ui_style_init(ui_style_detect(a->no_color));
     ui_glyphs_init(a->force_ascii);
     mousemask(BUTTON1_PRESSED | BUTTON1_CLICKED | BUTTON4_PRESSED

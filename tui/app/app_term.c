@@ -142,3 +142,21 @@ int app_term_readable(void)
     struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
     return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
 }
+
+void app_term_keys(void)
+{
+    static const struct { const char *seq; int key; } seqs[] = {
+        { "\033[1~", KEY_HOME }, { "\033[4~", KEY_END }, { "\033[7~", KEY_HOME }, { "\033[8~", KEY_END },
+        { "\033[H", KEY_HOME },  { "\033[F", KEY_END },  { "\033OH", KEY_HOME },  { "\033OF", KEY_END },
+    };
+    for (size_t i = 0; i < sizeof seqs / sizeof seqs[0]; i++)
+        if (key_defined(seqs[i].seq) == 0) /* unknown to terminfo; a code it has is mapped by app_term_key */
+            define_key(seqs[i].seq, seqs[i].key);
+}
+
+int app_term_key(int ch)
+{
+    if (ch == KEY_FIND || ch == KEY_A1) return KEY_HOME;
+    if (ch == KEY_SELECT || ch == KEY_C1) return KEY_END;
+    return ch;
+}

@@ -26,6 +26,18 @@ int app_term_gone(void);
 /* stdin has input (or end of input) waiting. Does not block. */
 int app_term_readable(void);
 
+/* Home and End in every common encoding (after keypad): ESC [ 1 ~ and
+ * ESC [ 4 ~ (tmux, screen, PuTTY, the Linux console), ESC [ 7 ~ / 8 ~
+ * (rxvt), ESC [ H / F and ESC O H / F (xterm's normal and application
+ * cursor modes) are defined as KEY_HOME / KEY_END where the terminfo entry
+ * lacks them. */
+void app_term_keys(void);
+
+/* The key as the app handles it: what terminfo names "find" / "select" or
+ * the keypad's upper left / lower left (ESC [ 1 ~ and ESC [ 4 ~ under
+ * TERM=xterm, ka1 / kc1) is Home / End; any other key as it is. */
+int app_term_key(int ch);
+
 /* endwin; the crash handlers go back to the defaults. */
 void app_term_close(void);
 

@@ -131,7 +131,7 @@ void ui_chrome_footer(const ui_view_ctx *c, WINDOW *win)
     (void)h;
     werase(win);
     if (a->overlay != UI_OV_NONE) {
-        const char *k = a->overlay == UI_OV_HELP ? "Esc or q: close"
+        const char *k = a->overlay == UI_OV_HELP ? "Up/Down PgUp/PgDn Home/End: scroll   Esc or q: close"
                       : a->overlay == UI_OV_LESSONS ? "up/down: pick   Enter: open   1-21: jump   Esc or q: close"
                       : a->overlay == UI_OV_CONFIRM_RESET ? "Start this lesson again from step 1?   y: yes   n or Esc: no"
                       : "Quit kvlab?   y: yes   n or Esc: no";
@@ -272,37 +272,96 @@ void ui_chrome_small(const ui_model *a, WINDOW *win)
 
 /* ---- overlays ---------------------------------------------------------- */
 
-static const char *const help_lines[] = {
-    "Keys",
-    "  n or Right    next step (finish a running step at once)",
-    "  p or Left     back one step",
-    "  space  s      run or pause / one engine step (\"held\": kept still)",
-    "  + / -         faster / slower",
-    "  f             flags: Up/Down pick, Left/Right or +/- change,",
-    "                Enter or a digit types a value, Esc leaves",
-    "  Tab           give the next view the most room",
-    "  t             show a request's block table (cycles)",
-    "  h             a hint for the question or goal",
-    "  Up/Down PgUp  scroll the lesson text",
-    "  [ ] { } m     replay a step, an event (m: kind); End now, Home first",
-    "  r             start the lesson again (asks first)",
-    "  l             lesson list",
-    "  q             quit (progress is saved)",
-    "  mouse         click a block or a flag",
-    "  x             following a room (--follow): explore on your own, rejoin",
-    "",
-    "Block pool",
-    NULL, /* legend row, drawn with glyphs */
-    "  with several blocks per cell the glyph shows how full they are",
-    "",
-    "Memory bar: weights, activation, CUDA graphs, context, NCCL, KV cache;",
-    "the part right of the | is outside gpu-memory-utilization.",
+/* The help: the keys, then a legend line for every glyph a view draws,
+ * each drawn with the glyph of the table in use (block elements or ASCII)
+ * and its role, so the legend shows what the screen shows in any mode. The
+ * overlay scrolls (Up/Down, PgUp/PgDn, Home/End) when it is taller than
+ * the terminal. */
+typedef enum help_glyph {
+    HG_TEXT = 0, HG_HEAD, /* plain text, a heading */
+    HG_USED, HG_SHARED, HG_CACHED, HG_FREE, HG_EMPTY, HG_NULL, HG_HIT, HG_EVICT, HG_PREEMPT, HG_LEVELS,
+    HG_HILITE, HG_SELECTED, HG_TERMS, HG_KV_FREE, HG_UNUSED, HG_BUDGET, HG_REQ_PREEMPTED, HG_REQ_NEXT,
+    HG_HEAD_TP, HG_PLAY, HG_PAUSE, HG_T_RESTART, HG_T_PREEMPT, HG_T_EVICT, HG_T_HIT, HG_T_FINISH, HG_T_NONE,
+    HG_LOG_ERROR, HG_SPARK, HG_PLOT, HG_FLAG_SEL, HG_CUT, HG_MORE, HG_LIST,
+} help_glyph;
+
+typedef struct help_line {
+    help_glyph g;
+    const char *text;
+} help_line;
+
+static const help_line help_lines[] = {
+    { HG_HEAD, "Keys" },
+    { HG_TEXT, "  n or Right    next step (finish a running step at once)" },
+    { HG_TEXT, "  p or Left     back one step" },
+    { HG_TEXT, "  space  s      run or pause / one engine step (\"held\": kept still)" },
+    { HG_TEXT, "  + / -         faster / slower" },
+    { HG_TEXT, "  f             flags: Up/Down pick, Left/Right or +/- change," },
+    { HG_TEXT, "                Enter or a digit types a value, Esc leaves" },
+    { HG_TEXT, "  Tab           give the next view the most room" },
+    { HG_TEXT, "  t             show a request's block table (cycles)" },
+    { HG_TEXT, "  h             a hint for the question or goal" },
+    { HG_TEXT, "  Up/Down PgUp  scroll the lesson text (and this help)" },
+    { HG_TEXT, "  [ ] { } m     replay a step, an event (m: kind); End now, Home first" },
+    { HG_TEXT, "  r             start the lesson again (asks first)" },
+    { HG_TEXT, "  l             lesson list" },
+    { HG_TEXT, "  q             quit (progress is saved)" },
+    { HG_TEXT, "  mouse         click a block or a flag" },
+    { HG_TEXT, "  x             following a room (--follow): go alone / rejoin" },
+    { HG_TEXT, "" },
+    { HG_HEAD, "Block pool: one cell per block" },
+    { HG_USED, "used by one request (its colour, or its letter)" },
+    { HG_SHARED, "shared by 2-9 requests (a prefix-cache hit); + more than 9" },
+    { HG_CACHED, "free, still holding a cached prefix (can be hit again)" },
+    { HG_FREE, "free, never used or its hash dropped" },
+    { HG_EMPTY, "reserved for a request's slab, no token in it yet" },
+    { HG_NULL, "the null block (block 0, never handed out)" },
+    { HG_HIT, "flash: a prefix-cache hit" },
+    { HG_EVICT, "flash: a cached block evicted for reuse" },
+    { HG_PREEMPT, "flash: a preempted request's freed blocks" },
+    { HG_LEVELS, "several blocks per cell: how full the cell is" },
+    { HG_HILITE, "what the lesson points at (reverse)" },
+    { HG_SELECTED, "the selected request's blocks (underlined)" },
+    { HG_TEXT, "" },
+    { HG_HEAD, "GPU memory bar" },
+    { HG_TERMS, "weights, activation, CUDA graphs, context, NCCL, KV cache" },
+    { HG_KV_FREE, "the free part of a KV pool bar (ranks view)" },
+    { HG_UNUSED, "outside gpu-memory-utilization" },
+    { HG_BUDGET, "where the budget (total x utilization) ends" },
+    { HG_TEXT, "" },
+    { HG_HEAD, "Requests, ranks, metrics, plot" },
+    { HG_REQ_PREEMPTED, "after wait: preempted, waiting to run again" },
+    { HG_REQ_NEXT, "the request the scheduler preempts next (the last running)" },
+    { HG_HEAD_TP, "one KV head on a GPU; xN: N GPUs hold copies of it" },
+    { HG_SPARK, "sparkline, low to high (metrics view)" },
+    { HG_PLOT, "the plot's series, named on its first row" },
+    { HG_TEXT, "" },
+    { HG_HEAD, "Header and replay timeline" },
+    { HG_PLAY, "running (the engine steps)" },
+    { HG_PAUSE, "paused (space runs)" },
+    { HG_T_RESTART, "the server restarted (a flag changed)" },
+    { HG_T_PREEMPT, "a preemption" },
+    { HG_T_EVICT, "an eviction" },
+    { HG_T_HIT, "a prefix-cache hit" },
+    { HG_T_FINISH, "a request finished" },
+    { HG_T_NONE, "nothing marked in that stretch" },
+    { HG_TEXT, "" },
+    { HG_HEAD, "Text, log, flags, lesson list" },
+    { HG_MORE, "more text above / below (scroll with Up/Down)" },
+    { HG_LOG_ERROR, "an error line in the start-up log" },
+    { HG_FLAG_SEL, "the selected flag (Left/Right change it)" },
+    { HG_CUT, "a value or line cut to fit" },
+    { HG_LIST, "lesson done / started / not started" },
 };
+
+#define HELP_N ((int)(sizeof help_lines / sizeof help_lines[0]))
+
+int ui_chrome_help_lines(void) { return HELP_N; }
 
 void ui_chrome_overlay_size(const ui_model *a, int rows, int cols, int *h, int *w)
 {
     int want_h = 10, want_w = 60;
-    if (a->overlay == UI_OV_HELP) { want_h = (int)(sizeof help_lines / sizeof help_lines[0]) + 2; want_w = 74; }
+    if (a->overlay == UI_OV_HELP) { want_h = HELP_N + 2; want_w = 74; }
     else if (a->overlay == UI_OV_LESSONS) { want_h = (a->lsn ? lsn_count(a->lsn) : 0) + 4; want_w = 72; }
     else { want_h = 5; want_w = 52; }
     if (want_h > rows - 2) want_h = rows - 2;
@@ -313,28 +372,103 @@ void ui_chrome_overlay_size(const ui_model *a, int rows, int cols, int *h, int *
     *w = want_w;
 }
 
-static void legend_row(WINDOW *win, int y, int w)
+/* The glyphs of a legend line (at most 9 cells, 0-terminated) with their
+ * attributes, as the views draw them. */
+static int help_glyphs(help_glyph id, wchar_t *c, attr_t *at)
 {
     const ui_glyphs *g = ui_gl();
     int mono = ui_style_mode() == UI_COLOR_NONE;
-    struct { wchar_t c; attr_t at; const char *what; } e[] = {
-        { mono ? L'A' : g->used_blk, ui_attr(UI_R_REQ0), "used" },
-        { L'2', ui_attr(UI_R_REQ1) | A_REVERSE | A_BOLD, "shared x2" },
-        { g->cached_blk, ui_attr(UI_R_CACHED), "cached" },
-        { g->free_blk, ui_attr(UI_R_FREE), "free" },
-        { g->null_blk, ui_attr(UI_R_NULL), "null" },
-        { g->hit, ui_attr(UI_R_FLASH_HIT), "hit" },
-        { g->evict, ui_attr(UI_R_FLASH_EVICT), "evicted" },
-        { g->preempt, ui_attr(UI_R_FLASH_PREEMPT), "preempted" },
-    };
-    int x = 4;
-    for (unsigned i = 0; i < sizeof e / sizeof e[0]; i++) {
-        int need = 2 + (int)strlen(e[i].what) + 2;
-        if (x + need > w - 2) break;
-        ui_put(win, y, x, e[i].c, e[i].at);
-        x += 2;
-        x += ui_puts(win, y, x, w - 2 - x, e[i].what, ui_attr(UI_R_NORMAL)) + 2;
+    int n = 0;
+#define PUT(ch, a) do { c[n] = (ch); at[n] = (a); n++; } while (0)
+    switch (id) {
+    case HG_USED:
+        PUT(mono ? L'A' : g->used_blk, ui_attr(UI_R_REQ0));
+        if (mono) { PUT(L'B', ui_attr(UI_R_REQ1)); PUT(L'c', ui_attr(UI_R_REQ2)); }
+        break;
+    case HG_SHARED:
+        PUT(L'2', ui_attr(UI_R_REQ1) | A_REVERSE | A_BOLD);
+        PUT(g->more_refs, ui_attr(UI_R_REQ1) | A_REVERSE | A_BOLD);
+        break;
+    case HG_CACHED: PUT(g->cached_blk, ui_attr(UI_R_CACHED)); break;
+    case HG_FREE: PUT(g->free_blk, ui_attr(UI_R_FREE)); break;
+    case HG_EMPTY: PUT(g->empty_blk, ui_attr(UI_R_REQ0)); break;
+    case HG_NULL: PUT(g->null_blk, ui_attr(UI_R_NULL)); break;
+    case HG_HIT: PUT(g->hit, ui_attr(UI_R_FLASH_HIT)); break;
+    case HG_EVICT: PUT(g->evict, ui_attr(UI_R_FLASH_EVICT)); break;
+    case HG_PREEMPT: PUT(g->preempt, ui_attr(UI_R_FLASH_PREEMPT)); break;
+    case HG_LEVELS: for (int i = 1; i < 5; i++) PUT(g->level[i], ui_attr(UI_R_REQ0)); break;
+    case HG_HILITE: PUT(mono ? L'A' : g->used_blk, ui_attr(UI_R_HILITE)); break;
+    case HG_SELECTED: PUT(mono ? L'A' : g->used_blk, ui_attr(UI_R_REQ0) | A_UNDERLINE | A_BOLD); break;
+    case HG_TERMS: {
+        static const struct { wchar_t l; ui_role r; } t[] = {
+            { L'W', UI_R_TERM0 }, { L'A', UI_R_TERM1 }, { L'G', UI_R_TERM2 },
+            { L'C', UI_R_TERM3 }, { L'N', UI_R_TERM4 }, { L'K', UI_R_TERM5 },
+        };
+        for (unsigned i = 0; i < sizeof t / sizeof t[0]; i++) PUT(mono ? t[i].l : g->bar_full, ui_attr(t[i].r));
+        break;
     }
+    case HG_KV_FREE: PUT(g->kv_free, ui_attr(UI_R_TERM5)); break;
+    case HG_UNUSED: PUT(g->bar_unused, ui_attr(UI_R_UNUSED)); break;
+    case HG_BUDGET: PUT(g->vline, ui_attr(UI_R_KEY)); break;
+    case HG_REQ_PREEMPTED: PUT(L'!', ui_attr(UI_R_NORMAL)); break;
+    case HG_REQ_NEXT: PUT(L'<', ui_attr(UI_R_WARN)); break;
+    case HG_HEAD_TP: PUT(g->head, ui_attr(UI_R_REQ0) | A_BOLD); break;
+    case HG_SPARK: for (int i = 0; i < 8; i++) PUT(g->spark[i], ui_attr(UI_R_SERIES0)); break;
+    case HG_PLOT:
+        PUT(L'o', ui_attr(UI_R_SERIES0)); PUT(L'+', ui_attr(UI_R_SERIES1));
+        PUT(L'x', ui_attr(UI_R_SERIES2)); PUT(L'*', ui_attr(UI_R_SERIES3));
+        break;
+    case HG_PLAY: PUT(g->play, ui_attr(UI_R_HEADER)); break;
+    case HG_PAUSE: PUT(g->pause, ui_attr(UI_R_HEADER)); break;
+    case HG_T_RESTART: PUT(L'|', ui_attr(UI_R_HEADER) | A_BOLD); break;
+    case HG_T_PREEMPT: PUT(g->preempt, ui_attr(UI_R_FLASH_PREEMPT) | A_BOLD); break;
+    case HG_T_EVICT: PUT(g->evict, ui_attr(UI_R_FLASH_EVICT)); break;
+    case HG_T_HIT: PUT(g->hit, ui_attr(UI_R_FLASH_HIT)); break;
+    case HG_T_FINISH: PUT(L'.', ui_attr(UI_R_HEADER)); break;
+    case HG_T_NONE: PUT(g->hline, ui_attr(UI_R_HEADER) | A_DIM); break;
+    case HG_MORE: PUT(g->arrow_up, ui_attr(UI_R_KEY)); PUT(g->arrow_down, ui_attr(UI_R_KEY)); break;
+    case HG_LOG_ERROR: PUT(L'!', ui_attr(UI_R_ERROR)); break;
+    case HG_FLAG_SEL:
+        PUT(L'<', ui_attr(UI_R_SELECT)); PUT(L' ', ui_attr(UI_R_SELECT)); PUT(L'>', ui_attr(UI_R_SELECT));
+        break;
+    case HG_CUT: PUT(g->utf8 ? L'\u2026' : L'~', ui_attr(UI_R_NORMAL)); break;
+    case HG_LIST: {
+        const wchar_t *s = L"[x][~][ ]";
+        for (int i = 0; s[i]; i++) PUT(s[i], ui_attr(UI_R_NORMAL));
+        break;
+    }
+    default: break;
+    }
+#undef PUT
+    c[n] = 0;
+    return n;
+}
+
+int ui_chrome_help_line(int i, wchar_t *glyphs, int max, char *text, size_t len)
+{
+    if (i < 0 || i >= HELP_N || max < 10) return -1;
+    attr_t at[10];
+    int n = help_glyphs(help_lines[i].g, glyphs, at);
+    snprintf(text, len, "%s", help_lines[i].text);
+    return help_lines[i].g == HG_HEAD ? 1 : n > 0 ? 2 : 0;
+}
+
+/* One help line at row y: a heading, text, or the glyphs then what they mean. */
+static void help_row(WINDOW *win, int y, int w, const help_line *l)
+{
+    if (l->g == HG_HEAD || l->g == HG_TEXT) {
+        ui_puts(win, y, 2, w - 4, l->text, ui_attr(l->g == HG_HEAD ? UI_R_TITLE : UI_R_NORMAL));
+        return;
+    }
+    wchar_t c[10];
+    attr_t at[10];
+    int n = help_glyphs(l->g, c, at), x = 4;
+    for (int i = 0; i < n; i++) {
+        ui_put(win, y, x, c[i], at[i]);
+        x += ui_wcwidth(c[i]);
+    }
+    x = x < 14 ? 14 : x + 2;
+    ui_puts(win, y, x, w - 2 - x, l->text, ui_attr(UI_R_NORMAL));
 }
 
 void ui_chrome_overlay(const ui_model *a, WINDOW *win)
@@ -343,12 +477,21 @@ void ui_chrome_overlay(const ui_model *a, WINDOW *win)
     getmaxyx(win, h, w);
     werase(win);
     if (a->overlay == UI_OV_HELP) {
-        ui_box(win, "help", "Esc closes", 1);
-        int n = (int)(sizeof help_lines / sizeof help_lines[0]);
-        for (int i = 0; i < n && 1 + i < h - 1; i++) {
-            if (!help_lines[i]) { legend_row(win, 1 + i, w); continue; }
-            int head = help_lines[i][0] && help_lines[i][0] != ' ';
-            ui_puts(win, 1 + i, 2, w - 4, help_lines[i], ui_attr(head ? UI_R_TITLE : UI_R_NORMAL));
+        int rows = h - 2 > 0 ? h - 2 : 0;
+        ui_view_state *st = a->st;
+        int maxs = HELP_N - rows > 0 ? HELP_N - rows : 0;
+        if (st->help_scroll > maxs) st->help_scroll = maxs;
+        if (st->help_scroll < 0) st->help_scroll = 0;
+        st->help_rows = rows;
+        char right[48];
+        if (maxs > 0) snprintf(right, sizeof right, "lines %d-%d of %d", st->help_scroll + 1, st->help_scroll + rows, HELP_N);
+        else snprintf(right, sizeof right, "Esc closes");
+        ui_box(win, "help", right, 1);
+        for (int r = 0; r < rows && st->help_scroll + r < HELP_N; r++) help_row(win, 1 + r, w, &help_lines[st->help_scroll + r]);
+        const ui_glyphs *g = ui_gl();
+        if (st->help_scroll < maxs && w > 18) {
+            ui_puts(win, h - 1, w - 16, 13, " more below ", ui_attr(UI_R_KEY));
+            ui_put(win, h - 1, w - 4, g->arrow_down, ui_attr(UI_R_KEY));
         }
     } else if (a->overlay == UI_OV_LESSONS) {
         ui_box(win, "lessons", "Enter opens", 1);

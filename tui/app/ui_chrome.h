@@ -24,7 +24,16 @@ void ui_chrome_small(const ui_model *m, WINDOW *win);
 /* Size an overlay wants for the current overlay kind, within rows x cols. */
 void ui_chrome_overlay_size(const ui_model *m, int rows, int cols, int *h, int *w);
 /* Draw the current overlay (m->overlay); the lesson list clamps
- * m->st->list_sel to the lessons there are. */
+ * m->st->list_sel to the lessons there are, the help m->st->help_scroll to
+ * its lines (and notes the rows it had in m->st->help_rows). */
 void ui_chrome_overlay(const ui_model *m, WINDOW *win);
+
+/* The help's lines (keys, then a legend line per glyph the views draw). */
+int ui_chrome_help_lines(void);
+/* Help line i: its glyphs as drawn now (glyph table and colour mode;
+ * 0-terminated, max >= 10) and its text. Returns 1 for a heading, 2 for a
+ * legend line (glyphs, then what they mean), 0 for plain text, -1 when i
+ * is out of range. */
+int ui_chrome_help_line(int i, wchar_t *glyphs, int max, char *text, size_t len);
 
 #endif

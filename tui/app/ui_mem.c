@@ -106,9 +106,9 @@ void ui_mem_bar(WINDOW *win, int y, int x, int width, const kv_plan *p, unsigned
         int start = col;
         for (; col < end; col++) {
             wchar_t cc = c;
-            /* The KV segment: used blocks full, free blocks shaded (lower case without colour). */
+            /* The KV segment: used blocks full, free ones the pool bar's free glyph (lower case without colour). */
             if (t == UI_MEM_T_KV && kv_used >= 0 && col - start >= (int)lround(kv_used * (end - start)))
-                cc = mono ? L'k' : g->cached_blk;
+                cc = mono ? L'k' : g->kv_free;
             ui_put(win, y, x + col, cc, ui_attr(terms[t].role));
         }
     }

@@ -38,6 +38,8 @@ typedef struct ui_view_state {
     int flag_sel;            /* selected row of the flags view */
     int list_sel;            /* lesson list selection */
     int32_t sel_block;       /* block picked with the mouse, -1 none */
+    int help_scroll;         /* first help line shown */
+    int help_rows;           /* rows the help had at the last draw (a page for PgUp/PgDn) */
 } ui_view_state;
 
 /* What the mouse did, in a view's own cells. */

@@ -195,8 +195,8 @@ static void pool_draw(const ui_view_ctx *c, WINDOW *win)
         for (int32_t b = b0; b < b1; b++) mark |= g_mark[b];
         if (per == 1) {
             one_block(a, &blk[b0], &ch, &at);
-            /* reserved for its slab, nothing in it: drawn empty in the owner's colour */
-            if (g_empty[b0] && !ui_model_flash(a, b0)) { ch = g->free_blk; at = ui_attr(ui_req_role(blk[b0].owner)); }
+            /* reserved for its slab, nothing in it: its own glyph (not the free one), in the owner's colour */
+            if (g_empty[b0] && !ui_model_flash(a, b0)) { ch = g->empty_blk; at = ui_attr(ui_req_role(blk[b0].owner)); }
         } else {
             int32_t u = 0, cached = 0, fl = 0, owner_b = -1, nul = 0, maxref = 0, empty_in = 0;
             for (int32_t b = b0; b < b1; b++) {
@@ -223,7 +223,7 @@ static void pool_draw(const ui_view_ctx *c, WINDOW *win)
                 ch = maxref > 9 ? g->more_refs : (wchar_t)(L'0' + maxref);
                 at = ui_attr(ui_req_role(blk[owner_b].owner)) | A_REVERSE | A_BOLD;
             } else if (u == 0 && empty_in > 0) {
-                ch = g->free_blk; /* reserved, all empty */
+                ch = g->empty_blk; /* reserved, all empty */
                 at = ui_attr(ui_req_role(blk[owner_b].owner));
             } else if (u == 0) {
                 ch = cached ? g->cached_blk : (nul ? g->null_blk : g->free_blk);

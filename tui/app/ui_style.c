@@ -129,6 +129,7 @@ void ui_glyphs_init(int force_ascii)
         g.cached_blk = L'\u2591';  /* light shade */
         g.used_blk = L'\u2588';    /* full block */
         g.null_blk = L'\u2205';    /* empty set */
+        g.empty_blk = L'\u25e6';   /* white bullet */
         g.hit = L'\u2726';         /* four-pointed star */
         g.evict = L'\u00d7';
         g.preempt = L'!';
@@ -140,6 +141,7 @@ void ui_glyphs_init(int force_ascii)
         memcpy(g.spark, sp, sizeof sp);
         g.bar_full = L'\u2588';
         g.bar_unused = L'\u00b7';
+        g.kv_free = L'\u2592';     /* medium shade */
         g.hline = L'\u2500';
         g.vline = L'\u2502';
         g.arrow_up = L'\u2191';
@@ -154,6 +156,7 @@ void ui_glyphs_init(int force_ascii)
         g.cached_blk = L':';
         g.used_blk = L'#';
         g.null_blk = L'@';
+        g.empty_blk = L'o';
         g.hit = L'*';
         g.evict = L'x';
         g.preempt = L'!';
@@ -164,6 +167,7 @@ void ui_glyphs_init(int force_ascii)
         memcpy(g.spark, sp, sizeof sp);
         g.bar_full = L'#';
         g.bar_unused = L'.';
+        g.kv_free = L'k';
         g.hline = L'-';
         g.vline = L'|';
         g.arrow_up = L'^';

@@ -54,12 +54,14 @@ typedef struct ui_glyphs {
     wchar_t cached_blk;       /* free, still cached */
     wchar_t used_blk;         /* used (colour mode; mono uses the request letter) */
     wchar_t null_blk;
+    wchar_t empty_blk;        /* reserved for a request's slab, holding no token yet (contiguous mode) */
     wchar_t hit, evict, preempt; /* flashes */
     wchar_t more_refs;        /* ref count > 9 */
     wchar_t level[5];         /* zoomed-out fill: empty .. full */
     wchar_t spark[8];         /* sparkline levels, low to high */
     wchar_t bar_full;         /* memory bar cell (colour mode) */
     wchar_t bar_unused;       /* memory outside the budget */
+    wchar_t kv_free;          /* the free part of a KV pool bar (never the pool's free or cached glyph) */
     wchar_t hline, vline;     /* separators */
     wchar_t arrow_up, arrow_down, arrow_right;
     wchar_t bullet;

@@ -67,7 +67,7 @@ static void draw_pool(WINDOW *win, int y, int x, int width, double usage, int re
     int full = revealed ? (int)(usage * bw + 0.5) : 0;
     if (revealed && usage > 0 && full == 0) full = 1;
     for (int i = 0; i < bw; i++)
-        ui_put(win, y, x + i, i < full ? g->bar_full : g->cached_blk,
+        ui_put(win, y, x + i, i < full ? g->bar_full : g->kv_free,
                ui_attr(revealed ? UI_R_TERM5 : UI_R_UNUSED));
     if (revealed) ui_puts(win, y, x + bw, width - bw, pc, ui_attr(UI_R_NORMAL));
 }
@@ -142,7 +142,7 @@ static void tp_draw(const ui_view_ctx *c, WINDOW *win)
     if (y <= ih) {
         char leg[160];
         snprintf(leg, sizeof leg, "%lc KV head  %lc in use  %lc free", (wint_t)gl->head, (wint_t)gl->bar_full,
-                 (wint_t)gl->cached_blk);
+                 (wint_t)gl->kv_free);
         ui_puts(win, y++, 2, iw, leg, ui_attr(UI_R_DIM));
         if (rep && y <= ih) ui_puts(win, y++, 2, iw, "xN: N GPUs hold copies of that head", ui_attr(UI_R_WARN));
     }
