@@ -75,9 +75,9 @@ return {
     lab.say("%d requests run and %d wait, yet the running ones hold only %s tokens between "
       .. "them. Their slabs reserve %s.",
       before.running, lab.metrics().num_requests_waiting, fmt.int(before.used), fmt.int(before.reserved))
-    lab.say("In the pool view a slab's blocks that hold no token yet are dots in their "
-      .. "request's colour: most of every slab, and most will never fill. Yet each one "
-      .. "counts as used.")
+    lab.say("In the pool view a slab's blocks that hold no token yet are small circles "
+      .. "(o in ASCII) in their request's colour: most of every slab, and most will never "
+      .. "fill. Yet each one counts as used.")
     lab.ask{
       prompt = "What share of the reserved slots holds no token at all?",
       answer = before.empty_share * 100, unit = "%", tolerance = 0, abs = 1.5,
