@@ -64,6 +64,7 @@ return {
       check = function() return lab.flag("kv-cache") == "off" and lab.running() end,
       hints = { "Select kv-cache in the flags view and choose off." },
       script = { { "kv-cache", "off" } },
+      levers = { "kv-cache" },   -- a what-if switch, and the point of this goal
     })
     lab.unhighlight("flags")
 

@@ -102,6 +102,7 @@ return {
         "Try 4 requests per second.",
       },
       script = { { "request-rate", "4" } },
+      levers = { "request-rate" },   -- the traffic is what this goal explores
       steps = 4000,
     }
 

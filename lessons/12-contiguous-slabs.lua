@@ -95,12 +95,24 @@ return {
     lab.say("Some users want to paste whole repositories, so someone proposes raising "
       .. "max-model-len to 32K. Only a handful of requests will ever be that long.")
     lab.show("flags"); lab.highlight("flags", "max-model-len")
+    -- vLLM reads a lowercase k as 1,000 and a capital K as 1,024
+    -- (human_readable_int): 32k is 32,000, short of the 32K asked for
+    lab.on_flag(function(name)
+      local q = lab.plan()
+      if name == "max-model-len" and q and q.starts and q.max_model_len < 32768 then
+        lab.say("Not yet 32K: max-model-len is %s.%s", fmt.int(q.max_model_len),
+          lab.flag("max-model-len"):find("k", 1, true) and " vLLM reads a lowercase k as 1,000 (32k = 32,000) " ..
+            "and a capital K as 1,024 (32K = 32,768)." or "")
+      end
+    end)
     lab.goal{
       text = "Raise max-model-len to 32768 (32K) in the flags view.",
-      check = function() return lab.running() and lab.plan().max_model_len >= 32000 end,
-      hints = { "Select max-model-len in the flags view and type 32768." },
+      check = function() return lab.running() and lab.plan().max_model_len >= 32768 end,
+      hints = { "Select max-model-len in the flags view and type 32768 (or 32K: a capital K)." },
       script = { { "max-model-len", "32768" } },
+      wrong = { { { "max-model-len", "32k" }, says = "vLLM reads a lowercase k as 1,000" } },
     }
+    lab.on_flag(nil)
     lab.unhighlight()
     local after = fill(lab)
     local mml = lab.plan().max_model_len

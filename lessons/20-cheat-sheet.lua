@@ -153,28 +153,58 @@ return {
       .. "99%% are at most %s. Size for that p99, not for the model's %s, and not for the median.",
       #lens, fmt.int(lens[#lens // 2]), fmt.int(lens[#lens]), fmt.int(p99), fmt.int(m.max_position_embeddings))
     lab.highlight("flags", "max-model-len")
+    -- auto (or -1) sizes max-model-len to the whole pool: one request at a
+    -- time, whatever the traffic. It can land in the range; it is no sizing.
+    local function auto_len()
+      local v = lab.flag("max-model-len"):lower()
+      return v == "auto" or v == "-1"
+    end
+    lab.on_flag(function(name)
+      local q = lab.plan()
+      if name == "max-model-len" and auto_len() and q and q.starts then
+        lab.say("Not counted: max-model-len auto gives one request the whole pool (%s tokens, %s at once); " ..
+          "size for the p99 yourself.", fmt.int(q.max_model_len), fmt.x(q.max_concurrency))
+      end
+    end)
     lab.goal{
       text = string.format("Start the server with max-model-len between %s and %s.",
         fmt.int(p99), fmt.int(math.floor(target * 1.25))),
       check = function()
         local q = lab.plan()
-        return q.starts and q.max_model_len >= p99 and q.max_model_len <= target * 1.25
+        return q ~= nil and q.starts and q.max_model_len >= p99 and q.max_model_len <= target * 1.25
+          and not auto_len()
       end,
+      -- where the release takes auto (its own argument check refuses it before)
+      wrong = lab.what_if{ ["max-model-len"] = "auto" }
+        and { { { "max-model-len", "auto" }, says = "Not counted: max-model-len auto" } } or nil,
       hints = { string.format("Set max-model-len to %d.", target),
                 "If it still does not start, the pool is too small for one such request: "
                 .. "try kv-cache-dtype fp8, quantization fp8, or tensor-parallel-size 2." },
       script = { { "max-model-len", tostring(target) } },
     }
+    lab.on_flag(nil)
     lab.unhighlight()
     p = lab.plan()
+    -- whole requests, as lesson 11 counts them; vLLM's log gives the ratio
+    local whole = math.floor(p.kv_cache_tokens / p.max_model_len)
+    local nears = {}
+    for _, n in ipairs{
+      { value = math.floor(p.kv_cache_tokens / m.max_position_embeddings),
+        why = "Divide by the max-model-len you set, not the model's maximum." },
+      { value = math.ceil(p.kv_cache_tokens / p.max_model_len),
+        why = "Rounded up: the last request would not fit whole. Count whole requests, rounding down." } } do
+      if n.value ~= whole then nears[#nears + 1] = n end
+    end
     lab.ask{
-      prompt = "How many requests of that length fit in the pool at once?",
-      answer = p.max_concurrency, unit = "x", tolerance = 0.03,
-      expect = "kv_cache_tokens / max_model_len",
-      near = { { value = p.kv_cache_tokens / m.max_position_embeddings,
-                 why = "Divide by the max-model-len you set, not the model's maximum." } },
-      hints = { string.format("%s tokens / %s tokens per request.", fmt.int(p.kv_cache_tokens),
+      prompt = "How many whole requests of that length fit in the pool at once? (A count, as in lesson 11.)",
+      answer = whole, unit = "requests", tolerance = 0, abs = 0.5,
+      expect = "floor(kv_cache_tokens / max_model_len)",
+      near = nears,
+      hints = { string.format("%s tokens / %s tokens per request, rounded down.", fmt.int(p.kv_cache_tokens),
                   fmt.int(p.max_model_len)) },
+      explain = string.format("%s / %s = %.2f: %d whole requests. vLLM's log gives the ratio itself: " ..
+        "'Maximum concurrency ... %s'.", fmt.int(p.kv_cache_tokens), fmt.int(p.max_model_len), p.max_concurrency,
+        whole, fmt.x(p.max_concurrency)),
     }
 
     lab.page("5 and 6. Leave the rest alone")
@@ -200,8 +230,9 @@ return {
       lab.say("(--quantization %s needs a %s checkpoint of the model: the same command on these " ..
         "weights would not load.)", quant, quant:upper())
     end
-    lab.say("It gives %s tokens of cache: %.2f requests of %s tokens at once.",
-      fmt.int(p.kv_cache_tokens), p.max_concurrency, fmt.int(p.max_model_len))
+    lab.say("It gives %s tokens of cache: %d whole requests of %s tokens at once (the log's Maximum " ..
+      "concurrency: %s).", fmt.int(p.kv_cache_tokens), math.floor(p.kv_cache_tokens / p.max_model_len),
+      fmt.int(p.max_model_len), fmt.x(p.max_concurrency))
     lab.pause()
 
     course.release_page(lab, fmt, "Your command on a real vLLM")

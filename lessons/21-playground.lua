@@ -101,6 +101,11 @@ local LEVERS = {
   { "request-rate", "the traffic, not the server" },
   { "traffic-prompt", "the traffic, not the server" },
   { "traffic-output", "the traffic, not the server" },
+  -- levers no goal here counts (the page says so when one is pulled): a
+  -- goal is met only with them back where they were, so they never score
+  { "kv-heads" }, { "hf-overrides" }, { "num-gpu-blocks-override" }, { "kv-cache" }, { "contiguous" },
+  { "gpu-used-gib" }, { "activation-gib" }, { "cudagraph-gib" }, { "cuda-context-gib" }, { "nccl-gib" },
+  { "weights-gib" },
 }
 local changed = {}   -- flags changed while a challenge's goal was pending
 local challenge = 0  -- the challenge whose goal is pending (0: none)
@@ -140,7 +145,7 @@ local function golf_score(lab, n, changes, par)
   for _, l in ipairs(LEVERS) do
     if changed[l[1]] and lab.flag(l[1]) ~= start_flags[l[1]] then
       names[#names + 1] = l[1]
-      costs[#costs + 1] = l[2]
+      costs[#costs + 1] = l[2] or "not a fix"
       local r = lever_rank(plan, l[1])
       if r > 0 and (rank == 0 or r < rank) then rank = r end
     end
@@ -234,7 +239,9 @@ return {
         "Try a smaller card: set gpu to rtx-4090 and leave max-model-len unset.",
       }, 1),
       script = { { "gpu", "rtx-4090" } },
-      wrong = { { { "max-model-len", tostring(2 * limit) }, says = "before it sizes the pool" } },
+      wrong = { { { "max-model-len", tostring(2 * limit) }, says = "before it sizes the pool" },
+                -- a model override is not the server asked about: never scored
+                { { "kv-heads", tostring(lab.model().heads) }, says = "Not counted for this goal: --kv-heads" } },
     })
     challenge = 0
     golf_score(lab, 1, changes, 1)
@@ -405,13 +412,13 @@ return {
 
     -- 5. A throughput cliff from preemptions
     challenge_page(lab, 5, "throughput cliff")
-    restart(lab, { ["max-model-len"] = 8192, ["request-rate"] = 4, ["traffic-prompt"] = 1500,
+    -- the traffic is the challenge's, a busy day: the lever is a server flag
+    restart(lab, { ["max-model-len"] = 8192, ["request-rate"] = 20, ["traffic-prompt"] = 1500,
       ["traffic-output"] = 300 })
     lab.show("requests")
     lab.highlight("metrics", "num_preemptions")
-    -- the levers the page names, in the flags view (f picks the first)
+    -- the lever the page names, in the flags view (f picks it)
     lab.highlight("flags", "gpu-memory-utilization")
-    lab.highlight("flags", "request-rate")
     -- the smallest utilization at which this server still starts, from the engine
     local low_u = "0.25"
     for u = 20, 89 do
@@ -420,21 +427,26 @@ return {
     end
     lab.say("No error this time. When the pool is full, the scheduler preempts a running request: " ..
       "it frees its blocks, sends it back to wait, and later computes it again: the GPU redoes old " ..
-      "work instead of new. (This server caps requests at max-model-len 8192, so a small " ..
-      "pool still passes the length check.) Make the pool small for the traffic: lower " ..
-      "gpu-memory-utilization a lot (the weights stay, the pool shrinks) and send more: raise " ..
-      "request-rate or traffic-prompt.")
+      "work instead of new. The traffic is set for you: %s requests per second, prompts of about %s " ..
+      "tokens and answers of about %s. Today no request is preempted. Break it with a vllm serve flag: " ..
+      "lower gpu-memory-utilization a lot (the weights stay, the pool shrinks). (This server caps " ..
+      "requests at max-model-len %s, so a small pool still passes the length check. Changing the " ..
+      "traffic, or forcing the pool with num-gpu-blocks-override, is not counted.)",
+      lab.flag("request-rate"), fmt.int(tonumber(lab.flag("traffic-prompt"))),
+      fmt.int(tonumber(lab.flag("traffic-output"))), fmt.int(lab.plan().max_model_len))
     changes = lab.goal({
       text = "Make the server preempt requests under load (watch num_preemptions).",
       check = function() local m = lab.metrics(); return m ~= nil and m.num_preemptions >= 5 end,
       hints = golf_hints(lab, 5, {
         "Fill the pool: a smaller pool, longer requests or more of them.",
-        string.format("Lower gpu-memory-utilization to %s and raise request-rate to 20.", low_u),
-      }, 2),
-      script = { { "request-rate", "20" }, { "gpu-memory-utilization", low_u } },
+        string.format("Lower gpu-memory-utilization to %s.", low_u),
+      }, 1),
+      script = { { "gpu-memory-utilization", low_u } },
+      wrong = { { { "num-gpu-blocks-override", "64" }, says = "Not counted for this goal: --num-gpu-blocks-override" },
+                { { "traffic-prompt", "6000" }, says = "Not counted for this goal: --traffic-prompt" } },
       steps = 3000,
     })
-    golf_score(lab, 5, changes, 2)
+    golf_score(lab, 5, changes, 1)
     -- let it serve under pressure a while before reading the figures
     lab.speed(200)
     lab.step(600)

@@ -98,6 +98,9 @@ void lsn_goal_spec_clear(lsn_goal_spec *g)
         free(g->wrong[i].says);
     }
     free(g->wrong);
+    free_strv(g->levers, g->nlevers);
+    free_strv(g->off_names, g->noff);
+    free_strv(g->off_values, g->noff);
     memset(g, 0, sizeof *g);
 }
 

@@ -80,8 +80,15 @@ typedef struct lsn_goal_spec {
     lsn_goal_wrong *wrong;   /* what kvlab check tries first, each must fail */
     int nwrong;
     int64_t steps;           /* engine steps to run after each change before checking (check) */
-    int changes;             /* flag changes the learner made while it was pending */
+    int changes;             /* counted flag changes the learner made while it was pending */
     int met;
+    /* The levers it counts besides vllm serve flags and the card (lab.goal{levers = ...}:
+     * flag or class names, lsn_lever.h), and the uncounted flags changed while it is
+     * pending, with their values when it began: it is met only while each is back there. */
+    char **levers;
+    int nlevers;
+    char **off_names, **off_values;
+    int noff;
 } lsn_goal_spec;
 
 void lsn_goal_spec_clear(lsn_goal_spec *g);

@@ -9,7 +9,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "lsn_lever.h"
 #include "lsn_runner_int.h"
+#include "lsn_server.h"
 
 static void check_fail(lsn_runner *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void check_fail(lsn_runner *r, const char *fmt, ...)
@@ -266,7 +268,7 @@ static int check_wrong_lever(lsn_runner *r, int ng, const char *text, const lsn_
         if (v < 0) {
             lsn_run_error(r, "%s", lsn_vm_error(r->vm));
             ok = 0;
-        } else if (v || g->met) {
+        } else if ((v && !lsn_run_goal_uncounted(r)) || g->met) {
             check_fail(r, "goal %d (\"%s\") is met by the wrong lever %s", ng, text, line);
             ok = 0;
         } else if (!r->stage.text.s || !strstr(r->stage.text.s, w->says)) {
@@ -312,6 +314,18 @@ static void check_goal(lsn_runner *r)
     }
     int n = g->nscript;
     char **names = g->script_names, **values = g->script_values;
+    /* The script is the fix the lesson teaches: only levers the goal counts
+     * (vllm serve flags and the card, or what its levers list names). */
+    for (int i = 0; i < n; i++) {
+        const char *canon = names[i];
+        lsn_server_flag_info(names[i], &canon, NULL, NULL);
+        if (!lsn_lever_counts(canon, g->levers, g->nlevers)) {
+            char line[512];
+            check_fail(r, "goal %d (\"%s\"): its script pulls --%s, which no goal counts unless its levers name it "
+                          "(%s)", ng, text, canon, lsn_lever_not_counted(canon, line, sizeof line));
+            return;
+        }
+    }
     int64_t steps = g->steps;
     /* Without the change, the engine must not get there by itself: as many
      * engine steps as the scripted changes may take, under the lesson's own

@@ -28,6 +28,8 @@
 #include "kv_plan_fields.h"
 #include "kv_timemodel.h"
 #include "kv_util.h"
+#include "lsn_lever.h"
+#include "lsn_server.h"
 #include "lsn_vm.h"
 
 #define DEFAULT_HEAP ((size_t)256 << 20)   /* bytes of Lua heap per lesson */
@@ -2960,6 +2962,22 @@ static int f_goal(lua_State *L)
         }
     }
     lua_pop(L, 1);
+    /* levers it counts besides vllm serve flags and the card: canonical
+     * flag names or class names (lsn_lever.h) */
+    str_list(L, 1, "levers", &g->levers, &g->nlevers, 0);
+    for (int i = 0; i < g->nlevers; i++) {
+        const char *canon = NULL;
+        if (lsn_lever_is_class(g->levers[i]))
+            continue;
+        if (!lsn_server_flag_info(g->levers[i], &canon, NULL, NULL))
+            return luaL_error(L, "lab.goal: levers[%d] '%s' is neither a flag nor a lever class (traffic, what-if, "
+                                 "model-override, debug)", i + 1, g->levers[i]);
+        char *c = strdup(canon);
+        if (!c)
+            return luaL_error(L, "out of memory");
+        free(g->levers[i]);
+        g->levers[i] = c;
+    }
     lua_getfield(L, 1, "steps");
     g->steps = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;
     lua_pop(L, 1);

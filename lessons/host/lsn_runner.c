@@ -12,6 +12,7 @@
 
 #include "kv_args.h"
 #include "kv_release.h"
+#include "lsn_lever.h"
 #include "lsn_runner_int.h"
 
 #define DEFAULT_SPEED 20.0                 /* engine steps per second while animating */
@@ -420,9 +421,53 @@ void lsn_run_finish_goal(lsn_runner *r)
     resume(r, 1, &v);
 }
 
+int lsn_run_goal_uncounted(lsn_runner *r)
+{
+    lsn_goal_spec *g = &r->g;
+    for (int i = 0; i < g->noff; i++) {
+        char now[512];
+        if (lsn_server_get(r->srv.server, g->off_names[i], now, sizeof now) < 0)
+            now[0] = '\0';
+        if (strcmp(now, g->off_values[i]))
+            return 1;
+    }
+    return 0;
+}
+
+/* Before flag `canon` changes while a goal is pending: a lever the goal does
+ * not count gets its value from before (once). Returns 1 when it counts. */
+static int goal_note_lever(lsn_runner *r, const char *canon)
+{
+    lsn_goal_spec *g = &r->g;
+    if (r->pace.wait != W_GOAL || !g->active || lsn_lever_counts(canon, g->levers, g->nlevers))
+        return 1;
+    for (int i = 0; i < g->noff; i++)
+        if (!strcmp(g->off_names[i], canon))
+            return 0;
+    char was[512];
+    if (lsn_server_get(r->srv.server, canon, was, sizeof was) < 0)
+        was[0] = '\0';
+    char **nn = realloc(g->off_names, (size_t)(g->noff + 1) * sizeof *nn);
+    if (nn)
+        g->off_names = nn;
+    char **nv = nn ? realloc(g->off_values, (size_t)(g->noff + 1) * sizeof *nv) : NULL;
+    if (nv)
+        g->off_values = nv;
+    char *a = nv ? strdup(canon) : NULL, *b = a ? strdup(was) : NULL;
+    if (!b) {
+        free(a);
+        return 0; /* out of memory: the lever is still not counted, only not remembered */
+    }
+    g->off_names[g->noff] = a;
+    g->off_values[g->noff++] = b;
+    return 0;
+}
+
 void lsn_run_check_goal(lsn_runner *r)
 {
     if (r->pace.wait != W_GOAL || !r->g.active || r->g.met)
+        return;
+    if (lsn_run_goal_uncounted(r))
         return;
     if (test_fn(r, LSN_FN_GOAL) > 0) {
         r->g.met = 1;
@@ -1344,6 +1389,7 @@ unsigned lsn_set_flag(lsn_runner *r, const char *name, const char *value, char *
     lsn_server_flag_info(name, &canon, NULL, NULL);
     if (!strcmp(canon, "vllm-version") || !strcmp(canon, "accounting"))
         return change_release(r, canon, value ? value : "", err, errlen);
+    int counted = goal_note_lever(r, canon);
     if (lsn_server_set(r->srv.server, name, value ? value : "", err, errlen) < 0)
         return 0;
     record(r, LSN_IN_FLAG, canon, value ? value : "");
@@ -1357,7 +1403,12 @@ unsigned lsn_set_flag(lsn_runner *r, const char *name, const char *value, char *
         return r->changes;
     }
     if (r->pace.wait == W_GOAL && r->g.active) {
-        r->g.changes++;
+        if (counted) {
+            r->g.changes++;
+        } else if (lsn_run_goal_uncounted(r)) {
+            char line[512];
+            say_line(r, lsn_lever_not_counted(canon, line, sizeof line));
+        }
         lsn_run_check_goal(r);
     }
     return r->changes ? r->changes : LSN_CH_FLAGS;

@@ -125,6 +125,10 @@ void lsn_run_unload(lsn_runner *r);
 /* One engine step, feeding the traffic first. Returns the scheduled tokens,
  * or < 0 after an error (the runner is then in W_ERROR). */
 int lsn_run_engine_step(lsn_runner *r);
+/* 1 while a lever the pending goal does not count (lsn_lever.h) is off the
+ * value it had when the goal began: the goal is then not met, whatever its
+ * check says. */
+int lsn_run_goal_uncounted(lsn_runner *r);
 /* Re-check a pending goal; sets g.met. */
 void lsn_run_check_goal(lsn_runner *r);
 /* The goal is reached: count the step and resume the lesson. */

@@ -4,8 +4,10 @@
 # the engine disagrees with, a numeric question without an expect, an expect
 # that reads no engine figure, a wrong answer the checker cannot read, and a
 # goal the engine reaches without the scripted change, a prediction whose run
-# reports an outcome the engine disagrees with. Probes 6 and 8 are done right
-# and must pass.
+# reports an outcome the engine disagrees with, a goal whose script changes the
+# traffic (not a vllm serve flag). Probes 6 and 8 are done right and must
+# pass; probe 10 lists a model override (kv-heads) that would meet its goal as
+# a wrong lever: the host must not count it and must say so on the page.
 set -uo pipefail
 [ "${KVLAB_LESSONS:-1}" = "0" ] && exit 77
 P="$KVLAB_SOURCE_DIR/tests/lessons/probes"
@@ -28,4 +30,7 @@ expect 6 0 "not reached in 100 engine steps without a change"
 expect 7 1 "ERROR .*07-predict-wrong-outcome.lua:9: lab.predict: the run's outcome 4 requests disagrees with the engine: metrics.num_requests_waiting = 6 requests"
 expect 8 0 "^PASS lesson 8 .*2 predictions"
 expect 8 0 "outcome: engine metrics.num_requests_waiting = 6 \\(the run gave 6\\)"
+expect 9 1 "FAIL goal 1 .*its script pulls --request-rate, which no goal counts unless its levers name it"
+expect 10 0 "wrong lever --kv-heads 32: not reached, the page says \"Not counted for this goal: --kv-heads is a model override\""
+expect 10 0 "^PASS lesson 10 "
 exit $fail
