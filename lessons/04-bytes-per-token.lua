@@ -47,9 +47,12 @@ local function pool_report(lab)
     local per_group = p.num_layers // p.num_kv_groups
     local logged = math.floor(p.max_concurrency * p.max_model_len)
     out[#out + 1] = string.format("%d of the %d layers only look back %s tokens (a sliding window). " ..
-      "vLLM keeps the layers in %d groups of %d and gives them %s blocks of %d layers, %s for each " ..
-      "group: %s tokens.", p.num_sliding_layers, p.num_layers, fmt.int(p.sliding_window), p.num_kv_groups,
-      per_group, fmt.int(p.num_blocks), per_group, fmt.int(p.num_blocks // p.num_kv_groups), fmt.int(p.kv_cache_tokens))
+      "vLLM keeps the layers in %d groups of %d. The groups share one pool of %s blocks, each block " ..
+      "holding %d layers: a token that every group keeps takes a slot in one block per group. So vLLM " ..
+      "counts the pool as %s blocks / %d groups = %s blocks' worth of tokens: %s tokens.",
+      p.num_sliding_layers, p.num_layers, fmt.int(p.sliding_window), p.num_kv_groups, per_group,
+      fmt.int(p.num_blocks), per_group, fmt.int(p.num_blocks), p.num_kv_groups,
+      fmt.int(p.num_blocks // p.num_kv_groups), fmt.int(p.kv_cache_tokens))
     out[#out + 1] = string.format("Its log line says %s tokens: it counts whole requests of %s tokens " ..
       "(%.2f of them, %s blocks each, a window group's share rounded up) and multiplies back. Both are " ..
       "right; they count different things.", fmt.int(logged), fmt.int(p.max_model_len), p.max_concurrency,

@@ -34,8 +34,10 @@ return {
     lab.restart{ ["kv-heads"] = "" }
 
     lab.page("Who shares a key")
-    lab.say("%s has %d query heads in every layer. How many K/V pairs sit behind them is a design " ..
-            "choice made before training, and it is the one that sizes the cache:", m.id, q)
+    lab.say("%s has %d query heads in every layer. How many K/V pairs sit behind them is part of the " ..
+            "checkpoint (num_key_value_heads): chosen when the model is designed, or set by converting an " ..
+            "MHA checkpoint and training it a little more (the GQA paper's \"uptraining\"). No vllm serve " ..
+            "flag changes it, and it is the number that sizes the cache:", m.id, q)
     lab.say("Multi-head attention (MHA): each query head reads its own keys and values.")
     lab.say(heads.groups(q, q))
     lab.say("Grouped-query attention (GQA), the shipped model: %d query heads per K/V pair.", q // m.kv_heads)

@@ -94,15 +94,29 @@ return {
     -- One report per page, so the newest is never below the fold.
     lab.on_flag(function(name, value)
       local q = lab.plan()
-      if not q then return end
       lab.page("Make it start")
+      if not q then
+        -- refused as an argument, before any plan (vLLM's own check)
+        local ckpt = course.checkpoint_quant(lab)
+        lab.say("--%s %s: refused before start-up.%s", name, value == "" and "(default)" or value,
+                ckpt and (" " .. ckpt) or "")
+        lab.say("Change another flag (f), or go back (p) to the fixes.")
+        return
+      end
       if q.starts then
         lab.say("--%s %s: it starts, with %s tokens of cache (room for %.2f requests of %s tokens).",
                 name, value == "" and "(default)" or value, fmt.int(q.kv_cache_tokens), q.max_concurrency,
                 fmt.int(q.max_model_len))
       elseif q.error_kind == "max_model_len" then
-        lab.say("--%s %s: still refused. One %s-token request needs %.1f GiB; the pool has %.2f GiB.",
-                name, value == "" and "(default)" or value, fmt.int(q.max_model_len), q.needed_gib, q.kv_cache_gib)
+        -- as many digits as it takes for the need to read larger than the pool
+        local digits = 2
+        while digits < 5 and tonumber(string.format("%." .. digits .. "f", q.needed_gib)) <=
+            tonumber(string.format("%." .. digits .. "f", q.kv_cache_gib)) do
+          digits = digits + 1
+        end
+        lab.say("--%s %s: still refused. One %s-token request needs %." .. digits .. "f GiB; the pool has only %." ..
+                digits .. "f GiB.", name, value == "" and "(default)" or value, fmt.int(q.max_model_len), q.needed_gib,
+                q.kv_cache_gib)
       else
         lab.say("--%s %s: refused: %s", name, value == "" and "(default)" or value, q.error)
       end
@@ -119,22 +133,21 @@ return {
                 "fragmentation and short-lived buffers once traffic arrives. Put it back to %.2f.",
                 p.gpu_memory_utilization, p.gpu_memory_utilization)
       end
-      if name == "quantization" and value == "awq" then
-        lab.say("(vLLM needs an AWQ checkpoint of the model for --quantization awq; these bf16 weights " ..
-                "would not load. kvlab shows what such a checkpoint would give.)")
-      end
+      local ckpt = course.checkpoint_quant(lab)
+      if ckpt then lab.say("%s", ckpt) end
       lab.say("Change another flag (f), or go back (p) to the fixes.")
     end)
     -- Met by a fix that keeps one GPU and the utilization: the cheap end of the list.
     local function cheap()
       local tp = tonumber(lab.flag("tensor-parallel-size")) or 1
       local util = tonumber(lab.flag("gpu-memory-utilization")) or p.gpu_memory_utilization
-      return tp == 1 and util <= p.gpu_memory_utilization + 1e-9
+      return tp == 1 and util <= p.gpu_memory_utilization + 1e-9 and not course.checkpoint_quant(lab)
     end
     lab.goal{
       text = "Make the server start with a cheap fix: one GPU, utilization left as it is.",
       check = function() return lab.running() and cheap() end,
-      wrong = { { { "tensor-parallel-size", "2" }, says = "costliest fix" } },
+      wrong = { { { "tensor-parallel-size", "2" }, says = "costliest fix" },
+                { { "quantization", "awq" }, says = "Not counted: --quantization awq needs an AWQ checkpoint" } },
       hints = {
         "The error names the length it used. Which flag sets that length?",
         string.format("Set max-model-len to %s or less (8192 is a common choice).",

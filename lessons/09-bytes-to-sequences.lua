@@ -115,10 +115,8 @@ return {
                 "Put it back to %.2f and shrink what takes the most room instead.", p.gpu_memory_utilization,
                 p.gpu_memory_utilization)
       end
-      if name == "quantization" and value == "awq" then
-        lab.say("(vLLM needs an AWQ checkpoint of the model for --quantization awq; these bf16 weights " ..
-                "would not load. kvlab shows what such a checkpoint would give.)")
-      end
+      local ckpt = course.checkpoint_quant(lab)
+      if ckpt then lab.say("%s", ckpt) end
       lab.say("The target: %s, max-model-len at least %d, utilization %.2f. Change another flag (f) if " ..
               "it is not met yet.", goal_text, LEN, p.gpu_memory_utilization)
     end)
@@ -128,10 +126,12 @@ return {
       check = function()
         local q = lab.plan()
         return lab.running() and q.max_model_len >= LEN and q.kv_cache_tokens / LEN >= target
-          and q.gpu_memory_utilization <= p.gpu_memory_utilization + 1e-9
+          and q.gpu_memory_utilization <= p.gpu_memory_utilization + 1e-9 and not course.checkpoint_quant(lab)
       end,
-      -- an fp8 cache plus a higher utilization reaches the number, with the wrong lever
-      wrong = { { { "kv-cache-dtype", "fp8" }, { "gpu-memory-utilization", "0.95" }, says = "last resort" } },
+      -- an fp8 cache plus a higher utilization reaches the number, with the wrong lever;
+      -- 4-bit weights need a 4-bit checkpoint
+      wrong = { { { "kv-cache-dtype", "fp8" }, { "gpu-memory-utilization", "0.95" }, says = "last resort" },
+                { { "quantization", "awq" }, says = "Not counted: --quantization awq needs an AWQ checkpoint" } },
       hints = {
         string.format("An fp8 KV cache alone gives %s: not enough.", fmt.x(kv8.max_concurrency)),
         "The biggest term on this card is the weights. Which flag shrinks them?",

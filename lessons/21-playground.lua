@@ -53,7 +53,7 @@ local function watch_headroom(lab)
   if frag + logits > headroom then
     state.oom = {
       step = m.step, time_s = m.time_s, logits = logits, frag = frag, headroom = headroom,
-      util = plan.gpu_memory_utilization,
+      util = plan.gpu_memory_utilization, total = total,
     }
     lab.traffic(nil)
     lab.stop()
@@ -296,7 +296,11 @@ return {
     })
     golf_score(lab, 2, changes, 1)
     p = lab.plan()
-    lab.say("%s", p.error)
+    -- kvlab's summary of the failure, in its own words (PyTorch's error
+    -- names only the one allocation that failed, which kvlab cannot know)
+    lab.say("vLLM stops in the profile run with PyTorch's out-of-memory error (torch.OutOfMemoryError: " ..
+      "CUDA out of memory. Tried to allocate ...). kvlab's account: %s tokens in the dummy batch.",
+      fmt.int(p.max_num_batched_tokens))
     lab.say("The weights (%s) plus that batch's activations (%s) do not fit on the card. This is " ..
       "not about the KV cache at all: the fix is a smaller step budget%s. A bigger one only speeds " ..
       "up prefill, and the peak it reserves comes out of the pool.", fmt.gib(p.weights_gib),
@@ -326,8 +330,10 @@ return {
     })
     golf_score(lab, 3, changes, 1)
     local o = state.oom
-    lab.say("%s", fmt.quote(string.format("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %s",
-      fmt.bytes(o.logits))))
+    -- PyTorch's words (c10's CUDA caching allocator), with the figures of kvlab's model
+    lab.say("%s", fmt.quote(string.format("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %s. " ..
+      "GPU 0 has a total capacity of %s of which %s is free.", fmt.torch_size(o.logits),
+      fmt.torch_size(o.total), fmt.torch_size(math.max(0, o.headroom - o.frag)))))
     lab.say("That came after %d step%s of serving. Of the %s left outside the budget, fragmentation " ..
       "held %s by then, and the logits of that step (%s) did not fit in the rest.", o.step,
       o.step == 1 and "" or "s", fmt.gib_of(o.headroom), fmt.gib_of(o.frag), fmt.bytes(o.logits))

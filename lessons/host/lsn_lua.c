@@ -29,6 +29,7 @@
 #include "kv_timemodel.h"
 #include "kv_util.h"
 #include "lsn_lever.h"
+#include "lsn_quote.h"
 #include "lsn_server.h"
 #include "lsn_vm.h"
 
@@ -1473,6 +1474,18 @@ static int f_page(lua_State *L)
     return 0;
 }
 
+/* The release row the server follows (its --vllm-version, or the textbook
+ * row under --accounting textbook), for lsn_quote_check. */
+static const kv_release *quote_release(lsn_vm *vm)
+{
+    char v[64] = "", a[32] = "", err[128];
+    lsn_server_get(vm->env.server, "accounting", a, sizeof a);
+    if (!strcmp(a, "textbook"))
+        return kv_release_textbook();
+    lsn_server_get(vm->env.server, "vllm-version", v, sizeof v);
+    return kv_release_find(v, err, sizeof err);
+}
+
 static int f_say(lua_State *L)
 {
     lsn_vm *vm = V(L);
@@ -1497,6 +1510,13 @@ static int f_say(lua_State *L)
     if (lsn_stage_say(vm->env.stage, s, len) < 0)
         return luaL_error(L, "lab.say: a page holds at most %d bytes of text (start a new one with lab.page)",
                           (int)LSN_PAGE_MAX_BYTES);
+    /* kvlab check: a quoted log line or error in the words of the server's release */
+    if (vm->env.headless) {
+        const kv_release *rel = quote_release(vm);
+        char qmsg[512];
+        if (rel && lsn_quote_check(vm->env.stage->text.s ? vm->env.stage->text.s : "", rel, qmsg, sizeof qmsg) < 0)
+            return luaL_error(L, "lab.say: %s", qmsg);
+    }
     *vm->env.changes |= LSN_CH_TEXT;
     if (!vm->said) {
         luaL_where(L, 1);

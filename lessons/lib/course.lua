@@ -213,6 +213,26 @@ function course.restart(lab, name, changes)
   return ok, err
 end
 
+-- Weight formats vLLM reads from a checkpoint quantized that way (its
+-- quantization_config): on 16-bit weights these flags are no fix, the
+-- weights would not load. fp8 and bitsandbytes quantize as they load.
+local CHECKPOINT_QUANT = { awq = "AWQ", awq_marlin = "AWQ", gptq = "GPTQ", gptq_marlin = "GPTQ",
+                           mxfp4 = "MXFP4", ["compressed-tensors"] = "compressed-tensors" }
+
+-- The line a page says when the running server's --quantization needs a
+-- checkpoint the model is not (nil when it is a fix): "Not counted:
+-- --quantization awq needs an AWQ checkpoint ...". Goals that take a
+-- quantization refuse it while this is not nil.
+function course.checkpoint_quant(lab)
+  local q = lab.flag("quantization")
+  local kind = CHECKPOINT_QUANT[q]
+  local cfg = lab.config()
+  if not kind or (cfg and (cfg.quantization_config or (cfg.text_config or {}).quantization_config)) then return nil end
+  return string.format("Not counted: --quantization %s needs an %s checkpoint of the model; these 16-bit " ..
+    "weights would not load%s.", q, kind, lab.release.textbook and " (the textbook sizes such a checkpoint to show " ..
+    "what it would give)" or "")
+end
+
 -- The terms in the order vLLM meets them, with the names a learner reads.
 local TERMS = {
   { "weights", "weights" }, { "activation", "activation" }, { "cudagraph", "CUDA graphs" },

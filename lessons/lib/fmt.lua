@@ -37,6 +37,16 @@ function fmt.bytes(n)
   return string.format("%.2f %s", v, units[i])
 end
 
+-- Bytes the way PyTorch's out-of-memory error prints them (c10's
+-- format_size: two decimals, up to 1024 bytes in bytes, then KiB, MiB,
+-- GiB): 20971520 -> "20.00 MiB"
+function fmt.torch_size(n)
+  if n <= 1024 then return string.format("%d bytes", math.floor(n)) end
+  if n <= 1024 * 1024 then return string.format("%.2f KiB", n / 1024) end
+  if n <= GIB then return string.format("%.2f MiB", n / (1024 * 1024)) end
+  return string.format("%.2f GiB", n / GIB)
+end
+
 -- Decimal gigabytes (10^9), for the places where GB is meant: 1.07e10 -> "10.7 GB"
 function fmt.gb(bytes, digits)
   return string.format("%." .. (digits or 1) .. "f GB", bytes / 1e9)

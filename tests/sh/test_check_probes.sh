@@ -8,6 +8,8 @@
 # traffic (not a vllm serve flag). Probes 6 and 8 are done right and must
 # pass; probe 10 lists a model override (kv-heads) that would meet its goal as
 # a wrong lever: the host must not count it and must say so on the page.
+# Probe 11 quotes vLLM's error in another release's words; probe 12 quotes
+# the server's own lines, a cut quote and a named release's wording.
 set -uo pipefail
 [ "${KVLAB_LESSONS:-1}" = "0" ] && exit 77
 P="$KVLAB_SOURCE_DIR/tests/lessons/probes"
@@ -33,4 +35,6 @@ expect 8 0 "outcome: engine metrics.num_requests_waiting = 6 \\(the run gave 6\\
 expect 9 1 "FAIL goal 1 .*its script pulls --request-rate, which no goal counts unless its levers name it"
 expect 10 0 "wrong lever --kv-heads 32: not reached, the page says \"Not counted for this goal: --kv-heads is a model override\""
 expect 10 0 "^PASS lesson 10 "
+expect 11 1 "ERROR .*11-quote-other-release.lua:8: lab.say: the page quotes \"To serve at least one request with the models's max seq len .*not how vLLM 0.33.0"
+expect 12 0 "^PASS lesson 12 "
 exit $fail
