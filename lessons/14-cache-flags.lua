@@ -16,6 +16,21 @@ local CHOICES = {
   { key = "none", text = "nothing: the pool moves < 1%" },
 }
 
+-- The table's lines other than `skip` (a set of keys) that moved from a to
+-- b, as " Also moved: the activation peak 1.83 -> 0.84 GiB, ..." ("" if
+-- none), so every changed line of the table is told.
+local LINE_NAMES = { { "budget", "the budget" }, { "weights", "the weights" }, { "activation", "the activation peak" },
+                     { "cudagraph", "the CUDA graphs" }, { "rest", "the rest" } }
+local function others_moved(a, b, skip)
+  local out = {}
+  for _, l in ipairs(LINE_NAMES) do
+    if not skip[l[1]] and string.format("%.2f", a[l[1]]) ~= string.format("%.2f", b[l[1]]) then
+      out[#out + 1] = string.format("%s %.2f -> %.2f GiB", l[2], a[l[1]], b[l[1]])
+    end
+  end
+  return #out > 0 and (" Also moved: " .. table.concat(out, ", ") .. ".") or ""
+end
+
 -- One round per flag: the value kvlab check types, a hint for changing it,
 -- a hint for the question (what the flag does, not which line to pick), and
 -- the explanation shown once the answer is right (from the two plans).
@@ -40,14 +55,18 @@ local ROUNDS = {
                "keeps its peak.",
     explain = function(a, b)
       return string.format("The profile run is a batch of max-num-batched-tokens tokens, so its " ..
-        "activation peak went from %.2f to %.2f GiB: a smaller batch, more pool, slower prefill.",
-        a.activation, b.activation)
+        "activation peak went from %.2f to %.2f GiB: a smaller batch, more pool, slower prefill.%s",
+        a.activation, b.activation, others_moved(a, b, { activation = true, kv = true }))
     end },
   { flag = "enforce-eager", value = "true", hint = "Set it to true.",
     ask_hint = "Eager mode runs the model without capturing CUDA graphs.",
     explain = function(a, b)
+      local compile = math.abs(a.rest - b.rest) >= 0.005
       return string.format("Without CUDA graphs vLLM holds nothing back for them (%.2f GiB became " ..
-        "%.2f GiB): more pool, slower decode steps.", a.cudagraph, b.cudagraph)
+        "%.2f GiB): more pool, slower decode steps.%s%s", a.cudagraph, b.cudagraph,
+        compile and " Eager mode also skips torch.compile in this release, so what a cold compile " ..
+          "leaves behind goes too." or "",
+        others_moved(a, b, { cudagraph = true }))
     end },
   { flag = "kv-cache-dtype", value = "fp8", need = "fp8", hint = "Select kv-cache-dtype, press Enter and type fp8.",
     ask_hint = "An fp8 cache stores each key and value in one byte: does that change what start-up " ..
@@ -80,9 +99,9 @@ local ROUNDS = {
       end
       return string.format("The pool went from %.2f to %.2f GiB: this release captures CUDA graphs for " ..
         "batch sizes up to max-num-seqs and profiles the sampler with that many requests, both before it " ..
-        "sizes the pool (CUDA graphs %.2f -> %.2f GiB, activation %.2f -> %.2f GiB). Beyond that, " ..
+        "sizes the pool (CUDA graphs %.2f -> %.2f GiB, activation %.2f -> %.2f GiB).%s Beyond that, " ..
         "max-num-seqs caps how many requests run at once (lessons 16 and 17).", a.kv, b.kv, a.cudagraph,
-        b.cudagraph, a.activation, b.activation)
+        b.cudagraph, a.activation, b.activation, others_moved(a, b, { cudagraph = true, activation = true }))
     end },
   -- the value: the smallest power of two longer than the pool holds, so one
   -- request of it does not fit (32,768 on the textbook's 23,184 tokens)

@@ -502,23 +502,31 @@ return {
       "first token.)")
     local knee = rates[#rates]
     for i = 2, #rates do
-      if served[i] < 0.8 * rates[i] * out_mean then knee = rates[i - 1]; break end
+      if served[i] < 0.9 * rates[i] * out_mean then knee = rates[i - 1]; break end
     end
     local peak, last = 0, served[#served]
     for _, v in ipairs(served) do peak = math.max(peak, v) end
     -- what the recomputed share did past the knee, as the table shows it
-    local at_knee, share_max = 0, 0
+    local at_knee, share_min, share_max = 0, 1, 0
     for i, r in ipairs(rates) do
       if r == knee then at_knee = redone[i] end
-      if r >= knee then share_max = math.max(share_max, redone[i]) end
+      if r >= knee then
+        share_min, share_max = math.min(share_min, redone[i]), math.max(share_max, redone[i])
+      end
     end
+    -- the same one-decimal figures as the table's redone column
     local share = redone[#redone] > at_knee + 0.01
-      and "the recomputed share rises"
-      or string.format("the recomputed share stays near %s", fmt.pct(share_max, 0))
-    lab.say("Read it plainly. Up to about %g requests per second the server serves what is asked. Past " ..
-      "that the pool holds only so many requests at once, so the served output flattens at about %s " ..
-      "tokens per second, %s, and the first token waits longer and longer as " ..
-      "the queue grows without end.", knee, fmt.int(peak), share)
+      and string.format("the recomputed share rises (%s to %s)", fmt.pct(at_knee, 1), fmt.pct(redone[#redone], 1))
+      or fmt.pct(share_min, 1) == fmt.pct(share_max, 1)
+        and string.format("the recomputed share stays at %s", fmt.pct(share_max, 1))
+      or string.format("the recomputed share stays between %s and %s", fmt.pct(share_min, 1), fmt.pct(share_max, 1))
+    local knee_i = 1
+    for i, r in ipairs(rates) do if r == knee then knee_i = i end end
+    lab.say("Read it plainly. Up to about %g requests per second the server serves nearly all that is asked " ..
+      "(%s of %s tokens per second there). Past that the pool holds only so many requests at once, so the " ..
+      "served output flattens at about %s tokens per second, %s, and the first token waits longer and " ..
+      "longer as the queue grows without end.", knee, fmt.int(served[knee_i]), fmt.int(knee * out_mean),
+      fmt.int(peak), share)
     if last < 0.9 * peak then
       lab.say("Here the served output even falls, to %s: the recomputes crowd out new work.", fmt.int(last))
     else
