@@ -202,7 +202,7 @@ return {
     local others = plan.activation_gib + plan.cudagraph_gib + plan.cuda_context_gib
     lab.page("Another count you may meet")
     lab.unhighlight("log")
-    lab.say("Worked on a whiteboard, this set-up often comes out at about %s tokens, with %.0f GiB " ..
+    lab.say("Worked on a whiteboard, this set-up often comes out at about %s tokens, with %.2f GiB " ..
       "in use. It is the same subtraction, done three ways differently:", fmt.int(wb_tokens), wb_budget / GiB)
     lab.say("%s", fmt.table({
       { "(GiB)", "vLLM", "board" },

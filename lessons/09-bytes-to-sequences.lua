@@ -102,8 +102,9 @@ return {
       local q = lab.plan()
       lab.page("Your turn")
       if q and q.starts then
-        lab.say("--%s %s: %.2f GiB pool, room for %.2f requests of %s tokens.", name,
-                value == "" and "(default)" or value, q.kv_cache_gib, q.kv_cache_tokens / LEN, fmt.int(LEN))
+        lab.say("--%s %s: %.2f GiB pool, room for %d whole requests of %s tokens (%s).", name,
+                value == "" and "(default)" or value, q.kv_cache_gib, q.kv_cache_tokens // LEN, fmt.int(LEN),
+                fmt.x(q.kv_cache_tokens / LEN))
       elseif q then
         lab.say("--%s %s: the server does not start (%s).", name, value == "" and "(default)" or value,
                 q.error_kind)
@@ -147,8 +148,9 @@ return {
     if #changed > 0 then
       lab.say("Flags in effect, besides the starting command: %s.", table.concat(changed, ", "))
     end
-    lab.say("Done: room for %.2f requests of %s tokens. Every figure in this lesson came from the " ..
-            "same division: pool / (bytes per token x tokens per request).", q.kv_cache_tokens / LEN, fmt.int(LEN))
+    lab.say("Done: room for %d whole requests of %s tokens (%s). Every figure in this lesson came from the " ..
+            "same division: pool / (bytes per token x tokens per request).", q.kv_cache_tokens // LEN, fmt.int(LEN),
+            fmt.x(q.kv_cache_tokens / LEN))
     lab.pause()
   end,
 }

@@ -29,6 +29,7 @@
 #include "kv_timemodel.h"
 #include "kv_util.h"
 #include "lsn_lever.h"
+#include "lsn_figures.h"
 #include "lsn_quote.h"
 #include "lsn_server.h"
 #include "lsn_vm.h"
@@ -1514,7 +1515,10 @@ static int f_say(lua_State *L)
     if (vm->env.headless) {
         const kv_release *rel = quote_release(vm);
         char qmsg[512];
-        if (rel && lsn_quote_check(vm->env.stage->text.s ? vm->env.stage->text.s : "", rel, qmsg, sizeof qmsg) < 0)
+        const char *page = vm->env.stage->text.s ? vm->env.stage->text.s : "";
+        if (rel && lsn_quote_check(page, rel, qmsg, sizeof qmsg) < 0)
+            return luaL_error(L, "lab.say: %s", qmsg);
+        if (lsn_figures_check(page, qmsg, sizeof qmsg) < 0)
             return luaL_error(L, "lab.say: %s", qmsg);
     }
     *vm->env.changes |= LSN_CH_TEXT;

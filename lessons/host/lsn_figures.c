@@ -1,0 +1,117 @@
+#include "lsn_figures.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The units a figure may carry, and the name two spellings share. */
+static const struct {
+    const char *word, *unit;
+} UNITS[] = {
+    {"tokens", "tokens"}, {"token", "tokens"}, {"GiB", "GiB"}, {"MiB", "MiB"}, {"KiB", "KiB"}, {"GB", "GB"},
+    {"%", "%"},          {"x", "x"},          {"requests", "requests"}, {"request", "requests"},
+    {"blocks", "blocks"}, {"block", "blocks"},
+};
+
+typedef struct figure {
+    char text[40];
+    const char *unit;
+    double value;
+    int decimals;
+} figure;
+
+#define MAX_FIGURES 1024
+
+/* A unit word at p (after at most one space), ending at a non-word byte. */
+static const char *unit_at(const char *p)
+{
+    if (*p == ' ')
+        p++;
+    for (size_t i = 0; i < sizeof UNITS / sizeof UNITS[0]; i++) {
+        size_t n = strlen(UNITS[i].word);
+        if (!strncmp(p, UNITS[i].word, n) && !isalnum((unsigned char)p[n]))
+            return UNITS[i].unit;
+    }
+    return NULL;
+}
+
+/* Is the line holding p the learner's own entry? */
+static int learners_line(const char *page, const char *p)
+{
+    const char *line = p;
+    while (line > page && line[-1] != '\n')
+        line--;
+    return !strncmp(line, "Your answer", 11) || !strncmp(line, "You predicted", 13) ||
+           !strncmp(line, "Your prediction", 15);
+}
+
+static int collect(const char *page, figure *f, int max)
+{
+    int n = 0;
+    for (const char *p = page; *p && n < max; p++) {
+        if (!isdigit((unsigned char)*p) || (p > page && (isalnum((unsigned char)p[-1]) || p[-1] == '.' ||
+                                                           p[-1] == ',' || p[-1] == '_')))
+            continue;
+        /* digits, groups of three after commas, one decimal part */
+        const char *q = p;
+        char num[40];
+        size_t k = 0;
+        while (isdigit((unsigned char)*q) && k + 1 < sizeof num)
+            num[k++] = *q++;
+        while (q[0] == ',' && isdigit((unsigned char)q[1]) && isdigit((unsigned char)q[2]) &&
+               isdigit((unsigned char)q[3]) && !isdigit((unsigned char)q[4]) && k + 4 < sizeof num) {
+            memcpy(num + k, q + 1, 3);
+            k += 3;
+            q += 4;
+        }
+        int dec = 0;
+        if (q[0] == '.' && isdigit((unsigned char)q[1])) {
+            num[k++] = *q++;
+            while (isdigit((unsigned char)*q) && k + 1 < sizeof num) {
+                num[k++] = *q++;
+                dec++;
+            }
+        }
+        num[k] = '\0';
+        const char *u = unit_at(q);
+        if (u && !learners_line(page, p)) {
+            size_t len = (size_t)(q - p);
+            snprintf(f[n].text, sizeof f[n].text, "%.*s %s", (int)(len < 24 ? len : 24), p, u);
+            f[n].unit = u;
+            f[n].value = strtod(num, NULL);
+            f[n].decimals = dec;
+            n++;
+        }
+        p = q - 1 > p ? q - 1 : p;
+    }
+    return n;
+}
+
+int lsn_figures_check(const char *page, char *msg, size_t msglen)
+{
+    figure *f = malloc(MAX_FIGURES * sizeof *f);
+    if (!f)
+        return 0;
+    int n = collect(page ? page : "", f, MAX_FIGURES), rc = 0;
+    for (int i = 0; i < n && !rc; i++)
+        for (int j = i + 1; j < n && !rc; j++) {
+            const figure *a = &f[i], *b = &f[j];
+            if (a->unit != b->unit || a->value == b->value)
+                continue;
+            int d = a->decimals < b->decimals ? a->decimals : b->decimals;
+            double s = pow(10, d);
+            int same_digits = a->decimals != b->decimals && round(a->value * s) == round(b->value * s);
+            double big = fmax(fabs(a->value), fabs(b->value));
+            int near = a->decimals == 0 && b->decimals == 0 && big >= 1000 && fabs(a->value - b->value) / big < 0.002;
+            if (same_digits || near) {
+                snprintf(msg, msglen, "the page shows %s and %s: %s (one quantity shows one figure; two quantities "
+                                      "need figures that tell them apart)", a->text, b->text,
+                         same_digits ? "the same figure at two precisions" : "two figures within 0.2%");
+                rc = -1;
+            }
+        }
+    free(f);
+    return rc;
+}
