@@ -81,7 +81,10 @@ def run_case(kvlab, case):
     args += ["--vllm-version", k["vllm_version"], "--accounting", "release"]
     args += k.get("flags", [])
     args += ["--json"]
-    env = dict(os.environ)
+    # vLLM's own variables come from the case alone ("env": the ones its log or
+    # post shows), never from the shell that runs the bench.
+    env = {n: v for n, v in os.environ.items() if not n.startswith("VLLM_")}
+    env.update(k.get("env", {}))
     env.setdefault("KVLAB_DATA_DIR", ROOT)
     env["KVLAB_DEVICE"] = "host"
     p = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60)

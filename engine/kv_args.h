@@ -136,6 +136,12 @@ typedef struct kv_args {
                                        (kv_model_load_overrides); "" = none */
     int32_t allow_long_max_model_len; /* VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: a --max-model-len above the model's
                                          maximum is a warning, not an error (config/model.py) */
+    int32_t use_v2_model_runner;    /* VLLM_USE_V2_MODEL_RUNNER: -1 unset (the release's choice per model), 0 runner
+                                       V1, 1 runner V2 (config/vllm.py use_v2_model_runner; read where the release
+                                       has the variable: kv_release_reads_env) */
+    int32_t estimate_cudagraphs;    /* VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS: -1 unset (the release's default),
+                                       0 the graph estimate is logged but not subtracted, 1 subtracted
+                                       (v1/worker/gpu_worker.py determine_available_memory, 0.18 on) */
     /* multimodal: the encoder-cache profile's levers */
     int32_t mm_limit_image;         /* --limit-mm-per-prompt image count (-1 = unset: vLLM's 999) */
     int32_t mm_limit_video;         /* --limit-mm-per-prompt video count (-1 = unset) */

@@ -354,6 +354,9 @@ static int phase_inputs(const plan_ctx *c, kv_plan *p)
     p->model_runner_v2 =
         !c->textbook && kv_release_uses_v2_runner(c->r, m->architecture, m->num_experts > 0, m->quant != KV_QUANT_NONE ||
                                                                                                   a->quantization != KV_ARGS_QUANT_NONE);
+    /* VLLM_USE_V2_MODEL_RUNNER set: the runner it names (config/vllm.py use_v2_model_runner). */
+    if (!c->textbook && a->use_v2_model_runner >= 0 && kv_release_reads_env(c->r, "VLLM_USE_V2_MODEL_RUNNER"))
+        p->model_runner_v2 = a->use_v2_model_runner != 0;
 
     /* max_model_len. */
     p->model_max_model_len = m->max_position_embeddings;
@@ -545,7 +548,10 @@ static int phase_kv_sizing(const plan_ctx *c, kv_plan *p)
      * it in its own words, subtracted or not. */
     const kv_release_memory *mem = c->r->mem;
     int cg_taken = p->cudagraph_bytes > 0 && (!p->kv_cache_memory_bytes_set || c->textbook) &&
-                   (p->model_runner_v2 ? mem->cudagraph_estimate_v2 : mem->cudagraph_profiled);
+                   plan_cg_profiled(c, p);
+    int cg_flipped = !c->textbook && a->estimate_cudagraphs >= 0 &&
+                     kv_release_reads_env(c->r, "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS") &&
+                     (a->estimate_cudagraphs != 0) != (mem->cudagraph_estimate != 0);
     if (cg_taken)
         plan_log_tpl(p, "INFO", p->model_runner_v2 ? t->cudagraph_estimate_v2 : t->cudagraph_estimate, NULL, 0);
     if (p->kv_cache_memory_bytes_set) {
@@ -561,7 +567,10 @@ static int phase_kv_sizing(const plan_ctx *c, kv_plan *p)
     p->kv_cache_tokens_logged = p->kv_cache_tokens;
     plan_log_tpl(p, "INFO", t->profile, NULL, 0);
     plan_log_tpl(p, "INFO", t->available_kv, NULL, 0);
-    if (cg_taken)
+    if (cg_taken && cg_flipped)
+        plan_log_tpl(p, t->cudagraph_util_flipped_level ? t->cudagraph_util_flipped_level : "INFO",
+                     t->cudagraph_util_flipped, NULL, 0);
+    else if (cg_taken)
         plan_log_tpl(p, "INFO", t->cudagraph_util, NULL, 0);
     if (p->num_sliding_layers && p->num_kv_groups > 1)
         plan_note(p, "%d of %d layers use a %d-token sliding window: %d KV cache groups of %d layers share the pool",

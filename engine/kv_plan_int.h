@@ -40,6 +40,13 @@ void plan_log_tpl(kv_plan *p, const char *level, const char *tpl, const kv_relea
 void plan_weights(const plan_ctx *c, kv_plan *p);
 void plan_activation(const plan_ctx *c, kv_plan *p);
 void plan_cudagraph(const plan_ctx *c, kv_plan *p);
+/* The CUDA-graph estimate: 1 when the runner in use profiles a real one
+ * before the pool is sized (profile_cudagraph_memory: runner V1 from 0.18,
+ * runner V2 from 0.29; textbook: always); 1 when it is also subtracted (the
+ * release's default VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, or the
+ * environment's, kv_args.estimate_cudagraphs). */
+int plan_cg_profiled(const plan_ctx *c, const kv_plan *p);
+int plan_cg_subtracted(const plan_ctx *c, const kv_plan *p);
 void plan_budget(const plan_ctx *c, kv_plan *p);
 
 /* vLLM's checks before memory (kv_plan_checks.c): the quantization method

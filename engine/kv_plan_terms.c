@@ -811,7 +811,7 @@ void plan_cudagraph(const plan_ctx *c, kv_plan *p)
     const kv_release_memory *mem = c->r->mem;
     if (a->cudagraph_gib >= 0) {
         p->cudagraph_bytes = a->cudagraph_gib * KV_GIB;
-        int counted = c->textbook || (mem->cudagraph_estimate && (!p->model_runner_v2 || mem->cudagraph_estimate_v2));
+        int counted = plan_cg_subtracted(c, p);
         plan_set_term(p, KV_PLAN_TERM_CUDAGRAPH, "cudagraph", p->cudagraph_bytes, 1, counted, "--cudagraph-gib%s",
                       counted ? "" : " (captured after the pool: not in the budget)");
         return;
@@ -845,14 +845,32 @@ void plan_cudagraph(const plan_ctx *c, kv_plan *p)
         snprintf(graphs, sizeof graphs, "%d PIECEWISE graphs", pw);
     else
         snprintf(graphs, sizeof graphs, "%d graphs", full);
-    if (mem->cudagraph_estimate && (!p->model_runner_v2 || mem->cudagraph_estimate_v2))
+    if (plan_cg_subtracted(c, p))
         plan_set_term(p, KV_PLAN_TERM_CUDAGRAPH, "cudagraph", p->cudagraph_bytes, 0, 1,
                       "estimate taken before the pool: %s", graphs);
     else
         plan_set_term(p, KV_PLAN_TERM_CUDAGRAPH, "cudagraph", p->cudagraph_bytes, 0, 0,
                       "%s: %s, not in the budget", graphs,
-                      p->model_runner_v2 && mem->cudagraph_estimate ? "runner V2's estimate is 0; captured after the pool"
-                                                                    : "captured after the pool");
+                      p->model_runner_v2 && !plan_cg_profiled(c, p) && mem->cudagraph_estimate
+                          ? "runner V2's estimate is 0; captured after the pool"
+                      : plan_cg_profiled(c, p) && a->estimate_cudagraphs == 0
+                          ? "estimate not subtracted (environment); captured after the pool"
+                          : "captured after the pool");
+}
+
+int plan_cg_profiled(const plan_ctx *c, const kv_plan *p)
+{
+    return p->model_runner_v2 ? c->r->mem->cudagraph_estimate_v2 : c->r->mem->cudagraph_profiled;
+}
+
+int plan_cg_subtracted(const plan_ctx *c, const kv_plan *p)
+{
+    if (c->textbook)
+        return 1;
+    int on = c->r->mem->cudagraph_estimate;
+    if (c->a->estimate_cudagraphs >= 0 && kv_release_reads_env(c->r, "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"))
+        on = c->a->estimate_cudagraphs != 0;
+    return on && plan_cg_profiled(c, p);
 }
 
 /* ------------------------------------------------------------- the budget */

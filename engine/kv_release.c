@@ -51,6 +51,17 @@
     "{util:.4f} is equivalent to --gpu-memory-utilization={equiv_util:.4f} without CUDA graph memory profiling. "  \
     "To maintain the same effective KV cache size as before, increase --gpu-memory-utilization to "                \
     "{suggested_util:.4f}. To disable, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0."
+/* The same lines with the variable set against the release's default. */
+#define CG_UTIL_018_ON                                                                                             \
+    "CUDA graph memory profiling is enabled (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1). This will become the "   \
+    "default in v0.19. The current --gpu-memory-utilization={util:.4f} is equivalent to "                          \
+    "--gpu-memory-utilization={equiv_util:.4f} without CUDA graph memory profiling. To maintain the same "          \
+    "effective KV cache size as before, increase --gpu-memory-utilization to {suggested_util:.4f}."
+#define CG_UTIL_020_OFF                                                                                            \
+    "CUDA graph memory profiling is disabled (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0). Without it, CUDA graph " \
+    "memory is not accounted for during KV cache allocation, which may require lowering --gpu-memory-utilization " \
+    "to avoid OOM. Consider re-enabling it (the default as of v0.21.0) and increasing --gpu-memory-utilization "   \
+    "from {util:.4f} to {suggested_util:.4f}."
 #define AVAIL_2F "Available KV cache memory: {kv:.2f} GiB"
 #define AVAIL_GIB "Available KV cache memory: {kv:gib} GiB"
 #define KV_SIZE "GPU KV cache size: {tokens:,} tokens"
@@ -214,28 +225,32 @@ static const kv_release_text T_V1_014 = {
  * utilization that allows for it. */
 static const kv_release_text T_V1_018 = {
     .weights = W_014, .weights_v2 = W_V2_018, .cudagraph_estimate = CG_EST, .available_kv = AVAIL_GIB,
-    .cudagraph_util = CG_UTIL_018, .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS,
+    .cudagraph_util = CG_UTIL_018, .cudagraph_util_flipped = CG_UTIL_018_ON,
+    .cudagraph_util_flipped_level = "INFO", .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS,
     .err_free_memory = FREE_014, .err_no_kv_memory = NOKV SEE, .err_max_model_len = MAXLEN_014,
     .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM,
     .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
 };
 static const kv_release_text T_V1_020 = {
     .weights = W_014, .weights_v2 = W_V2_018, .cudagraph_estimate = CG_EST, .available_kv = AVAIL_GIB,
-    .cudagraph_util = CG_UTIL_020, .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS,
+    .cudagraph_util = CG_UTIL_020, .cudagraph_util_flipped = CG_UTIL_020_OFF,
+    .cudagraph_util_flipped_level = "WARNING", .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS,
     .err_free_memory = FREE_014, .err_no_kv_memory = NOKV SEE, .err_max_model_len = MAXLEN_014,
     .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM, .warn_fi_sampler = FI_FALLBACK_021,
     .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
 };
 static const kv_release_text T_V1_022 = {
     .weights = W_014, .weights_v2 = W_V2_018, .cudagraph_estimate = CG_EST, .available_kv = AVAIL_GIB,
-    .cudagraph_util = CG_UTIL_020, .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS,
+    .cudagraph_util = CG_UTIL_020, .cudagraph_util_flipped = CG_UTIL_020_OFF,
+    .cudagraph_util_flipped_level = "WARNING", .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS,
     .err_free_memory = FREE_014, .err_no_kv_memory = NOKV_022, .err_max_model_len = MAXLEN_022,
     .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM, .warn_fi_sampler = FI_FALLBACK_021,
     .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
 };
 static const kv_release_text T_V1_023 = {
     .weights = W_014, .weights_v2 = W_V2_018, .cudagraph_estimate = CG_EST, .available_kv = AVAIL_GIB,
-    .cudagraph_util = CG_UTIL_020, .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS,
+    .cudagraph_util = CG_UTIL_020, .cudagraph_util_flipped = CG_UTIL_020_OFF,
+    .cudagraph_util_flipped_level = "WARNING", .kv_cache_size = KV_SIZE, .concurrency = CONC, .graphs = GRAPHS,
     .err_free_memory = FREE_014, .err_no_kv_memory = NOKV_022, .err_max_model_len = MAXLEN_022,
     .estimated_clause = EST_014, .err_sampler_oom = SAMPLER_OOM, .warn_fi_sampler = FI_FALLBACK_023,
     .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
@@ -243,7 +258,8 @@ static const kv_release_text T_V1_023 = {
 /* 0.28: runner V2 says "GiB memory" too; one KV size line. */
 static const kv_release_text T_V1_028 = {
     .weights = W_014, .weights_v2 = W_014, .cudagraph_estimate = CG_EST, .available_kv = AVAIL_GIB,
-    .cudagraph_util = CG_UTIL_020, .kv_cache_size = KV_SIZE_CONC, .graphs = GRAPHS, .err_free_memory = FREE_014,
+    .cudagraph_util = CG_UTIL_020, .cudagraph_util_flipped = CG_UTIL_020_OFF,
+    .cudagraph_util_flipped_level = "WARNING", .kv_cache_size = KV_SIZE_CONC, .graphs = GRAPHS, .err_free_memory = FREE_014,
     .err_no_kv_memory = NOKV_022, .err_max_model_len = MAXLEN_022, .estimated_clause = EST_014,
     .err_sampler_oom = SAMPLER_OOM, .warn_fi_sampler = FI_FALLBACK_023,
     .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
@@ -255,7 +271,8 @@ static const kv_release_text T_V1_028 = {
  * line follows any estimate. */
 static const kv_release_text T_V1_029 = {
     .weights = W_014, .weights_v2 = W_014, .cudagraph_estimate = CG_EST, .available_kv = AVAIL_GIB,
-    .cudagraph_util = CG_UTIL_020, .kv_cache_size = KV_SIZE_CONC, .graphs = GRAPHS, .err_free_memory = FREE_014,
+    .cudagraph_util = CG_UTIL_020, .cudagraph_util_flipped = CG_UTIL_020_OFF,
+    .cudagraph_util_flipped_level = "WARNING", .kv_cache_size = KV_SIZE_CONC, .graphs = GRAPHS, .err_free_memory = FREE_014,
     .err_no_kv_memory = NOKV_022, .err_max_model_len = MAXLEN_022, .estimated_clause = EST_014,
     .err_sampler_oom = SAMPLER_OOM, .warn_fi_sampler = FI_FALLBACK_023,
     .err_bf16 = BF16, .warn_bf16_fallback = BF16_FALLBACK,
@@ -820,6 +837,26 @@ const kv_release *kv_release_v0_fallback(const kv_release *r)
             kv_release_compare(r->first, V0_FALLBACK[i].last) <= 0)
             return &V0_FALLBACK[i];
     return r;
+}
+
+/* vLLM environment variables that change the memory plan, with the first
+ * release whose envs.py reads each. */
+static const struct {
+    const char *name;
+    const char *since;
+} ENV_VARS[] = {
+    {"VLLM_USE_V2_MODEL_RUNNER", "0.12.0"},                 /* opt-in until 0.21, a per-model default after */
+    {"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "0.18.0"}, /* default 0 in 0.18-0.19, 1 from 0.20 */
+};
+
+int kv_release_reads_env(const kv_release *r, const char *name)
+{
+    if (!r || !name || r == kv_release_textbook())
+        return 0;
+    for (size_t i = 0; i < sizeof ENV_VARS / sizeof ENV_VARS[0]; i++)
+        if (!strcmp(ENV_VARS[i].name, name))
+            return kv_release_compare(r->first, ENV_VARS[i].since) >= 0;
+    return 0;
 }
 
 int kv_release_uses_v2_runner(const kv_release *r, const char *arch, int is_moe, int is_quantized)

@@ -260,6 +260,9 @@ typedef struct kv_release_text {
     const char *cudagraph_util;   /* after it, when an estimate was taken: the --gpu-memory-utilization
                                      that allows for it (gpu_worker.py, 0.18 on; the wording of the
                                      release's default VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS) */
+    const char *cudagraph_util_flipped; /* the same when the environment sets the variable against the
+                                           release's default (0.18-0.19: =1 subtracts; 0.20 on: =0 does not) */
+    const char *cudagraph_util_flipped_level; /* "INFO" or "WARNING" for that line */
     const char *gpu_blocks;       /* V0: "# GPU blocks: ..., # CPU blocks: ..." */
     const char *kv_cache_size;    /* V1: "GPU KV cache size: N tokens" (with concurrency when one line) */
     const char *concurrency;      /* V1: a line of its own before 0.28, else NULL */
@@ -334,6 +337,12 @@ const kv_release *kv_release_for_card(const kv_release *r, int cc);
 /* The V0 engine a V1 row of 0.8.0 - 0.10.1.x falls back to (the V0 row of
  * its era, whose sched section is r's); r itself for any other row. */
 const kv_release *kv_release_v0_fallback(const kv_release *r);
+
+/* Whether release r reads the vLLM environment variable name (its envs.py
+ * has it): VLLM_USE_V2_MODEL_RUNNER from 0.12.0, VLLM_MEMORY_PROFILER_
+ * ESTIMATE_CUDAGRAPHS from 0.18.0 (the table ENV_VARS in kv_release.c). 0 for
+ * a name the table does not hold, and for the textbook. */
+int kv_release_reads_env(const kv_release *r, const char *name);
 
 /* Whether r runs a model of this architecture on model runner V2 by default. */
 int kv_release_uses_v2_runner(const kv_release *r, const char *architecture, int is_moe, int is_quantized);

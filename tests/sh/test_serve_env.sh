@@ -7,7 +7,7 @@ set -u
 : "${KVLAB_SOURCE_DIR:?set KVLAB_SOURCE_DIR}"
 export KVLAB_DATA_DIR="$KVLAB_SOURCE_DIR"
 command -v python3 >/dev/null || { echo "python3 not found: skipped"; exit 77; }
-unset VLLM_ALLOW_LONG_MAX_MODEL_LEN VLLM_USE_FLASHINFER_SAMPLER
+unset VLLM_ALLOW_LONG_MAX_MODEL_LEN VLLM_USE_FLASHINFER_SAMPLER VLLM_USE_V2_MODEL_RUNNER VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -51,5 +51,41 @@ run "$tmp/f.json" 0 env VLLM_USE_FLASHINFER_SAMPLER=0 "$KVLAB" serve $L8 --max-m
 [ "$(field "$tmp/f.json" flashinfer_sampler)" = True ] || { echo "FAIL: the flag wins over the variable"; fail=1; }
 run "$tmp/o" 2 env VLLM_USE_FLASHINFER_SAMPLER=yes "$KVLAB" serve $L8 --gpu h100
 grep -q "invalid literal for int()" "$tmp/err" || { echo "FAIL: a value vLLM's int() refuses: $(cat "$tmp/err")"; fail=1; }
+
+# VLLM_USE_V2_MODEL_RUNNER and VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS
+# (envs.py; config/vllm.py use_v2_model_runner, gpu_worker.py
+# determine_available_memory): the runner, and whether the graph estimate is
+# subtracted, in the releases that read them.
+kvb() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["kv_cache_bytes"])' "$1"; }
+cgb() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["cudagraph_bytes"])' "$1"; }
+S="serve $L8 --max-model-len 8192 --gpu h100 --json"
+run "$tmp/v30.json" 0 "$KVLAB" $S --vllm-version 0.30.0
+run "$tmp/v30off.json" 0 env VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 "$KVLAB" $S --vllm-version 0.30.0
+[ "$(kvb "$tmp/v30off.json")" -gt "$(kvb "$tmp/v30.json")" ] || { echo "FAIL: =0 on 0.30 leaves the estimate in the pool"; fail=1; }
+python3 -c 'import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:3]); d=b["kv_cache_bytes"]-a["kv_cache_bytes"]; sys.exit(0 if abs(d-a["cudagraph_bytes"])<(1<<20) else 1)' \
+  "$tmp/v30.json" "$tmp/v30off.json" || { echo "FAIL: =0 on 0.30 adds back exactly the graph estimate"; fail=1; }
+grep -q "WARNING CUDA graph memory profiling is disabled (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)" "$tmp/v30off.json" ||
+  { echo "FAIL: 0.30's warning when the estimate is off"; fail=1; }
+run "$tmp/v19.json" 0 "$KVLAB" $S --vllm-version 0.19.0
+run "$tmp/v19on.json" 0 env VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 "$KVLAB" $S --vllm-version 0.19.0
+[ "$(kvb "$tmp/v19on.json")" -lt "$(kvb "$tmp/v19.json")" ] || { echo "FAIL: =1 on 0.19 subtracts the estimate"; fail=1; }
+grep -q "CUDA graph memory profiling is enabled (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1). This will become" "$tmp/v19on.json" ||
+  { echo "FAIL: 0.19's opt-in wording"; fail=1; }
+run "$tmp/v17on.json" 0 env VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 "$KVLAB" $S --vllm-version 0.17.0
+run "$tmp/v17.json" 0 "$KVLAB" $S --vllm-version 0.17.0
+[ "$(kvb "$tmp/v17on.json")" = "$(kvb "$tmp/v17.json")" ] || { echo "FAIL: 0.17 has no such variable"; fail=1; }
+# 0.26 runs Llama on runner V2, whose estimate is 0; runner V1 subtracts its own
+run "$tmp/v26.json" 0 "$KVLAB" $S --vllm-version 0.26.0
+run "$tmp/v26v1.json" 0 env VLLM_USE_V2_MODEL_RUNNER=0 "$KVLAB" $S --vllm-version 0.26.0
+[ "$(field "$tmp/v26.json" model_runner)" = V2 ] && [ "$(field "$tmp/v26v1.json" model_runner)" = V1 ] ||
+  { echo "FAIL: VLLM_USE_V2_MODEL_RUNNER=0 picks runner V1 on 0.26"; fail=1; }
+[ "$(kvb "$tmp/v26v1.json")" -lt "$(kvb "$tmp/v26.json")" ] || { echo "FAIL: runner V1 on 0.26 subtracts its estimate"; fail=1; }
+grep -q "Estimated CUDA graph memory" "$tmp/v26v1.json" || { echo "FAIL: runner V1 logs its estimate"; fail=1; }
+run "$tmp/v11.json" 0 env VLLM_USE_V2_MODEL_RUNNER=1 "$KVLAB" $S --vllm-version 0.11.0
+[ "$(field "$tmp/v11.json" model_runner)" = V1 ] || { echo "FAIL: 0.11 has no runner V2 to opt into"; fail=1; }
+run "$tmp/v14.json" 0 env VLLM_USE_V2_MODEL_RUNNER=1 "$KVLAB" $S --vllm-version 0.14.0
+[ "$(field "$tmp/v14.json" model_runner)" = V2 ] || { echo "FAIL: 0.14 opts into runner V2"; fail=1; }
+run "$tmp/o" 2 env VLLM_USE_V2_MODEL_RUNNER=true "$KVLAB" serve $L8 --gpu h100
+grep -q "VLLM_USE_V2_MODEL_RUNNER: ValueError: invalid literal for int()" "$tmp/err" || { echo "FAIL: int() refuses 'true'"; fail=1; }
 [ $fail = 0 ] && echo "all env and --hf-overrides checks passed"
 exit $fail

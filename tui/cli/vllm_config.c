@@ -335,6 +335,36 @@ int kvlab_vllm_env_apply(kv_args *a, char *notes, size_t noteslen, char *err, si
                                     "samples with %s", v, x ? "FlashInfer's top-k/top-p kernel" : "the native sampler");
         add_line(notes, noteslen, line);
     }
+    /* bool(int(...)) in envs.py: the model runner and whether the CUDA-graph
+     * estimate is subtracted (the engine applies them where the release reads
+     * the variable, kv_release_reads_env). */
+    static const struct {
+        const char *name;
+        const char *on, *off;
+    } levers[] = {
+        {"VLLM_USE_V2_MODEL_RUNNER", "model runner V2 for every model", "model runner V1 for every model"},
+        {"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "the CUDA-graph estimate is subtracted before the pool is sized",
+         "the CUDA-graph estimate is not subtracted (graphs are captured after the pool)"},
+    };
+    for (size_t i = 0; i < sizeof levers / sizeof levers[0]; i++) {
+        v = getenv(levers[i].name);
+        if (!v)
+            continue;
+        char *end;
+        long x = strtol(v, &end, 10);
+        while (*end == ' ' || *end == '\t' || *end == '\n')
+            end++;
+        if (!*v || *end)
+            return kv_errf(err, errlen, KV_ARGS_EVALUE, "%s: ValueError: invalid literal for int() with base 10: '%.40s'",
+                           levers[i].name, v);
+        if (i == 0)
+            a->use_v2_model_runner = x != 0;
+        else
+            a->estimate_cudagraphs = x != 0;
+        snprintf(line, sizeof line, "note: %s=%.20s from the environment: %s, where the release reads it",
+                 levers[i].name, v, x ? levers[i].on : levers[i].off);
+        add_line(notes, noteslen, line);
+    }
     return 0;
 }
 
