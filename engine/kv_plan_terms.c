@@ -906,10 +906,14 @@ void plan_budget(const plan_ctx *c, kv_plan *p)
         nccl = a->nccl_gib * KV_GIB;
     else if (tp > 1)
         nccl = (c->textbook ? 1.0 : nvlink ? mem->non_torch_tp_nvlink_gib : mem->non_torch_tp_pcie_gib) * KV_GIB;
-    /* FlashInfer's all-reduce fusion (0.17 on): Hopper and Blackwell only. */
+    /* FlashInfer's all-reduce fusion (0.17 on): Hopper and Blackwell only
+     * (config/vllm.py enable_allreduce_rms_fusion); before 0.29 only when the
+     * model is compiled at -O2/-O3 (kv_release_memory.fusion_needs_compile). */
     int cc = c->gpu ? c->gpu->compute_capability : 0;
+    int compiled_o2 = !a->enforce_eager && !(mem->opt_levels == KV_OPT_LEVELS && a->optimization_level >= 0 &&
+                                             a->optimization_level < 2);
     int fusion = !c->textbook && a->nccl_gib < 0 && tp > 1 && mem->non_torch_tp_fusion_gib > 0 &&
-                 (cc == 90 || (cc >= 100 && cc < 110));
+                 (cc == 90 || (cc >= 100 && cc < 110)) && (compiled_o2 || !mem->fusion_needs_compile);
     if (fusion)
         nccl = mem->non_torch_tp_fusion_gib * KV_GIB;
     p->nccl_bytes = nccl;

@@ -517,7 +517,7 @@ static const kv_release_memory M_V1_014 = {V1_0111, .supports_auto_fit = 1, .opt
 /* 0.17.0: the Triton top-k/top-p kernel; FlashInfer's all-reduce fusion at tp > 1. */
 #define V1_017 V1_0111, .supports_auto_fit = 1, .opt_levels = KV_OPT_LEVELS, \
     .sampler_bytes_per_elem = SAMPLER_TRITON, \
-    .non_torch_tp_fusion_gib = NON_TORCH_FUSION
+    .non_torch_tp_fusion_gib = NON_TORCH_FUSION, .fusion_needs_compile = 1
 static const kv_release_memory M_V1_017 = {V1_017};
 /* 0.18.0: more non-torch memory at tp 1 (measured). */
 static const kv_release_memory M_V1_018 = {V1_017, .non_torch_gib = NON_TORCH_018, .cudagraph_profiled = 1};
@@ -563,14 +563,18 @@ static const kv_release_memory M_V1_028 = {
     V1_021, COLD_027, .card_classes = CARDS_028, .v2_runner = KV_V2_LISTED_OR_DENSE,
     .v2_arches = {V2_ARCHES_026, "KimiK3ForConditionalGeneration", "DeepseekV4ForCausalLM"}, FI_CC_024};
 /* 0.29.0: V2 for every generative model, with a real graph estimate; the
- * length check and auto-fit first take off the null block
+ * standalone FlashInfer all-reduce on by default (envs.py
+ * VLLM_ALLREDUCE_USE_FLASHINFER=1), so the fusion workspace no longer needs
+ * the compile pass; the length check and auto-fit first take off the null block
  * (kv_cache_utils.py "Reserve the null block BlockPool permanently holds
  * back"). */
 static const kv_release_memory M_V1_029 = {V1_021, COLD_027, .card_classes = CARDS_028, .v2_runner = KV_V2_ALL,
+                                           .fusion_needs_compile = 0,
                                            .cudagraph_estimate_v2 = 1, .check_reserves_null_block = 1, FI_CC_024};
 /* 0.33.0: V2's profile also samples with the warm-up's parameters
  * (gpu/model_runner.py _dummy_sampler_run "Warmup-param pass"). */
 static const kv_release_memory M_V1_033 = {V1_021, COLD_027, .card_classes = CARDS_028, .v2_runner = KV_V2_ALL,
+                                           .fusion_needs_compile = 0,
                                            .cudagraph_estimate_v2 = 1, .check_reserves_null_block = 1,
                                            .v2_profiles_warmup = 1, FI_CC_024};
 /* The V0 engine that 0.8.0 - 0.10.1.x fall back to on cards below compute

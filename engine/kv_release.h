@@ -125,6 +125,14 @@ typedef struct kv_release_memory {
      * or 10.x with FlashInfer installed its workspace replaces the NVLink
      * figure above (0: the release has no such fusion). */
     double non_torch_tp_fusion_gib;
+    /* 1: that workspace comes from the compile pass alone (0.17-0.28:
+     * compilation/passes/pass_manager.py builds AllReduceFusionPass when
+     * pass_config.fuse_allreduce_rms, which config/vllm.py sets only at -O2/-O3
+     * and --enforce-eager never compiles), so eager, -O0 and -O1 make none;
+     * 0 from 0.29, where the standalone FlashInfer all-reduce
+     * (device_communicators/flashinfer_all_reduce.py, VLLM_ALLREDUCE_USE_FLASHINFER=1
+     * by default) allocates the same workspace in eager mode too. */
+    int fusion_needs_compile;
     /* CUDA graphs: 1 if vLLM subtracts an estimate before it sizes the pool
      * (profile_cudagraph_memory with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS
      * on by default). Model runner V2 returns 0 before 0.29. */

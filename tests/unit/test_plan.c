@@ -896,6 +896,33 @@ static void plan_of(kv_plan *p, const kv_model *m, const char *gpu, const char *
  * initialized with a budget of 114688 tokens" and -14.28 GiB of KV memory
  * (kvlab issue #22); before this rule kvlab said -0.53 GiB (the sampler's
  * peak, a 0.38 GiB tower). The levers move the budget as vLLM's code does. */
+/* FlashInfer's all-reduce fusion workspace at tp > 1 on Hopper: from the
+ * compile pass alone in 0.17-0.28 (none under --enforce-eager or -O1, where
+ * the NVLink NCCL figure stands), and from the standalone FlashInfer
+ * all-reduce in eager mode too from 0.29 (kv_release_memory.fusion_needs_compile). */
+static void test_allreduce_fusion_workspace(void **state)
+{
+    (void)state;
+    static kv_plan p;
+    const char *l8 = "meta-llama/Llama-3.1-8B-Instruct";
+    const char *const tp2[] = {"tensor-parallel-size", "2", "max-model-len", "8192", NULL};
+    const char *const eager[] = {"tensor-parallel-size", "2", "max-model-len", "8192", "enforce-eager", "true", NULL};
+    const char *const o1[] = {"tensor-parallel-size", "2", "max-model-len", "8192", "optimization-level", "1", NULL};
+    const kv_release *r19 = kv_release_find("0.19.0", NULL, 0);
+    double fusion = r19->mem->non_torch_tp_fusion_gib * KV_GIB, nvlink = r19->mem->non_torch_tp_nvlink_gib * KV_GIB;
+    release_plan(&p, l8, "h100-80gb", "0.19.0", tp2);
+    check_near("0.19 compiled", "nccl", p.nccl_bytes, fusion, 1.0);
+    release_plan(&p, l8, "h100-80gb", "0.19.0", eager);
+    check_near("0.19 eager", "nccl", p.nccl_bytes, nvlink, 1.0);
+    release_plan(&p, l8, "h100-80gb", "0.19.0", o1);
+    check_near("0.19 -O1", "nccl", p.nccl_bytes, nvlink, 1.0);
+    release_plan(&p, l8, "h100-80gb", "0.29.0", eager);
+    check_near("0.29 eager", "nccl", p.nccl_bytes, kv_release_find("0.29.0", NULL, 0)->mem->non_torch_tp_fusion_gib * KV_GIB,
+               1.0);
+    release_plan(&p, l8, "a100-80gb", "0.29.0", tp2); /* Ampere: no fusion */
+    check_near("a100", "nccl", p.nccl_bytes, kv_release_find("0.29.0", NULL, 0)->mem->non_torch_tp_nvlink_gib * KV_GIB, 1.0);
+}
+
 static void test_mm_encoder_profile(void **state)
 {
     (void)state;
@@ -1670,6 +1697,7 @@ int main(void)
         cmocka_unit_test(test_release_rules_2),
         cmocka_unit_test(test_compile_cache),
         cmocka_unit_test(test_mm_encoder_profile),
+        cmocka_unit_test(test_allreduce_fusion_workspace),
         cmocka_unit_test(test_load_checks),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
