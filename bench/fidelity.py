@@ -10,7 +10,8 @@ summary gives the median |KV error| over the cases that logged a KV figure
 and the number of wrong verdicts.
 
   python3 bench/fidelity.py                     # the table
-  python3 bench/fidelity.py --check             # exit 1 if a median passes its bound or any verdict is wrong
+  python3 bench/fidelity.py --check             # exit 1 if a median passes its bound, any verdict is wrong
+                                                # or a logged token count is not reproduced from its KV figure
   python3 bench/fidelity.py --case llmd-h100-llama3.1-8b-16k -v   # one case, with kvlab's terms
 
 Python 3 standard library only. KVLAB (or --kvlab) is the binary,
@@ -71,7 +72,7 @@ def summarize(rows, label):
     return line("all", rows)
 
 
-def run_case(kvlab, case):
+def run_case(kvlab, case, extra=()):
     k = case["kvlab"]
     args = [kvlab, "serve", k["model"]]
     if k.get("gpu"):
@@ -80,7 +81,7 @@ def run_case(kvlab, case):
         args += ["--gpu-memory-gib", str(k["gpu_memory_gib"])]
     args += ["--vllm-version", k["vllm_version"], "--accounting", "release"]
     args += k.get("flags", [])
-    args += ["--json"]
+    args += list(extra) + ["--json"]
     # vLLM's own variables come from the case alone ("env": the ones its log or
     # post shows), never from the shell that runs the bench.
     env = {n: v for n, v in os.environ.items() if not n.startswith("VLLM_")}
@@ -94,6 +95,26 @@ def run_case(kvlab, case):
         return json.loads(p.stdout), None
     except ValueError as e:
         return None, "bad JSON: %s" % e
+
+
+def capacity_reproduced(kvlab, case, plan):
+    """Whether kvlab turns the logged KV figure into the logged "GPU KV cache
+    size": the KV memory is pinned to the logged figure's rounding interval
+    (+-0.005 GiB) through --weights-gib, and the logged tokens must lie
+    between the two capacities kvlab then prints. None when the case logged
+    no token count or kvlab's plan did not start."""
+    k = case["kvlab"]
+    tokens, kv = case.get("logged_gpu_kv_cache_tokens"), k.get("logged_kv_gib")
+    if not tokens or not kv or kv <= 0 or not plan["starts"]:
+        return None
+    w = {t["name"]: t["gib"] for t in plan["terms"]}.get("weights")
+    got = []
+    for target in (kv - 0.005, kv + 0.005):
+        p, err = run_case(kvlab, case, ["--weights-gib", "%.9f" % (w + plan["kv_cache_gib"] - target)])
+        if p is None or not p["starts"]:
+            return False
+        got.append(p["kv_cache_tokens"])
+    return got[0] <= tokens <= got[1]
 
 
 def verdict(plan):
@@ -149,7 +170,7 @@ def main():
             print("fidelity: no case %s" % a.case, file=sys.stderr)
             return 2
 
-    errors, wrong, skipped, failed, rows, hopper = [], [], [], [], [], {}
+    errors, wrong, skipped, failed, rows, hopper, capacity = [], [], [], [], [], {}, {}
     held_out = {c["id"] for c in cases if c.get("held_out")}
     print("%-44s %-9s %-26s %-26s %-26s %-22s %s" % ("case", "release", "weights  kvlab  vLLM",
                                                     "activation kvlab vLLM", "non-torch kvlab vLLM",
@@ -175,6 +196,9 @@ def main():
         if not ok:
             wrong.append(c["id"])
         rows.append((c["id"], k["vllm_version"], kv_err, ok))
+        cap = capacity_reproduced(a.kvlab, c, plan)
+        if cap is not None:
+            capacity[c["id"]] = cap
         hopper[c["id"]] = card_is_hopper(k)
         print("%-44s %-9s %s %s        %s %s        %s %s        %s %s %7s  %s" % (
             c["id"][:44], k["vllm_version"], fmt(p["weights"]), fmt(l["weights"]), fmt(p["activation"]),
@@ -204,11 +228,16 @@ def main():
     hmed = float("nan")
     if held:
         hmed, _, _ = summarize(held, "held-out cases (not tuned on), by release range:")
+    missed = sorted(i for i, ok in capacity.items() if not ok)
+    print("capacity from the logged KV figure: %d of %d cases reproduce the logged token count%s" % (
+        len(capacity) - len(missed), len(capacity), (" (missed: " + ", ".join(missed) + ")") if missed else ""))
     if not a.check:
         return 0
     bad = []
     if failed:
         bad.append("cases kvlab could not run: " + ", ".join(failed))
+    if missed:
+        bad.append("capacity not reproduced from the logged KV figure: " + ", ".join(missed))
     if not errs or med > MAX_MEDIAN_KV_ERROR:
         bad.append("median |KV error| %.2f%% > %.1f%%" % (100 * med, 100 * MAX_MEDIAN_KV_ERROR))
     if a.case is None and held and not hmed <= MAX_HELD_OUT_MEDIAN_KV_ERROR:
