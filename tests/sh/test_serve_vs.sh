@@ -35,7 +35,7 @@ PY
 out=$("$KVLAB" serve $L8 --gpu rtx-4090 --max-model-len 8192 --vs --max-model-len 131072); rc=$?
 [ $rc = 1 ] || { echo "FAIL a second line that fails: exit $rc"; fail=1; }
 grep -q "vLLM would .*starts *max_model_len" <<<"$out" || { echo "FAIL the verdicts row"; echo "$out" | tail -4; fail=1; }
-for args in "--vs" "--gpu h100 --vs --max-model-len 8192" "$L8 --vs --nosuch 1"; do
+for args in "--vs" "--gpu h100 --vs --max-model-len 8192" "$L8 --vs --nosuch 1" "$L8 --vs --model nosuch/model"; do
   "$KVLAB" serve $args >"$tmp/out" 2>"$tmp/err"; rc=$?
   if [ $rc != 2 ] || [ -s "$tmp/out" ] || [ "$(wc -l <"$tmp/err")" != 1 ]; then
     echo "FAIL (exit $rc) kvlab serve $args"; cat "$tmp/err"; fail=1

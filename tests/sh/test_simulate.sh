@@ -85,6 +85,11 @@ J
 [ "$(num requests_finished "$tmp/f.json")" = 3 ] || fail "trace file: $(cat "$tmp/f.json")"
 [ "$(num prefix_cache_hits "$tmp/f.json")" -ge 512 ] || fail "shared prefix not hit"
 
+# no MODEL, or one kvlab cannot load: exit 2, one line, before the trace is read
+"$K" simulate --trace gen:n=2 >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "no MODEL given" "$tmp/err" || fail "no model: exit $rc $(cat "$tmp/err")"
+"$K" simulate nosuch/model >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "unknown model 'nosuch/model'" "$tmp/err" || fail "unknown model: exit $rc $(cat "$tmp/err")"
 # bad input: exit 2 with the line and the field
 printf '{"arrival_s": 0, "prompt_tokens": 5, "output_tokens": 1}\n{"arrival_s": 1, "prompt_tokens": 5}\n' >"$tmp/bad.jsonl"
 "$K" simulate $M --trace "$tmp/bad.jsonl" >/dev/null 2>"$tmp/err"; rc=$?

@@ -812,9 +812,9 @@ static void test_activation_formula(void **state)
 }
 
 
-/* Release accounting against real start-up logs (tests/vectors/real-logs.json):
- * the rule each term follows, by release. */
-static void release_plan(kv_plan *p, const char *model, const char *gpu, const char *ver, const char *const *flags)
+/* One plan of model m (already loaded, maybe altered) on a catalogue card
+ * (NULL: the flags give --gpu-memory-gib). */
+static void plan_of(kv_plan *p, const kv_model *m, const char *gpu, const char *ver, const char *const *flags)
 {
     kv_args a;
     kv_args_init(&a);
@@ -824,8 +824,15 @@ static void release_plan(kv_plan *p, const char *model, const char *gpu, const c
         if (kv_args_set(&a, flags[i], flags[i + 1], err, sizeof err) < 0)
             fail_msg("--%s %s: %s", flags[i], flags[i + 1], err);
     const kv_gpu *g = gpu ? kv_gpu_find(&catalog, gpu, err, sizeof err) : NULL;
-    if (kv_plan_compute(load_model(model), g, &a, p, err, sizeof err) != 0)
+    if (kv_plan_compute(m, g, &a, p, err, sizeof err) != 0)
         fail_msg("%s", err);
+}
+
+/* Release accounting against real start-up logs (tests/vectors/real-logs.json):
+ * the rule each term follows, by release. */
+static void release_plan(kv_plan *p, const char *model, const char *gpu, const char *ver, const char *const *flags)
+{
+    plan_of(p, load_model(model), gpu, ver, flags);
 }
 
 /* --compile-cache: a cold start's compile adds 126 bytes per element of the
@@ -888,8 +895,6 @@ static void test_compile_cache(void **state)
     for (int i = 0; i < p.num_fixes; i++)
         assert_null(strstr(p.fixes[i].flags, "--enforce-eager"));
 }
-
-static void plan_of(kv_plan *p, const kv_model *m, const char *gpu, const char *ver, const char *const *flags);
 
 /* The multimodal encoder-cache profile (kv_plan_mm_encoder): Qwen2.5-VL-7B
  * at gpu_memory_utilization 0.22 on 0.22 logged "Encoder cache will be
@@ -982,20 +987,6 @@ static void test_mm_encoder_profile(void **state)
     assert_true(q.fixes[0].starts);
     assert_non_null(strstr(q.fixes[1].flags, "--mm-processor-kwargs"));
     assert_non_null(strstr(q.fixes[2].flags, "--skip-mm-profiling"));
-}
-
-/* One plan of model m (already loaded, maybe altered) on a catalogue card. */
-static void plan_of(kv_plan *p, const kv_model *m, const char *gpu, const char *ver, const char *const *flags)
-{
-    kv_args a;
-    kv_args_init(&a);
-    char err[512];
-    assert_int_equal(kv_args_set(&a, "vllm-version", ver, err, sizeof err), 0);
-    for (int i = 0; flags[i]; i += 2)
-        if (kv_args_set(&a, flags[i], flags[i + 1], err, sizeof err) < 0)
-            fail_msg("--%s %s: %s", flags[i], flags[i + 1], err);
-    if (kv_plan_compute(m, kv_gpu_find(&catalog, gpu, err, sizeof err), &a, p, err, sizeof err) != 0)
-        fail_msg("%s", err);
 }
 
 /* vLLM's checks before memory (engine/kv_plan_checks.c): a method below its

@@ -19,8 +19,7 @@
 #include "kv_plan.h"
 #include "kv_release.h"
 #include "kv_util.h"
-#include "paths.h"
-#include "vllm_config.h"
+#include "plan_inputs.h"
 
 #define FIT_MAX_LIST 64
 
@@ -202,27 +201,13 @@ int cmd_fit(int argc, char **argv)
     kv_args base;
     kv_args_init(&base);
     char notes[2048];
-    if (kvlab_vllm_args_parse(&base, n, rest, notes, sizeof notes, err, sizeof err) < 0) {
-        fprintf(stderr, "kvlab fit: %s\n", err);
-        free(rest);
-        return 2;
-    }
-    free(rest);
-    if (!base.model[0]) {
-        fprintf(stderr, "kvlab fit: no MODEL given (kvlab fit MODEL --context N --concurrency C; see kvlab models)\n");
-        return 2;
-    }
-    const char *assets = kvlab_assets_dir();
     kv_model m;
-    if (kv_model_load_overrides(base.model, assets, base.hf_overrides, &m, err, sizeof err) != KV_MODEL_OK) {
-        fprintf(stderr, "kvlab fit: %s\n", err);
-        return 2;
-    }
     kv_gpu_catalog cat = {0};
-    if (kv_gpu_catalog_load(assets, &cat, err, sizeof err) != KV_GPU_OK) {
-        fprintf(stderr, "kvlab fit: %s\n", err);
-        return 2;
-    }
+    int bad = kvlab_inputs_cli("fit", "kvlab fit MODEL --context N --concurrency C", &base, n, rest, notes,
+                               sizeof notes, &m, &cat);
+    free(rest);
+    if (bad)
+        return bad;
     /* The cards, the tp sizes and the swept values. */
     const kv_gpu *cards[FIT_MAX_LIST];
     int ncards = 0;

@@ -16,7 +16,7 @@
 #include "kv_release.h"
 #include "kv_util.h"
 #include "paths.h"
-#include "vllm_config.h"
+#include "plan_inputs.h"
 
 #define DEFAULT_GPU "h100-80gb"
 
@@ -288,22 +288,13 @@ int cmd_serve(int argc, char **argv)
         free(rest);
         return 2;
     }
-    int rc = kvlab_vllm_args_parse(&a, n, rest, notes, sizeof notes, err, sizeof err);
-    free(rest);
-    if (rc < 0) {
-        fprintf(stderr, "kvlab serve: %s\n", err);
-        return 2;
-    }
-    if (!a.model[0]) {
-        fprintf(stderr, "kvlab serve: no MODEL given (kvlab serve MODEL [vLLM flags] [--gpu NAME]; see kvlab models)\n");
-        return 2;
-    }
-    const char *assets = kvlab_assets_dir();
     kv_model m;
-    if (kv_model_load_overrides(a.model, assets, a.hf_overrides, &m, err, sizeof err) != KV_MODEL_OK) {
-        fprintf(stderr, "kvlab serve: %s\n", err);
-        return 2;
-    }
+    int rc = kvlab_inputs_cli("serve", "kvlab serve MODEL [vLLM flags] [--gpu NAME]", &a, n, rest, notes, sizeof notes,
+                              &m, NULL);
+    free(rest);
+    if (rc)
+        return rc;
+    const char *assets = kvlab_assets_dir();
     kv_gpu_catalog cat = {0};
     const kv_gpu *gpu = NULL;
     kv_gpu this_gpu;

@@ -19,7 +19,7 @@
 #include "kv_trace.h"
 #include "kv_util.h"
 #include "paths.h"
-#include "vllm_config.h"
+#include "plan_inputs.h"
 
 #define DEFAULT_GPU "h100-80gb"
 
@@ -393,18 +393,14 @@ int cmd_simulate(int argc, char **argv)
     kv_args a;
     kv_args_init(&a);
     char err[1024] = "", args_notes[2048] = "", notes[4096] = "";
-    int rc = kvlab_vllm_args_parse(&a, n, rest, args_notes, sizeof args_notes, err, sizeof err);
+    kv_model m;
+    int rc = kvlab_inputs_cli("simulate", "kvlab simulate MODEL --trace FILE", &a, n, rest, args_notes,
+                              sizeof args_notes, &m, NULL);
+    free(rest);
+    if (rc)
+        return rc;
     for (char *line = strtok(args_notes, "\n"); line; line = strtok(NULL, "\n"))
         add_note(notes, sizeof notes, line);
-    free(rest);
-    if (rc < 0) {
-        fprintf(stderr, "kvlab simulate: %s\n", err);
-        return 2;
-    }
-    if (!a.model[0]) {
-        fprintf(stderr, "kvlab simulate: no MODEL given (kvlab simulate MODEL --trace FILE; see kvlab models)\n");
-        return 2;
-    }
     if (!trace_arg) {
         fprintf(stderr, "kvlab simulate: no --trace given (a JSONL file or gen:...; see kvlab simulate --help)\n");
         return 2;
@@ -415,12 +411,6 @@ int cmd_simulate(int argc, char **argv)
         return 2;
     }
     const char *assets = kvlab_assets_dir();
-    kv_model m;
-    if (kv_model_load_overrides(a.model, assets, a.hf_overrides, &m, err, sizeof err) != KV_MODEL_OK) {
-        fprintf(stderr, "kvlab simulate: %s\n", err);
-        kv_trace_free(&tr);
-        return 2;
-    }
     kv_gpu_catalog cat = {0};
     const kv_gpu *gpu = NULL;
     kv_gpu this_gpu;

@@ -9,6 +9,7 @@
 
 #include "kv_release.h"
 #include "kv_util.h"
+#include "plan_inputs.h"
 
 /* The catalogue card a log's name or total points at; NULL if neither does. */
 static const kv_gpu *card_for_log(const kv_gpu_catalog *cat, const kv_logread *lr, char *how, size_t howlen)
@@ -258,20 +259,21 @@ int explain_run(const char *text, size_t len, int extra_argc, char **extra_argv,
         if (rc < 0)
             return -1;
     }
-    if (!r->args.model[0]) {
+    char e[512];
+    kv_gpu_catalog cat = {0};
+    switch (kvlab_inputs_load(&r->args, assets, &r->model, &cat, e, sizeof e)) {
+    case KVLAB_INPUTS_OK:
+        break;
+    case KVLAB_INPUTS_NO_MODEL:
         snprintf(r->missing, sizeof r->missing,
                  "cannot plan: the log does not name the model (no non-default args, engine line or banner); add "
                  "--model NAME");
         return 0;
-    }
-    char e[512];
-    if (kv_model_load_overrides(r->args.model, assets, r->args.hf_overrides, &r->model, e, sizeof e) != KV_MODEL_OK) {
+    case KVLAB_INPUTS_MODEL:
         snprintf(r->missing, sizeof r->missing, "cannot plan: %s (kvlab models lists the catalogue; --model PATH "
                  "takes a config.json)", e);
         return 0;
-    }
-    kv_gpu_catalog cat = {0};
-    if (kv_gpu_catalog_load(assets, &cat, e, sizeof e) != KV_GPU_OK) {
+    default:
         snprintf(r->missing, sizeof r->missing, "cannot plan: %s", e);
         return 0;
     }

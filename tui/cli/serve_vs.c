@@ -16,6 +16,7 @@
 #include "kv_plan.h"
 #include "kv_util.h"
 #include "paths.h"
+#include "plan_inputs.h"
 #include "vllm_config.h"
 
 #define VS_DEFAULT_GPU "h100-80gb"
@@ -28,10 +29,9 @@ typedef struct vs_side {
     kv_plan p;
 } vs_side;
 
+/* The side's plan on its card; its model is loaded already. */
 static int vs_plan(vs_side *s, const kv_gpu_catalog *cat, char *note, size_t notelen, char *err, size_t errlen)
 {
-    if (kv_model_load_overrides(s->a.model, kvlab_assets_dir(), s->a.hf_overrides, &s->m, err, errlen) != KV_MODEL_OK)
-        return -1;
     const kv_gpu *g = NULL;
     if (s->a.gpu[0]) {
         g = kv_gpu_find(cat, s->a.gpu, err, errlen);
@@ -102,14 +102,9 @@ int cmd_serve_vs(int argc, char **argv)
         goto out;
     }
     kv_args_init(&s[0].a);
-    if (kvlab_vllm_args_parse(&s[0].a, n1, one, notes, sizeof notes, err, sizeof err) < 0) {
-        fprintf(stderr, "kvlab serve: %s\n", err);
+    if (kvlab_inputs_cli("serve", "kvlab serve MODEL [flags] --vs [other flags]", &s[0].a, n1, one, notes,
+                         sizeof notes, &s[0].m, &cat) != 0)
         goto out;
-    }
-    if (!s[0].a.model[0]) {
-        fprintf(stderr, "kvlab serve: no MODEL given (kvlab serve MODEL [flags] --vs [other flags])\n");
-        goto out;
-    }
     s[1].a = s[0].a;
     s[1].a.model[0] = '\0';
     if (kvlab_vllm_args_parse(&s[1].a, n2, two, notes, sizeof notes, err, sizeof err) < 0) {
@@ -118,12 +113,12 @@ int cmd_serve_vs(int argc, char **argv)
     }
     if (!s[1].a.model[0])
         memcpy(s[1].a.model, s[0].a.model, sizeof s[1].a.model);
-    if (kv_gpu_catalog_load(kvlab_assets_dir(), &cat, err, sizeof err) != KV_GPU_OK ||
-        vs_plan(&s[0], &cat, note, sizeof note, err, sizeof err) != 0) {
+    if (vs_plan(&s[0], &cat, note, sizeof note, err, sizeof err) != 0) {
         fprintf(stderr, "kvlab serve: %s\n", err);
         goto out;
     }
-    if (vs_plan(&s[1], &cat, note2, sizeof note2, err, sizeof err) != 0) {
+    if (kvlab_inputs_load(&s[1].a, kvlab_assets_dir(), &s[1].m, NULL, err, sizeof err) != KVLAB_INPUTS_OK ||
+        vs_plan(&s[1], &cat, note2, sizeof note2, err, sizeof err) != 0) {
         fprintf(stderr, "kvlab serve: after --vs: %s\n", err);
         goto out;
     }
