@@ -94,6 +94,11 @@ typedef struct app {
     int startup_shown;       /* visible plan log lines revealed so far */
     int64_t sel_req;         /* request whose block table is shown (t), -1 none */
 
+    /* The memory view's second plan (v): a copy of the frame's plan kept
+     * for comparing against the next ones, allocated at the first v. */
+    kv_plan *vs_plan;
+    int vs_kept;             /* 1: vs_plan is drawn beside the frame's plan */
+
     /* Overlays. */
     int overlay;             /* APP_OV_* */
     double list_typed_at;    /* when a digit was last typed in the list (two-digit numbers) */

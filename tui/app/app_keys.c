@@ -9,6 +9,7 @@
 #include "app_term.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ui_chrome.h"
@@ -301,6 +302,32 @@ static void overlay_key(app *a, int ch, int *quit)
     }
 }
 
+/* v: keep the plan the memory view draws now as its second bar, so the
+ * next flag change shows beside it term by term; v again drops it. */
+static void keep_plan(app *a)
+{
+    a->dirty |= UI_PANE_BIT(UI_PANE_MEMORY);
+    if (a->vs_kept) {
+        a->vs_kept = 0;
+        app_relayout(a, 0);
+        app_status(a, UI_R_DIM, "The kept plan is dropped: one memory bar again");
+        return;
+    }
+    app_frame_update(a);
+    if (!a->frame.has_plan) {
+        app_status(a, UI_R_DIM, "No plan to keep yet: start a server first");
+        return;
+    }
+    if (!a->vs_plan && !(a->vs_plan = malloc(sizeof *a->vs_plan))) return;
+    *a->vs_plan = a->frame.plan;
+    a->vs_kept = 1;
+    app_relayout(a, 0);
+    int lf;
+    int shown = app_shown_panes(a, &lf) & UI_PANE_BIT(UI_PANE_MEMORY);
+    app_status(a, UI_R_OK, "Plan kept: change a flag to see it beside the new one%s (v drops it)",
+               shown ? "" : " in the memory view");
+}
+
 static void step_once(app *a)
 {
     if (!lsn_engine_runs(a->lsn)) {
@@ -395,6 +422,7 @@ void app_handle_key(app *a, int ch, int *quit)
     }
     case '\t': cycle_view(a); break;
     case 'h': give_hint(a); break;
+    case 'v': keep_plan(a); break;
     case 'r': app_open_overlay(a, APP_OV_CONFIRM_RESET); break;
     case 'l': a->vst.list_sel = lsn_current(a->lsn) - 1; app_open_overlay(a, APP_OV_LESSONS); break;
     case '?': app_open_overlay(a, APP_OV_HELP); break;

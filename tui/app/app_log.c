@@ -17,10 +17,24 @@
 #include "explain_plan.h"
 #include "kv_util.h"
 #include "paths.h"
+#include "ui_mem.h"
 
 #define LOG_MAX_BYTES (64u << 20)
 
 static char g_dir[512];
+static kv_plan g_log_plan;  /* the log's own figures (app_log_plan) */
+static unsigned g_log_stated; /* UI_MEM_T_* bits the log states; 0: no plan */
+
+/* explain_logged_plan's figures as the memory view's terms. */
+#define T(x) (1u << UI_MEM_T_##x)
+static const struct {
+    unsigned lp, ui;
+} STATED[] = {
+    {EXPLAIN_LP_WEIGHTS, T(WEIGHTS)},       {EXPLAIN_LP_ACTIVATION, T(ACTIVATION)},
+    {EXPLAIN_LP_NON_TORCH, T(CONTEXT) | T(NCCL)}, {EXPLAIN_LP_CUDAGRAPH, T(CUDAGRAPH)},
+    {EXPLAIN_LP_KV, T(KV)},                 {EXPLAIN_LP_TOKENS, UI_MEM_VS_TOKENS},
+};
+#undef T
 
 /* A Lua string literal of s: printable ASCII kept, quotes and backslashes
  * escaped, anything else a space (log text is untrusted). */
@@ -76,6 +90,7 @@ static int write_course(const char *dir, const char *file, const explain_result 
     lua_str(f, lr->error);
     fprintf(f, ",\n  error_kind = ");
     lua_str(f, kv_logread_error_name(lr->error_kind));
+    fprintf(f, ",\n  bars = %s", g_log_stated ? "true" : "false");
     fprintf(f, ",\n  rows = {\n");
     for (int i = 0; i < r->num_diffs; i++) {
         const explain_diff *d = &r->diffs[i];
@@ -161,6 +176,12 @@ static int write_course(const char *dir, const char *file, const explain_result 
           "  lab.say(\"The left column is what your log says and stays; the right one is kvlab's plan \"\n"
           "          .. \"for the flags in the flags view. Press f to change one: kvlab re-plans at once, \"\n"
           "          .. \"as rerunning vllm serve would, and the memory bar and the start-up log follow.\")\n"
+          "  if L.bars then\n"
+          "    lab.say(\"The memory view draws both: the top bar (log) is your log's figures, the one \"\n"
+          "            .. \"under it (kvlab) kvlab's plan; a term that differs shows the log's figure in \"\n"
+          "            .. \"brackets. v keeps kvlab's plan of the moment as the top bar instead, to set \"\n"
+          "            .. \"the next flag change beside it; v again brings your log back.\")\n"
+          "  end\n"
           "end\n\n"
           "return {\n"
           "  id = 1,\n"
@@ -195,6 +216,12 @@ static void remove_course(void)
     g_dir[0] = '\0';
 }
 
+const kv_plan *app_log_plan(unsigned *stated)
+{
+    *stated = g_log_stated;
+    return g_log_stated ? &g_log_plan : NULL;
+}
+
 const char *app_log_course(const char *file, int argc, char **argv, char *err, size_t errlen)
 {
     char *text = NULL;
@@ -225,6 +252,10 @@ const char *app_log_course(const char *file, int argc, char **argv, char *err, s
         return NULL;
     }
     atexit(remove_course);
+    unsigned lp = explain_logged_plan(r, &g_log_plan);
+    for (size_t i = 0; i < sizeof STATED / sizeof STATED[0]; i++)
+        if (lp & STATED[i].lp)
+            g_log_stated |= STATED[i].ui;
     rc = write_course(g_dir, file, r, err, errlen);
     free(r);
     if (rc != 0) {

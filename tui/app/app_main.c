@@ -304,6 +304,11 @@ void app_model_update(app *a)
         if (app_log_visible(a, i)) m->log_visible[i / 64] |= (uint64_t)1 << (i % 64);
     int lf;
     m->shown_panes = app_shown_panes(a, &lf);
+    /* The memory view's second bar: the plan v kept, else the log's own. */
+    m->mem_vs = a->vs_kept ? a->vs_plan : app_log_plan(&m->mem_vs_stated);
+    if (a->vs_kept) m->mem_vs_stated = ~0u;
+    m->mem_vs_label = a->vs_kept ? "kept" : "log";
+    m->mem_label = a->vs_kept ? "now" : "kvlab";
     m->room_label = app_room_label(a);
     m->room_footer = app_room_footer_mode(a);
     m->room_followers = app_room_followers(a);
@@ -474,6 +479,7 @@ static void lesson_ui_reset(app *a)
     a->view_focus = -1;
     a->vst.flag_sel = 0;
     a->flag_editing = 0;
+    a->vs_kept = 0; /* a plan kept in one lesson is not the next one's */
 }
 
 static void lesson_opened(app *a)
@@ -865,6 +871,7 @@ int app_main(int argc, char **argv)
     if (dev) dev->ops->destroy(dev);
     free(a->flash_kind);
     free(a->flash_until);
+    free(a->vs_plan);
     kv_frame_free(&a->frame);
     if (g_quit_signal) return 128 + (int)g_quit_signal;
     if (g_term_gone) { /* as if hung up; stderr may be gone with the terminal */

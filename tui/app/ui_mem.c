@@ -123,6 +123,26 @@ void ui_mem_bar(WINDOW *win, int y, int x, int width, const kv_plan *p, unsigned
         ui_put(win, y, x + budget_end, g->vline, ui_attr(UI_R_KEY));
 }
 
+/* The second plan's figure for term t (ui_model.mem_vs), or < 0 where there
+ * is none to quote: no second plan, a term it does not state or never
+ * reached, or one within 0.005 GiB of the frame plan's figure b. */
+static double vs_bytes(const ui_model *m, int t, double b)
+{
+    const kv_plan *vs = m ? m->mem_vs : NULL;
+    if (!vs || !(m->mem_vs_stated & (1u << t)) || !(ui_mem_reached(vs) & (1u << t))) return -1;
+    double v = term_bytes(vs, t);
+    return fabs(v - b) < 0.005 * KV_GIB ? -1 : v;
+}
+
+/* A second plan's figure after the frame plan's: " (log 2.89)". */
+static void vs_quote(const ui_model *m, double v, int tokens, char *out, size_t len)
+{
+    char n[32];
+    if (tokens) kv_fmt_thousands(n, sizeof n, (int64_t)v);
+    else snprintf(n, sizeof n, "%.2f", kv_gib(v));
+    snprintf(out, len, " (%s %s)", m->mem_vs_label ? m->mem_vs_label : "", n);
+}
+
 /* Legend entries laid out left to right, wrapping; returns rows used. */
 static int legend(const ui_view_ctx *c, WINDOW *win, int y, int x, int width, int maxrows, const kv_plan *p,
                   unsigned mask, int draw)
@@ -142,9 +162,11 @@ static int legend(const ui_view_ctx *c, WINDOW *win, int y, int x, int width, in
         if (!(got & (1u << t))) continue; /* never measured: the start stopped before */
         if (t == UI_MEM_T_NCCL && b <= 0) continue;
         if (t == UI_MEM_T_CUDAGRAPH && b <= 0 && !p->enforce_eager) continue;
-        char s[64];
+        char s[96], q[48] = "";
+        double v = vs_bytes(c->m, t, b);
+        if (v >= 0 && (mask & (1u << t))) vs_quote(c->m, v, 0, q, sizeof q);
         if (!(mask & (1u << t))) snprintf(s, sizeof s, "%s ...", terms[t].name);
-        else snprintf(s, sizeof s, "%s %.2f", terms[t].name, kv_gib(b));
+        else snprintf(s, sizeof s, "%s %.2f%s", terms[t].name, kv_gib(b), q);
         int len = (int)strlen(s) + 3;
         if (col > 0 && col + len > width) { row++; col = 0; }
         if (row >= maxrows) break;
@@ -163,7 +185,7 @@ static int legend(const ui_view_ctx *c, WINDOW *win, int y, int x, int width, in
 static int mem_want_h(const ui_view_ctx *c, int w)
 {
     if (!c->f->has_plan) return 5;
-    return 2 + 4 + legend(c, NULL, 0, 0, w - 4, 8, &c->f->plan, ~0u, 0);
+    return 2 + 4 + (c->m->mem_vs != NULL) + legend(c, NULL, 0, 0, w - 4, 8, &c->f->plan, ~0u, 0);
 }
 
 /* A highlighted term: the bar, its legend entry (first in the legend) and
@@ -173,7 +195,7 @@ static int mem_must_h(const ui_view_ctx *c, int w)
     (void)w;
     if (!c->f->has_plan) return 0;
     for (int t = 0; t < UI_MEM_NT; t++)
-        if (highlighted(c, t)) return 2 + 1 + 1 + 2;
+        if (highlighted(c, t)) return 2 + 1 + (c->m->mem_vs != NULL) + 1 + 2;
     return 0;
 }
 
@@ -193,6 +215,37 @@ static void mem_row(void *ctx, const wchar_t *s, int n)
     }
     r->y++;
     r->n--;
+}
+
+/* vLLM's "GPU KV cache size" figure of plan p, as its start-up log prints
+ * it (kv_plan.h kv_cache_tokens_logged: from 0.21 whole max_model_len
+ * requests across the KV cache groups, which a sliding-window model's pool
+ * holds a little fewer of than its blocks x block_size / groups). */
+static int64_t shown_tokens(const kv_plan *p)
+{
+    return p->kv_cache_tokens_logged;
+}
+
+/* The second plan's bar above the frame plan's, each labelled, both on one
+ * scale (the larger card's total: a smaller card's bar ends short).
+ * Returns the row after them. */
+static int vs_bars(const ui_model *a, WINDOW *win, int y, int iw, const kv_plan *p, unsigned mask)
+{
+    const kv_plan *vs = a->mem_vs;
+    const char *l1 = a->mem_vs_label ? a->mem_vs_label : "", *l2 = a->mem_label ? a->mem_label : "";
+    int lw = (int)(strlen(l1) > strlen(l2) ? strlen(l1) : strlen(l2)) + 1;
+    if (iw - lw < 8) lw = 0;
+    int bw = iw - lw;
+    double top = fmax(p->gpu_total_bytes, vs->gpu_total_bytes);
+    const kv_plan *two[2] = { vs, p };
+    const char *lab[2] = { l1, l2 };
+    unsigned masks[2] = { ui_mem_reached(vs), mask };
+    for (int i = 0; i < 2; i++, y++) {
+        int w = top > 0 ? (int)lround(bw * two[i]->gpu_total_bytes / top) : bw;
+        if (lw) ui_puts(win, y, 2, lw, lab[i], ui_attr(i ? UI_R_NORMAL : UI_R_DIM));
+        ui_mem_bar(win, y, 2 + lw, w > 0 ? w : 1, two[i], masks[i], -1.0);
+    }
+    return y;
 }
 
 static void mem_draw(const ui_view_ctx *c, WINDOW *win)
@@ -222,10 +275,12 @@ static void mem_draw(const ui_view_ctx *c, WINDOW *win)
     unsigned mask = a->mem_terms & ui_mem_reached(p);
     unsigned all = (1u << UI_MEM_NT) - 1;
     int nleg = legend(c, NULL, 0, 0, iw, 8, p, mask, 0);
-    /* Rows: budget line, bar, legend, summary (2). On a short pane the bar
-     * and its legend come first, then the summary, then the budget line. */
+    int nbars = 1 + (a->mem_vs != NULL);
+    /* Rows: budget line, bar (two with a second plan), legend, summary (2).
+     * On a short pane the bars and the legend come first, then the summary,
+     * then the budget line. */
     int want_head = 1, want_sum = 2;
-    int spare = ih - 1 - nleg;
+    int spare = ih - nbars - nleg;
     if (spare < want_sum + want_head) want_head = 0;
     if (spare < want_sum) want_sum = spare > 0 ? spare : 0;
     int y = 1;
@@ -243,7 +298,11 @@ static void mem_draw(const ui_view_ctx *c, WINDOW *win)
                      kv_gib(p->budget_bytes));
         ui_puts(win, y++, 2, iw, head, ui_attr(UI_R_NORMAL));
     }
-    ui_mem_bar(win, y++, 2, iw, p, mask, -1.0);
+    if (a->mem_vs) {
+        y = vs_bars(a, win, y, iw, p, mask);
+    } else {
+        ui_mem_bar(win, y++, 2, iw, p, mask, -1.0);
+    }
     if (y - 1 >= ih) return;
     int rows_left = ih - (y - 1);
     y += legend(c, win, y, 2, iw, rows_left, p, mask, 1);
@@ -277,19 +336,26 @@ static void mem_draw(const ui_view_ctx *c, WINDOW *win)
     } else {
         /* vLLM's own wording, so the learner recognises it in a real log. */
         char t1[32], t2[32];
-        ui_printf(win, y++, 2, iw, ui_attr(UI_R_OK), "Available KV cache memory: %.2f GiB",
-                  kv_gib(p->available_kv_bytes));
-        /* The figure the log line prints: a V1 release counts whole
-         * max_model_len requests across its KV cache groups (kv_plan.c
-         * phase_pool), which a sliding-window model's pool holds a little
-         * fewer of than its blocks x block_size / groups. */
-        int64_t toks = p->engine_v1 ? (int64_t)(p->max_concurrency * (double)p->max_model_len) : p->kv_cache_tokens;
+        /* the second plan's figure only where vLLM's words still fit whole */
+        char line[160], q[48] = "";
+        double v = vs_bytes(a, UI_MEM_T_KV, p->available_kv_bytes);
+        snprintf(line, sizeof line, "Available KV cache memory: %.2f GiB", kv_gib(p->available_kv_bytes));
+        if (v >= 0) vs_quote(a, v, 0, q, sizeof q);
+        if (strlen(line) + strlen(q) <= (size_t)iw) strcat(line, q);
+        ui_puts(win, y++, 2, iw, line, ui_attr(UI_R_OK));
+        int64_t toks = shown_tokens(p);
         char groups[32] = "";
         if (p->num_kv_groups > 1) snprintf(groups, sizeof groups, ", %d groups", (int)p->num_kv_groups);
         if (y - 1 < ih) {
-            /* vLLM's words whole; the block count only where it fits too */
-            char line[160], more[64];
+            /* vLLM's words whole; the second plan's count, then the block
+             * count, only where they fit too */
+            char more[64];
             snprintf(line, sizeof line, "GPU KV cache size: %s tokens", kv_fmt_thousands(t1, sizeof t1, toks));
+            const kv_plan *vs = a->mem_vs;
+            if (vs && (a->mem_vs_stated & UI_MEM_VS_TOKENS) && vs->starts && shown_tokens(vs) != toks) {
+                vs_quote(a, (double)shown_tokens(vs), 1, more, sizeof more);
+                if (strlen(line) + strlen(more) <= (size_t)iw) strcat(line, more);
+            }
             snprintf(more, sizeof more, " (%s blocks%s)", kv_fmt_thousands(t2, sizeof t2, p->num_blocks), groups);
             if (strlen(line) + strlen(more) <= (size_t)iw) strcat(line, more);
             ui_puts(win, y, 2, iw, line, ui_attr(UI_R_NORMAL));

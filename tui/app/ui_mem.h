@@ -21,6 +21,9 @@ void ui_mem_bar(WINDOW *win, int y, int x, int width, const kv_plan *p, unsigned
 enum { UI_MEM_T_CONTEXT = 0, UI_MEM_T_WEIGHTS, UI_MEM_T_ACTIVATION, UI_MEM_T_CUDAGRAPH,
        UI_MEM_T_NCCL, UI_MEM_T_KV, UI_MEM_NT };
 
+/* ui_model.mem_vs_stated: the second plan states its KV token count. */
+#define UI_MEM_VS_TOKENS (1u << UI_MEM_NT)
+
 /* The terms (bit UI_MEM_T_*) a start measured before it stopped: all of
  * them for a server that started or failed a check after sizing the pool;
  * only the context, NCCL and the weights for one that died loading them

@@ -107,6 +107,16 @@ typedef struct ui_model {
     uint64_t log_visible[(KV_PLAN_MAX_LOG + 63) / 64]; /* bit i: plan log line i is within "upto" */
     unsigned shown_panes;    /* UI_PANE_BIT of the side panes to place */
 
+    /* Memory view: a second plan drawn above the frame's, term by term (v
+     * keeps the plan of the moment; kvlab --log: the log's own figures), or
+     * NULL; the terms whose figures it states (UI_MEM_T_* bits, and
+     * UI_MEM_VS_TOKENS for its KV tokens: ui_mem.h; the others are drawn in
+     * its bar but not quoted); the labels of its bar and of the frame's. */
+    const kv_plan *mem_vs;
+    unsigned mem_vs_stated;
+    const char *mem_vs_label;
+    const char *mem_label;
+
     /* Classroom (app_room.h). */
     const char *room_label;  /* "presenting to 3", ... "" without a room */
     int room_footer;         /* 1 following, 2 broken away, 0 otherwise */

@@ -2,6 +2,7 @@
 #include "explain_plan.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,6 +239,90 @@ static void compare(explain_result *r)
                 snprintf(d->cause, sizeof d->cause, "follows the KV tokens");
         }
     }
+}
+
+/* How a logged failure stopped, in the plan's terms (what the memory view
+ * draws of a start that stopped there: ui_mem_reached). */
+static const struct {
+    kv_logread_error lr;
+    kv_plan_error plan;
+} LOGGED_FAILURE[] = {
+    {KV_LR_ERR_FREE_MEMORY, KV_PLAN_ERR_FREE_MEMORY},   {KV_LR_ERR_NO_KV_MEMORY, KV_PLAN_ERR_NO_KV_MEMORY},
+    {KV_LR_ERR_MAX_MODEL_LEN, KV_PLAN_ERR_MAX_MODEL_LEN}, {KV_LR_ERR_AUTO_FIT, KV_PLAN_ERR_AUTO_FIT},
+    {KV_LR_ERR_WEIGHTS_OOM, KV_PLAN_ERR_WEIGHTS_OOM},   {KV_LR_ERR_PROFILE_OOM, KV_PLAN_ERR_PROFILE_OOM},
+    {KV_LR_ERR_SAMPLER_OOM, KV_PLAN_ERR_SAMPLER_OOM},   {KV_LR_ERR_OOM, KV_PLAN_ERR_SAMPLER_OOM},
+};
+
+/* The log's figure under a difference's JSON key (explain_diff.key). */
+static int logged(const explain_result *r, const char *key, double *v)
+{
+    for (int i = 0; i < r->num_diffs; i++)
+        if (!strcmp(r->diffs[i].key, key)) {
+            *v = r->diffs[i].logged;
+            return 1;
+        }
+    return 0;
+}
+
+/* The logged GiB figures that stand for one plan term as they are. */
+static const struct {
+    const char *key;
+    unsigned bit;
+    size_t field; /* offsetof a double in kv_plan, bytes */
+} LOGGED_TERM[] = {
+    {"weights_gib", EXPLAIN_LP_WEIGHTS, offsetof(kv_plan, weights_bytes)},
+    {"activation_gib", EXPLAIN_LP_ACTIVATION, offsetof(kv_plan, activation_bytes)},
+    {"non_torch_gib", EXPLAIN_LP_NON_TORCH, offsetof(kv_plan, cuda_context_bytes)},
+    {"cudagraph_gib", EXPLAIN_LP_CUDAGRAPH, offsetof(kv_plan, cudagraph_bytes)},
+    {"kv_cache_gib", EXPLAIN_LP_KV, offsetof(kv_plan, available_kv_bytes)},
+};
+
+unsigned explain_logged_plan(const explain_result *r, kv_plan *out)
+{
+    if (!r->planned)
+        return 0;
+    const kv_logread *lr = &r->lr;
+    kv_plan q = r->plan;
+    unsigned got = 0;
+    double v;
+    for (size_t i = 0; i < sizeof LOGGED_TERM / sizeof LOGGED_TERM[0]; i++)
+        if (logged(r, LOGGED_TERM[i].key, &v)) {
+            *(double *)((char *)&q + LOGGED_TERM[i].field) = v * KV_GIB;
+            got |= LOGGED_TERM[i].bit;
+        }
+    if (got & EXPLAIN_LP_NON_TORCH) /* all of it in the one term */
+        q.nccl_bytes = q.non_torch_bytes = 0;
+    if (logged(r, "activation_non_torch_gib", &v)) {
+        q.activation_bytes = fmax(0, v * KV_GIB - q.cuda_context_bytes - q.nccl_bytes - q.non_torch_bytes);
+        got |= EXPLAIN_LP_ACTIVATION;
+    }
+    if (logged(r, "kv_cache_tokens", &v)) {
+        q.kv_cache_tokens = q.kv_cache_tokens_logged = (int64_t)v;
+        got |= EXPLAIN_LP_TOKENS;
+    }
+    if (logged(r, "max_concurrency", &v)) {
+        q.max_concurrency = v;
+        got |= EXPLAIN_LP_CONCURRENCY;
+    }
+    if (!got)
+        return 0;
+    if (lr->have & KV_LR_GPU_TOTAL) {
+        q.gpu_total_bytes = lr->gpu_total_gib * KV_GIB;
+        q.budget_bytes = q.gpu_total_bytes * q.gpu_memory_utilization;
+    }
+    if (lr->error_kind != KV_LR_ERR_NONE) {
+        q.starts = 0;
+        q.error_kind = KV_PLAN_STARTS; /* a kind the bar has no rule for: every term it states */
+        for (size_t i = 0; i < sizeof LOGGED_FAILURE / sizeof LOGGED_FAILURE[0]; i++)
+            if (LOGGED_FAILURE[i].lr == lr->error_kind)
+                q.error_kind = LOGGED_FAILURE[i].plan;
+    } else {
+        q.starts = 1;
+        q.error_kind = KV_PLAN_STARTS;
+    }
+    q.num_fixes = 0;
+    *out = q;
+    return got;
 }
 
 int explain_run(const char *text, size_t len, int extra_argc, char **extra_argv, const char *assets,

@@ -53,4 +53,26 @@ typedef struct explain_result {
 int explain_run(const char *text, size_t len, int extra_argc, char **extra_argv, const char *assets,
                 explain_result *res, char *err, size_t errlen);
 
+/* Which figures of explain_logged_plan's plan the log states. */
+enum {
+    EXPLAIN_LP_WEIGHTS = 1u << 0,
+    EXPLAIN_LP_ACTIVATION = 1u << 1, /* the peak, or (V1) derived from the budget */
+    EXPLAIN_LP_NON_TORCH = 1u << 2,  /* in cuda_context_bytes; nccl_bytes and non_torch_bytes 0 */
+    EXPLAIN_LP_CUDAGRAPH = 1u << 3,
+    EXPLAIN_LP_KV = 1u << 4,         /* available_kv_bytes */
+    EXPLAIN_LP_TOKENS = 1u << 5,     /* kv_cache_tokens and kv_cache_tokens_logged */
+    EXPLAIN_LP_CONCURRENCY = 1u << 6,
+};
+
+/* The log's own plan, to draw beside kvlab's (the app's memory view under
+ * --log): res->plan with each figure the log states put in its place, per
+ * GPU: weights, activation peak (or, from a V1 log, the activation and
+ * non-torch memory the budget leaves, less kvlab's non-torch), non-torch,
+ * CUDA graphs, available KV memory, KV tokens, max concurrency, the card's
+ * total; the budget follows the total; a failed log's kind of failure.
+ * Figures the log does not state stay kvlab's. Returns the EXPLAIN_LP_*
+ * bits of the figures the log states; 0 (out untouched) when there is no
+ * plan or the log states no memory figure. */
+unsigned explain_logged_plan(const explain_result *res, kv_plan *out);
+
 #endif
