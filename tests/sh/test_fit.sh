@@ -36,8 +36,32 @@ t4 = row(rows, "t4-16gb", 1)
 check(not t4["fits"] and not t4["starts"] and t4["error_kind"] == "weights_oom" and "weights" in t4["limit"],
       "T4 at tp 1 does not fit, for its weights: %r" % t4)
 h1 = row(rows, "h100-80gb-sxm", 1)
-check(h1["starts"] and h1["max_concurrency"] < 16 and not h1["fits"] and "16 wanted" in h1["limit"],
+check(h1["starts"] and h1["max_concurrency"] < 16 and not h1["fits"],
       "H100 at tp 1 starts but holds fewer than 16 requests of 32,768: %r" % h1)
+# Why: 16 x 32,768 tokens x 128 KiB a token (32 layers x 8 KV heads x 128 x
+# K and V x 2 bytes) is 64 GiB of KV cache, more than the card has left.
+check(abs(h1["kv_needed_gib"] - 16 * 32768 * 131072 / 2**30) < 1e-9 and h1["kv_needed_gib"] > h1["kv_cache_gib"]
+      and "16 x 32,768 tokens need 64.00 GiB, %.2f left" % h1["kv_cache_gib"] in h1["limit"],
+      "the H100 row says what 16 requests need and what is left: %r" % h1["limit"])
+# What would fit: fp8 KV on the same card (the sweep's fp8 row), tp 2 (its
+# row), the smallest bigger card at tp 1 (the cheapest row).
+alts = {a["change"]: a for a in h1["fits_with"]}
+hf8 = row(w["rows"], "h100-80gb-sxm", 1, **{"kv-cache-dtype": "fp8"})
+check(set(alts) == {"--kv-cache-dtype fp8", "--tensor-parallel-size 2", "--gpu h100-nvl-94gb"},
+      "the H100 row offers fp8 KV, tp 2 and the H100 NVL: %r" % h1["fits_with"])
+for ch, want in (("--kv-cache-dtype fp8", hf8), ("--tensor-parallel-size 2", row(rows, "h100-80gb-sxm", 2)),
+                 ("--gpu h100-nvl-94gb", d["cheapest"])):
+    a = alts.get(ch, {})
+    check(a.get("kv_cache_tokens") == want["kv_cache_tokens"] and a.get("max_concurrency") == want["max_concurrency"]
+          and a["max_concurrency"] >= 16 and a.get("cards") == want["cards"], "%s is that row's plan: %r" % (ch, a))
+check("; fits with --kv-cache-dtype fp8 (%.2f), tp 2 (%.2f), h100-nvl-94gb (%.2f)"
+      % (hf8["max_concurrency"], alts["--tensor-parallel-size 2"]["max_concurrency"], d["cheapest"]["max_concurrency"])
+      in h1["limit"], "the text names them: %r" % h1["limit"])
+# The T4's weights do not fit one card: no fp8 KV offered, more cards are.
+t4alts = [a["change"] for a in t4["fits_with"]]
+check("--kv-cache-dtype fp8" not in t4alts and "--tensor-parallel-size 8" in t4alts, "the T4 offers: %r" % t4alts)
+for r in rows:
+    check(not (r["fits"] and r["fits_with"]), "a row that fits offers nothing: %r" % r)
 h2 = row(rows, "h100-80gb-sxm", 2)
 check(h2["fits"] and h2["kv_cache_tokens"] == s["kv_cache_tokens"],
       "H100 at tp 2 is kvlab serve's plan (%s tokens vs %s)" % (h2["kv_cache_tokens"], s["kv_cache_tokens"]))
@@ -55,7 +79,7 @@ check(d["cheapest"]["gpu"] == best["gpu"] and d["cheapest"]["tensor_parallel_siz
       "cheapest is %s tp %d, the rule gives %s tp %d" % (d["cheapest"]["gpu"], d["cheapest"]["tensor_parallel_size"],
                                                         best["gpu"], best["tensor_parallel_size"]))
 check(len(w["rows"]) == 8 and w["sweep"] == "kv-cache-dtype", "the sweep has 2 values x 2 cards x 2 sizes")
-hf = row(w["rows"], "h100-80gb-sxm", 1, **{"kv-cache-dtype": "fp8"})
+hf = hf8
 check(hf["fits"] and hf["kv_cache_tokens"] > h1["kv_cache_tokens"] * 1.9, "fp8 KV doubles the H100's pool and fits: %r" % hf)
 check(w["cheapest"]["gpu"] == "h100-80gb-sxm" and w["cheapest"]["tensor_parallel_size"] == 1
       and w["cheapest"]["kv-cache-dtype"] == "fp8", "the sweep's cheapest is the H100 at tp 1 with fp8: %r" % w["cheapest"])

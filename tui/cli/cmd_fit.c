@@ -3,9 +3,9 @@
  * parallel sizes serve C requests of N tokens at once. One plan per card x
  * tp (x each swept value), the same plan `kvlab serve` makes; each row says
  * whether vLLM starts, the KV tokens, how many requests of the context fit
- * at once, the headroom over the target and what limits it, and the
- * cheapest row that meets the target. Exit 0 when some row fits, 1 when
- * none does, 2 bad input. */
+ * at once, the headroom over the target, what limits it and what would make
+ * a row that misses fit, and the cheapest row that meets the target. Exit 0
+ * when some row fits, 1 when none does, 2 bad input. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -29,8 +29,9 @@ static void fit_usage(FILE *f)
             "usage: kvlab fit MODEL [--context N] [--concurrency C] [--gpus LIST] [--tp LIST]\n"
             "                 [--sweep FLAG=V1,V2,...] [vLLM flags] [--json]\n"
             "  one row per card x tensor-parallel size: does vLLM start, its KV tokens, how many\n"
-            "  requests of N tokens fit at once, the headroom over C, what limits it; then the\n"
-            "  cheapest row that serves C requests of N tokens at once.\n"
+            "  requests of N tokens fit at once, the headroom over C, what limits it and, for a\n"
+            "  row that misses, what would make it fit (fp8 KV cache, a larger tp, a bigger card);\n"
+            "  then the cheapest row that serves C requests of N tokens at once.\n"
             "  --context N       tokens per request (default: --max-model-len, else the model's own);\n"
             "                    also the --max-model-len planned with unless that flag is given\n"
             "  --concurrency C   requests of that length at once (default 1)\n"
@@ -38,7 +39,7 @@ static void fit_usage(FILE *f)
             "  --tp LIST         tensor-parallel sizes (default 1,2,4,8)\n"
             "  --sweep FLAG=V1,V2,...  repeat the table for each value of one vLLM flag\n"
             "  --json            one object: rows (gpu, tensor_parallel_size, fits, kv_cache_tokens,\n"
-            "                    max_concurrency, ...) and cheapest\n"
+            "                    max_concurrency, kv_needed_gib, fits_with, ...) and cheapest\n"
             "  vLLM flags and --vllm-version as for kvlab serve (not --gpu or --tensor-parallel-size)\n"
             "cheapest: the fewest cards, then the smallest card (its memory: the catalogue has no\n"
             "prices), then the most KV tokens. Pipeline parallelism is not planned (pp 1).\n"
@@ -56,6 +57,18 @@ static int split_list(const char *s, char *buf, size_t buflen, char **items, int
     return n;
 }
 
+/* A change that makes a row that misses fit: one flag on the same cards,
+ * more cards of the kind, or a bigger card. */
+typedef struct fit_alt {
+    char change[64];        /* the flag: "--kv-cache-dtype fp8", "--tensor-parallel-size 2", "--gpu h100-nvl-94gb" */
+    char text[48];          /* the table's short form: "--kv-cache-dtype fp8", "tp 2", "h100-nvl-94gb" */
+    int cards;
+    int64_t kv_cache_tokens;
+    double max_concurrency;
+} fit_alt;
+
+#define FIT_MAX_ALTS 3
+
 typedef struct fit_row {
     const kv_gpu *gpu;
     int tp;
@@ -68,8 +81,41 @@ typedef struct fit_row {
     double max_concurrency; /* requests of the context at once */
     double headroom;        /* (at once - C) / C */
     double kv_gib;
+    double kv_need_gib;     /* KV memory per GPU that C requests of N tokens need */
+    int kv_dtype_bytes;
+    int nalt;
+    fit_alt alt[FIT_MAX_ALTS];
     char limit[600];
 } fit_row;
+
+/* What every plan of one run shares. */
+typedef struct fit_ctx {
+    const kv_model *m;
+    const kv_args *base;    /* the flags, --max-model-len the context */
+    const char *sweep_flag; /* NULL without --sweep */
+    int64_t context, conc;
+} fit_ctx;
+
+/* The plan of card g at tp with the swept value sval (or NULL) and one more
+ * flag (flag NULL: none). 0, or -1 with err when kvlab refuses the line. */
+static int fit_plan(const fit_ctx *x, const kv_gpu *g, int tp, const char *sval, const char *flag, const char *val,
+                    kv_plan *p, char *err, size_t errlen)
+{
+    kv_args a = *x->base;
+    char tv[16];
+    snprintf(tv, sizeof tv, "%d", tp);
+    if (kv_args_set(&a, "tensor-parallel-size", tv, err, errlen) < 0 ||
+        (sval && kv_args_set(&a, x->sweep_flag, sval, err, errlen) < 0) ||
+        (flag && kv_args_set(&a, flag, val, err, errlen) < 0))
+        return -1;
+    return kv_plan_compute_nofix(x->m, g, &a, p, err, errlen) == KV_PLAN_OK ? 0 : -1;
+}
+
+/* vLLM starts and holds conc requests of the context at once. */
+static int plan_fits(const kv_plan *p, int64_t conc)
+{
+    return p->starts && p->max_concurrency + 1e-9 >= (double)conc && p->max_num_seqs >= conc;
+}
 
 static void row_limit(fit_row *r, const kv_plan *p, int64_t context, int64_t conc)
 {
@@ -102,8 +148,8 @@ static void row_limit(fit_row *r, const kv_plan *p, int64_t context, int64_t con
     }
     kv_fmt_thousands(a, sizeof a, context);
     if (!r->fits)
-        snprintf(r->limit, sizeof r->limit, "KV cache: %.2f requests of %s tokens fit, %lld wanted", r->max_concurrency,
-                 a, (long long)conc);
+        snprintf(r->limit, sizeof r->limit, "KV cache: %lld x %s tokens need %.2f GiB, %.2f left (%.2f fit)",
+                 (long long)conc, a, r->kv_need_gib, r->kv_gib, r->max_concurrency);
     else
         snprintf(r->limit, sizeof r->limit, "KV cache (%.2f requests of %s tokens)", r->max_concurrency, a);
 }
@@ -116,6 +162,68 @@ static int cheaper(const fit_row *x, const fit_row *y)
     if (x->gpu->reported_total_bytes != y->gpu->reported_total_bytes)
         return x->gpu->reported_total_bytes < y->gpu->reported_total_bytes;
     return x->kv_cache_tokens > y->kv_cache_tokens;
+}
+
+static void alt_add(fit_row *w, const char *change, const char *text, int cards, int64_t tokens, double conc)
+{
+    if (w->nalt >= FIT_MAX_ALTS)
+        return;
+    fit_alt *t = &w->alt[w->nalt++];
+    snprintf(t->change, sizeof t->change, "%s", change);
+    snprintf(t->text, sizeof t->text, "%s", text);
+    t->cards = cards;
+    t->kv_cache_tokens = tokens;
+    t->max_concurrency = conc;
+}
+
+static const fit_row *find_row(const fit_row *rows, int nrows, const kv_gpu *g, int tp, const char *sweep)
+{
+    for (int i = 0; i < nrows; i++)
+        if (rows[i].gpu == g && rows[i].tp == tp && rows[i].sweep == sweep)
+            return &rows[i];
+    return NULL;
+}
+
+/* What would make row w fit, if it misses: its KV cache in fp8 on the same
+ * cards (where the KV cache is what is short), the smallest tp up to 8 of
+ * the same card (from the table, else planned), and the smallest bigger
+ * card of the table at the same tp. Appended to its limit: "; fits with
+ * --kv-cache-dtype fp8 (26.90), tp 2 (29.49), h100-nvl-94gb (16.62)". */
+static void row_alts(const fit_ctx *x, const fit_row *rows, int nrows, fit_row *w, kv_plan *p)
+{
+    char err[512], c[64], t[48];
+    if (!w->valid || w->fits)
+        return;
+    int kv_short = w->starts || w->error_kind == KV_PLAN_ERR_MAX_MODEL_LEN || w->error_kind == KV_PLAN_ERR_NO_KV_MEMORY;
+    if (kv_short && w->kv_dtype_bytes > 1 &&
+        fit_plan(x, w->gpu, w->tp, w->sweep, "kv-cache-dtype", "fp8", p, err, sizeof err) == 0 && plan_fits(p, x->conc))
+        alt_add(w, "--kv-cache-dtype fp8", "--kv-cache-dtype fp8", w->tp, p->kv_cache_tokens, p->max_concurrency);
+    for (int tp = w->tp * 2; tp <= 8; tp *= 2) {
+        const fit_row *o = find_row(rows, nrows, w->gpu, tp, w->sweep);
+        int ok = o ? o->fits : fit_plan(x, w->gpu, tp, w->sweep, NULL, NULL, p, err, sizeof err) == 0 && plan_fits(p, x->conc);
+        if (!ok)
+            continue;
+        snprintf(c, sizeof c, "--tensor-parallel-size %d", tp);
+        snprintf(t, sizeof t, "tp %d", tp);
+        alt_add(w, c, t, tp, o ? o->kv_cache_tokens : p->kv_cache_tokens, o ? o->max_concurrency : p->max_concurrency);
+        break;
+    }
+    const fit_row *big = NULL;
+    for (int i = 0; i < nrows; i++) {
+        const fit_row *o = &rows[i];
+        if (o->fits && o->tp == w->tp && o->sweep == w->sweep &&
+            o->gpu->reported_total_bytes > w->gpu->reported_total_bytes && (!big || cheaper(o, big)))
+            big = o;
+    }
+    if (big) {
+        snprintf(c, sizeof c, "--gpu %s", big->gpu->id);
+        alt_add(w, c, big->gpu->id, big->tp, big->kv_cache_tokens, big->max_concurrency);
+    }
+    for (int i = 0; i < w->nalt; i++) {
+        size_t l = strlen(w->limit);
+        snprintf(w->limit + l, sizeof w->limit - l, "%s%s (%.2f)", i ? ", " : "; fits with ", w->alt[i].text,
+                 w->alt[i].max_concurrency);
+    }
 }
 
 static cJSON *row_json(const fit_row *r, const char *sweep_flag)
@@ -139,7 +247,18 @@ static cJSON *row_json(const fit_row *r, const char *sweep_flag)
     cJSON_AddNumberToObject(o, "kv_cache_gib", round(r->kv_gib * 1e4) / 1e4);
     cJSON_AddNumberToObject(o, "max_concurrency", round(r->max_concurrency * 100) / 100);
     cJSON_AddNumberToObject(o, "headroom", round(r->headroom * 1e4) / 1e4);
+    if (r->kv_need_gib > 0)
+        cJSON_AddNumberToObject(o, "kv_needed_gib", round(r->kv_need_gib * 1e4) / 1e4);
     cJSON_AddStringToObject(o, "limit", r->limit);
+    cJSON *alts = cJSON_AddArrayToObject(o, "fits_with");
+    for (int i = 0; alts && i < r->nalt; i++) {
+        cJSON *t = cJSON_CreateObject();
+        cJSON_AddStringToObject(t, "change", r->alt[i].change);
+        cJSON_AddNumberToObject(t, "cards", r->alt[i].cards);
+        cJSON_AddNumberToObject(t, "kv_cache_tokens", (double)r->alt[i].kv_cache_tokens);
+        cJSON_AddNumberToObject(t, "max_concurrency", round(r->alt[i].max_concurrency * 100) / 100);
+        cJSON_AddItemToArray(alts, t);
+    }
     return o;
 }
 
@@ -287,6 +406,7 @@ int cmd_fit(int argc, char **argv)
     }
     int best = -1;
     int r = 0;
+    const fit_ctx x = {&m, &base, sweep_flag, context, conc};
     for (int s = 0; s < nsv; s++)
         for (int c = 0; c < ncards; c++)
             for (int t = 0; t < ntp; t++, r++) {
@@ -294,13 +414,7 @@ int cmd_fit(int argc, char **argv)
                 row->gpu = cards[c];
                 row->tp = tpv[t];
                 row->sweep = svals[s];
-                kv_args a = base;
-                char tv[16];
-                snprintf(tv, sizeof tv, "%d", tpv[t]);
-                kv_args_set(&a, "tensor-parallel-size", tv, err, sizeof err);
-                if (svals[s])
-                    kv_args_set(&a, sweep_flag, svals[s], err, sizeof err);
-                if (kv_plan_compute_nofix(&m, cards[c], &a, p, err, sizeof err) != KV_PLAN_OK) {
+                if (fit_plan(&x, cards[c], tpv[t], svals[s], NULL, NULL, p, err, sizeof err) != 0) {
                     snprintf(row->limit, sizeof row->limit, "invalid: %s", err);
                     continue;
                 }
@@ -309,13 +423,17 @@ int cmd_fit(int argc, char **argv)
                 row->error_kind = p->error_kind;
                 row->kv_cache_tokens = p->starts ? p->kv_cache_tokens : 0;
                 row->kv_gib = p->available_kv_bytes / KV_GIB;
+                row->kv_need_gib = (double)conc * (double)kv_plan_request_bytes(p, context) / KV_GIB;
+                row->kv_dtype_bytes = p->kv_dtype_bytes;
                 row->max_concurrency = p->starts ? p->max_concurrency : 0;
                 row->headroom = (row->max_concurrency - (double)conc) / (double)conc;
-                row->fits = p->starts && row->max_concurrency + 1e-9 >= (double)conc && p->max_num_seqs >= conc;
+                row->fits = plan_fits(p, conc);
                 row_limit(row, p, context, conc);
                 if (row->fits && (best < 0 || cheaper(row, &rows[best])))
                     best = r;
             }
+    for (int i = 0; i < nrows; i++)
+        row_alts(&x, rows, nrows, &rows[i], p);
     free(p);
     const kv_release *rel = kv_release_find(base.vllm_version, NULL, 0);
     char ctxs[32];
