@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Read real vLLM logs kvlab has not seen with `kvlab explain --json` and
-check every logged KV figure, token count and concurrency, and the release
-wherever the log prints it, against a second, independent reading: plain
-regular expressions over the raw text (first occurrence of each line, the
-banner's or the engine line's version).
+check every logged KV figure, token count and concurrency (and the length
+error's needed and available KV memory and estimated length), and the
+release wherever the log prints it, against a second, independent reading:
+plain regular expressions over the raw text (first occurrence of each line,
+the banner's or the engine line's version).
 
   python3 bench/explain_check.py DIR_OR_FILES...     # prints one line per log and a summary
   KVLAB=build/kvlab (default), KVLAB_DATA_DIR = this checkout
@@ -30,12 +31,25 @@ VERSION = [re.compile(r"\u2588\s+version (\S+)"), re.compile(r"vLLM API server v
            re.compile(r"Initializing an? (?:V1 )?LLM engine \(v([^)]+)\)")]
 
 
+# V1's length error (one line): the available KV memory when no "Available
+# KV cache memory" line came first, and, from 0.9.1, the estimated length.
+ERROR_PATTERNS = {
+    "kv_cache_gib": (re.compile(r"larger than the available KV cache memory \((-?[\d.]+) GiB\)"), float),
+    "estimated_max_model_len": (re.compile(r"the estimated maximum model length is (\d+)"), int),
+    "needed_gib": (re.compile(r"max seq len \(\d+\), \(([\d.]+) GiB KV cache is needed"), float),
+}
+
+
 def independent(text):
     text = ANSI.sub("", text)
     out = {}
     for key, (rx, conv) in PATTERNS.items():
         m = rx.search(text)
         if m:
+            out[key] = conv(m.group(1))
+    for key, (rx, conv) in ERROR_PATTERNS.items():
+        m = rx.search(text)
+        if m and key not in out:
             out[key] = conv(m.group(1))
     version = None
     for rx in VERSION:

@@ -120,11 +120,14 @@ static const lr_rule RULES[] = {
     {"Free memory on device {*}({f}/{f} GiB) on startup is less than desired GPU memory utilization ({f},",
      {F_FREE, F_TOTAL, F_UTIL}, "0.9.1", NULL, KV_LR_ERR_FREE_MEMORY, R_ERROR_LINE, NULL},
     {"No available memory for the cache blocks", {0}, NULL, NULL, KV_LR_ERR_NO_KV_MEMORY, R_ERROR_LINE, NULL},
+    /* V1's length error is one line holding three figures (the needed, the
+     * available KV memory, from 0.9.1 the estimated length): R_MORE. */
     {"with the models's max seq len ({i}), ({f} G", {F_ERR_LEN, F_ERR_NEEDED}, "0.8.0", "0.21.99",
-     KV_LR_ERR_MAX_MODEL_LEN, R_V1 | R_ERROR_LINE, NULL},
+     KV_LR_ERR_MAX_MODEL_LEN, R_V1 | R_ERROR_LINE | R_MORE, NULL},
     {"with the model's max seq len ({i}), ({f} G", {F_ERR_LEN, F_ERR_NEEDED}, "0.22.0", NULL, KV_LR_ERR_MAX_MODEL_LEN,
-     R_V1 | R_ERROR_LINE, NULL},
-    {"larger than the available KV cache memory ({f} G", {F_KV}, "0.8.0", NULL, KV_LR_ERR_MAX_MODEL_LEN, R_V1, NULL},
+     R_V1 | R_ERROR_LINE | R_MORE, NULL},
+    {"larger than the available KV cache memory ({f} G", {F_KV}, "0.8.0", NULL, KV_LR_ERR_MAX_MODEL_LEN,
+     R_V1 | R_MORE, NULL},
     {"the estimated maximum model length is {i}", {F_ERR_EST}, "0.9.1", NULL, KV_LR_ERR_MAX_MODEL_LEN, R_V1, NULL},
     {"The model's max seq len ({i}) is larger than the maximum number of tokens that can be stored in KV cache ({i})",
      {F_ERR_LEN, F_ERR_TOKENS}, NULL, "0.10.1.99", KV_LR_ERR_MAX_MODEL_LEN, R_V0 | R_ERROR_LINE, NULL},
@@ -369,13 +372,16 @@ static const char *parse_record(const char *s, char *level, size_t levellen, cha
         if (strncmp(s, levels[k], n) || s[n] != ' ')
             continue;
         const char *p = s + n + 1;
-        if (!(digits(p, 2) && p[2] == '-' && digits(p + 3, 2) && p[5] == ' ' && digits(p + 6, 2) && p[8] == ':'))
-            return NULL;
-        p += 6;
-        while (*p && *p != ' ')
-            p++;
-        while (*p == ' ')
-            p++;
+        /* The date and time, which some collectors strip ("INFO [file.py:N] msg"). */
+        if (*p != '[') {
+            if (!(digits(p, 2) && p[2] == '-' && digits(p + 3, 2) && p[5] == ' ' && digits(p + 6, 2) && p[8] == ':'))
+                return NULL;
+            p += 6;
+            while (*p && *p != ' ')
+                p++;
+            while (*p == ' ')
+                p++;
+        }
         if (*p == '[')
             p++;
         const char *colon = NULL;

@@ -94,7 +94,8 @@ typedef struct kv_logread_arg {
 typedef struct kv_logread {
     /* Lines. */
     int lines;               /* lines in the input */
-    int vllm_lines;          /* lines with vLLM's "LEVEL MM-DD HH:MM:SS [file:line]" record or a known message */
+    int vllm_lines;          /* lines with vLLM's "LEVEL MM-DD HH:MM:SS [file:line]" record (the date and time
+                                may be missing) or a known message */
     int records;             /* lines in vLLM's record format */
     int matched;             /* lines that set a field */
     int truncated;           /* 1: the input stops mid-line */

@@ -52,6 +52,25 @@ PY
 python3 "$KVLAB_SOURCE_DIR/bench/explain_check.py" "$LOGS" "$LOGS/unseen" >"$tmp/check.txt" 2>&1 ||
   { echo "FAIL bench/explain_check.py:"; grep -v "^ok" "$tmp/check.txt"; fail=1; }
 
+# Records a collector stripped of date and time still give their source
+# lines (vLLM issue #40691's two lines: 0.19.0, as the issue says), and V1's
+# one-line length error gives all three of its figures.
+python3 - "$KVLAB" "$LOGS/unseen" <<'PY' || fail=1
+import json, subprocess, sys
+kvlab, d = sys.argv[1], sys.argv[2]
+def read(name):
+    return json.loads(subprocess.run([kvlab, "explain", d + "/" + name, "--json"], capture_output=True, text=True).stdout)
+bad = 0
+o = read("vllm-40691-qwen35-h20.log")
+if (o["vllm_version"], o["version_from"]) != ("0.19.0", "source_lines"):
+    print("FAIL records without date: %r from %r" % (o["vllm_version"], o["version_from"])); bad += 1
+o = read("xinference-4926-qwen3-vl-len.log")["logged"]
+want = {"kv_cache_gib": 6.94, "needed_gib": 36.0, "estimated_max_model_len": 50512, "error_kind": "max_model_len"}
+if any(o.get(k) != v for k, v in want.items()):
+    print("FAIL the one-line length error: %r" % o); bad += 1
+sys.exit(1 if bad else 0)
+PY
+
 # 2. The same logs as pasted from elsewhere read the same.
 # (the captured-graph figure comes after the cut, so it is left out of the comparison)
 logged() { "$KVLAB" explain "$@" --json | python3 -c 'import json,sys; d=json.load(sys.stdin); d["logged"].pop("cudagraph_captured_gib", None); print(d["vllm_version"], json.dumps(d["logged"], sort_keys=True))'; }
