@@ -1490,3 +1490,60 @@ const char *kv_args_dtype_name(kv_args_dtype d)
     default: return "auto";
     }
 }
+
+/* Append s to out (at *pos of len), single-quoted when a shell would read
+ * anything in it other than itself. */
+static void cmd_put(char *out, size_t len, size_t *pos, const char *s, int quote_if_needed)
+{
+    int plain = *s != '\0';
+    for (const char *p = s; *p && quote_if_needed; p++)
+        if (!isalnum((unsigned char)*p) && !strchr("._/:=@%+-,", *p))
+            plain = 0;
+    char buf[1200];
+    if (!quote_if_needed || plain) {
+        snprintf(buf, sizeof buf, "%s", s);
+    } else {
+        size_t b = 0;
+        buf[b++] = '\'';
+        for (const char *p = s; *p && b + 6 < sizeof buf; p++) {
+            if (*p == '\'') { memcpy(buf + b, "'\\''", 4); b += 4; }
+            else buf[b++] = *p;
+        }
+        buf[b++] = '\'';
+        buf[b] = '\0';
+    }
+    size_t l = strlen(buf);
+    if (*pos < len) snprintf(out + *pos, len - *pos, "%s", buf);
+    *pos += l;
+}
+
+size_t kv_args_command(const kv_args *a, char *out, size_t len)
+{
+    size_t pos = 0;
+    if (len) out[0] = '\0';
+    if (a->allow_long_max_model_len) cmd_put(out, len, &pos, "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 ", 0);
+    cmd_put(out, len, &pos, "vllm serve ", 0);
+    cmd_put(out, len, &pos, a->model, 1);
+    char val[1100], opt[128];
+    for (int i = 0; i < NUM_FLAGS && i < GIVEN_DASH_O; i++) {
+        if (i == F_MODEL || !given_has(a, i) || !strcmp(flags[i].field, "kvlab"))
+            continue;
+        if (kv_args_get(a, flags[i].name, val, sizeof val) != 0)
+            continue;
+        if (flags[i].kind == KV_ARG_BOOL) {
+            int on = !strcmp(val, "true") || !strcmp(val, "1");
+            const char *d = flags[i].deflt ? flags[i].deflt : "";
+            if (!on && (!strcasecmp(d, "false") || !strcmp(d, "0")))
+                continue; /* off is the default: nothing to type */
+            snprintf(opt, sizeof opt, " --%s%s", on ? "" : "no-", flags[i].name);
+            cmd_put(out, len, &pos, opt, 0);
+            continue;
+        }
+        if (!val[0])
+            continue;
+        snprintf(opt, sizeof opt, " --%s ", flags[i].name);
+        cmd_put(out, len, &pos, opt, 0);
+        cmd_put(out, len, &pos, val, 1);
+    }
+    return pos;
+}

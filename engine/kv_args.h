@@ -193,6 +193,17 @@ int kv_args_parse(kv_args *a, int argc, char **argv, char *notes, size_t notesle
 /* Was this vLLM flag given explicitly? */
 int kv_args_is_set(const kv_args *a, const char *name);
 
+/* The `vllm serve` command line of a, as an operator would type it:
+ * "vllm serve MODEL" and every vLLM flag given (kv_args_set), in the
+ * table's order, `--flag value` (a value with characters a shell reads
+ * quoted in single quotes), a boolean as `--flag` or `--no-flag` (the
+ * latter left out where vLLM's default is off); kvlab's own flags (--gpu,
+ * --vllm-version, --accounting, the *-gib overrides) and options kvlab
+ * does not model are left out; VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 goes first
+ * when set. Writes at most len bytes (NUL included); returns the length
+ * needed, like snprintf. */
+size_t kv_args_command(const kv_args *a, char *out, size_t len);
+
 /* The known flags, for help screens and the TUI flags view. */
 typedef enum kv_args_kind {
     KV_ARG_INT, KV_ARG_FLOAT, KV_ARG_BOOL, KV_ARG_CHOICE, KV_ARG_STRING,

@@ -176,7 +176,7 @@ static const char *metrics_differ(const kv_engine_metrics *a, const kv_engine_me
 #define CMP(f) if (a->f != b->f) return #f
     CMP(kv_cache_usage_perc); CMP(num_requests_running); CMP(num_requests_waiting);
     CMP(num_preemptions_total); CMP(prefix_cache_queries); CMP(prefix_cache_hits);
-    CMP(preempted_prefix_cache_queries); CMP(preempted_prefix_cache_hits); CMP(prompt_tokens_total);
+    CMP(preempted_prefix_cache_queries); CMP(preempted_prefix_cache_hits); CMP(prompt_tokens_total); CMP(prompt_computed_total);
     CMP(generation_tokens_total); CMP(request_success_total); CMP(requests_aborted);
     CMP(requests_rejected); CMP(block_allocations); CMP(block_frees); CMP(block_evictions);
     CMP(computed_tokens); CMP(recomputed_tokens); CMP(peak_kv_usage); CMP(mean_kv_usage);

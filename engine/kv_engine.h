@@ -496,6 +496,7 @@ typedef struct kv_engine_metrics {
     int64_t offload_capacity_blocks; /* the tier's size in blocks */
     double offload_load_s;           /* seconds of loads charged to steps */
     int64_t prompt_tokens_total;     /* vllm:prompt_tokens_total (per finished/admitted prompt) */
+    int64_t prompt_computed_total;   /* of those, the tokens computed, not hit in the prefix cache */
     int64_t generation_tokens_total; /* vllm:generation_tokens_total */
     int64_t request_success_total;   /* vllm:request_success_total (finished) */
     int64_t requests_aborted;
@@ -548,6 +549,13 @@ typedef struct kv_timeline_sample {
     int64_t work_with_cache;     /* cumulative, see kv_engine_metrics */
     int64_t work_without_cache;
     int64_t generation_tokens_total; /* vllm:generation_tokens_total after the step */
+    /* Prompt tokens of the requests whose first token came by the end of
+     * the step (vllm:prompt_tokens_total), and of those the ones computed
+     * rather than found in the prefix cache (vLLM 0.16's
+     * prompt_token_stats.computed): what the periodic stats line's prompt
+     * throughput counts (kv_metrics_stats_line). */
+    int64_t prompt_tokens_total;
+    int64_t prompt_computed_total;
 } kv_timeline_sample;
 
 /* The last samples, oldest first, into out[0..max). Returns how many. */

@@ -104,6 +104,8 @@ static void sample_timeline(kv_engine *e, const kv_sched_output *o, double dur, 
     s->work_with_cache = e->m.work_tokens_with_cache;
     s->work_without_cache = e->m.work_tokens_without_cache;
     s->generation_tokens_total = e->m.generation_tokens_total;
+    s->prompt_tokens_total = e->m.prompt_tokens_total;
+    s->prompt_computed_total = e->m.prompt_computed_total;
     e->tl_n++;
 }
 
@@ -243,6 +245,7 @@ int kv_engine_step(kv_engine *e, kv_step_result *out, char *err, size_t errlen)
         if (r->first_token_s < 0) {
             kv_hist_observe(&e->hist[KV_HIST_TTFT], e->clock - r->arrival_s);
             e->m.prompt_tokens_total += r->prompt_len;
+            e->m.prompt_computed_total += r->prompt_len - (r->admit_hit < r->prompt_len ? r->admit_hit : r->prompt_len);
             e->m.work_tokens_with_cache += r->prompt_len;
         } else {
             if (r->last_token_s == start)

@@ -7,13 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kv_metrics.h"
 #include "kv_util.h"
 
 #define EVENTS_PER_READ 1024
 
 static const kv_frame_opts no_opts = { .blocks_prefix = 0, .extra_req = -1 };
 
-void kv_frame_init(kv_frame *f) { memset(f, 0, sizeof *f); }
+void kv_frame_init(kv_frame *f)
+{
+    memset(f, 0, sizeof *f);
+    f->stats_k = -1;
+}
 
 void kv_frame_free(kv_frame *f)
 {
@@ -22,6 +27,7 @@ void kv_frame_free(kv_frame *f)
     free(f->tables);
     free(f->ids);
     free(f->events);
+    free(f->tl_all);
     kv_frame_init(f);
 }
 
@@ -35,6 +41,9 @@ void kv_frame_forget(kv_frame *f)
     f->blocks_step = -1;
     f->blocks_total = 0;
     f->nblocks = 0;
+    f->stats_k = -1;
+    f->stats_rm = NULL;
+    f->stats_line[0] = f->stats_hits[0] = 0;
 }
 
 /* Grow *buf to hold at least need elements of size sz (doubling). */
@@ -68,6 +77,29 @@ static void clear_live(kv_frame *f)
     f->nrunning = f->nwaiting = f->nextra = 0;
     f->ntables = 0;
     f->nranks = 0;
+    f->stats_line[0] = f->stats_hits[0] = 0;
+}
+
+/* The stats line of the newest interval that ended, worked out from the
+ * engine's whole timeline once per interval. Returns 0, or -1 out of memory. */
+static int read_stats(kv_frame *f, const kv_engine *e, const kv_engine_config *cfg)
+{
+    if (!f->has_plan || f->ntimeline <= 0) {
+        f->stats_line[0] = f->stats_hits[0] = 0;
+        f->stats_k = -1;
+        return 0;
+    }
+    const kv_release_metrics *rm = kv_release_metrics_of(f->plan.release, f->plan.engine_v1);
+    int64_t k = (int64_t)(f->timeline[f->ntimeline - 1].clock_s / rm->interval_s + 1e-9);
+    if (k == f->stats_k && (const void *)rm == f->stats_rm) return 0;
+    int32_t cap = (int32_t)(cfg->timeline_capacity ? cfg->timeline_capacity : KV_FRAME_TIMELINE);
+    if (!grow((void **)&f->tl_all, &f->cap_tl_all, cap, sizeof *f->tl_all)) return -1;
+    int32_t n = kv_engine_timeline(e, f->tl_all, cap);
+    kv_metrics_stats_line(rm, f->tl_all, n, cfg->enable_prefix_caching, f->stats_line, sizeof f->stats_line,
+                          f->stats_hits, sizeof f->stats_hits);
+    f->stats_k = k;
+    f->stats_rm = rm;
+    return 0;
 }
 
 static int is_plan_line(const kv_frame *f, const char *text)
@@ -236,6 +268,7 @@ int kv_frame_capture(kv_frame *f, const kv_engine *e, const kv_plan *plan, const
     f->src = e;
     if (read_reqs(f, e, opts->extra_req) != 0) goto nomem;
     f->ntimeline = kv_engine_timeline(e, f->timeline, KV_FRAME_TIMELINE);
+    if (read_stats(f, e, cfg) != 0) goto nomem;
     int32_t tp = f->tensor_parallel_size;
     if (tp > KV_ENGINE_MAX_RANKS) tp = KV_ENGINE_MAX_RANKS;
     f->nranks = 0;

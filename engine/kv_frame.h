@@ -30,6 +30,7 @@
 #define KV_FRAME_LOG_LINES 64    /* newest engine log lines kept */
 #define KV_FRAME_LOG_LEN 200     /* bytes per kept line, incl. the NUL (longer lines are cut) */
 #define KV_FRAME_MAX_WAITING 4096 /* waiting requests copied (the count is exact beyond) */
+#define KV_FRAME_STATS_LEN 400   /* bytes of the stats line, incl. the NUL */
 
 /* One request of the frame: the engine's view of it and where its block
  * table lies in kv_frame.tables (req.num_blocks entries from table_off). */
@@ -101,6 +102,14 @@ typedef struct kv_frame {
     char log[KV_FRAME_LOG_LINES][KV_FRAME_LOG_LEN];
     uint8_t log_level[KV_FRAME_LOG_LINES];
 
+    /* ---- vLLM's periodic stats line as the plan's release words it, for
+     * the newest logging interval the engine's whole timeline holds
+     * (kv_metrics_stats_line; worked out again only when another interval
+     * ended), and V0's prefix-cache line after it; "" without a plan or
+     * before the first interval ends. */
+    char stats_line[KV_FRAME_STATS_LEN];
+    char stats_hits[KV_FRAME_STATS_LEN / 2];
+
     /* ---- Private: buffer sizes and what the last capture came from. */
     int captured;                   /* a capture filled it since init/forget */
     kv_frame_opts opts;             /* the opts of that capture */
@@ -112,6 +121,10 @@ typedef struct kv_frame {
     uint64_t blocks_seq;            /* event seq and step the block copy is of */
     int64_t blocks_step;
     int32_t blocks_total;
+    int64_t stats_k;                /* the interval stats_line is of (-1: none worked out) */
+    const void *stats_rm;           /* and the metrics row (kv_release_metrics) it was worked out for */
+    kv_timeline_sample *tl_all;     /* scratch: the engine's whole timeline */
+    int32_t cap_tl_all;
 } kv_frame;
 
 /* An empty frame (no engine); allocates nothing. */

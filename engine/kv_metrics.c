@@ -198,3 +198,86 @@ size_t kv_metrics_prometheus(const kv_engine_metrics *m, const kv_hist *hists, i
     }
     return s.used;
 }
+
+/* The totals interval ((end - iv), end] starts from: the last sample at or
+ * before its start, the engine's start (all zero, NULL) for the first
+ * interval, else the oldest sample the timeline holds (then *t0 is that
+ * sample's clock). *t0 < 0 when not even that lies inside the interval. */
+static const kv_timeline_sample *interval_start(const kv_timeline_sample *tl, int n, double start, double *t0)
+{
+    const kv_timeline_sample *s = NULL;
+    for (int i = 0; i < n && tl[i].clock_s <= start + 1e-9; i++)
+        s = &tl[i];
+    *t0 = start;
+    if (s || start <= 1e-9)
+        return s;
+    *t0 = tl[0].clock_s < start + 1e-9 ? -1 : tl[0].clock_s;
+    return &tl[0];
+}
+
+/* The interval ending at `end`: its first and last samples (s NULL: the
+ * engine's start), its length, and its prompt and generation rates.
+ * Returns 0 when the timeline does not reach into it. */
+typedef struct stats_iv {
+    const kv_timeline_sample *s, *e;
+    double dt, prompt, gen;
+} stats_iv;
+
+static int interval_at(const kv_release_metrics *rm, const kv_timeline_sample *tl, int n, double end, stats_iv *o)
+{
+    int ie = -1;
+    for (int i = 0; i < n && tl[i].clock_s <= end + 1e-9; i++)
+        ie = i;
+    if (ie < 0)
+        return 0;
+    double t0;
+    o->e = &tl[ie];
+    o->s = interval_start(tl, n, end - rm->interval_s, &t0);
+    if (t0 < 0 || end - t0 <= 0)
+        return 0;
+    o->dt = end - t0;
+    int64_t p1 = rm->prompt_computed ? o->e->prompt_computed_total : o->e->prompt_tokens_total;
+    int64_t p0 = !o->s ? 0 : rm->prompt_computed ? o->s->prompt_computed_total : o->s->prompt_tokens_total;
+    o->prompt = (double)(p1 - p0) / o->dt;
+    o->gen = (double)(o->e->generation_tokens_total - (o->s ? o->s->generation_tokens_total : 0)) / o->dt;
+    return 1;
+}
+
+int kv_metrics_stats_line(const kv_release_metrics *rm, const kv_timeline_sample *tl, int n, int prefix_caching,
+                          char *line, size_t len, char *hits, size_t hlen)
+{
+    if (len)
+        line[0] = '\0';
+    if (hlen)
+        hits[0] = '\0';
+    if (!rm || !tl || n <= 0 || rm->interval_s <= 0)
+        return 0;
+    double iv = rm->interval_s;
+    int64_t k = (int64_t)floor(tl[n - 1].clock_s / iv + 1e-9);
+    for (int tries = 0; k >= 1 && tries < 64; tries++, k--) {
+        stats_iv v, prev;
+        if (!interval_at(rm, tl, n, (double)k * iv, &v))
+            return 0;
+        /* vLLM logs at debug while this interval and the one before had no
+         * throughput: then the newest line on screen is an older one. */
+        if (rm->quiet_when_idle && v.prompt <= 0 && v.gen <= 0 &&
+            !(k >= 2 && interval_at(rm, tl, n, (double)(k - 1) * iv, &prev) && (prev.prompt > 0 || prev.gen > 0)))
+            continue;
+        const kv_timeline_sample *e = v.e;
+        int64_t pre = e->num_preemptions_total - (v.s ? v.s->num_preemptions_total : 0);
+        char pre_part[48] = "";
+        if (rm->preemptions_part && pre > 0)
+            snprintf(pre_part, sizeof pre_part, "Preemptions: %lld, ", (long long)pre);
+        kv_release_arg args[] = {
+            {"prompt", v.prompt, NULL}, {"gen", v.gen, NULL}, {"running", e->num_running, NULL},
+            {"waiting", e->num_waiting, NULL}, {"usage", e->kv_usage * 100.0, NULL},
+            {"hit_rate", e->prefix_hit_rate * 100.0, NULL}, {"preemptions", 0, pre_part},
+        };
+        int na = (int)(sizeof args / sizeof args[0]);
+        kv_release_format(line, len, rm->stats, args, na);
+        if (rm->stats_hits && prefix_caching && hlen)
+            kv_release_format(hits, hlen, rm->stats_hits, args, na);
+        return 1;
+    }
+    return 0;
+}

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "kv_engine.h"
+#include "kv_release.h"
 
 #define KV_METRICS_MAX_BUCKETS 32
 #define KV_METRICS_FINE 111
@@ -42,5 +43,21 @@ void kv_hist_stats(const kv_hist *h, kv_latency_stats *out);
  * buf[len]; returns the length needed, like snprintf. */
 size_t kv_metrics_prometheus(const kv_engine_metrics *m, const kv_hist *hists, int nhists,
                              const char *model_name, char *buf, size_t len);
+
+/* vLLM's periodic stats line as release row rm words it ("Engine 000: Avg
+ * prompt throughput: 812.4 tokens/s, ..., GPU KV cache usage: 41.0%, Prefix
+ * cache hit rate: 12.5%"), for the newest logging interval that ends within
+ * the timeline tl[0..n) (oldest first) and that the release logs at info
+ * (rm->quiet_when_idle: not two idle intervals running). Interval k covers
+ * the engine clock ((k-1) x rm->interval_s, k x rm->interval_s]; rates are
+ * the token totals' growth over it in tokens/s (when the timeline starts
+ * inside it, over the part it holds); running, waiting, KV usage and the
+ * hit rate are the last sample's at its end. hits: V0's prefix-cache line
+ * (rm->stats_hits, written only when prefix_caching), "" otherwise.
+ * Returns 1 with the lines, 0 when no interval has ended yet within tl
+ * (line and hits ""). Mirrors vllm/v1/metrics/loggers.py and
+ * vllm/engine/metrics.py LoggingStatLogger.log of the row's releases. */
+int kv_metrics_stats_line(const kv_release_metrics *rm, const kv_timeline_sample *tl, int n, int prefix_caching,
+                          char *line, size_t len, char *hits, size_t hlen);
 
 #endif

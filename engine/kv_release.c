@@ -694,6 +694,59 @@ static const kv_release TEXTBOOK = {"textbook", "textbook",
 
 #define NEWEST_RELEASE "0.33.0"
 
+/* ------------------------------------------------------------- metrics */
+
+#define STATS_V0                                                                                                   \
+    "Avg prompt throughput: {prompt:.1f} tokens/s, Avg generation throughput: {gen:.1f} tokens/s, Running: "       \
+    "{running:d} reqs, Swapped: 0 reqs, Pending: {waiting:d} reqs, GPU KV cache usage: {usage:.1f}%, CPU KV cache " \
+    "usage: 0.0%."
+#define STATS_V1_BODY                                                                                              \
+    "Avg prompt throughput: {prompt:.1f} tokens/s, Avg generation throughput: {gen:.1f} tokens/s, Running: "       \
+    "{running:d} reqs, Waiting: {waiting:d} reqs, {preemptions}GPU KV cache usage: {usage:.1f}%, Prefix cache "    \
+    "hit rate: {hit_rate:.1f}%"
+#define TTFT "vllm:time_to_first_token_seconds"
+#define TPOT "vllm:time_per_output_token_seconds"
+#define ITL "vllm:inter_token_latency_seconds"
+#define QUEUE "vllm:request_queue_time_seconds"
+
+/* kvlab runs one engine: vLLM's "Engine 000: " (engine_index 0). Swapped is
+ * 0 (V0 preempts by recompute for one sequence per request); 0.20's
+ * "Deferred: N reqs" (skipped waiting requests) needs what kvlab does not
+ * model and is never printed. */
+static const kv_release_metrics METRICS[] = {
+    {"0.6.4", "0.6.4.post1", 0, TTFT, TPOT, QUEUE, 5.0, 0, 0, 0, STATS_V0,
+     "Prefix cache hit rate: GPU: {hit_rate:.2f}%, CPU: 0.00%", "vllm/engine/metrics.py LoggingStatLogger.log"},
+    {"0.6.5", "0.10.1.99", 0, TTFT, TPOT, QUEUE, 5.0, 1, 0, 0, STATS_V0,
+     "Prefix cache hit rate: GPU: {hit_rate:.2f}%, CPU: 0.00%", "vllm/engine/metrics.py: quiet when idle"},
+    {"0.8.0", "0.8.2", 1, TTFT, TPOT, QUEUE, 10.0, 0, 0, 0, STATS_V1_BODY, NULL,
+     "vllm/v1/metrics/loggers.py LoggingStatLogger.log; entrypoints/openai/api_server.py logs every 10 s"},
+    {"0.8.3", "0.8.4", 1, TTFT, TPOT, QUEUE, 10.0, 0, 0, 0, "Engine 000: " STATS_V1_BODY, NULL,
+     "v1/metrics/loggers.py: \"Engine %03d: \""},
+    {"0.8.5", "0.10.1.99", 1, TTFT, TPOT, QUEUE, 10.0, 1, 0, 0, "Engine 000: " STATS_V1_BODY, NULL,
+     "v1/metrics/loggers.py: quiet when idle"},
+    {"0.10.2", "0.11.0", 1, TTFT, ITL, QUEUE, 10.0, 1, 0, 0, "Engine 000: " STATS_V1_BODY, NULL,
+     "v1/metrics/loggers.py: vllm:inter_token_latency_seconds (time_per_output_token deprecated)"},
+    {"0.11.1", "0.15.99", 1, TTFT, ITL, QUEUE, 10.0, 1, 0, 1, "Engine 000: " STATS_V1_BODY, NULL,
+     "v1/metrics/loggers.py: \"Preemptions: %d\""},
+    {"0.16.0", "0.33.99", 1, TTFT, ITL, QUEUE, 10.0, 1, 1, 1, "Engine 000: " STATS_V1_BODY, NULL,
+     "v1/metrics/loggers.py: prompt throughput from prompt_token_stats.computed"},
+};
+#define NUM_METRICS ((int)(sizeof METRICS / sizeof METRICS[0]))
+
+const kv_release_metrics *kv_release_metrics_of(const kv_release *r, int engine_v1)
+{
+    const kv_release_metrics *last = NULL;
+    for (int i = 0; i < NUM_METRICS; i++) {
+        const kv_release_metrics *m = &METRICS[i];
+        if (m->engine_v1 != (engine_v1 != 0))
+            continue;
+        last = m;
+        if (r && r->first && kv_release_compare(r->first, m->first) >= 0 && kv_release_compare(r->first, m->last) <= 0)
+            return m;
+    }
+    return last ? last : &METRICS[NUM_METRICS - 1]; /* the textbook: the newest */
+}
+
 int kv_release_count(void) { return NUM_ROWS; }
 
 const kv_release *kv_release_at(int i) { return i >= 0 && i < NUM_ROWS ? &ROWS[i] : NULL; }
@@ -954,6 +1007,8 @@ size_t kv_release_format(char *out, size_t outlen, const char *tpl, const kv_rel
             snprintf(buf, sizeof buf, "{%s?}", field);
         else if (a->s)
             snprintf(buf, sizeof buf, "%s", a->s);
+        else if (!strcmp(fmt, ".1f"))
+            snprintf(buf, sizeof buf, "%.1f", a->v);
         else if (!strcmp(fmt, ".2f"))
             snprintf(buf, sizeof buf, "%.2f", a->v);
         else if (!strcmp(fmt, ".4f"))

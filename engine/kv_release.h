@@ -249,6 +249,7 @@ typedef struct kv_release_memory {
  *   ,         a whole number with thousands separators: 23,184
  *   d         a whole number
  *   g         Python's str() of a float (0.9, 0.92)
+ *   .1f       printf with one decimal (the stats line's rates and percentages)
  * Field names used: weights, total, util, budget, initial, peak, post,
  * non_torch, activation, kv, tokens, blocks, cpu_blocks, max_model_len,
  * concurrency, needed, estimated, estimated_clause (text), free, requested,
@@ -354,6 +355,36 @@ int kv_release_reads_env(const kv_release *r, const char *name);
 
 /* Whether r runs a model of this architecture on model runner V2 by default. */
 int kv_release_uses_v2_runner(const kv_release *r, const char *architecture, int is_moe, int is_quantized);
+
+/* (d) What the release's metrics are called and how its periodic stats line
+ * reads: one row per range of releases (and engine, V0 or V1) in which
+ * neither changed, from vllm/engine/metrics.py (V0) and
+ * vllm/v1/metrics/loggers.py (V1) of each release. */
+typedef struct kv_release_metrics {
+    const char *first, *last;      /* releases of the row */
+    int engine_v1;                 /* 0: the V0 engine (0.6.4 on, and the V0 fallback to 0.10.1.x), 1: V1 */
+    const char *ttft, *itl, *queue; /* the Prometheus histograms: time to first token, inter-token
+                                      latency (vllm:time_per_output_token_seconds before 0.10.2),
+                                      time in the waiting queue */
+    double interval_s;             /* seconds between stats lines: V0's _LOCAL_LOGGING_INTERVAL_SEC (5),
+                                      V1's api_server loop (10; VLLM_LOG_STATS_INTERVAL from 0.11) */
+    int quiet_when_idle;           /* the line goes to debug while this and the last interval had
+                                      no throughput ("Avoid log noise on an idle production system") */
+    int prompt_computed;           /* prompt throughput counts computed tokens only, not prefix-cache
+                                      hits (prompt_token_stats.computed, 0.16 on); else whole prompts */
+    int preemptions_part;          /* "Preemptions: N, " before the KV usage when N > 0 in the interval (0.11.1 on) */
+    /* The line as a template for kv_release_format; fields prompt, gen
+     * (tokens/s), running, waiting, usage, hit_rate (percent), preemptions
+     * (text: the part above or ""). */
+    const char *stats;
+    const char *stats_hits;        /* V0: the prefix-cache line after it (prefix caching on); NULL in V1 */
+    const char *source;
+} kv_release_metrics;
+
+/* The metrics row of release row r run on the V1 engine (engine_v1 1) or
+ * the V0 engine (0: a V0 row, or a V1 row's fallback on an old card); the
+ * textbook row reads as the newest release. Never NULL. */
+const kv_release_metrics *kv_release_metrics_of(const kv_release *r, int engine_v1);
 
 /* One field for kv_release_format: a number (v) or, if s is non-NULL, text. */
 typedef struct kv_release_arg {

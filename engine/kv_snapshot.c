@@ -602,6 +602,8 @@ static void put_sample(wbuf *w, const kv_timeline_sample *t)
     put_uv(w, (uint64_t)t->work_with_cache);
     put_uv(w, (uint64_t)t->work_without_cache);
     put_uv(w, (uint64_t)t->generation_tokens_total);
+    put_uv(w, (uint64_t)t->prompt_tokens_total);
+    put_uv(w, (uint64_t)t->prompt_computed_total);
 }
 
 static void get_sample(rbuf *r, kv_timeline_sample *t)
@@ -619,6 +621,8 @@ static void get_sample(rbuf *r, kv_timeline_sample *t)
     t->work_with_cache = (int64_t)get_uv(r);
     t->work_without_cache = (int64_t)get_uv(r);
     t->generation_tokens_total = (int64_t)get_uv(r);
+    t->prompt_tokens_total = (int64_t)get_uv(r);
+    t->prompt_computed_total = (int64_t)get_uv(r);
 }
 
 /* ---- the image ------------------------------------------------------------- */
@@ -650,7 +654,10 @@ int kv_snapshot_save(const kv_engine *e, kv_snapshot *s, char *err, size_t errle
     uint32_t magic = MAGIC;
     put_bytes(&w, &magic, sizeof magic);
     put_config(&w, &e->cfg);
+    /* the mode twice (the second inverted): a damaged byte cannot pass for
+     * another valid mode, under which the rest of the image would be read */
     put_u8(&w, (uint8_t)e->cfg.mode);
+    put_u8(&w, (uint8_t)(0xff ^ (int)e->cfg.mode));
     put_uv(&w, (uint64_t)e->step);
     put_f64(&w, e->clock);
     put_uv(&w, (uint64_t)e->num_ids);
@@ -749,8 +756,9 @@ static int load(kv_engine *e, rbuf *r, char *err, size_t errlen)
                        "max_model_len %d, tp %d)",
                        (int)saved.num_blocks, (int)saved.block_size, (int)saved.max_num_seqs,
                        (int)saved.max_model_len, (int)saved.tensor_parallel_size);
-    kv_engine_mode mode = (kv_engine_mode)get_u8(r);
-    if (r->bad || mode > KV_MODE_NO_CACHE)
+    int mode_b = get_u8(r), mode_inv = get_u8(r);
+    kv_engine_mode mode = (kv_engine_mode)mode_b;
+    if (r->bad || mode > KV_MODE_NO_CACHE || (mode_b ^ mode_inv) != 0xff)
         return kv_errf(err, errlen, KV_ENGINE_EINVAL, "damaged engine image (header)");
     /* the old request records stay in by_id, unclaimed, for get_req to reuse */
     int64_t old_n = e->num_ids;

@@ -1255,6 +1255,7 @@ const lsn_scene *lsn_scene_get(lsn_runner *r)
     s->nflags = r->offer.nflags;
     s->flags = r->offer.flags;
     s->server_error = lsn_server_error(r);
+    s->serve_cmd = r->srv.server ? lsn_server_command(r->srv.server) : "";
     return s;
 }
 

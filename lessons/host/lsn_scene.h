@@ -132,6 +132,8 @@ typedef struct lsn_scene {
     int nflags;
     const lsn_flag *flags;     /* the flags the learner may change */
     const char *server_error;  /* vLLM's refusal of the last start, NULL if it started */
+    const char *serve_cmd;     /* the `vllm serve` command of the flags as they stand
+                                  (lsn_server_command), "" without a server */
 } lsn_scene;
 
 #endif

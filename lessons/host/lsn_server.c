@@ -34,6 +34,7 @@ struct lsn_server {
     int have_plan;
     kv_engine *engine;
     int starts;
+    char command[2048];      /* lsn_server_command */
 };
 
 /* kvlab's own switches, on top of kv_args' flags. */
@@ -506,4 +507,11 @@ const char *lsn_server_log_phase(const char *line)
         if (strstr(line, map[i].needle))
             return map[i].phase;
     return "init";
+}
+
+const char *lsn_server_command(lsn_server *s)
+{
+    if (kv_args_command(&s->args, s->command, sizeof s->command) >= sizeof s->command)
+        snprintf(s->command + sizeof s->command - 5, 5, " ...");
+    return s->command;
 }

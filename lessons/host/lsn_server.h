@@ -68,6 +68,10 @@ const kv_gpu *lsn_server_gpu(const lsn_server *s);   /* card of the last start, 
 const kv_gpu_catalog *lsn_server_catalog(const lsn_server *s);
 const char *lsn_server_assets(const lsn_server *s);
 int lsn_server_starts(const lsn_server *s);          /* lsn_server_start calls so far */
+/* The `vllm serve` command line of the flags as they stand, as an operator
+ * would type it (kv_args_command: kvlab's own switches left out). Valid
+ * until the next call on s. */
+const char *lsn_server_command(lsn_server *s);
 
 /* Start-up phase of a plan log line: "init", "load", "profile",
  * "cudagraph", "kv", "check", "allocate", "ready" (by vLLM's wording). */

@@ -438,6 +438,48 @@ static void test_kv_cache_dtypes(void **state)
     assert_non_null(strstr(err, "invalid choice: 'turboquant_4bit'"));
 }
 
+/* The `vllm serve` command of a set of flags (kv_args_command, the flags
+ * view's copyable line): vLLM's flags given, in vLLM's spelling, a value a
+ * shell would split quoted, booleans as --x / --no-x, kvlab's own flags
+ * left out; parsed back it gives the same command. */
+static void test_command_line(void **state)
+{
+    (void)state;
+    kv_args a;
+    kv_args_init(&a);
+    char err[256], cmd[1024], again[1024];
+    const char *set[][2] = {
+        {"model", "meta-llama/Llama-3.1-8B-Instruct"}, {"max-model-len", "8192"}, {"gpu", "h100-80gb"},
+        {"gpu-memory-utilization", "0.85"}, {"enable-prefix-caching", "false"}, {"enforce-eager", "true"},
+        {"kv-cache-dtype", "fp8"}, {"vllm-version", "0.11.0"}, {"accounting", "textbook"},
+    };
+    for (size_t i = 0; i < sizeof set / sizeof set[0]; i++)
+        if (kv_args_set(&a, set[i][0], set[i][1], err, sizeof err) < 0) fail_msg("%s: %s", set[i][0], err);
+    size_t need = kv_args_command(&a, cmd, sizeof cmd);
+    assert_int_equal(need, strlen(cmd));
+    assert_string_equal(cmd, "vllm serve meta-llama/Llama-3.1-8B-Instruct --gpu-memory-utilization 0.85 "
+                             "--max-model-len 8192 --kv-cache-dtype fp8 --no-enable-prefix-caching --enforce-eager");
+    /* false where false is the default: nothing to type */
+    assert_true(kv_args_set(&a, "enforce-eager", "false", err, sizeof err) >= 0);
+    kv_args_command(&a, cmd, sizeof cmd);
+    assert_null(strstr(cmd, "eager"));
+    /* a model path with a space is quoted; parsed back, the same line */
+    assert_true(kv_args_set(&a, "model", "/models/my model", err, sizeof err) >= 0);
+    kv_args_command(&a, cmd, sizeof cmd);
+    assert_non_null(strstr(cmd, "vllm serve '/models/my model' --"));
+    char *argv[] = {"vllm", "serve", "/models/my model", "--gpu-memory-utilization", "0.85", "--max-model-len", "8192",
+                    "--kv-cache-dtype", "fp8", "--no-enable-prefix-caching"};
+    kv_args b;
+    kv_args_init(&b);
+    assert_int_equal(kv_args_parse(&b, 10, argv, NULL, 0, err, sizeof err), KV_ARGS_OK);
+    kv_args_command(&b, again, sizeof again);
+    assert_string_equal(again, cmd);
+    /* a short buffer: cut, the length needed returned */
+    char small[16];
+    assert_int_equal(kv_args_command(&b, small, sizeof small), strlen(cmd));
+    assert_int_equal(strlen(small), 15);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -452,6 +494,7 @@ int main(void)
         cmocka_unit_test(test_generated_release_flags),
         cmocka_unit_test(test_flag_suggestions),
         cmocka_unit_test(test_kv_cache_dtypes),
+        cmocka_unit_test(test_command_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -280,11 +280,11 @@ static void test_metrics_back_and_forth(void **state)
     (void)state;
     kv_engine *now = generating_engine(120), *past = generating_engine(30);
     char err[256], before[256];
-    WINDOW *wm = newwin(10, 70, 0, 0);
+    WINDOW *wm = newwin(12, 70, 0, 0); /* every row */
     int row = -1;
     assert_int_equal(kv_frame_capture(&A.frame, now, NULL, NULL, err, sizeof err), 0);
     app_draw_view(&A, UI_PANE_METRICS, wm);
-    for (int y = 0; y < 10 && row < 0; y++)
+    for (int y = 0; y < 12 && row < 0; y++)
         if (strstr(row_text(wm, y), "generation_tokens_total")) row = y;
     if (row < 0) { dump(wm); fail_msg("no generation row"); }
     snprintf(before, sizeof before, "%s", row_text(wm, row));
@@ -420,6 +420,165 @@ static void test_empty_slab_glyph(void **state)
     kv_frame_forget(&A.frame);
 }
 
+/* An engine that served traffic for more than 20 s of its clock. */
+static kv_engine *busy_engine(void)
+{
+    kv_engine_config c;
+    kv_engine_config_default(&c);
+    c.num_blocks = 2000;
+    c.verify = 0;
+    c.write_kv = 0;
+    char err[512];
+    kv_engine *e = kv_engine_create(&c, err, sizeof err);
+    if (!e) fail_msg("create: %s", err);
+    kv_engine_info in;
+    for (int i = 0; i < 20000; i++) {
+        if (i % 20 == 0) {
+            kv_request_spec s = { .prompt_tokens = 300, .output_tokens = 200, .arrival_s = -1 };
+            if (kv_engine_submit(e, &s, err, sizeof err) < 0) fail_msg("submit: %s", err);
+        }
+        if (kv_engine_step(e, NULL, err, sizeof err) < 0) fail_msg("step: %s", err);
+        kv_engine_get_info(e, &in);
+        if (in.clock_s > 21) break;
+    }
+    return e;
+}
+
+/* The frame of e with a start-up plan of release `version` (only what the
+ * views read of it: the release row and the engine). */
+static void capture_with_release(kv_engine *e, const char *version)
+{
+    static kv_plan p;
+    char err[256];
+    memset(&p, 0, sizeof p);
+    p.release = kv_release_find(version, err, sizeof err);
+    assert_non_null(p.release);
+    p.engine_v1 = 1;
+    p.starts = 1;
+    kv_frame_forget(&A.frame);
+    assert_int_equal(kv_frame_capture(&A.frame, e, &p, NULL, err, sizeof err), 0);
+    app_model_update(&A);
+    A.model.engine_log_visible = 1;
+}
+
+/* The log view ends with vLLM's periodic stats line in the release's
+ * words, its figures the engine's; the metrics view has the latency
+ * histograms under the release's names, their means the engine's. */
+static void test_stats_line_and_latency(void **state)
+{
+    (void)state;
+    kv_engine *e = busy_engine();
+    WINDOW *w = newwin(12, 76, 0, 0);
+    capture_with_release(e, "0.33.0");
+    ui_views_draw(&A.model, UI_PANE_LOG, w);
+    assert_win_has(w, "Engine 000: Avg prompt throughput:");
+    assert_win_has(w, "Prefix cache hit rate:");
+    /* the figures of (10 s, 20 s], from the engine's whole timeline (the
+     * frame keeps only its newest samples for the sparklines) */
+    static kv_timeline_sample tl[4096];
+    int n = kv_engine_timeline(e, tl, 4096), a = -1, b = -1;
+    for (int i = 0; i < n; i++) {
+        if (tl[i].clock_s <= 10) a = i;
+        if (tl[i].clock_s <= 20) b = i;
+    }
+    assert_true(a >= 0 && b > a && A.frame.timeline[0].clock_s > 10); /* the frame alone could not */
+    char want[96];
+    snprintf(want, sizeof want, "generation throughput: %.1f tokens/s",
+             (double)(tl[b].generation_tokens_total - tl[a].generation_tokens_total) / 10.0);
+    if (!strstr(A.frame.stats_line, want)) fail_msg("want '%s' in %s", want, A.frame.stats_line);
+    snprintf(want, sizeof want, "Running: %d reqs, Waiting: %d reqs", tl[b].num_running, tl[b].num_waiting);
+    if (!strstr(A.frame.stats_line, want)) fail_msg("want '%s' in %s", want, A.frame.stats_line);
+    assert_win_has(w, "INFO Engine 000: Avg prompt throughput:"); /* drawn last, as the newest line */
+    capture_with_release(e, "0.8.0"); /* no engine index before 0.8.3 */
+    ui_views_draw(&A.model, UI_PANE_LOG, w);
+    assert_win_has(w, "INFO Avg prompt throughput:");
+    assert_false(win_has(w, "Engine 000"));
+
+    WINDOW *wm = newwin(12, 76, 0, 0);
+    ui_views_draw(&A.model, UI_PANE_METRICS, wm);
+    assert_win_has(wm, "vllm:time_per_output_token_seconds");
+    assert_win_has(wm, "vllm:time_to_first_token_seconds");
+    assert_win_has(wm, "vllm:request_queue_time_seconds");
+    capture_with_release(e, "0.33.0");
+    ui_views_draw(&A.model, UI_PANE_METRICS, wm);
+    assert_win_has(wm, "vllm:inter_token_latency_seconds");
+    assert_false(win_has(wm, "time_per_output_token"));
+    kv_engine_metrics m;
+    kv_engine_get_metrics(e, &m);
+    assert_true(m.ttft.count > 0 && m.itl.count > 0);
+    char v[32];
+    if (m.ttft.mean < 1.0) snprintf(v, sizeof v, "%.0fms mean", m.ttft.mean * 1e3);
+    else snprintf(v, sizeof v, "%.2fs mean", m.ttft.mean);
+    assert_win_has(wm, v);
+    delwin(wm);
+    delwin(w);
+    kv_frame_forget(&A.frame);
+    kv_engine_destroy(e);
+}
+
+/* The flags view with the keys at 80 columns (a 38-column side pane): the
+ * selected flag's help whole, over as many rows as it takes, and the `vllm
+ * serve` command of the flags cut between options into lines ending in " \"
+ * that join back into the command. */
+static void test_flags_help_and_command(void **state)
+{
+    (void)state;
+    static const char *long_help = "the fraction of the GPU's memory vLLM may use in all: weights, activations, "
+                                   "CUDA graphs and the KV cache come out of it (the end of the sentence)";
+    lsn_flag fl[3] = {
+        { .name = "max-model-len", .value = "8192", .help = "short" },
+        { .name = "gpu-memory-utilization", .value = "0.85", .help = long_help },
+        { .name = "max-num-seqs", .value = "", .help = "short too" },
+    };
+    static const char *cmd = "vllm serve meta-llama/Llama-3.1-8B-Instruct --gpu-memory-utilization 0.85 "
+                             "--max-model-len 8192 --no-enable-prefix-caching";
+    lsn_scene sc = { .title = "", .text = "", .page_title = "", .nflags = 3, .flags = fl, .serve_cmd = cmd };
+    kv_frame_forget(&A.frame);
+    A.key_focus = UI_PANE_FLAGS;
+    A.vst.flag_sel = 1;
+    app_model_update(&A);
+    A.model.scene = &sc;
+    ui_view_ctx c = ui_view_ctx_of(&A.model, UI_PANE_FLAGS);
+    int want = ui_view_class_of(UI_PANE_FLAGS)->want_h(&c, 38);
+    assert_true(want >= 3 + 3 + 2 + 3); /* the list, three rows of help (two beyond one), three of command */
+    WINDOW *w = newwin(want, 38, 0, 0);
+    ui_views_draw(&A.model, UI_PANE_FLAGS, w);
+    assert_win_has(w, "of the sentence)"); /* the last words of the help */
+    /* the command's lines as a shell joins them: "\" and the newline go,
+     * so a split word joins up and " \" leaves one space */
+    char joined[512] = "";
+    int h, ww, on = 0;
+    getmaxyx(w, h, ww);
+    for (int y = 1; y < h - 1; y++) {
+        char line[256];
+        snprintf(line, sizeof line, "%.*s", ww - 4, row_text(w, y) + 2); /* inside the border */
+        if (!on && strncmp(line, "vllm serve", 10)) continue;
+        on = 1;
+        size_t l = strlen(line);
+        while (l && line[l - 1] == ' ') line[--l] = 0;
+        int cont = l > 0 && line[l - 1] == '\\';
+        if (cont) line[--l] = 0;
+        strcat(joined, line);
+        if (!cont) break;
+    }
+    /* words apart by any spaces, as the shell splits them */
+    char norm[512];
+    size_t k = 0;
+    for (const char *p = joined; *p; p++)
+        if (*p != ' ' || (k > 0 && norm[k - 1] != ' ')) norm[k++] = *p;
+    norm[k] = 0;
+    if (strcmp(norm, cmd)) { dump(w); fail_msg("the command's lines join into\n  %s\nnot\n  %s", norm, cmd); }
+    /* without the keys: the list, and the hint */
+    A.key_focus = -1;
+    app_model_update(&A);
+    A.model.scene = &sc;
+    werase(w);
+    ui_views_draw(&A.model, UI_PANE_FLAGS, w);
+    assert_win_has(w, "f, then arrows: change a flag");
+    delwin(w);
+    A.vst.flag_sel = 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -430,6 +589,8 @@ int main(void)
         cmocka_unit_test(test_help_legend_whole),
         cmocka_unit_test(test_help_scrolls),
         cmocka_unit_test(test_empty_slab_glyph),
+        cmocka_unit_test(test_stats_line_and_latency),
+        cmocka_unit_test(test_flags_help_and_command),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

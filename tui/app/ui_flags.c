@@ -8,16 +8,90 @@
 
 #include "ui_chrome.h"
 #include "ui_style.h"
+#include "ui_text.h"
 
 static int g_first, g_rows; /* scroll of the last draw */
+
+#define HELP_ROWS 6 /* the selected flag's help, wrapped */
+#define CMD_ROWS 8  /* the vllm serve command, wrapped */
+
+/* The help of the selected flag wrapped at width, into rows (at most max). */
+typedef struct wrap_rows {
+    wchar_t s[HELP_ROWS][256];
+    int n[HELP_ROWS];
+    int count, total;
+} wrap_rows;
+
+static void wrap_row(void *ctx, const wchar_t *s, int n)
+{
+    wrap_rows *w = ctx;
+    if (w->count < HELP_ROWS) {
+        if (n > 255) n = 255;
+        memcpy(w->s[w->count], s, (size_t)n * sizeof *s);
+        w->n[w->count++] = n;
+    }
+    w->total++;
+}
+
+/* The command cut into lines of at most width columns between its options
+ * (an option keeps its value), each line but the last ending in " \" so
+ * the lines paste into a shell as one command; a word longer than a line
+ * (a model path) is split with a bare "\" at the end and goes on at the
+ * start of the next line, which the shell joins back into the word.
+ * Returns the lines it takes; fills out with the first CMD_ROWS. */
+static int cmd_lines(const char *cmd, int width, char out[CMD_ROWS][520])
+{
+    int n = 0;
+    if (!cmd || !*cmd || width < 8) return 0;
+    if (width > 500) width = 500;
+    char cur[1100] = "";
+#define EMIT(fmt, ...) do { if (n < CMD_ROWS) snprintf(out[n], 520, fmt, __VA_ARGS__); n++; } while (0)
+    const char *p = cmd;
+    while (*p) {
+        /* the next token: "vllm serve", the model, then up to each " --" */
+        const char *next = !strncmp(p, "vllm serve ", 11) ? p + 10 : strstr(p + 1, " --");
+        size_t tl = next ? (size_t)(next - p) : strlen(p);
+        char tok[520];
+        snprintf(tok, sizeof tok, "%.*s", (int)(tl < sizeof tok - 1 ? tl : sizeof tok - 1), p);
+        const char *piece = cur[0] && tok[0] == ' ' ? tok + 1 : tok;
+        size_t cl = strlen(cur);
+        if (!cur[0]) snprintf(cur, sizeof cur, "%s", piece);
+        else if ((int)(cl + 1 + strlen(piece) + 2) <= width) snprintf(cur + cl, sizeof cur - cl, " %s", piece);
+        else {
+            EMIT("%.500s \\", cur);
+            snprintf(cur, sizeof cur, "  %s", piece);
+        }
+        while ((int)strlen(cur) > width - 2) { /* a word longer than the line */
+            EMIT("%.*s\\", width - 1, cur);
+            memmove(cur, cur + width - 1, strlen(cur + width - 1) + 1);
+        }
+        p += tl;
+    }
+    if (cur[0]) EMIT("%.500s", cur);
+#undef EMIT
+    return n;
+}
+
+/* Rows of the help and command lines while the flags have the keys. */
+static int extra_rows(const ui_view_ctx *c, int iw)
+{
+    const lsn_flag *flags = c->s->flags;
+    int n = c->s->nflags, sel = c->st->flag_sel;
+    wrap_rows hw = {0};
+    if (sel >= 0 && sel < n && flags[sel].help) ui_text_wrap(flags[sel].help, iw, wrap_row, &hw);
+    char cl[CMD_ROWS][520];
+    int nc = cmd_lines(c->s->serve_cmd, iw, cl);
+    return (hw.count > 1 ? hw.count - 1 : 0) + (nc < CMD_ROWS ? nc : CMD_ROWS);
+}
 
 /* Every flag, a row each; the layout gives them all only while the learner
  * edits them (f) or when the pictures have their room (ui_layout.c), and
  * the rows scroll to the flag the lesson highlights. */
 static int flags_want_h(const ui_view_ctx *c, int w)
 {
-    (void)w;
-    return c->s->nflags + 3;
+    /* with the keys: the selected flag's whole help and the command too */
+    int extra = c->m->key_focus == UI_PANE_FLAGS ? extra_rows(c, w - 4) : 0;
+    return c->s->nflags + 3 + extra;
 }
 
 /* The flag on row y of the window at the last draw, or -1. */
@@ -112,7 +186,23 @@ static void flags_draw(const ui_view_ctx *c, WINDOW *win)
     }
     if (c->st->flag_sel >= n) c->st->flag_sel = n - 1;
     if (c->st->flag_sel < 0) c->st->flag_sel = 0;
-    int list_rows = ih - 1 > 0 ? ih - 1 : ih;
+    /* Under the list: a status message or the selected flag's help (whole,
+     * up to HELP_ROWS rows, while the flags have the keys), then the `vllm
+     * serve` command of the flags as they stand (with the keys, or in rows
+     * the list leaves free). The list keeps at least one row (two when it has them). */
+    const lsn_flag *self = &flags[c->st->flag_sel];
+    int status = a->status[0] && a->status_until > a->now && !ui_chrome_status_in_footer(c);
+    wrap_rows hw = {0};
+    if (focus && !status && self->help) ui_text_wrap(self->help, iw, wrap_row, &hw);
+    char cl[CMD_ROWS][520];
+    int ncl_all = cmd_lines(c->s->serve_cmd, iw, cl);
+    int ncl = ncl_all < CMD_ROWS ? ncl_all : CMD_ROWS;
+    int hrows = hw.count > 1 ? hw.count : 1;
+    int keep_list = n < 2 ? n : 2;
+    if (!focus && ih - 1 - n < ncl) ncl = 0;            /* only in spare rows */
+    while (ncl > 0 && ih - hrows - ncl < keep_list) ncl--;
+    while (hrows > 1 && ih - hrows - ncl < keep_list) hrows--;
+    int list_rows = ih - hrows - ncl > 0 ? ih - hrows - ncl : ih;
     g_first = 0;
     /* The row to keep in sight: the selected flag while editing, else the
      * first flag the lesson highlights. */
@@ -169,18 +259,31 @@ static void flags_draw(const ui_view_ctx *c, WINDOW *win)
             ui_puts(win, 1 + r, x, vw, shown, dflt || !*eff ? (sel ? at | A_DIM : ui_attr(UI_R_DIM)) : at);
         }
     }
-    /* Last row: a status message, else what the selected flag changes. */
-    int sy = h - 2;
+    /* Under the list: a status message, else what the selected flag
+     * changes (whole), else how to change one; then the command. */
+    int sy = 1 + list_rows;
     if (list_rows < ih) {
         /* (one too long for the header is whole on the footer row instead) */
-        if (a->status[0] && a->status_until > a->now && !ui_chrome_status_in_footer(c))
+        if (status)
             ui_puts(win, sy, 2, iw, a->status, ui_attr(a->status_role));
-        else if (focus) {
-            const lsn_flag *f = c->st->flag_sel >= 0 && c->st->flag_sel < n ? &flags[c->st->flag_sel] : NULL;
-            ui_puts(win, sy, 2, iw, f && f->help ? f->help : "", ui_attr(UI_R_DIM));
-        } else {
+        else if (focus && hw.count > 0) {
+            for (int r = 0; r < hrows && r < hw.count; r++) {
+                int x = 2;
+                /* a help longer than its rows ends in the cut mark */
+                int cut = r == hrows - 1 && hw.total > hrows;
+                for (int k = 0; k < hw.n[r] && x < 2 + iw - cut; k++) {
+                    ui_put(win, sy + r, x, hw.s[r][k], ui_attr(UI_R_DIM));
+                    x += ui_wcwidth(hw.s[r][k]);
+                }
+                if (cut) ui_put(win, sy + r, x < 1 + iw ? x : 1 + iw, ui_gl()->utf8 ? L'\u2026' : L'~', ui_attr(UI_R_DIM));
+            }
+        } else if (!focus) {
             ui_puts(win, sy, 2, iw, "f, then arrows: change a flag", ui_attr(UI_R_DIM));
         }
+        for (int r = 0; r < ncl; r++) ui_puts(win, sy + hrows + r, 2, iw, cl[r], ui_attr(UI_R_NORMAL));
+        /* not all of it fits: say so rather than offer half a command */
+        if (ncl > 0 && ncl < ncl_all)
+            ui_puts(win, sy + hrows + ncl - 1, 2 + iw - 12, 12, " (and more)", ui_attr(UI_R_WARN));
     }
 }
 

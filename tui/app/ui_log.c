@@ -104,6 +104,19 @@ static int build(const ui_view_ctx *c, int iw, int all, wrapped *w, int *first, 
             else add_line(w, f->log[i], lv, role, iw, 0, &ef, &el);
         }
     }
+    if (a->engine_log_visible && f->has_engine && f->stats_line[0]) {
+        /* vLLM's periodic stats line in the release's words (kv_frame.h) */
+        char buf[KV_FRAME_STATS_LEN + 8];
+        {
+            const char *ls[2] = { f->stats_line, f->stats_hits };
+            for (int k = 0; k < 2 && ls[k][0]; k++) {
+                snprintf(buf, sizeof buf, "INFO %s", ls[k]);
+                int hi = hilite(c, buf);
+                if (hi) add_line(w, buf, 0, UI_R_HILITE, iw, 1, &hf, &hl);
+                else add_line(w, buf, 0, UI_R_DIM, iw, 0, &ef, &el);
+            }
+        }
+    }
     if (!p && failed(c)) {
         /* Stopped before start-up (the model, the card or a flag refused):
          * no plan and no start-up lines; its refusal is the log. */

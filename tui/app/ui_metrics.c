@@ -4,15 +4,18 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kv_metrics.h"
 #include "kv_util.h"
 #include "ui_style.h"
 
-enum { M_USAGE, M_RUNNING, M_WAITING, M_PREEMPT, M_HITS, M_GEN, M_TPUT, M_COUNT };
+/* In the order they are drawn: the queue and its wait first, the latencies
+ * before the token counters (a short pane keeps the first rows). */
+enum { M_USAGE, M_RUNNING, M_WAITING, M_QUEUE, M_PREEMPT, M_HITS, M_TTFT, M_ITL, M_GEN, M_TPUT, M_COUNT };
 
 /* How a row's sparkline reads the timeline: a gauge is averaged over each
  * cell's steps; a counter is drawn as its running total (it never goes
  * down); a rate is averaged like a gauge but says per second. */
-typedef enum { K_GAUGE, K_TOTAL, K_RATE } m_kind;
+typedef enum { K_GAUGE, K_TOTAL, K_RATE, K_HIST } m_kind;
 
 static const struct { const char *name; m_kind kind; } rows_def[M_COUNT] = {
     [M_USAGE] = { "vllm:kv_cache_usage_perc", K_GAUGE },
@@ -22,13 +25,38 @@ static const struct { const char *name; m_kind kind; } rows_def[M_COUNT] = {
     [M_HITS] = { "prefix cache hit rate", K_GAUGE },
     [M_GEN] = { "vllm:generation_tokens_total", K_TOTAL },
     [M_TPUT] = { "throughput (tokens/s)", K_RATE },
+    /* vLLM's latency histograms: the names are the release's (kv_release_metrics),
+     * these the newest's; the row shows the mean, then p50 and p99 */
+    [M_TTFT] = { "vllm:time_to_first_token_seconds", K_HIST },
+    [M_ITL] = { "vllm:inter_token_latency_seconds", K_HIST },
+    [M_QUEUE] = { "vllm:request_queue_time_seconds", K_HIST },
 };
+
+/* Row k's name under the frame's release (the ITL histogram was
+ * vllm:time_per_output_token_seconds before 0.10.2). */
+static const char *row_name(const kv_frame *f, int k)
+{
+    if (rows_def[k].kind != K_HIST || !f->has_plan) return rows_def[k].name;
+    const kv_release_metrics *rm = kv_release_metrics_of(f->plan.release, f->plan.engine_v1);
+    return k == M_TTFT ? rm->ttft : k == M_ITL ? rm->itl : rm->queue;
+}
+
+/* Seconds as a latency reads: 850us, 42ms, 1.35s. */
+static void fmt_latency(char *b, size_t n, double s)
+{
+    if (s < 0.001) snprintf(b, n, "%.0fus", s * 1e6);
+    else if (s < 1.0) snprintf(b, n, "%.0fms", s * 1e3);
+    else snprintf(b, n, "%.2fs", s);
+}
 
 /* The lesson names a metric as vLLM does (lab.metrics() keys): the hit
  * rate row answers to the two counters it divides. */
 static const struct { const char *target, *row; } aliases[] = {
     { "prefix_cache_hits", "prefix cache hit rate" }, { "prefix_cache_queries", "prefix cache hit rate" },
     { "prefix_cache_hit_rate", "prefix cache hit rate" }, { "tokens_per_s", "throughput (tokens/s)" },
+    { "ttft", "vllm:time_to_first_token_seconds" }, { "itl", "vllm:inter_token_latency_seconds" },
+    { "time_per_output_token_seconds", "vllm:inter_token_latency_seconds" },
+    { "queue", "vllm:request_queue_time_seconds" },
 };
 
 static int is_hilited(const ui_view_ctx *c, const char *name)
@@ -146,9 +174,17 @@ static void metrics_draw(const ui_view_ctx *c, WINDOW *win)
     const kv_timeline_sample *tl = f->timeline;
     int n = f->ntimeline;
     int strip = iw < 56; /* drop "vllm:" on narrow panes; the rest is vLLM's name */
-    int namew = strip ? 23 : 28;
     int valw = strip ? 7 : 9;
-    if (namew > iw - 12) namew = iw - 12;
+    /* The name column fits the longest name shown (vLLM's names are
+     * long: vllm:time_per_output_token_seconds), leaving the value its room. */
+    int namew = 0;
+    for (int k = 0; k < M_COUNT; k++) {
+        const char *nm = row_name(f, k);
+        int l = (int)strlen(strip && !strncmp(nm, "vllm:", 5) ? nm + 5 : nm) + 1;
+        if (l > namew) namew = l;
+    }
+    if (namew > iw - valw - 1) namew = iw - valw - 1;
+    if (namew < 8) namew = 8;
     int sparkw = iw - namew - valw - 1;
     /* Which rows fit: all of them, else the ones the lesson highlights
      * first (the page points at them), then the rest in order. */
@@ -160,7 +196,8 @@ static void metrics_draw(const ui_view_ctx *c, WINDOW *win)
         for (int j = i; j > 0 && pick[j - 1] > pick[j]; j--) { int t = pick[j]; pick[j] = pick[j - 1]; pick[j - 1] = t; }
     for (int r = 0; r < np; r++) {
         int k = pick[r];
-        const char *name = rows_def[k].name;
+        const char *name = row_name(f, k);
+        int hl = is_hilited(c, rows_def[k].name) || is_hilited(c, name);
         if (strip && !strncmp(name, "vllm:", 5)) name += 5;
         char val[48], t1[32];
         switch (k) {
@@ -173,17 +210,35 @@ static void metrics_draw(const ui_view_ctx *c, WINDOW *win)
                      m->prefix_cache_queries > 0 ? 100.0 * (double)m->prefix_cache_hits / (double)m->prefix_cache_queries : 0.0);
             break;
         case M_GEN:     kv_fmt_thousands(val, sizeof val, m->generation_tokens_total); break;
+        case M_TTFT: case M_ITL: case M_QUEUE: {
+            const kv_latency_stats *ls = k == M_TTFT ? &m->ttft : k == M_ITL ? &m->itl : &m->queue;
+            if (ls->count > 0) fmt_latency(val, sizeof val, ls->mean);
+            else snprintf(val, sizeof val, "-");
+            break;
+        }
         default:
             kv_fmt_thousands(t1, sizeof t1, n > 0 ? (long long)tl[n - 1].tokens_per_s : 0);
             snprintf(val, sizeof val, "%s", t1);
             break;
         }
-        attr_t at = is_hilited(c, name) ? ui_attr(UI_R_HILITE) : ui_attr(UI_R_NORMAL);
+        attr_t at = hl ? ui_attr(UI_R_HILITE) : ui_attr(UI_R_NORMAL);
         ui_puts(win, 1 + r, 2, namew, name, at);
         int vl = (int)strlen(val);
         ui_puts(win, 1 + r, 2 + namew + (valw - vl > 0 ? valw - vl : 0), valw, val,
                 k == M_PREEMPT && m->num_preemptions_total > 0 ? ui_attr(UI_R_WARN) : ui_attr(UI_R_TITLE));
-        if (sparkw >= 3) {
+        if (rows_def[k].kind == K_HIST) {
+            /* a histogram has no per-step sample: its percentiles instead (mean in the value column) */
+            const kv_latency_stats *ls = k == M_TTFT ? &m->ttft : k == M_ITL ? &m->itl : &m->queue;
+            char pc[96], a1[16], a2[16];
+            if (ls->count > 0) {
+                fmt_latency(a1, sizeof a1, ls->p50);
+                fmt_latency(a2, sizeof a2, ls->p99);
+                snprintf(pc, sizeof pc, "mean  p50 %s  p99 %s  n %lld", a1, a2, (long long)ls->count);
+            } else {
+                snprintf(pc, sizeof pc, "no request yet");
+            }
+            if (sparkw >= 3) ui_puts(win, 1 + r, 2 + namew + valw + 1, sparkw, pc, ui_attr(UI_R_DIM));
+        } else if (sparkw >= 3) {
             int nc = bucket(f, k, sparkw, series);
             double vmax = (k == M_USAGE || k == M_HITS) ? 1.0 : 0.0;
             ui_sparkline(win, 1 + r, 2 + namew + valw + 1, sparkw, series, nc, vmax,
