@@ -75,6 +75,7 @@ typedef struct app {
     int status_role;         /* ui_role for it */
     double status_until;
     int status_page;         /* >= 0: the page it is about (shown only while that page is); -1: any */
+    int status_engine;       /* it tells an event of the running engine (a preemption): gone with that engine */
 
     /* Flags view. */
     int flag_editing;        /* typing a value */

@@ -168,10 +168,12 @@ static void feed(app *a, const kv_engine *e, uint64_t *since, int64_t only_step,
                 a->victim_until = a->now + (hold > 0 ? hold : 2.0);
                 app_status(a, UI_R_WARN, "Preempted request #%lld: its blocks are freed; it waits and will recompute",
                            (long long)v->req_id);
+                a->status_engine = 1;
                 break;
             case KV_EV_RESUME:
                 app_status(a, UI_R_WARN, "Request #%lld is back from the queue: it recomputes what it lost",
                            (long long)v->req_id);
+                a->status_engine = 1;
                 break;
             default: break;
             }

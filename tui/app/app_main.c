@@ -108,6 +108,7 @@ void app_status(app *a, ui_role role, const char *fmt, ...)
     a->status_role = role;
     a->status_until = a->now + 6.0;
     a->status_page = -1; /* app_status_on_page binds one to its page */
+    a->status_engine = 0;
     a->dirty |= UI_PANE_BIT(UI_PANE_HEADER) | UI_PANE_BIT(UI_PANE_FLAGS) | UI_PANE_BIT(UI_PANE_FOOTER);
 }
 
@@ -387,6 +388,13 @@ static void server_changed(app *a)
     a->vst.sel_block = -1;
     a->sel_req = -1;
     a->victim = -1;
+    /* A preemption the old server had is not news about this one (the
+     * restarted run would read as preempting before it has). */
+    if (a->status_engine) {
+        a->status[0] = '\0';
+        a->status_until = 0;
+        a->status_engine = 0;
+    }
     app_reset_flashes(a);
     app_rewind_server(a); /* record the new engine (a new lesson: a new history) */
     a->startup_next = a->now;
