@@ -354,6 +354,12 @@ int lsn_set_release(lsn_runner *r, const char *version, const char *accounting, 
 /* The goal being worked on (lab.goal), or NULL. */
 const lsn_goal *lsn_get_goal(const lsn_runner *r);
 
+/* 1 when the last lsn_set_flag changed a lever the pending goal does not
+ * count (a model or debug override, a what-if switch, the traffic:
+ * lessons/host/lsn_lever.c) and left it off the value the goal began with;
+ * the page then says why in one line (lessons/API.md "Goals"). */
+int lsn_goal_not_counted(const lsn_runner *r);
+
 /* ---- the engine --------------------------------------------------------- */
 
 /* The lesson's running server, or NULL when none is started (never started,

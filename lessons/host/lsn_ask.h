@@ -89,6 +89,7 @@ typedef struct lsn_goal_spec {
     int nlevers;
     char **off_names, **off_values;
     int noff;
+    int last_uncounted;      /* the last flag change was such a lever, left off its start */
 } lsn_goal_spec;
 
 void lsn_goal_spec_clear(lsn_goal_spec *g);

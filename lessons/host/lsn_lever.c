@@ -14,7 +14,7 @@ static const struct {
     {LSN_LEVER_VLLM, "vllm", 1, "a vllm serve flag"},
     {LSN_LEVER_HARDWARE, "hardware", 1, "the card"},
     {LSN_LEVER_MODEL_OVERRIDE, "model-override", 0,
-     "a model override (the weights stay the checkpoint's; the server you were asked about does not change)"},
+     "a model override (a checkpoint that is not the one served; no vllm serve flag changes a model's shape)"},
     {LSN_LEVER_DEBUG, "debug", 0, "a debug override (it forces a figure vLLM would compute; no operator fixes a "
                                   "server with it)"},
     {LSN_LEVER_WHATIF, "what-if", 0, "a kvlab what-if switch (vllm serve has no such flag)"},

@@ -1404,9 +1404,11 @@ unsigned lsn_set_flag(lsn_runner *r, const char *name, const char *value, char *
         return r->changes;
     }
     if (r->pace.wait == W_GOAL && r->g.active) {
+        r->g.last_uncounted = 0;
         if (counted) {
             r->g.changes++;
         } else if (lsn_run_goal_uncounted(r)) {
+            r->g.last_uncounted = 1;
             char line[512];
             say_line(r, lsn_lever_not_counted(canon, line, sizeof line));
         }
@@ -1487,6 +1489,11 @@ struct kv_engine *lsn_engine(const lsn_runner *r) { return lsn_server_engine(r->
 const struct kv_plan *lsn_plan(const lsn_runner *r) { return lsn_server_plan(r->srv.server); }
 
 const char *lsn_server_error(const lsn_runner *r) { return r->srv.has_err ? r->srv.err : NULL; }
+
+int lsn_goal_not_counted(const lsn_runner *r)
+{
+    return r && r->pace.wait == W_GOAL && r->g.active && r->g.last_uncounted;
+}
 
 int lsn_catalog_step(const lsn_runner *r, const char *flag, const char *cur, int dir, char *out, size_t len)
 {

@@ -35,8 +35,10 @@ static void apply_flag(app *a, const char *name, const char *value)
     const char *serr = lsn_server_error(a->lsn);
     int lf;
     int tp_hidden = app_tp_reachable(a) && !(app_shown_panes(a, &lf) & UI_PANE_BIT(UI_PANE_TP));
-    if (serr) app_status(a, UI_R_ERROR, "%s = %s: the server did not start", name, *value ? value : "(default)");
-    else app_status(a, UI_R_OK, "%s = %s: server restarted%s", name, *value ? value : "(default)",
+    if (serr) app_status(a, UI_R_ERROR, "%s = %s: the server did not start%s", name, *value ? value : "(default)",
+                         lsn_goal_not_counted(a->lsn) ? " (not counted for this goal)" : "");
+    else app_status(a, UI_R_OK, "%s = %s: server restarted%s%s", name, *value ? value : "(default)",
+                    lsn_goal_not_counted(a->lsn) ? " (not counted for this goal)" : "",
                     tp_hidden ? " (Tab: the ranks)" : "");
 }
 
