@@ -153,8 +153,9 @@ return {
       .. "99%% are at most %s. Size for that p99, not for the model's %s, and not for the median.",
       #lens, fmt.int(lens[#lens // 2]), fmt.int(lens[#lens]), fmt.int(p99), fmt.int(m.max_position_embeddings))
     lab.highlight("flags", "max-model-len")
-    -- auto (or -1) sizes max-model-len to the whole pool: one request at a
-    -- time, whatever the traffic. It can land in the range; it is no sizing.
+    -- auto (or -1) takes the model's limit or, where that does not fit, the
+    -- longest one request the pool holds: one at a time, whatever the
+    -- traffic. It can land in the range; it is no sizing.
     local function auto_len()
       local v = lab.flag("max-model-len"):lower()
       return v == "auto" or v == "-1"
@@ -162,8 +163,9 @@ return {
     lab.on_flag(function(name)
       local q = lab.plan()
       if name == "max-model-len" and auto_len() and q and q.starts then
-        lab.say("Not counted: max-model-len auto gives one request the whole pool (%s tokens, %s at once); " ..
-          "size for the p99 yourself.", fmt.int(q.max_model_len), fmt.x(q.max_concurrency))
+        lab.say("Not counted: max-model-len auto takes the model's own limit, or the longest one request the " ..
+          "pool can hold (here %s tokens, %s at once). It sizes for the model, not for your p99: size it " ..
+          "yourself.", fmt.int(q.max_model_len), fmt.x(q.max_concurrency))
       end
     end)
     lab.goal{

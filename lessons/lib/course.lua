@@ -254,19 +254,33 @@ local function term_of(plan, name)
   end
 end
 
--- A page that sets the course's figures beside what a real release would
--- log for the same flags (the newest, kvlab's default accounting), and says
--- which terms differ. fmt is lib.fmt.
+-- A page that sets the figures the learner followed beside the other
+-- accounting for the same flags, and says which terms differ. Under the
+-- textbook accounting: beside what the newest vLLM release would log (the
+-- title given). Under a release: beside the whiteboard arithmetic of the
+-- seed article and the outline (kvlab --accounting textbook), the page that
+-- reconciles the course's quoted figures. fmt is lib.fmt.
 function course.release_page(lab, fmt, title)
   local here = lab.plan()
-  local rel = here and lab.what_if({ accounting = "release" })
-  if not rel then return end
-  lab.page(title or "What a real vLLM would print")
-  lab.say("These figures follow the course's arithmetic. A real vLLM sizes the pool its own way; " ..
-    "for the same flags, vLLM %s (GiB):", rel.vllm_version)
-  local rows = { { "", "course", rel.vllm_version } }
+  if not here then return end
+  local textbook = lab.release.textbook
+  local other = lab.what_if({ accounting = textbook and "release" or "textbook" })
+  if not other then return end
+  local mine_name = textbook and "course" or here.vllm_version
+  local other_name = textbook and other.vllm_version or "textbook"
+  if textbook then
+    lab.page(title or "What a real vLLM would print")
+    lab.say("These figures follow the course's arithmetic. A real vLLM sizes the pool its own way; " ..
+      "for the same flags, vLLM %s (GiB):", other.vllm_version)
+  else
+    lab.page("The same figures on the whiteboard")
+    lab.say("These figures are vLLM %s's, the release kvlab follows for you. The seed article and the " ..
+      "course outline do the subtraction on a whiteboard (kvlab --accounting textbook shows the whole " ..
+      "course that way); for the same flags (GiB):", here.vllm_version)
+  end
+  local rows = { { "", mine_name, other_name } }
   for _, t in ipairs(TERMS) do
-    local a, b = term_of(here, t[1]), term_of(rel, t[1])
+    local a, b = term_of(here, t[1]), term_of(other, t[1])
     local function cell(x)
       if not x or (not x.counted and x.gib == 0) then return "  -" end
       local s = string.format("%.2f", x.gib)
@@ -274,16 +288,24 @@ function course.release_page(lab, fmt, title)
     end
     rows[#rows + 1] = { t[2], cell(a), cell(b) }
   end
+  rows[#rows + 1] = { "tokens", fmt.int(here.kv_cache_tokens), fmt.int(other.kv_cache_tokens) }
   lab.say("%s", fmt.table(rows))
-  local ca, cb = term_of(here, "cuda_context"), term_of(rel, "cuda_context")
-  lab.say("In parentheses: used, but not taken off that release's budget%s. Its activation peak " ..
+  local rel, tb = textbook and other or here, textbook and here or other
+  local ca, cb = term_of(tb, "cuda_context"), term_of(rel, "cuda_context")
+  lab.say("In parentheses: used, but not taken off that column's budget%s. vLLM's activation peak " ..
     "is a forward pass or a dummy sampler pass over the vocabulary, whichever is larger.",
-    (ca and cb and ca.counted and not cb.counted) and " (the context exists before vLLM measures)" or "")
-  for _, line in ipairs(rel.log) do
-    if line:find("GPU KV cache size", 1, true) or line:find("Error", 1, true) then lab.say("%s", fmt.quote(line)) end
+    (ca and cb and ca.counted and not cb.counted) and " (vLLM's context exists before it measures)" or "")
+  if textbook then
+    for _, line in ipairs(other.log) do
+      if line:find("GPU KV cache size", 1, true) or line:find("Error", 1, true) then lab.say("%s", fmt.quote(line)) end
+    end
+    lab.say("Each release differs a little (kvlab serve --vllm-version X shows any). " ..
+      "If the server's log disagrees with both, trust the server: its figures are measured.")
+  else
+    lab.say("The whiteboard's round figures are the ones the course's sources quote; the log in the " ..
+      "log view is vLLM %s's. If a real server's log disagrees with both, trust the server: its " ..
+      "figures are measured.", here.vllm_version)
   end
-  lab.say("Each release differs a little (kvlab serve --vllm-version X shows any). " ..
-    "If the server's log disagrees with both, trust the server: its figures are measured.")
   lab.pause()
 end
 
