@@ -116,7 +116,10 @@ return {
 
     local fit = p.kv_cache_tokens / LONGEST
     lab.page("How many fit?")
-    lab.say("The pool: %s tokens (the log's 'GPU KV cache size').", fmt.int(p.kv_cache_tokens))
+    lab.say("The pool: %s tokens (the log's 'GPU KV cache size'). This server still runs with the " ..
+            "model's own limit, max-model-len %s, so the log counts its concurrency for requests that long; " ..
+            "the service accepts at most %s tokens.", fmt.int(p.kv_cache_tokens), fmt.int(p.max_model_len),
+            fmt.int(LONGEST))
     lab.show("log", { upto = "allocate" })
     lab.highlight("log", "GPU KV cache size")
     expect.between(lab, "8B on one H100: 32K requests at once", fit, 12, 15)
