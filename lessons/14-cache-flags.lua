@@ -185,11 +185,15 @@ end
 -- the right one and four others, dropping first those least like a mix-up.
 local DROP_FIRST = { "cudagraph", "activation", "budget", "starts", "none", "weights", "per_token" }
 
-local function round_choices(key)
+-- keep: other lines that moved too (a learner who picks one of them gets
+-- "another line moved more"), never dropped while others can go.
+local function round_choices(key, keep)
   local drop, dropped = {}, 0
-  for _, k in ipairs(DROP_FIRST) do
-    if dropped == #CHOICES - 5 then break end
-    if k ~= key then drop[k] = true; dropped = dropped + 1 end
+  for pass = 1, 2 do
+    for _, k in ipairs(DROP_FIRST) do
+      if dropped == #CHOICES - 5 then break end
+      if k ~= key and not drop[k] and (pass == 2 or not keep[k]) then drop[k] = true; dropped = dropped + 1 end
+    end
   end
   local list = {}
   for _, c in ipairs(CHOICES) do if not drop[c.key] then list[#list + 1] = c end end
@@ -284,7 +288,11 @@ return {
       lab.page(string.format("Flag %d/%d: %s", i, #ROUNDS, round.flag))
       lab.say(describe(base, now, lab.flag(round.flag)))
       if not now.starts then lab.highlight("log", "To serve at least one request") end
-      local offered = round_choices(key)
+      local also = {}
+      for _, t in ipairs(TERMS) do
+        if t ~= key and math.abs(now[t] - base[t]) > 0.01 * math.max(base.kv, 0.01) then also[t] = true end
+      end
+      local offered = round_choices(key, also)
       local texts, why, correct = {}, {}, nil
       for j, c in ipairs(offered) do
         texts[j] = c.text
