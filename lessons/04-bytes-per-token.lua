@@ -41,25 +41,32 @@ end
 -- figures for the memory view, the log and the pool view, on one page.
 local function pool_report(lab)
   local p, b = lab.plan(), lab.blocks()
+  local groups = p.num_kv_groups or 1
+  -- the pool in tokens, by whole blocks; the log's 'GPU KV cache size' is
+  -- p.kv_cache_tokens, which some releases count by whole requests
+  local pool_tokens = (p.num_blocks // groups) * p.block_size
   local out = { string.format("  pool: %s / %s\n    = %s tokens", fmt.gib(p.kv_cache_gib),
-    fmt.bytes(p.kv_bytes_per_token), fmt.int(p.kv_cache_tokens)) }
-  if (p.num_kv_groups or 1) > 1 then
-    local per_group = p.num_layers // p.num_kv_groups
-    local logged = math.floor(p.max_concurrency * p.max_model_len)
+    fmt.bytes(p.kv_bytes_per_token), fmt.int(pool_tokens)) }
+  if groups > 1 then
+    local per_group = p.num_layers // groups
     out[#out + 1] = string.format("%d of the %d layers only look back %s tokens (a sliding window). " ..
       "vLLM keeps the layers in %d groups of %d. The groups share one pool of %s blocks, each block " ..
-      "holding %d layers: a token that every group keeps takes a slot in one block per group. So vLLM " ..
-      "counts the pool as %s blocks / %d groups = %s blocks' worth of tokens: %s tokens.",
-      p.num_sliding_layers, p.num_layers, fmt.int(p.sliding_window), p.num_kv_groups, per_group,
-      fmt.int(p.num_blocks), per_group, fmt.int(p.num_blocks), p.num_kv_groups,
-      fmt.int(p.num_blocks // p.num_kv_groups), fmt.int(p.kv_cache_tokens))
-    out[#out + 1] = string.format("Its log line says %s tokens: it counts whole requests of %s tokens " ..
-      "(%.2f of them, %s blocks each, a window group's share rounded up) and multiplies back. Both are " ..
-      "right; they count different things.", fmt.int(logged), fmt.int(p.max_model_len), p.max_concurrency,
-      fmt.int(p.blocks_per_request))
+      "holding %d layers: a token that every group keeps takes a slot in one block per group. So the " ..
+      "pool counts as %s blocks / %d groups = %s blocks' worth of tokens.",
+      p.num_sliding_layers, p.num_layers, fmt.int(p.sliding_window), groups, per_group,
+      fmt.int(p.num_blocks), per_group, fmt.int(p.num_blocks), groups, fmt.int(p.num_blocks // groups))
+    if p.kv_cache_tokens ~= pool_tokens then
+      -- the log's figure as a difference, so two near-equal token counts
+      -- never stand side by side as if they were one quantity
+      out[#out + 1] = string.format("Its log line ('GPU KV cache size') counts %s tokens %s: this release " ..
+        "divides the pool into requests of %s tokens (%.2f of them, %s blocks each, a window group's share rounded " ..
+        "up) and multiplies back. Both are right; they count different things.",
+        fmt.int(math.abs(pool_tokens - p.kv_cache_tokens)), p.kv_cache_tokens < pool_tokens and "fewer" or "more",
+        fmt.int(p.max_model_len), p.max_concurrency, fmt.int(p.blocks_per_request))
+    end
     if b and b.total and b.total ~= p.num_blocks then
       out[#out + 1] = string.format("kvlab's pool view runs every layer in every block: %s blocks of %d " ..
-        "layers, the same %s tokens.", fmt.int(b.total), p.num_layers, fmt.int(b.total * p.block_size))
+        "layers, the same tokens.", fmt.int(b.total), p.num_layers)
     end
   end
   return table.concat(out, "\n\n")
