@@ -257,9 +257,9 @@ end
 -- A page that sets the figures the learner followed beside the other
 -- accounting for the same flags, and says which terms differ. Under the
 -- textbook accounting: beside what the newest vLLM release would log (the
--- title given). Under a release: beside the whiteboard arithmetic of the
--- seed article and the outline (kvlab --accounting textbook), the page that
--- reconciles the course's quoted figures. fmt is lib.fmt.
+-- title given). Under a release: beside the textbook arithmetic of the
+-- course's source (kvlab --accounting textbook), the page that reconciles
+-- the course's quoted figures. fmt is lib.fmt.
 function course.release_page(lab, fmt, title)
   local here = lab.plan()
   if not here then return end
@@ -273,10 +273,11 @@ function course.release_page(lab, fmt, title)
     lab.say("These figures follow the course's arithmetic. A real vLLM sizes the pool its own way; " ..
       "for the same flags, vLLM %s (GiB):", other.vllm_version)
   else
-    lab.page("The same figures on the whiteboard")
-    lab.say("These figures are vLLM %s's, the release kvlab follows for you. The seed article and the " ..
-      "course outline do the subtraction on a whiteboard (kvlab --accounting textbook shows the whole " ..
-      "course that way); for the same flags (GiB):", here.vllm_version)
+    lab.page("The same figures in the textbook")
+    lab.say("These figures are vLLM %s's, the release kvlab follows for you. The course's source " ..
+      "document does the subtraction its own simplified way, the textbook arithmetic (a fixed CUDA " ..
+      "context, the CUDA graphs and NCCL all off the budget; kvlab --accounting textbook runs the whole " ..
+      "course so). For the same flags (GiB):", here.vllm_version)
   end
   local rows = { { "", mine_name, other_name } }
   for _, t in ipairs(TERMS) do
@@ -302,9 +303,9 @@ function course.release_page(lab, fmt, title)
     lab.say("Each release differs a little (kvlab serve --vllm-version X shows any). " ..
       "If the server's log disagrees with both, trust the server: its figures are measured.")
   else
-    lab.say("The whiteboard's round figures are the ones the course's sources quote; the log in the " ..
-      "log view is vLLM %s's. If a real server's log disagrees with both, trust the server: its " ..
-      "figures are measured.", here.vllm_version)
+    lab.say("The textbook's figures are the ones the course's sources quote; the log in the log view " ..
+      "is vLLM %s's. If a real server's log disagrees with both, trust the server: its figures are " ..
+      "measured.", here.vllm_version)
   end
   lab.pause()
 end
