@@ -94,14 +94,25 @@ local ROUNDS = {
     ask_hint = "max-num-seqs caps how many requests run at once. Does start-up size anything by it here?",
     explain = function(a, b)
       if math.abs(a.kv - b.kv) < 0.005 then
-        return string.format("The pool stayed at %.2f GiB: max-num-seqs only caps how many requests the " ..
-          "scheduler runs at once inside it (lessons 16 and 17).", a.kv)
+        return string.format("The pool stayed at %.2f GiB: here max-num-seqs moved nothing that start-up takes " ..
+          "off the budget. It caps how many requests the scheduler runs at once inside the pool (lessons 16 " ..
+          "and 17).", a.kv)
       end
-      return string.format("The pool went from %.2f to %.2f GiB: this release captures CUDA graphs for " ..
-        "batch sizes up to max-num-seqs and profiles the sampler with that many requests, both before it " ..
-        "sizes the pool (CUDA graphs %.2f -> %.2f GiB, activation %.2f -> %.2f GiB).%s Beyond that, " ..
-        "max-num-seqs caps how many requests run at once (lessons 16 and 17).", a.kv, b.kv, a.cudagraph,
-        b.cudagraph, a.activation, b.activation, others_moved(a, b, { cudagraph = true, activation = true }))
+      local why = {}
+      local cg_moved = b.cg_counted and math.abs(b.cudagraph - a.cudagraph) > 0.005
+      local act_moved = math.abs(b.activation - a.activation) > 0.005
+      if cg_moved then
+        why[#why + 1] = string.format("captures CUDA graphs for batches up to max-num-seqs (%.2f -> %.2f GiB)",
+          a.cudagraph, b.cudagraph)
+      end
+      if act_moved then
+        why[#why + 1] = string.format("profiles the sampler with that many requests (activation %.2f -> %.2f GiB)",
+          a.activation, b.activation)
+      end
+      return string.format("The pool went from %.2f to %.2f GiB%s.%s Beyond that, max-num-seqs caps how many " ..
+        "requests run at once (lessons 16 and 17).", a.kv, b.kv,
+        #why > 0 and (": this release " .. table.concat(why, " and ") .. ", before it sizes the pool") or "",
+        others_moved(a, b, { cudagraph = cg_moved, activation = act_moved }))
     end },
   -- the value: the smallest power of two longer than the pool holds, so one
   -- request of it does not fit (32,768 on the textbook's 23,184 tokens)

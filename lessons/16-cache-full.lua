@@ -56,7 +56,8 @@ return {
     local ok, err = lab.start(BASE)
     course.note(lab, "B")
     if not ok then error("the lesson's server did not start: " .. tostring(err)) end
-    local pool = lab.plan().kv_cache_tokens
+    local base_plan = lab.plan()
+    local pool = base_plan.kv_cache_tokens
     local over = overflow_seqs(pool)
     NREQ = math.max(24, over + 8)
     lab.show("pool"); lab.show("metrics"); lab.show("requests"); lab.show("flags")
@@ -131,9 +132,10 @@ return {
     if pool_now < pool then
       -- vLLM 0.2x on: CUDA graphs are captured for batch sizes up to max-num-seqs
       -- and the sampler is profiled with that many requests, both before the pool is sized
-      lab.say("max-num-seqs %d also cost the pool %s tokens at start-up (%s left): this release captures " ..
-              "CUDA graphs for batches up to max-num-seqs and profiles the sampler with that many requests, " ..
-              "both before it sizes the cache.", seqs, fmt.int(pool - pool_now), fmt.int(pool_now))
+      local why = course.seqs_cost(base_plan, lab.plan())
+      lab.say("max-num-seqs %d also cost the pool %s tokens at start-up (%s left)%s.", seqs,
+              fmt.int(pool - pool_now), fmt.int(pool_now),
+              why and (": in " .. course.release_name(lab) .. " " .. why .. ", before the cache is sized") or "")
     end
     -- Replay the same run slowly with the pool in front, so the learner sees the
     -- first preemption happen rather than read about it afterwards.

@@ -214,8 +214,15 @@ return {
     lab.say("5. Keep gpu-memory-utilization at or a little under vLLM's default. Yours is %s. "
       .. "Needing more is a sign the GPU is too small; it eats the headroom that keeps a "
       .. "long-running server from failing later.", tostring(p.gpu_memory_utilization))
+    -- what a higher max-num-seqs costs at start-up in this release, from the engine
+    local seqs = tonumber(p.max_num_seqs) or 0
+    local more = seqs > 0 and lab.what_if{ ["max-num-seqs"] = 2 * seqs } or nil
+    local why = more and course.seqs_cost(p, more)
     lab.say("6. Tune max-num-seqs last, and for latency. It does not make the pool bigger "
-      .. "(lessons 14 and 16).")
+      .. "(lessons 14 and 16)%s.", (more and more.starts and more.kv_cache_tokens < p.kv_cache_tokens)
+        and string.format("; in %s a higher one makes it smaller (max-num-seqs %d: %s tokens instead of %s)%s",
+          course.release_name(lab), 2 * seqs, fmt.int(more.kv_cache_tokens), fmt.int(p.kv_cache_tokens),
+          why and (": " .. why) or "") or "")
     -- the flags that differ from vLLM's defaults ("none" and "auto" are
     -- what kvlab shows for unset; vLLM itself refuses --quantization none)
     local cmd = { "vllm serve " .. m.id, "--max-model-len " .. p.max_model_len,

@@ -233,6 +233,27 @@ function course.checkpoint_quant(lab)
     "what it would give)" or "")
 end
 
+-- Why a higher max-num-seqs took pool at start-up, from the two plans'
+-- counted terms (before a, after b): "CUDA graphs are captured for batches
+-- up to it, and the sampler is profiled with that many requests", or nil
+-- when neither term moved.
+function course.seqs_cost(a, b)
+  local function counted(plan, name)
+    for _, t in ipairs(plan.terms or {}) do
+      if t.name == name then return t.counted and t.gib or 0 end
+    end
+    return 0
+  end
+  local why = {}
+  if counted(b, "cudagraph") > counted(a, "cudagraph") + 0.005 then
+    why[#why + 1] = "CUDA graphs are captured for batches up to it"
+  end
+  if counted(b, "activation") > counted(a, "activation") + 0.005 then
+    why[#why + 1] = "the sampler is profiled with that many requests"
+  end
+  return #why > 0 and table.concat(why, ", and ") or nil
+end
+
 -- The terms in the order vLLM meets them, with the names a learner reads.
 local TERMS = {
   { "weights", "weights" }, { "activation", "activation" }, { "cudagraph", "CUDA graphs" },
