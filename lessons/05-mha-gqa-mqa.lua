@@ -93,11 +93,11 @@ return {
     for i, v in ipairs(variants) do
       choices[i] = string.format("%s (%d KV head%s)", v.name, v.kv, v.kv == 1 and "" or "s")
       if i < correct then
-        why[i] = string.format("%s has room for only %.2f requests of %s tokens: short of %d.", v.name, v.conc,
+        why[i] = string.format("%s has room for only %s of %s tokens: short of %d.", v.name, fmt.room(v.conc),
                                fmt.int(LEN), target)
       elseif i > correct then
-        why[i] = string.format("%s fits (room for %.2f), but gives up more KV heads than the target needs.",
-                               v.name, v.conc)
+        why[i] = string.format("%s fits (room for %s), but gives up more KV heads than the target needs.",
+                               v.name, fmt.room(v.conc))
       end
     end
     lab.ask{
@@ -110,8 +110,8 @@ return {
         "Requests at once = pool tokens / tokens per request. The table one page back (p) has both.",
         "Go down the list from the most KV heads and stop at the first that reaches the target.",
       },
-      explain = string.format("%s: room for %.2f requests at once, with %d KV heads.", variants[correct].name,
-                              variants[correct].conc, variants[correct].kv),
+      explain = string.format("%s: room for %s at once, with %d KV heads.", variants[correct].name,
+                              fmt.room(variants[correct].conc), variants[correct].kv),
     }
     lab.pause()
     lab.page("What sizes the cache")

@@ -104,8 +104,8 @@ return {
         return
       end
       if q.starts then
-        lab.say("--%s %s: it starts, with %s tokens of cache (room for %.2f requests of %s tokens).",
-                name, value == "" and "(default)" or value, fmt.int(q.kv_cache_tokens), q.max_concurrency,
+        lab.say("--%s %s: it starts, with %s tokens of cache (room for %s of %s tokens).",
+                name, value == "" and "(default)" or value, fmt.int(q.kv_cache_tokens), fmt.room(q.max_concurrency),
                 fmt.int(q.max_model_len))
       elseif q.error_kind == "max_model_len" then
         -- as many digits as it takes for the need to read larger than the pool
@@ -158,9 +158,9 @@ return {
 
     local q = lab.plan()
     lab.page("It starts")
-    lab.say("The server is up: %.2f GiB of cache, %s tokens, room for %.2f requests of %s tokens at once " ..
-            "(the log's 'Maximum concurrency').", q.kv_cache_gib, fmt.int(q.kv_cache_tokens), q.max_concurrency,
-            fmt.int(q.max_model_len))
+    lab.say("The server is up: %.2f GiB of cache, %s tokens, room for %s of %s tokens at once " ..
+            "(the ratio is the log's 'Maximum concurrency').", q.kv_cache_gib, fmt.int(q.kv_cache_tokens),
+            fmt.room(q.max_concurrency), fmt.int(q.max_model_len))
     lab.show("log", { upto = "ready" })
     lab.highlight("log", "Maximum concurrency")
     -- Every flag the learner left changed, not just the last one: an fp8

@@ -37,6 +37,14 @@ function fmt.bytes(n)
   return string.format("%.2f %s", v, units[i])
 end
 
+-- How many requests a pool holds, the way the course counts them (whole
+-- requests, lessons 11 and 20) with vLLM's ratio beside it (the log's
+-- "Maximum concurrency"): 2.53 -> "2 whole requests (2.53x)"
+function fmt.room(concurrency)
+  local n = math.floor(concurrency)
+  return string.format("%d whole request%s (%s)", n, n == 1 and "" or "s", fmt.x(concurrency))
+end
+
 -- Bytes the way PyTorch's out-of-memory error prints them (c10's
 -- format_size: two decimals, up to 1024 bytes in bytes, then KiB, MiB,
 -- GiB): 20971520 -> "20.00 MiB"
