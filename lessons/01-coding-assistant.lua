@@ -199,13 +199,22 @@ return {
     local wb_tokens = math.floor(wb_kv / plan.kv_bytes_per_token)
     expect.near(lab, "the outline's whiteboard pool (tokens)", wb_tokens, 407714, 0)
     local GiB = 2 ^ 30
-    local others = plan.activation_gib + plan.cudagraph_gib + plan.cuda_context_gib
+    -- the rest: every term the accounting in force takes off the budget
+    -- besides the weights, so the column adds up (budget - weights - rest = pool)
+    local others, other_names = 0, {}
+    for _, t in ipairs(plan.terms or {}) do
+      if t.counted and t.gib > 0 and t.name ~= "budget" and t.name ~= "weights" and t.name ~= "kv_cache" then
+        others = others + t.gib
+        other_names[#other_names + 1] = course.term_label(t.name)
+      end
+    end
+    local mine = lab.release.textbook and "textbook" or "vLLM"
     lab.page("Another count you may meet")
     lab.unhighlight("log")
     lab.say("Worked on a whiteboard, this set-up often comes out at about %s tokens, with %.2f GiB " ..
       "in use. It is the same subtraction, done three ways differently:", fmt.int(wb_tokens), wb_budget / GiB)
     lab.say("%s", fmt.table({
-      { "(GiB)", "vLLM", "board" },
+      { "(GiB)", mine, "board" },
       { "card", string.format("%.2f", plan.gpu_total_gib), string.format("%.2f", wb.card / GiB) },
       { "budget", string.format("%.2f", plan.budget_gib), string.format("%.2f", wb_budget / GiB) },
       { "weights", string.format("%.2f", plan.weights_gib), string.format("%.2f", wb.weights / GiB) },
@@ -218,12 +227,20 @@ return {
       "and vLLM starts from that. %s of 80 GB is 72 GB, %.2f GiB: the board's memory in use.",
       wb.card / GiB, fmt.gib(plan.gpu_total_gib), tostring(plan.gpu_memory_utilization), wb_budget / GiB)
     lab.say("2. The rest: the board subtracts a round 1.5 GB of workspace and 1 GB of context " ..
-      "(%.2f GiB); vLLM subtracts the activation peak it measured, its CUDA-graph estimate and " ..
-      "the context (%s).", (wb.workspace + wb.context) / GiB, fmt.gib(others))
+      "(%.2f GiB); %s subtracts %s (%s).", (wb.workspace + wb.context) / GiB,
+      lab.release.textbook and "the textbook" or course.release_name(lab),
+      #other_names > 0 and table.concat(other_names, ", "):gsub(", ([^,]*)$", " and %1") or "nothing more",
+      fmt.gib(others))
     lab.say("3. Blocks: the board divides and stops; vLLM keeps whole blocks of %d tokens.",
       plan.block_size)
-    lab.say("The card's size is most of the gap. The course follows vLLM's log: %s tokens.",
-      fmt.int(plan.kv_cache_tokens))
+    local card_more = plan.budget_gib - wb_budget / GiB
+    local rest_more = others - (wb.workspace + wb.context) / GiB
+    lab.say("So the binary card gives %s %.2f GiB more budget than the board, and its rest takes %.2f GiB %s: " ..
+      "%.2f GiB of pool %s in all. The course follows %s: %s tokens.",
+      lab.release.textbook and "the textbook" or "vLLM", card_more, math.abs(rest_more),
+      rest_more >= 0 and "more" or "less", math.abs(plan.kv_cache_gib - wb_kv / GiB),
+      plan.kv_cache_gib >= wb_kv / GiB and "more" or "less",
+      lab.release.textbook and "the textbook" or "vLLM's log", fmt.int(plan.kv_cache_tokens))
     lab.pause()
 
     course.release_page(lab, fmt, "The same server on a real vLLM")
