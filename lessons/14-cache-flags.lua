@@ -322,16 +322,19 @@ return {
 
     restore(lab)
     lab.page("What moves the pool")
-    local seqs_moves = lab.what_if{ ["max-num-seqs"] = 64 }
-    seqs_moves = seqs_moves and math.abs(seqs_moves.kv_cache_gib - base.kv) >= 0.005
+    local seqs_plan = lab.what_if{ ["max-num-seqs"] = 64 }
+    local seqs_moves = seqs_plan and math.abs(seqs_plan.kv_cache_gib - base.kv) >= 0.005
+    -- what it moved, from the two plans (lib.course: the counted terms that grew)
+    local seqs_why = seqs_moves and course.seqs_cost(seqs_plan, lab.plan())
     lab.say("Two levers are big: the share of the card you give vLLM, and the size of "
       .. "the weights, because every GiB they free lands in the pool. The cache dtype "
       .. "changes how many tokens each GiB holds. max-num-batched-tokens and "
       .. "enforce-eager trade the activation and graph reserves for speed. max-model-len "
       .. "sets no memory aside at all; it only decides whether vLLM agrees to start. "
       .. "%s they shape what happens inside it, which is the next chapter.",
-      seqs_moves and "Prefix caching leaves the start-up pool alone, and max-num-seqs moves it only a little "
-        .. "(graph sizes and the sampler's profile):"
+      seqs_moves and string.format("Prefix caching leaves the start-up pool alone. max-num-seqs moved it here " ..
+        "(%.2f GiB at 64, %.2f GiB at the default%s), but mostly", seqs_plan.kv_cache_gib, base.kv,
+        seqs_why and ("; " .. seqs_why) or "") .. ""
         or "max-num-seqs and prefix caching leave the start-up pool alone:")
     lab.pause()
   end,
