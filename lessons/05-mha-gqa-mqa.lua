@@ -93,8 +93,8 @@ return {
     for i, v in ipairs(variants) do
       choices[i] = string.format("%s (%d KV head%s)", v.name, v.kv, v.kv == 1 and "" or "s")
       if i < correct then
-        why[i] = string.format("%s has room for only %s of %s tokens: short of %d.", v.name, fmt.room(v.conc),
-                               fmt.int(LEN), target)
+        why[i] = string.format("%s has room for only %s: short of %d.", v.name, fmt.room(v.conc, LEN),
+                               target)
       elseif i > correct then
         why[i] = string.format("%s fits (room for %s), but gives up more KV heads than the target needs.",
                                v.name, fmt.room(v.conc))

@@ -104,9 +104,9 @@ return {
         return
       end
       if q.starts then
-        lab.say("--%s %s: it starts, with %s tokens of cache (room for %s of %s tokens).",
-                name, value == "" and "(default)" or value, fmt.int(q.kv_cache_tokens), fmt.room(q.max_concurrency),
-                fmt.int(q.max_model_len))
+        lab.say("--%s %s: it starts, with %s tokens of cache (room for %s).",
+                name, value == "" and "(default)" or value, fmt.int(q.kv_cache_tokens),
+                fmt.room(q.max_concurrency, q.max_model_len))
       elseif q.error_kind == "max_model_len" then
         -- as many digits as it takes for the need to read larger than the pool
         local digits = 2
@@ -158,9 +158,9 @@ return {
 
     local q = lab.plan()
     lab.page("It starts")
-    lab.say("The server is up: %.2f GiB of cache, %s tokens, room for %s of %s tokens at once " ..
+    lab.say("The server is up: %.2f GiB of cache, %s tokens, room for %s at once " ..
             "(the ratio is the log's 'Maximum concurrency').", q.kv_cache_gib, fmt.int(q.kv_cache_tokens),
-            fmt.room(q.max_concurrency), fmt.int(q.max_model_len))
+            fmt.room(q.max_concurrency, q.max_model_len))
     lab.show("log", { upto = "ready" })
     lab.highlight("log", "Maximum concurrency")
     -- Every flag the learner left changed, not just the last one: an fp8

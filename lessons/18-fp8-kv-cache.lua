@@ -115,10 +115,10 @@ return {
       near = { { value = a.p.kv_cache_tokens, why = "That was the bf16 pool. Read the new start-up line." } },
       hints = { "The log's 'GPU KV cache size' line, or the memory view." },
       explain = string.format("The pool went from %s to %s tokens in the same %.2f GiB: room for %s "
-        .. "of %s tokens instead of %s. Each decode step also reads every cached token of every "
+        .. "instead of %s. Each decode step also reads every cached token of every "
         .. "running request, so a %s-token document now costs %s to read per step instead of %s.",
-        fmt.int(a.p.kv_cache_tokens), fmt.int(b.p.kv_cache_tokens), b.p.kv_cache_gib, fmt.room(b.p.max_concurrency),
-        fmt.int(b.p.max_model_len), fmt.room(a.p.max_concurrency), fmt.int(doc), mib(doc * b.p.kv_bytes_per_token),
+        fmt.int(a.p.kv_cache_tokens), fmt.int(b.p.kv_cache_tokens), b.p.kv_cache_gib, fmt.room(b.p.max_concurrency, b.p.max_model_len),
+        fmt.room(a.p.max_concurrency), fmt.int(doc), mib(doc * b.p.kv_bytes_per_token),
         mib(doc * a.p.kv_bytes_per_token)),
     }
     lab.page("The next limit")

@@ -39,10 +39,12 @@ end
 
 -- How many requests a pool holds, the way the course counts them (whole
 -- requests, lessons 11 and 20) with vLLM's ratio beside it (the log's
--- "Maximum concurrency"): 2.53 -> "2 whole requests (2.53x)"
-function fmt.room(concurrency)
+-- "Maximum concurrency"), with their length when given:
+-- fmt.room(2.53, 8192) -> "2 whole requests of 8,192 tokens (2.53x)"
+function fmt.room(concurrency, len)
   local n = math.floor(concurrency)
-  return string.format("%d whole request%s (%s)", n, n == 1 and "" or "s", fmt.x(concurrency))
+  return string.format("%d whole request%s%s (%s)", n, n == 1 and "" or "s",
+    len and (" of " .. fmt.int(len) .. " tokens") or "", fmt.x(concurrency))
 end
 
 -- Bytes the way PyTorch's out-of-memory error prints them (c10's
