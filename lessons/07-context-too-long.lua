@@ -118,7 +118,7 @@ return {
                 digits .. "f GiB.", name, value == "" and "(default)" or value, fmt.int(q.max_model_len), q.needed_gib,
                 q.kv_cache_gib)
       else
-        lab.say("--%s %s: refused: %s", name, value == "" and "(default)" or value, q.error)
+        lab.say("--%s %s: refused: %s", name, value == "" and "(default)" or value, course.error_text(q))
       end
       -- the levers this lesson warns against, each with its reason
       local tp = tonumber(lab.flag("tensor-parallel-size")) or 1

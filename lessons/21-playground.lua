@@ -380,7 +380,7 @@ return {
       })
       golf_score(lab, 4, changes, 2)
       p = lab.plan()
-      lab.say("%s", p.error)
+      lab.say("%s", course.error_text(p))
       if p.error_kind == "free_memory" then
         lab.say("Each GPU had already given %s to NCCL when vLLM checked, so the %s of the card it " ..
           "asked for was no longer free. The same flags at tp=1 start fine.", fmt.gib(p.nccl_gib),

@@ -233,6 +233,21 @@ function course.checkpoint_quant(lab)
     "what it would give)" or "")
 end
 
+-- A failed start's error as a page may show it. vLLM's own errors are
+-- quoted as the engine words them for the release; where the engine sums up
+-- a CUDA out-of-memory in its own words (PyTorch's error names only the one
+-- allocation that failed, which kvlab cannot know), the page says so rather
+-- than passing the summary off as PyTorch's text.
+function course.error_text(plan)
+  local err = plan and plan.error or ""
+  local rest = err:match("^torch%.OutOfMemoryError: CUDA out of memory (.*)$")
+  if rest and not rest:match("^%. Tried to allocate") then
+    return "PyTorch stops it with CUDA out of memory (torch.OutOfMemoryError: CUDA out of memory. Tried to " ..
+      "allocate ...). kvlab's account: out of memory " .. rest
+  end
+  return err
+end
+
 -- Why a higher max-num-seqs took pool at start-up, from the two plans'
 -- counted terms (before a, after b): "CUDA graphs are captured for batches
 -- up to it, and the sampler is profiled with that many requests", or nil
