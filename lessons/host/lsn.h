@@ -242,6 +242,35 @@ int lsn_engine_runs(const lsn_runner *r);
  * a goal. Stops early when nothing waits on the engine. Returns LSN_CH_*. */
 unsigned lsn_tick_steps(lsn_runner *r, int64_t k);
 
+/* Engine images (a classroom follower that joins late starts from the
+ * presenter's engine instead of running every engine step to it):
+ *
+ * lsn_engine_image: the loaded lesson's engine as it is now
+ * (engine/kv_snapshot.h) with what a runner beside it needs to run on from
+ * there (the engine ticks, the table-form traffic generator's place), as
+ * one image in *img (its buffer reused). 0; -1 with one line in err when no
+ * engine runs or it cannot be imaged (out of memory).
+ *
+ * lsn_engine_load_image: put this runner's engine at such an image, taken
+ * by a runner of the same lesson at the same step and run (the same inputs
+ * and engine config), further on than this one: the engine's state, its
+ * tick count and the traffic's place are replaced, as lsn_tick_steps of
+ * the difference would have left them (*changes: the LSN_CH_* bits), and
+ * the history records a new run from here. Only where those ticks would
+ * run no lesson code per step (no lab.on_step, no function traffic) and
+ * only to a later tick: a lab.step that ends before it and a lab.run_until
+ * (its condition is tested every step) are run on first, as ticking would,
+ * never past the image's tick. Returns 0 (a wait condition or goal was
+ * re-checked as after ticks); 1 when this runner cannot take the image
+ * (tick instead; *changes says what the waits run on changed); -1 when
+ * the image was refused (damaged, another config or traffic), with one
+ * line in err: the engine is then empty and the caller must rebuild the
+ * run (lsn_replay). The image is read as hostile bytes. */
+struct kv_snapshot;
+int lsn_engine_image(const lsn_runner *r, struct kv_snapshot *img, char *err, size_t errlen);
+int lsn_engine_load_image(lsn_runner *r, const uint8_t *image, size_t len, unsigned *changes, char *err,
+                          size_t errlen);
+
 /* Save progress from now on in state_dir (its progress.json: what it held,
  * with the loaded lesson as it is now), also for a runner made with
  * state_dir ""; state_dir "" stops saving. Returns 0, or -1 with one line

@@ -12,6 +12,7 @@
 
 #include "kv_args.h"
 #include "kv_release.h"
+#include "kv_snapshot.h"
 #include "lsn_lever.h"
 #include "lsn_runner_int.h"
 
@@ -989,6 +990,117 @@ unsigned lsn_tick_steps(lsn_runner *r, int64_t k)
     }
     recheck(r);
     return r->changes | ch;
+}
+
+/* ---- engine images (a late joiner's start) ---------------------------------------- */
+
+#define IMAGE_MAGIC 0x494c564bu   /* "KVLI" */
+#define IMAGE_VERSION 1u
+
+/* What an image holds before the engine's own bytes (kv_snapshot): raw
+ * little-endian fields of this build, read back field by field. */
+typedef struct image_head {
+    uint32_t magic, version;
+    int64_t ticks;                /* lsn_engine_ticks */
+    int32_t traffic;              /* 0 none, 1 the table form (fn traffic is never imaged) */
+    int32_t pad;
+    lsn_traffic_pos pos;
+} image_head;
+
+int lsn_engine_image(const lsn_runner *r, kv_snapshot *img, char *err, size_t errlen)
+{
+    kv_engine *e = lsn_server_engine(r->srv.server);
+    if (!e || !r->vm) {
+        snprintf(err, errlen, "no engine runs");
+        return -1;
+    }
+    const lsn_traffic *t = &r->traffic;
+    if (t->active && t->fn) {
+        snprintf(err, errlen, "the lesson's traffic is a function (its state is the lesson's own)");
+        return -1;
+    }
+    if (kv_snapshot_save(e, img, err, errlen) != 0)
+        return -1;
+    image_head h;
+    memset(&h, 0, sizeof h);
+    h.magic = IMAGE_MAGIC;
+    h.version = IMAGE_VERSION;
+    h.ticks = r->srv.ticks;
+    h.traffic = t->active ? 1 : 0;
+    lsn_traffic_get_pos(t, &h.pos);
+    /* the head goes first: grow, move the engine's bytes up, write it */
+    if (img->len + sizeof h > img->cap) {
+        uint8_t *nb = realloc(img->data, img->len + sizeof h);
+        if (!nb) {
+            snprintf(err, errlen, "out of memory imaging the engine");
+            return -1;
+        }
+        img->data = nb;
+        img->cap = img->len + sizeof h;
+    }
+    memmove(img->data + sizeof h, img->data, img->len);
+    memcpy(img->data, &h, sizeof h);
+    img->len += sizeof h;
+    return 0;
+}
+
+int lsn_engine_load_image(lsn_runner *r, const uint8_t *image, size_t len, unsigned *changes, char *err,
+                          size_t errlen)
+{
+    lsn_pace *p = &r->pace;
+    kv_engine *e = lsn_server_engine(r->srv.server);
+    lsn_traffic *t = &r->traffic;
+    image_head h;
+    *changes = 0;
+    if (len < sizeof h) {
+        snprintf(err, errlen, "not an engine image (%zu bytes)", len);
+        return -1;
+    }
+    memcpy(&h, image, sizeof h);
+    if (h.magic != IMAGE_MAGIC || h.version != IMAGE_VERSION || h.ticks < 0 || (h.traffic != 0 && h.traffic != 1)) {
+        snprintf(err, errlen, "not an engine image of this kvlab");
+        return -1;
+    }
+    /* An engine wait that ends before the image's tick (lab.step) or tests
+     * the lesson's condition every step (lab.run_until) runs on first, as
+     * ticking would, never past that tick. */
+    while (r->vm && e == lsn_server_engine(r->srv.server) && r->srv.ticks < h.ticks &&
+           (p->wait == W_RUN_UNTIL || (p->wait == W_STEPS && p->steps_left <= h.ticks - r->srv.ticks))) {
+        int64_t before = r->srv.ticks;
+        *changes |= lsn_tick_steps(r, p->wait == W_STEPS ? p->steps_left : 1);
+        if (r->srv.ticks == before)
+            break;
+    }
+    e = lsn_server_engine(r->srv.server);
+    /* Where ticking would run lesson code per step, or could not go on to
+     * the image's tick, the image is not taken: the caller ticks. */
+    if (!r->vm || !e || p->wait == W_ERROR || p->wait == W_RUN_UNTIL || !lsn_engine_runs(r) ||
+        h.ticks <= r->srv.ticks || (p->wait == W_STEPS && p->steps_left <= h.ticks - r->srv.ticks) ||
+        lsn_vm_has(r->vm, LSN_FN_ON_STEP) || (t->active && t->fn))
+        return 1;
+    if (h.traffic != (t->active ? 1 : 0)) {
+        snprintf(err, errlen, "the image's traffic is not this lesson's");
+        return -1;
+    }
+    if (h.traffic && lsn_traffic_set_pos(t, &h.pos, err, errlen) < 0)
+        return -1;
+    kv_snapshot s = {(uint8_t *)(uintptr_t)(image + sizeof h), len - sizeof h, len - sizeof h, 0};
+    /* The run recorded so far ends where the engine was (its journal must
+     * not see the load: the history would count the jump as steps). */
+    if (r->runs.h && kv_history_live(r->runs.h) == e)
+        kv_history_detach(r->runs.h);
+    if (kv_snapshot_load(e, &s, err, errlen) != 0)
+        return -1;
+    if (p->wait == W_STEPS)
+        p->steps_left -= h.ticks - r->srv.ticks;
+    r->srv.ticks = h.ticks;
+    memset(&r->srv.last_step, 0, sizeof r->srv.last_step);
+    /* The history cannot replay into the image: a new run starts here. */
+    lsn_runs_record(&r->runs, e, lsn_server_plan(r->srv.server), &r->offer);
+    r->changes = LSN_CH_ENGINE;
+    recheck(r);
+    *changes |= r->changes;
+    return 0;
 }
 
 /* ---- back and forward ----------------------------------------------------------- */

@@ -120,6 +120,51 @@ void lsn_traffic_rewind(lsn_traffic *t, double clock_s)
     t->start_s = t->chunk_start_s = clock_s;
 }
 
+void lsn_traffic_get_pos(const lsn_traffic *t, lsn_traffic_pos *out)
+{
+    out->chunk_no = t->chunk_no;
+    out->next = t->next;
+    out->sent = t->sent;
+    out->chunk_start_s = t->chunk_start_s;
+    out->start_s = t->start_s;
+}
+
+int lsn_traffic_set_pos(lsn_traffic *t, const lsn_traffic_pos *pos, char *err, size_t errlen)
+{
+    if (!t->active || t->fn) {
+        snprintf(err, errlen, "no table-form traffic to move");
+        return -1;
+    }
+    if (pos->chunk_no < 0 || pos->chunk_no > INT64_MAX / LSN_TRAFFIC_CHUNK || pos->next < 0 ||
+        pos->next > LSN_TRAFFIC_CHUNK || pos->sent != pos->chunk_no * LSN_TRAFFIC_CHUNK + pos->next ||
+        (t->count > 0 && pos->sent > t->count) || !isfinite(pos->chunk_start_s) || !isfinite(pos->start_s)) {
+        snprintf(err, errlen, "not a place of this traffic (chunk %lld, request %lld, %lld sent)",
+                 (long long)pos->chunk_no, (long long)pos->next, (long long)pos->sent);
+        return -1;
+    }
+    if (pos->chunk_no != t->chunk_no) {
+        char e[256];
+        int64_t keep = t->sent;
+        t->sent = pos->chunk_no * LSN_TRAFFIC_CHUNK; /* gen_chunk sizes the last chunk by what is left */
+        if (gen_chunk(t, pos->chunk_no, e, sizeof e) < 0) {
+            t->sent = keep;
+            lsn_traffic_rewind(t, t->start_s); /* back to a valid place: the first chunk */
+            snprintf(err, errlen, "%s", e);
+            return -1;
+        }
+        t->chunk_no = pos->chunk_no;
+    }
+    if (pos->next > t->chunk.count) {
+        snprintf(err, errlen, "request %lld of a chunk of %lld", (long long)pos->next, (long long)t->chunk.count);
+        return -1;
+    }
+    t->next = pos->next;
+    t->sent = pos->sent;
+    t->chunk_start_s = pos->chunk_start_s;
+    t->start_s = pos->start_s;
+    return 0;
+}
+
 int lsn_traffic_pending(const lsn_traffic *t)
 {
     return t->active && !t->fn && t->next < t->chunk.count;

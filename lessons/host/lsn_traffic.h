@@ -67,6 +67,24 @@ void lsn_traffic_stop(lsn_traffic *t);
  * table form sends its requests again from the first, as a new run. */
 void lsn_traffic_rewind(lsn_traffic *t, double clock_s);
 
+/* Where the table form is: what a second generator of the same spec needs
+ * to go on from the same request (a classroom follower joining from the
+ * presenter's engine image, lsn_engine_image). */
+typedef struct lsn_traffic_pos {
+    int64_t chunk_no, next, sent;
+    double chunk_start_s, start_s;
+} lsn_traffic_pos;
+
+void lsn_traffic_get_pos(const lsn_traffic *t, lsn_traffic_pos *out);
+
+/* Move the table form (started with the same spec) to pos: the chunk is
+ * generated again from its own seed, so no earlier chunk is needed. 0; -1
+ * with one line in err when t is not the table form or pos cannot be one of
+ * its places (a chunk or request it does not have, a count past its end,
+ * a clock that is not finite): t is then at a valid place of its own (the
+ * caller should rebuild the run, e.g. by a replay). */
+int lsn_traffic_set_pos(lsn_traffic *t, const lsn_traffic_pos *pos, char *err, size_t errlen);
+
 /* Table form: submit what has arrived by clock_s, within the bounds above. */
 void lsn_traffic_feed(lsn_traffic *t, kv_engine *e, double clock_s);
 

@@ -186,8 +186,40 @@ static void hostile_presenter(const uint8_t *data, size_t size)
     if (!f)
         abort();
     cursor c = {data, size};
+    uint32_t img_next = 0; /* where an in-order next part of the image would go */
     for (int k = 0; k < 64 && c.n; k++) {
-        unsigned kind = take(&c) % 3;
+        unsigned kind = take(&c) % 4;
+        if (kind == 3) {
+            /* A part of an engine image: in order, out of order, of another
+             * run; a whole image is as long as its parts said, never more
+             * than ROOM_IMAGE_MAX. */
+            room_msg_init(&g_hm, ROOM_T_IMAGE);
+            g_hm.st.run_id = take(&c) % 2;
+            g_hm.st.server_gen = take(&c) % 2;
+            g_hm.st.engine_step = take(&c) % 2;
+            g_hm.img_total = 1 + take(&c) * 997u;
+            unsigned where = take(&c) % 3;
+            g_hm.img_off = where == 0 ? 0 : where == 1 ? img_next : take(&c) * 991u;
+            if (g_hm.img_off >= g_hm.img_total)
+                g_hm.img_off = 0;
+            uint32_t room = g_hm.img_total - g_hm.img_off;
+            g_hm.img_len = 1 + (take(&c) * 509u) % (room < ROOM_IMAGE_CHUNK ? room : ROOM_IMAGE_CHUNK);
+            memset(g_hm.img_data, (int)k, g_hm.img_len);
+            img_next = g_hm.img_off + g_hm.img_len;
+            size_t n = room_msg_encode(&g_hm, g_hbuf, sizeof g_hbuf);
+            if (!n)
+                abort(); /* every part made here is valid */
+            room_follow_feed(f, g_hbuf, n, 1.0);
+            size_t len;
+            uint64_t run, step;
+            uint32_t gen;
+            const uint8_t *img = room_follow_image(f, &len, &run, &gen, &step);
+            if (img && (len != g_hm.img_total || len > ROOM_IMAGE_MAX || run != g_hm.st.run_id))
+                abort();
+            if (img && take(&c) % 2)
+                room_follow_drop_image(f);
+            continue;
+        }
         room_msg_init(&g_hm, kind == 0 ? ROOM_T_WELCOME : kind == 1 ? ROOM_T_STATE : ROOM_T_DELTA);
         room_state *x = &g_hm.st;
         x->seq = take(&c) % 8;            /* small ranges: chains that match and chains that do not */

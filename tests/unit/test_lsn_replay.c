@@ -3,7 +3,10 @@
  * lsn_replay to the step (stopping inside an engine animation), then
  * lsn_tick_steps to the engine step, and lands on the same page, engine
  * figures and flags, without writing any progress; lsn_inputs gives what the
- * replay needs, and lsn_save_to starts saving only when asked. */
+ * replay needs, and lsn_save_to starts saving only when asked. A late
+ * joiner starts from the first runner's engine image instead of running
+ * every engine step (lsn_engine_image / lsn_engine_load_image) and goes on
+ * in step with it; an image it cannot take now or a damaged one is said. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +19,7 @@
 #include <cmocka.h>
 
 #include "kv_engine.h"
+#include "kv_snapshot.h"
 #include "lsn.h"
 
 static char dir[256], lessons[300], state_a[300], state_b[300], state_c[300];
@@ -243,11 +247,91 @@ static void test_no_progress_until_saved(void **st)
     lsn_free(a);
 }
 
+/* a at page three's autorun pause after `ticks` more engine steps there. */
+static lsn_runner *runner_in_autorun(int64_t ticks)
+{
+    lsn_runner *a = open_runner("");
+    assert_int_equal(lsn_load(a, 1, 0), 0);
+    lsn_next(a);
+    lsn_next(a);
+    lsn_verdict v;
+    lsn_answer(a, "4", &v);
+    assert_int_equal(v.kind, LSN_V_CORRECT);
+    lsn_next(a);
+    for (int i = 0; i < 400 && lsn_get_state(a) == LSN_RUNNING; i++)
+        lsn_tick_steps(a, 10);
+    assert_int_equal(lsn_get_state(a), LSN_WAIT_NEXT);
+    lsn_tick_steps(a, ticks);
+    return a;
+}
+
+static void test_join_from_image(void **st)
+{
+    (void)st;
+    /* Far enough in that the traffic is past its first chunk of 1,024
+     * requests (a follower whose generator started over would differ). */
+    lsn_runner *a = runner_in_autorun(6000);
+    kv_engine_info ia;
+    kv_engine_get_info(lsn_engine(a), &ia);
+    assert_true(ia.num_submitted > 1100);
+    kv_snapshot img;
+    kv_snapshot_init(&img);
+    char err[256];
+    assert_int_equal(lsn_engine_image(a, &img, err, sizeof err), 0);
+    /* b replays the lesson to a's step (it stops inside page three's
+     * lab.step, which the load runs on to its end, then lab.run_until),
+     * then takes the image instead of running 6,000 engine steps. */
+    lsn_runner *b = open_runner("");
+    int n;
+    const lsn_input *in = lsn_inputs(a, &n);
+    assert_int_equal(lsn_replay(b, lsn_current(a), lsn_step(a), in, n, 1), 0);
+    assert_true(engine_step(b) < engine_step(a));
+    unsigned ch = 0;
+    assert_int_equal(lsn_engine_load_image(b, img.data, img.len, &ch, err, sizeof err), 0);
+    assert_true(ch & LSN_CH_ENGINE);
+    assert_int_equal(engine_step(b), engine_step(a));
+    assert_same(a, b);
+    /* Both go on in step: the traffic goes on from the same request. */
+    lsn_tick_steps(a, 2500);
+    lsn_tick_steps(b, 2500);
+    assert_same(a, b);
+    /* An image behind this engine, or a runner whose engine stands still
+     * (the question, autorun off): 1, nothing changed. */
+    assert_int_equal(lsn_engine_load_image(b, img.data, img.len, &ch, err, sizeof err), 1);
+    assert_int_equal(engine_step(b), engine_step(a));
+    lsn_runner *c = open_runner("");
+    assert_int_equal(lsn_replay(c, 1, 1, NULL, 0, 1), 0);
+    assert_false(lsn_engine_runs(c)); /* the question: the engine stands still */
+    int64_t c0 = engine_step(c);
+    assert_int_equal(lsn_engine_load_image(c, img.data, img.len, &ch, err, sizeof err), 1);
+    assert_int_equal(engine_step(c), c0);
+    lsn_free(c);
+    /* Damaged images are refused with a reason. */
+    lsn_runner *d = open_runner("");
+    assert_int_equal(lsn_replay(d, lsn_current(a), lsn_step(a), in, n, 1), 0);
+    err[0] = '\0';
+    assert_int_equal(lsn_engine_load_image(d, img.data, 10, &ch, err, sizeof err), -1);
+    assert_true(err[0] != '\0');
+    img.data[0] ^= 0xff; /* not our magic */
+    err[0] = '\0';
+    assert_int_equal(lsn_engine_load_image(d, img.data, img.len, &ch, err, sizeof err), -1);
+    assert_true(err[0] != '\0');
+    img.data[0] ^= 0xff;
+    err[0] = '\0';
+    assert_int_equal(lsn_engine_load_image(d, img.data, img.len - 40, &ch, err, sizeof err), -1); /* cut short */
+    assert_true(err[0] != '\0');
+    lsn_free(d);
+    kv_snapshot_free(&img);
+    lsn_free(a);
+    lsn_free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_follow_through_a_lesson),
         cmocka_unit_test(test_no_progress_until_saved),
+        cmocka_unit_test(test_join_from_image),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

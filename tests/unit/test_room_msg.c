@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "room_follow.h"
 #include "room_msg.h"
 
 #define CAP (ROOM_HEADER_LEN + ROOM_MSG_MAX_PAYLOAD)
@@ -396,6 +397,104 @@ static void test_text_ok(void **state)
     assert_false(room_text_ok("a\0b", 3, 64));
 }
 
+/* One part of an engine image: offset, whole length, run. */
+static size_t image_part(uint32_t total, uint32_t off, uint32_t len, uint8_t fill)
+{
+    room_msg_init(&in, ROOM_T_IMAGE);
+    in.st.run_id = 77;
+    in.st.server_gen = 3;
+    in.st.engine_step = 100610;
+    in.img_total = total;
+    in.img_off = off;
+    in.img_len = len;
+    memset(in.img_data, fill, len);
+    return room_msg_encode(&in, buf, sizeof buf);
+}
+
+/* Engine images (a late joiner's start): parts round-trip; a part outside
+ * its image, an empty or oversized one, or an image field in a state are
+ * refused; a follower puts the parts together in order and drops an image
+ * whose parts come out of order. */
+static void test_image_parts(void **state)
+{
+    (void)state;
+    char err[256];
+    size_t n = image_part(150000, 60000, ROOM_IMAGE_CHUNK, 0xab);
+    assert_true(n > ROOM_IMAGE_CHUNK);
+    assert_int_equal(decode(buf, n, &out, err), 1);
+    assert_int_equal(out.type, ROOM_T_IMAGE);
+    assert_int_equal(out.st.run_id, 77);
+    assert_int_equal(out.st.server_gen, 3);
+    assert_int_equal(out.st.engine_step, 100610);
+    assert_int_equal(out.img_total, 150000);
+    assert_int_equal(out.img_off, 60000);
+    assert_int_equal(out.img_len, ROOM_IMAGE_CHUNK);
+    assert_int_equal(out.img_data[0], 0xab);
+    assert_int_equal(out.img_data[ROOM_IMAGE_CHUNK - 1], 0xab);
+    /* the encoder writes no part outside its image, none empty */
+    assert_int_equal(image_part(1000, 900, 200, 1), 0);
+    assert_int_equal(image_part(1000, 0, 0, 1), 0);
+    assert_int_equal(image_part(ROOM_IMAGE_MAX + 1u, 0, 10, 1), 0);
+    /* the decoder refuses them too: the whole length (bytes 44-47) and the
+     * offset (51-54) patched in a valid part */
+    n = image_part(1000, 900, 100, 1);
+    assert_true(n > 0);
+    buf[44] = 0xe8; buf[45] = 0x02; buf[46] = 0; buf[47] = 0; /* 744 < 900 + 100 */
+    assert_int_equal(decode(buf, n, &out, err), -1);
+    assert_non_null(strstr(err, "outside"));
+    n = image_part(1000, 900, 100, 1);
+    buf[44] = buf[45] = buf[46] = buf[47] = 0xff; /* over ROOM_IMAGE_MAX */
+    assert_int_equal(decode(buf, n, &out, err), -1);
+    n = image_part(1000, 900, 100, 1);
+    buf[51] = 0xff; buf[52] = 0xff; buf[53] = 0xff; buf[54] = 0x7f;
+    assert_int_equal(decode(buf, n, &out, err), -1);
+    /* a part without its run (K_RUN = 12) */
+    n = image_part(1000, 0, 100, 1);
+    buf[12] = 60; /* now an unknown tag, skipped: the run is missing */
+    assert_int_equal(decode(buf, n, &out, err), -1);
+    assert_non_null(strstr(err, "lacks"));
+    /* an image field (the whole length, tag 25) in a hello is refused */
+    uint8_t hello[] = {1, 1, 0, 1, 2, 3, 0, 'b', 'o', 'b', 25, 4, 0, 1, 0, 0, 0};
+    assert_int_equal(decode(buf, raw_frame(ROOM_T_HELLO, hello, sizeof hello), &out, err), -1);
+
+    /* A follower puts the parts together. */
+    room_follow *f = room_follow_new_at("/nonexistent/room.sock", "r");
+    assert_non_null(f);
+    size_t len;
+    uint64_t run, step;
+    uint32_t gen;
+    unsigned ch = 0;
+    for (uint32_t off = 0; off < 150000; off += ROOM_IMAGE_CHUNK) {
+        assert_null(room_follow_image(f, &len, &run, &gen, &step));
+        uint32_t k = 150000 - off < ROOM_IMAGE_CHUNK ? 150000 - off : ROOM_IMAGE_CHUNK;
+        n = image_part(150000, off, k, (uint8_t)(off / ROOM_IMAGE_CHUNK + 1));
+        ch |= room_follow_feed(f, buf, n, 0.0);
+    }
+    assert_true(ch & ROOM_FC_IMAGE);
+    const uint8_t *img = room_follow_image(f, &len, &run, &gen, &step);
+    assert_non_null(img);
+    assert_int_equal(len, 150000);
+    assert_int_equal(run, 77);
+    assert_int_equal(gen, 3);
+    assert_int_equal(step, 100610);
+    assert_int_equal(img[0], 1);
+    assert_int_equal(img[ROOM_IMAGE_CHUNK], 2);
+    assert_int_equal(img[149999], 3);
+    room_follow_drop_image(f);
+    assert_null(room_follow_image(f, &len, &run, &gen, &step));
+    /* out of order: the image being assembled is dropped, none is whole */
+    n = image_part(150000, 0, ROOM_IMAGE_CHUNK, 1);
+    room_follow_feed(f, buf, n, 0.0);
+    n = image_part(150000, 2 * ROOM_IMAGE_CHUNK, 150000 - 2 * ROOM_IMAGE_CHUNK, 3);
+    assert_false(room_follow_feed(f, buf, n, 0.0) & ROOM_FC_IMAGE);
+    assert_null(room_follow_image(f, &len, &run, &gen, &step));
+    room_follow_stats fs;
+    room_follow_get_stats(f, &fs);
+    assert_int_equal(fs.image_parts_dropped, 1);
+    assert_int_equal(fs.images, 1);
+    room_follow_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -403,7 +502,7 @@ int main(void)
         cmocka_unit_test(test_delta_and_apply),  cmocka_unit_test(test_partial_frames),
         cmocka_unit_test(test_bad_headers),      cmocka_unit_test(test_bad_fields),
         cmocka_unit_test(test_bad_state),        cmocka_unit_test(test_counts_bounded),
-        cmocka_unit_test(test_text_ok),
+        cmocka_unit_test(test_text_ok),          cmocka_unit_test(test_image_parts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -753,10 +753,80 @@ static void test_group_room(void **state)
     room_pres_close(p, NULL);
 }
 
+/* Images on (the app's presenter): a follower that joins is sent no state
+ * until the presenter hands the room an engine image; then the image, whole
+ * and before the state, and the state of the same run and engine step.
+ * Without an image to give (NULL) the state goes out alone. */
+static void test_join_with_image(void **state)
+{
+    (void)state;
+    char err[512];
+    room_pres *p = room_pres_open("imgroom", NULL, err, sizeof err);
+    assert_non_null(p);
+    room_pres_set_images(p, 1);
+    room_state *s = new_state(2, 1);
+    s->engine_step = 100610;
+    s->server_gen = 5;
+    room_pres_publish(p, s);
+    room_follow *f = room_follow_new("imgroom", err, sizeof err);
+    assert_non_null(f);
+    double t = now_s();
+    for (int i = 0; i < 4000 && !room_pres_wants_image(p); i++) {
+        t += 0.001;
+        room_pres_poll(p, t);
+        room_follow_poll(f, t);
+        nap_ms(0);
+    }
+    assert_true(room_pres_wants_image(p));
+    assert_false(pump(p, f, ROOM_FS_FOLLOWING, &t)); /* no state before the image */
+    assert_null(room_follow_state(f));
+    static uint8_t image[150000];
+    for (size_t i = 0; i < sizeof image; i++)
+        image[i] = (uint8_t)(i * 7);
+    assert_int_equal(room_pres_send_image(p, image, sizeof image), 1);
+    assert_false(room_pres_wants_image(p));
+    assert_true(pump(p, f, ROOM_FS_FOLLOWING, &t));
+    size_t len;
+    uint64_t run, step;
+    uint32_t gen;
+    const uint8_t *got = room_follow_image(f, &len, &run, &gen, &step); /* whole when the state came */
+    assert_non_null(got);
+    assert_int_equal(len, sizeof image);
+    assert_memory_equal(got, image, sizeof image);
+    const room_state *fs = room_follow_state(f);
+    assert_non_null(fs);
+    assert_int_equal(run, fs->run_id);
+    assert_int_equal(gen, 5);
+    assert_int_equal(step, fs->engine_step);
+    assert_int_equal(step, 100610);
+    room_pres_stats ps;
+    room_pres_get_stats(p, &ps);
+    assert_int_equal(ps.images_sent, 1);
+    assert_true(ps.image_bytes > sizeof image);
+    /* A second follower, and nothing to image: the state alone. */
+    room_follow *g = room_follow_new("imgroom", err, sizeof err);
+    assert_non_null(g);
+    for (int i = 0; i < 4000 && !room_pres_wants_image(p); i++) {
+        t += 0.001;
+        room_pres_poll(p, t);
+        room_follow_poll(g, t);
+        nap_ms(0);
+    }
+    assert_true(room_pres_wants_image(p));
+    assert_int_equal(room_pres_send_image(p, NULL, 0), 1);
+    assert_true(pump(p, g, ROOM_FS_FOLLOWING, &t));
+    assert_null(room_follow_image(g, &len, &run, &gen, &step));
+    room_follow_free(f);
+    room_follow_free(g);
+    room_pres_close(p, NULL);
+    free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),
+        cmocka_unit_test(test_join_with_image),
         cmocka_unit_test(test_private_dir),
         cmocka_unit_test(test_unsafe_dirs),
         cmocka_unit_test(test_follow_state_and_deltas),

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "kv_snapshot.h"
 #include "kv_util.h"
 #include "room_follow.h"
 #include "room_pres.h"
@@ -33,6 +34,7 @@ typedef struct app_room {
     int prev_starts;
     const kv_engine *prev_engine; /* compared only */
     int notice_shown;           /* room_pres_notice said once */
+    kv_snapshot img;            /* the engine image a joining follower starts from (freed once sent) */
 
     /* follower */
     room_follow *fol;
@@ -91,6 +93,10 @@ int app_room_open(app *a, int mode, const char *name, const char *group, char *e
             return -1;
         }
         snprintf(m->name, sizeof m->name, "%s", room_pres_name(m->pres));
+        /* A joining follower starts from an image of this engine, not by
+         * running every engine step to it. */
+        room_pres_set_images(m->pres, 1);
+        kv_snapshot_init(&m->img);
         m->prev_lesson = -1;
         m->prev_focus = -1;
         m->prev_speed = 1;
@@ -130,6 +136,7 @@ void app_room_close(app *a)
         return;
     room_pres_close(m->pres, "the presenter quit");
     room_follow_free(m->fol);
+    kv_snapshot_free(&m->img);
     if (m->trace)
         fclose(m->trace);
     free(m->st);
@@ -257,6 +264,15 @@ static void present(app *a, app_room *m)
     m->prev_speed = s->speed;
     uint64_t seq0 = room_pres_seq(m->pres);
     room_pres_publish(m->pres, s);
+    if (room_pres_wants_image(m->pres)) {
+        /* Followers that just joined: the engine as it is at this state's
+         * tick, then the state. Without an engine (or one whose traffic is
+         * a lesson function) they replay. */
+        char err[256];
+        int ok = e && lsn_engine_image(r, &m->img, err, sizeof err) == 0;
+        room_pres_send_image(m->pres, ok ? m->img.data : NULL, ok ? m->img.len : 0);
+        kv_snapshot_free(&m->img);
+    }
     if (m->trace) {
         uint64_t seq = room_pres_seq(m->pres);
         if (m->key_seen && seq != seq0) {
@@ -371,6 +387,32 @@ static void replay(app *a, app_room *m, const room_state *t)
     app_replay_lesson(a, t->lesson, t->step, m->conv, n);
 }
 
+/* Load the presenter's engine image when it belongs to the run t names and
+ * is ahead of this engine; it is used once either way. */
+static void take_image(app *a, app_room *m, const room_state *t)
+{
+    size_t len = 0;
+    uint64_t run = 0, step = 0;
+    uint32_t gen = 0;
+    const uint8_t *img = room_follow_image(m->fol, &len, &run, &gen, &step);
+    if (!img)
+        return;
+    lsn_runner *r = a->lsn;
+    if (run == t->run_id && gen == t->server_gen && step <= t->engine_step &&
+        (int64_t)step > lsn_engine_ticks(r)) {
+        unsigned ch = 0;
+        char err[256];
+        int rc = lsn_engine_load_image(r, img, len, &ch, err, sizeof err);
+        if (rc == 0) {
+            app_lesson_changed(a, ch | LSN_CH_ENGINE);
+        } else if (rc < 0) {
+            app_status(a, UI_R_WARN, "The presenter's engine image was refused (%s): replaying instead", err);
+            replay(a, m, t);
+        }
+    }
+    room_follow_drop_image(m->fol);
+}
+
 static void sync_to(app *a, app_room *m, const room_state *t)
 {
     lsn_runner *r = a->lsn;
@@ -395,6 +437,9 @@ static void sync_to(app *a, app_room *m, const room_state *t)
     m->applied_run = t->run_id;
     m->applied_gen = t->server_gen;
     m->applied_any = 1;
+    /* A joiner's start: the presenter's engine image of this run, taken at
+     * or before its tick, instead of running every step to it. */
+    take_image(a, m, t);
     /* The engine: run on to the presenter's tick. */
     int64_t mine = lsn_engine_ticks(r);
     if ((int64_t)t->engine_step > mine) {

@@ -10,7 +10,10 @@
  * small change is applied as the presenter made it (n, an answer, a flag),
  * anything else by replaying the lesson to the presenter's step with the
  * presenter's inputs (lsn_replay), then running the engine to the
- * presenter's engine tick (lsn_tick_steps). A new run of the presenter's
+ * presenter's engine tick (lsn_tick_steps). A follower that joins starts
+ * its engine from the presenter's engine image instead (room_pres_send_image
+ * before its first state, lsn_engine_load_image), so joining at 100,000
+ * engine steps costs no more than joining at the start. A new run of the presenter's
  * engine (room_state.server_gen: a restart inside a step, a flag change, a
  * reset, b), another presenter process (run_id) or a follower engine past
  * the presenter's tick is rebuilt by a replay at once. It draws at its own terminal

@@ -42,6 +42,10 @@ struct room_follow {
     uid_t presenter_uid;           /* from SO_PEERCRED at the last connect */
     char presenter[ROOM_NAME_MAX]; /* its user name: what the follower shows */
     int pinned;                    /* spec was rewritten to USER/NAME (the first presenter found) */
+    uint8_t *img;                  /* the engine image being put together, or whole (img_have == img_total) */
+    size_t img_have, img_cap;
+    uint32_t img_total, img_gen;
+    uint64_t img_run, img_step;
     room_follow_stats stats;
 };
 
@@ -100,7 +104,67 @@ void room_follow_free(room_follow *f)
     free(f->in);
     free(f->msg);
     free(f->st);
+    free(f->img);
     free(f);
+}
+
+void room_follow_drop_image(room_follow *f)
+{
+    free(f->img);
+    f->img = NULL;
+    f->img_have = f->img_cap = 0;
+    f->img_total = 0;
+}
+
+const uint8_t *room_follow_image(const room_follow *f, size_t *len, uint64_t *run_id, uint32_t *server_gen,
+                                 uint64_t *engine_step)
+{
+    if (!f->img || !f->img_total || f->img_have != f->img_total)
+        return NULL;
+    *len = f->img_have;
+    *run_id = f->img_run;
+    *server_gen = f->img_gen;
+    *engine_step = f->img_step;
+    return f->img;
+}
+
+/* One part of an image (decoded, so within its stated length). */
+static void image_part(room_follow *f, const room_msg *m, unsigned *ch)
+{
+    const room_state *s = &m->st;
+    if (m->img_off == 0) {
+        room_follow_drop_image(f); /* a new image starts */
+        f->img_total = m->img_total;
+        f->img_run = s->run_id;
+        f->img_gen = s->server_gen;
+        f->img_step = s->engine_step;
+    } else if (!f->img_total || f->img_have == f->img_total || m->img_off != f->img_have ||
+               m->img_total != f->img_total || s->run_id != f->img_run || s->server_gen != f->img_gen ||
+               s->engine_step != f->img_step) {
+        f->stats.image_parts_dropped++;
+        room_follow_drop_image(f);
+        return;
+    }
+    if (f->img_have + m->img_len > f->img_cap) {
+        size_t cap = f->img_cap ? f->img_cap : 256 * 1024;
+        while (cap < f->img_have + m->img_len)
+            cap *= 2;
+        if (cap > f->img_total)
+            cap = f->img_total;
+        uint8_t *nb = realloc(f->img, cap);
+        if (!nb) {
+            room_follow_drop_image(f);
+            return;
+        }
+        f->img = nb;
+        f->img_cap = cap;
+    }
+    memcpy(f->img + f->img_have, m->img_data, m->img_len);
+    f->img_have += m->img_len;
+    if (f->img_have == f->img_total) {
+        f->stats.images++;
+        *ch |= ROOM_FC_IMAGE;
+    }
 }
 
 static void set_status(room_follow *f, room_follow_status s, unsigned *ch, const char *fmt, ...)
@@ -128,6 +192,7 @@ static void disconnect(room_follow *f, double now, double retry)
     f->inlen = 0;
     f->have_welcome = 0;
     f->next_try = now + retry;
+    room_follow_drop_image(f); /* an image belongs to its connection */
 }
 
 /* Connect to path; returns the fd or -1 with errno. */
@@ -353,6 +418,9 @@ static int handle(room_follow *f, const room_msg *m, double now, unsigned *ch)
         set_status(f, ROOM_FS_FOLLOWING, ch, "%s", "");
         return 0;
     }
+    case ROOM_T_IMAGE:
+        image_part(f, m, ch);
+        return 0;
     case ROOM_T_DELTA:
         if (!f->have_state || room_state_apply_delta(f->st, m) < 0) {
             f->stats.stale_deltas++; /* the presenter sends a full state next */

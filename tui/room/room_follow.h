@@ -31,6 +31,7 @@ typedef enum room_follow_status {
 enum {
     ROOM_FC_STATE = 1u << 0,   /* the state changed: read room_follow_state */
     ROOM_FC_STATUS = 1u << 1,  /* status or message changed */
+    ROOM_FC_IMAGE = 1u << 2,   /* a whole engine image arrived: read room_follow_image */
 };
 
 typedef struct room_follow room_follow;
@@ -63,6 +64,20 @@ const char *room_follow_message(const room_follow *f);
 const room_state *room_follow_state(const room_follow *f);
 void room_follow_clear_events(room_follow *f);
 
+/* The presenter's engine image (ROOM_T_IMAGE, room_msg.h) last received
+ * whole on this connection, or NULL: *len its bytes, *run_id, *server_gen
+ * and *engine_step the run and engine step it was taken at (the STATE that
+ * follows it names the same). Parts are put together in order as they
+ * come (a part out of order drops the image being assembled); the buffer
+ * grows with the parts received, never to more than ROOM_IMAGE_MAX. Valid
+ * until the next poll or room_follow_drop_image. */
+const uint8_t *room_follow_image(const room_follow *f, size_t *len, uint64_t *run_id, uint32_t *server_gen,
+                                 uint64_t *engine_step);
+
+/* Free the image (taken, or of no use): the follower holds none until the
+ * next one arrives. */
+void room_follow_drop_image(room_follow *f);
+
 /* The presenter's welcome (room, presenter, group), or NULL before one.
  * Its presenter is the name of the user serving the socket (SO_PEERCRED),
  * whatever name the welcome claimed. */
@@ -78,6 +93,7 @@ const char *room_follow_spec(const room_follow *f);
 /* Figures: bytes and messages received, malformed streams seen. */
 typedef struct room_follow_stats {
     uint64_t bytes_read, states, deltas, stale_deltas, malformed, connects;
+    uint64_t images, image_parts_dropped; /* whole images received; parts that did not fit the one assembled */
 } room_follow_stats;
 void room_follow_get_stats(const room_follow *f, room_follow_stats *out);
 

@@ -15,6 +15,7 @@ enum {
     K_HAVE = 9,
     K_SEQ = 10, K_BASE, K_RUN, K_LESSON, K_TITLE, K_STEP, K_PAGE, K_RSTATE, K_FOCUS, K_PAUSED,
     K_SPEED, K_ESEED, K_ESTEP, K_SGEN, K_FOLLOWERS,
+    K_IMG_TOTAL = 25, K_IMG_OFF, K_IMG_DATA,
     K_INPUT = 30, K_FLAG, K_EVENT,
     K_MAX = 64
 };
@@ -87,6 +88,7 @@ const char *room_msg_type_name(int type)
     static const char *const names[ROOM_T_COUNT] = {
         [ROOM_T_HELLO] = "hello", [ROOM_T_WELCOME] = "welcome", [ROOM_T_REFUSE] = "refuse",
         [ROOM_T_STATE] = "state", [ROOM_T_DELTA] = "delta", [ROOM_T_BYE] = "bye",
+        [ROOM_T_IMAGE] = "image",
     };
     return type > 0 && type < ROOM_T_COUNT ? names[type] : "?";
 }
@@ -280,6 +282,18 @@ size_t room_msg_encode(const room_msg *m, uint8_t *buf, size_t cap)
         break;
     case ROOM_T_DELTA:
         put_state(&w, m, m->have & (ROOM_H_FULL | ROOM_H_FOLLOWERS));
+        break;
+    case ROOM_T_IMAGE:
+        if (m->img_len < 1 || m->img_len > ROOM_IMAGE_CHUNK || m->img_total > ROOM_IMAGE_MAX ||
+            m->img_off > m->img_total || m->img_len > m->img_total - m->img_off)
+            return 0;
+        put_u(&w, K_RUN, m->st.run_id, 8);
+        put_u(&w, K_SGEN, m->st.server_gen, 4);
+        put_u(&w, K_ESTEP, m->st.engine_step, 8);
+        put_u(&w, K_IMG_TOTAL, m->img_total, 4);
+        put_u(&w, K_IMG_OFF, m->img_off, 4);
+        field_hdr(&w, K_IMG_DATA, m->img_len);
+        put(&w, m->img_data, m->img_len);
         break;
     default:
         return 0;
@@ -500,6 +514,7 @@ static uint64_t required_tags(int type, unsigned have)
         return T(K_ROOM) | T(K_PRESENTER) | T(K_GROUP) | T(K_PID) | T(K_LESSON) | T(K_TITLE) | T(K_FOLLOWERS);
     case ROOM_T_REFUSE:
     case ROOM_T_BYE: return T(K_TEXT);
+    case ROOM_T_IMAGE: return T(K_RUN) | T(K_SGEN) | T(K_ESTEP) | T(K_IMG_TOTAL) | T(K_IMG_OFF) | T(K_IMG_DATA);
     default: break;
     }
     t = T(K_HAVE) | T(K_SEQ) | T(K_RUN);
@@ -523,8 +538,11 @@ static int tag_allowed(int type, int tag)
                tag == K_TITLE || tag == K_FOLLOWERS;
     case ROOM_T_REFUSE:
     case ROOM_T_BYE: return tag == K_TEXT;
-    case ROOM_T_STATE: return tag >= K_HAVE && tag != K_BASE;
-    case ROOM_T_DELTA: return tag >= K_HAVE;
+    case ROOM_T_STATE: return tag >= K_HAVE && tag != K_BASE && (tag < K_IMG_TOTAL || tag > K_IMG_DATA);
+    case ROOM_T_DELTA: return tag >= K_HAVE && (tag < K_IMG_TOTAL || tag > K_IMG_DATA);
+    case ROOM_T_IMAGE:
+        return tag == K_RUN || tag == K_SGEN || tag == K_ESTEP || tag == K_IMG_TOTAL || tag == K_IMG_OFF ||
+               tag == K_IMG_DATA;
     }
     return 0;
 }
@@ -539,7 +557,8 @@ static int dec_payload(dctx *d, int type, const uint8_t *p, size_t n, room_msg *
     room_state *s = &m->st;
     unsigned have = 0;
     while ((rc = next_field(&r, &tag, &v, &vn)) == 1) {
-        if (tag < 1 || tag >= K_MAX || (tag > K_FOLLOWERS && tag < K_INPUT) || tag > K_EVENT)
+        if (tag < 1 || tag >= K_MAX || (tag > K_FOLLOWERS && tag < K_IMG_TOTAL) ||
+            (tag > K_IMG_DATA && tag < K_INPUT) || tag > K_EVENT)
             continue; /* unknown: a newer sender's field */
         if (!tag_allowed(type, tag))
             return BAD("room message: a %s message cannot carry field %d", room_msg_type_name(type), tag);
@@ -611,6 +630,24 @@ static int dec_payload(dctx *d, int type, const uint8_t *p, size_t n, room_msg *
                 s->server_gen = (uint32_t)u;
                 break;
             case K_FOLLOWERS: e = get_i32(d, "followers", v, vn, 0, FOLLOWERS_MAX, &s->followers); break;
+            case K_IMG_TOTAL:
+                e = get_u(d, "image length", v, vn, 4, &u);
+                if (!e && (u < 1 || u > ROOM_IMAGE_MAX))
+                    e = BAD("room message: an image of %llu bytes (1 to %u)", (unsigned long long)u, ROOM_IMAGE_MAX);
+                m->img_total = (uint32_t)u;
+                break;
+            case K_IMG_OFF:
+                e = get_u(d, "image offset", v, vn, 4, &u);
+                m->img_off = (uint32_t)u;
+                break;
+            case K_IMG_DATA:
+                if (vn < 1 || vn > ROOM_IMAGE_CHUNK)
+                    e = BAD("room message: an image part of %zu bytes (1 to %d)", vn, ROOM_IMAGE_CHUNK);
+                else {
+                    memcpy(m->img_data, v, vn);
+                    m->img_len = (uint32_t)vn;
+                }
+                break;
             }
         }
         if (e < 0)
@@ -624,6 +661,9 @@ static int dec_payload(dctx *d, int type, const uint8_t *p, size_t n, room_msg *
             if ((need & (1ull << t)) && !(seen & (1ull << t)))
                 return BAD("room message: a %s message lacks field %d", room_msg_type_name(type), t);
     }
+    if (type == ROOM_T_IMAGE && (m->img_off > m->img_total || m->img_len > m->img_total - m->img_off))
+        return BAD("room message: an image part at %u (+%u bytes) is outside its %u-byte image", m->img_off,
+                   m->img_len, m->img_total);
     if (type == ROOM_T_DELTA && s->base_seq >= s->seq)
         return BAD("room message: a delta's base %llu is not before its seq %llu", (unsigned long long)s->base_seq,
                    (unsigned long long)s->seq);

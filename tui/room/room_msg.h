@@ -38,6 +38,8 @@
 #define ROOM_MAX_INPUTS 512     /* answers, reveals and flag changes of one lesson */
 #define ROOM_MAX_FLAGS 48       /* flags in effect */
 #define ROOM_MAX_EVENTS 32      /* events in one message (more: the oldest are dropped) */
+#define ROOM_IMAGE_CHUNK 60000  /* bytes of an engine image one IMAGE message carries */
+#define ROOM_IMAGE_MAX (64u << 20) /* bytes of one whole engine image */
 
 /* Message types. */
 enum {
@@ -47,6 +49,7 @@ enum {
     ROOM_T_STATE,       /* presenter -> follower: the full state (a late joiner starts here) */
     ROOM_T_DELTA,       /* presenter -> follower: what changed since the last message */
     ROOM_T_BYE,         /* presenter -> follower: the presenter is leaving (text says why) */
+    ROOM_T_IMAGE,       /* presenter -> follower: one part of an engine image (a late joiner's start) */
     ROOM_T_COUNT
 };
 
@@ -128,11 +131,21 @@ typedef struct room_state {
     room_event events[ROOM_MAX_EVENTS];
 } room_state;
 
-/* One decoded message. Which part is meaningful depends on type. */
+/* One decoded message. Which part is meaningful depends on type.
+ *
+ * IMAGE: a joining follower's start, sent before its first STATE: the
+ * presenter's engine (and what the lesson runtime needs beside it) as one
+ * opaque image (lsn_engine_image, lessons/host/lsn.h), cut into parts of at
+ * most ROOM_IMAGE_CHUNK bytes sent in order. Each part names the run it
+ * belongs to (st.run_id, st.server_gen), the engine step it was taken at
+ * (st.engine_step), the whole image's length (img_total, at most
+ * ROOM_IMAGE_MAX) and where the part goes (img_off, img_len). */
 typedef struct room_msg {
     uint8_t type;                 /* ROOM_T_* */
     unsigned have;                /* STATE / DELTA: ROOM_H_* present (STATE: all of ROOM_H_FULL) */
-    room_state st;                /* STATE, DELTA; WELCOME uses lesson, lesson_title, followers */
+    room_state st;                /* STATE, DELTA; WELCOME uses lesson, lesson_title, followers;
+                                     IMAGE uses run_id, server_gen, engine_step */
+    uint8_t img_data[ROOM_IMAGE_CHUNK]; /* IMAGE: the part's bytes (never cleared by room_msg_init) */
     uint8_t mode;                 /* HELLO: ROOM_MODE_* */
     char user[ROOM_NAME_MAX];     /* HELLO: the follower's user name (for display only) */
     char room[ROOM_NAME_MAX];     /* WELCOME: room name */
@@ -140,6 +153,7 @@ typedef struct room_msg {
     char group[ROOM_NAME_MAX];    /* WELCOME: group the room is open to, "" = presenter only */
     int32_t pid;                  /* WELCOME: presenter's process id */
     char text[ROOM_TEXT_MAX];     /* REFUSE, BYE: one line for the follower */
+    uint32_t img_total, img_off, img_len; /* IMAGE: the whole image's bytes; this part's place and size */
 } room_msg;
 
 /* Empty message of the given type (all counts 0, strings "", view_focus -1,

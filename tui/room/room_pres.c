@@ -38,6 +38,7 @@ typedef struct pfollower {
     size_t outlen, outoff, outcap;
     int got_state;             /* has been sent a STATE (deltas may follow) */
     int need_full;             /* skipped a message: send the latest STATE once drained */
+    int need_image;            /* joined with images on: no STATE before its image (room_pres_send_image) */
     int dead;
 } pfollower;
 
@@ -63,6 +64,7 @@ struct room_pres {
     pfollower *fol[ROOM_MAX_FOLLOWERS];
     int nfol;
     int following;
+    int images;                /* room_pres_set_images */
     room_pres_stats stats;
 };
 
@@ -465,7 +467,8 @@ static void read_follower(room_pres *p, pfollower *f)
                 f->phase = P_FOLLOW;
                 p->following++;
                 send_welcome(p, f);
-                if (p->have_cur)
+                f->need_image = p->images;
+                if (p->have_cur && !f->need_image)
                     send_full(p, f);
             }
             f->inlen = 0; /* whatever came after the hello is dropped */
@@ -499,7 +502,7 @@ int room_pres_poll(room_pres *p, double now)
         if (!f->dead && !pending(f)) {
             if (f->phase == P_PROBE)
                 f->dead = 1; /* answered */
-            else if (f->phase == P_FOLLOW && (f->need_full || !f->got_state) && p->have_cur)
+            else if (f->phase == P_FOLLOW && (f->need_full || !f->got_state) && p->have_cur && !f->need_image)
                 send_full(p, f);
         }
         if (!f->dead && f->phase == P_HELLO && now - f->since > ROOM_HELLO_TIMEOUT_S) {
@@ -664,7 +667,7 @@ int room_pres_publish(room_pres *p, const room_state *st_in)
     int sent = 0;
     for (int i = 0; i < p->nfol; i++) {
         pfollower *f = p->fol[i];
-        if (f->phase != P_FOLLOW || f->dead)
+        if (f->phase != P_FOLLOW || f->dead || f->need_image)
             continue;
         if (pending(f)) {
             f->need_full = 1;
@@ -680,6 +683,56 @@ int room_pres_publish(room_pres *p, const room_state *st_in)
             else
                 p->stats.deltas_sent++;
         }
+        sent++;
+    }
+    for (int i = p->nfol - 1; i >= 0; i--)
+        if (p->fol[i]->dead)
+            drop(p, i);
+    return sent;
+}
+
+void room_pres_set_images(room_pres *p, int on) { p->images = on != 0; }
+
+int room_pres_wants_image(const room_pres *p)
+{
+    if (!p->have_cur)
+        return 0;
+    for (int i = 0; i < p->nfol; i++)
+        if (p->fol[i]->phase == P_FOLLOW && !p->fol[i]->dead && p->fol[i]->need_image)
+            return 1;
+    return 0;
+}
+
+int room_pres_send_image(room_pres *p, const uint8_t *image, size_t len)
+{
+    if (!image || len > ROOM_IMAGE_MAX)
+        len = 0;
+    int sent = 0;
+    for (int i = 0; i < p->nfol; i++) {
+        pfollower *f = p->fol[i];
+        if (f->phase != P_FOLLOW || f->dead || !f->need_image)
+            continue;
+        f->need_image = 0;
+        for (size_t off = 0; off < len && !f->dead;) {
+            room_msg_init(&p->msg, ROOM_T_IMAGE);
+            p->msg.st.run_id = p->run_id;
+            p->msg.st.server_gen = p->cur.server_gen;
+            p->msg.st.engine_step = p->cur.engine_step;
+            size_t n = len - off < ROOM_IMAGE_CHUNK ? len - off : ROOM_IMAGE_CHUNK;
+            memcpy(p->msg.img_data, image + off, n);
+            p->msg.img_total = (uint32_t)len;
+            p->msg.img_off = (uint32_t)off;
+            p->msg.img_len = (uint32_t)n;
+            size_t flen = room_msg_encode(&p->msg, p->frame, FRAME_CAP);
+            if (!flen)
+                break;
+            append(p, f, p->frame, flen);
+            p->stats.image_bytes += flen;
+            off += n;
+        }
+        if (len)
+            p->stats.images_sent++;
+        send_full(p, f);
         sent++;
     }
     for (int i = p->nfol - 1; i >= 0; i--)

@@ -82,6 +82,25 @@ int room_pres_pollfds(const room_pres *p, struct pollfd *fds, int max);
  * Returns the number of followers a message was sent to or queued for. */
 int room_pres_publish(room_pres *p, const room_state *st);
 
+/* Engine images for joining followers (ROOM_T_IMAGE, room_msg.h): when on,
+ * a follower that says hello is sent no STATE until the app has handed the
+ * room an image (room_pres_send_image), so that it joins from the
+ * presenter's engine as it is instead of replaying every engine step. Off
+ * by default (a follower's first STATE goes out at its hello). */
+void room_pres_set_images(room_pres *p, int on);
+
+/* Followers waiting for an image (images on): the app should take one now
+ * and call room_pres_send_image. */
+int room_pres_wants_image(const room_pres *p);
+
+/* Send image[len] (taken at the latest published state: its run_id,
+ * server_gen and engine_step are the image's) to every follower waiting for
+ * one, in parts, then that state as a STATE. image NULL or len 0 (no engine
+ * to image, or it could not be taken) just sends the STATE: the follower
+ * replays. An image over ROOM_IMAGE_MAX is not sent either. Returns the
+ * followers it was sent to. */
+int room_pres_send_image(room_pres *p, const uint8_t *image, size_t len);
+
 /* The number of the last message published (0 before the first). */
 uint64_t room_pres_seq(const room_pres *p);
 
@@ -91,6 +110,8 @@ typedef struct room_pres_stats {
     uint64_t states_sent;      /* full STATE frames */
     uint64_t deltas_sent;      /* DELTA frames */
     uint64_t skipped;          /* messages not queued for a follower that was behind */
+    uint64_t images_sent;      /* engine images sent to joining followers (each counted once) */
+    uint64_t image_bytes;      /* their bytes, frames as encoded */
     uint64_t refused;          /* connections refused (access, room full, bad hello) */
     size_t pending_max;        /* most bytes ever waiting for one follower */
 } room_pres_stats;
