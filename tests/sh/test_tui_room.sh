@@ -5,7 +5,8 @@
 # followers with the same lesson, step and figures; keys typed in a follower
 # do not move the presenter; a follower breaks away and rejoins; q on the
 # presenter asks first while followers are attached; a presenter back after
-# kill -9 with a shorter run is shown at once; a killed
+# kill -9 with a shorter run is shown at once; the presenter's typed
+# answer, a wrong answer's verdict and a rewind show on the followers; a killed
 # presenter leaves its followers running with a message, and they re-attach
 # when it comes back; a follower of another uid (65534, via setpriv, when run
 # as root) is let in only with the room's group, else told why.
@@ -150,6 +151,22 @@ on pres tui_keys n
 tui_wait_each "Restarted run over" 30 pres f1 f2
 same_figures f1 f2
 tui_shown_by_all 'run3 step=[0-9]+ done=[0-9]+ preempted=[0-9]+' pres f1 f2 >/dev/null
+
+# The presenter's screen beyond the lesson reaches the followers: what it
+# types in the answer box, a wrong answer's verdict, and a rewind (one
+# engine step back, then End), each shown as the presenter's.
+on pres tui_keys -l -- "zebra"
+tui_wait_each "> zebra" 10 f1 f2
+on pres tui_keys Enter
+on pres tui_wait "could not read a number" 5
+tui_wait_each "could not read a number" 10 f1 f2
+on pres tui_keys '['
+on pres tui_wait "replay, step" 5
+tui_wait_each "replay, step" 10 f1 f2
+same_figures f1 f2
+on pres tui_keys End
+on pres tui_wait_gone "replay, step" 5
+for f in f1 f2; do on $f tui_wait_gone "replay, step" 10 || fail "$f stays in the replay after the presenter's End"; done
 
 # q with followers attached asks first; n keeps the class going.
 on pres tui_keys q

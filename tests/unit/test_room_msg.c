@@ -495,6 +495,78 @@ static void test_image_parts(void **state)
     room_follow_free(f);
 }
 
+/* The presenter's screen (ROOM_H_SCREEN): a STATE carries it, a DELTA of it
+ * alone merges it, a state without it reads as live with nothing typed, and
+ * values out of range are refused. */
+static void test_screen(void **state)
+{
+    (void)state;
+    char err[256];
+    fill_state(&in);
+    in.have = ROOM_H_FOLLOWERS | ROOM_H_SCREEN;
+    room_screen *c = &in.st.scr;
+    c->rewind_back = 1;
+    c->rewind_step = 1393;
+    c->input_active = 1;
+    snprintf(c->typed, sizeof c->typed, "zebra");
+    c->verdict_kind = 2;
+    snprintf(c->verdict, sizeof c->verdict, "I could not read a number in 'zebra'.");
+    c->nhints = 2;
+    snprintf(c->hints[0], sizeof c->hints[0], "Count the blocks.");
+    snprintf(c->hints[1], sizeof c->hints[1], "Sixteen per block.");
+    c->flag_editing = 2;
+    c->flag_sel = 3;
+    snprintf(c->flag_typed, sizeof c->flag_typed, "0.95");
+    size_t n = room_msg_encode(&in, buf, sizeof buf);
+    assert_int_equal(decode(buf, n, &out, err), 1);
+    assert_int_equal(out.have, ROOM_H_FULL | ROOM_H_FOLLOWERS | ROOM_H_SCREEN);
+    const room_screen *d = &out.st.scr;
+    assert_int_equal(d->rewind_back, 1);
+    assert_int_equal(d->rewind_step, 1393);
+    assert_int_equal(d->input_active, 1);
+    assert_string_equal(d->typed, "zebra");
+    assert_int_equal(d->verdict_kind, 2);
+    assert_string_equal(d->verdict, c->verdict);
+    assert_int_equal(d->nhints, 2);
+    assert_string_equal(d->hints[1], "Sixteen per block.");
+    assert_int_equal(d->flag_editing, 2);
+    assert_int_equal(d->flag_sel, 3);
+    assert_string_equal(d->flag_typed, "0.95");
+    room_state st = out.st;
+    /* a delta of the screen alone: back to live, the box emptied */
+    room_msg_init(&in, ROOM_T_DELTA);
+    in.st.seq = st.seq + 1;
+    in.st.base_seq = st.seq;
+    in.st.run_id = st.run_id;
+    in.have = ROOM_H_SCREEN;
+    in.st.scr.verdict_kind = -1;
+    n = room_msg_encode(&in, buf, sizeof buf);
+    assert_int_equal(decode(buf, n, &out, err), 1);
+    assert_int_equal(room_state_apply_delta(&st, &out), 0);
+    assert_int_equal(st.scr.rewind_back, -1);
+    assert_int_equal(st.scr.verdict_kind, -1);
+    assert_string_equal(st.scr.typed, "");
+    assert_int_equal(st.scr.nhints, 0);
+    assert_int_equal(st.step, 5); /* the rest stays */
+    /* a state without the screen: live, nothing typed */
+    fill_state(&in);
+    n = room_msg_encode(&in, buf, sizeof buf);
+    assert_int_equal(decode(buf, n, &out, err), 1);
+    assert_int_equal(out.st.scr.rewind_back, -1);
+    assert_int_equal(out.st.scr.verdict_kind, -1);
+    /* out of range: the flags view's mode, a verdict kind */
+    fill_state(&in);
+    in.have = ROOM_H_SCREEN;
+    in.st.scr.flag_editing = 3;
+    n = room_msg_encode(&in, buf, sizeof buf);
+    assert_int_equal(decode(buf, n, &out, err), -1);
+    in.st.scr.flag_editing = 0;
+    in.st.scr.verdict_kind = 40;
+    n = room_msg_encode(&in, buf, sizeof buf);
+    assert_int_equal(decode(buf, n, &out, err), -1);
+    assert_non_null(strstr(err, "verdict"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -503,6 +575,7 @@ int main(void)
         cmocka_unit_test(test_bad_headers),      cmocka_unit_test(test_bad_fields),
         cmocka_unit_test(test_bad_state),        cmocka_unit_test(test_counts_bounded),
         cmocka_unit_test(test_text_ok),          cmocka_unit_test(test_image_parts),
+        cmocka_unit_test(test_screen),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

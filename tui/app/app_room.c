@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "app.h"
+#include "app_rewind.h"
+#include "kv_history.h"
 #include "kv_snapshot.h"
 #include "kv_util.h"
 #include "room_follow.h"
@@ -45,6 +47,7 @@ typedef struct app_room {
     uint32_t applied_gen;       /* the follower's lesson was last brought to */
     int applied_any;
     int ahead_seen;             /* the last replay ended past the presenter's tick */
+    int rewind_missing;         /* the presenter's rewound step is not in this follower's history (said once) */
     char presenter[ROOM_NAME_MAX];
     double hint_at;
     char state_dir[PATH_MAX];   /* where a follower that breaks away keeps its progress */
@@ -226,6 +229,28 @@ static void present(app *a, app_room *m)
         snprintf(d->name, sizeof d->name, "%s", in[i].name ? in[i].name : "");
         snprintf(d->value, sizeof d->value, "%s", in[i].value ? in[i].value : "");
     }
+    /* What the presenter's screen shows beyond the lesson: followers show
+     * it as the presenter's. */
+    room_screen *c = &s->scr;
+    int64_t rw_run = -1, rw_step = 0;
+    const kv_history *h = lsn_history(r);
+    if (h && app_rewind_where(a, &rw_run, &rw_step) && rw_run >= 0) {
+        c->rewind_back = (int32_t)(kv_history_runs(h) - 1 - rw_run);
+        c->rewind_step = rw_step;
+    } else {
+        c->rewind_back = -1;
+        c->rewind_step = 0;
+    }
+    c->input_active = (uint8_t)(a->input_active != 0);
+    snprintf(c->typed, sizeof c->typed, "%.*s", a->input_len, a->input);
+    c->verdict_kind = (int8_t)(a->verdict[0] ? a->verdict_kind : -1);
+    snprintf(c->verdict, sizeof c->verdict, "%s", a->verdict);
+    c->nhints = a->nhints < ROOM_MAX_HINTS ? a->nhints : ROOM_MAX_HINTS;
+    for (int i = 0; i < c->nhints; i++)
+        snprintf(c->hints[i], sizeof c->hints[i], "%s", a->hints[i]);
+    c->flag_editing = (uint8_t)(a->key_focus == UI_PANE_FLAGS ? (a->flag_editing ? 2 : 1) : 0);
+    c->flag_sel = c->flag_editing ? a->vst.flag_sel : 0;
+    snprintf(c->flag_typed, sizeof c->flag_typed, "%.*s", c->flag_editing == 2 ? a->flag_len : 0, a->flag_buf);
     int nf = lsn_flag_count(r);
     if (nf > ROOM_MAX_FLAGS)
         nf = ROOM_MAX_FLAGS;
@@ -460,6 +485,59 @@ static void sync_to(app *a, app_room *m, const room_state *t)
     }
 }
 
+/* Show what the presenter's screen shows beyond the lesson: the step it
+ * rewound to, its answer box and verdict, the hints it was given, its flags
+ * view and the value being typed there. */
+static void apply_screen(app *a, app_room *m, const room_state *t)
+{
+    const room_screen *c = &t->scr;
+    const char *who = m->presenter[0] ? m->presenter : "the presenter";
+    if (c->rewind_back < 0) {
+        if (app_rewind_active(a))
+            app_rewind_live(a);
+        m->rewind_missing = 0;
+    } else {
+        /* (run, step) named from the newest run: this follower's history
+         * holds the presenter's latest runs under other numbers */
+        const kv_history *h = lsn_history(a->lsn);
+        int64_t run = h ? kv_history_runs(h) - 1 - c->rewind_back : -1, at_run = -1, at_step = -1;
+        int here = app_rewind_where(a, &at_run, &at_step) && at_run == run && at_step == c->rewind_step;
+        if (!here && (run < 0 || app_rewind_goto(a, run, c->rewind_step) < 0)) {
+            if (!m->rewind_missing)
+                app_status(a, UI_R_WARN, "%s shows engine step %lld of a run this screen does not keep", who,
+                           (long long)c->rewind_step);
+            m->rewind_missing = 1;
+        } else if (!here) {
+            m->rewind_missing = 0;
+        }
+    }
+    unsigned text = UI_PANE_BIT(UI_PANE_TEXT) | UI_PANE_BIT(UI_PANE_FOOTER);
+    a->input_active = c->input_active;
+    snprintf(a->input, sizeof a->input, "%.*s", (int)sizeof a->input - 1, c->typed);
+    a->input_len = (int)strlen(a->input);
+    a->verdict_kind = c->verdict_kind;
+    snprintf(a->verdict, sizeof a->verdict, "%s", c->verdict_kind >= 0 ? c->verdict : "");
+    a->nhints = c->nhints < APP_MAX_HINTS ? c->nhints : APP_MAX_HINTS;
+    for (int i = 0; i < a->nhints; i++)
+        snprintf(a->hints[i], sizeof a->hints[i], "%s", c->hints[i]);
+    int focus = c->flag_editing ? UI_PANE_FLAGS : -1;
+    if (c->flag_editing) {
+        a->vst.flag_sel = c->flag_sel < lsn_flag_count(a->lsn) ? c->flag_sel : 0;
+        a->flag_editing = c->flag_editing == 2;
+        a->flag_selall = 0;
+        snprintf(a->flag_buf, sizeof a->flag_buf, "%.*s", (int)sizeof a->flag_buf - 1, c->flag_typed);
+        a->flag_len = (int)strlen(a->flag_buf);
+    } else {
+        a->flag_editing = 0;
+    }
+    if (a->key_focus != focus) {
+        a->key_focus = focus;
+        app_relayout(a, 0);
+        a->dirty = ~0u;
+    }
+    a->dirty |= text | UI_PANE_BIT(UI_PANE_FLAGS) | UI_PANE_BIT(UI_PANE_HEADER);
+}
+
 static void event_status(app *a, app_room *m, const room_state *t)
 {
     const char *who = m->presenter[0] ? m->presenter : "the presenter";
@@ -502,6 +580,8 @@ static void follow(app *a, app_room *m)
         return;
     if ((ch & ROOM_FC_STATE) || m->force_replay) {
         sync_to(a, m, t);
+        if (lsn_current(a->lsn) == t->lesson)
+            apply_screen(a, m, t);
         m->applied_seq = t->seq;
         m->draw_pending = 1;
         event_status(a, m, t);
@@ -544,7 +624,9 @@ int app_room_key(app *a, int ch)
         return 0;
     if (a->overlay != APP_OV_NONE)
         return 0; /* help and the quit question work as usual */
-    int typing = a->flag_editing || (m->exploring && a->input_active && a->input_len > 0);
+    /* (while following, the answer box and the flags view are the
+     * presenter's: what shows there is not this learner's typing) */
+    int typing = m->exploring && (a->flag_editing || (a->input_active && a->input_len > 0));
     if ((ch == 'x' || ch == 'X') && !typing) {
         char err[256];
         if (!m->exploring && !lsn_current(a->lsn)) {
@@ -554,6 +636,16 @@ int app_room_key(app *a, int ch)
             m->x_idle = 1; /* the text view says it too: a narrow header drops the status */
         } else if (!m->exploring) {
             m->exploring = 1;
+            /* the presenter's screen is not this learner's: its own from here */
+            app_rewind_live(a);
+            a->key_focus = -1;
+            a->flag_editing = 0;
+            a->input_len = 0;
+            a->input[0] = 0;
+            a->verdict[0] = 0;
+            a->verdict_kind = -1;
+            a->nhints = 0;
+            app_relayout(a, 0);
             lsn_set_voice(a->lsn, NULL); /* the learner's own answers from here */
             a->paused = 0;
             a->speed = 1.0;
@@ -576,7 +668,12 @@ int app_room_key(app *a, int ch)
         a->dirty = ~0u;
         return 1;
     }
-    if (m->exploring || follower_may(ch))
+    if (m->exploring)
+        return 0;
+    /* The presenter's flags view or answer box holds the keys on this
+     * screen too: only what does not type there (q quits, ? helps). */
+    int held = a->key_focus == UI_PANE_FLAGS || a->input_active;
+    if (held ? (ch == 'q' || ch == 'Q' || ch == '?' || ch == KEY_RESIZE || ch == KEY_MOUSE) : follower_may(ch))
         return 0;
     if (a->now - m->hint_at > HINT_EVERY_S || ch == 'n') {
         m->hint_at = a->now;

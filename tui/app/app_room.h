@@ -16,7 +16,11 @@
  * engine steps costs no more than joining at the start. A new run of the presenter's
  * engine (room_state.server_gen: a restart inside a step, a flag change, a
  * reset, b), another presenter process (run_id) or a follower engine past
- * the presenter's tick is rebuilt by a replay at once. It draws at its own terminal
+ * the presenter's tick is rebuilt by a replay at once. The presenter's
+ * screen beyond the lesson (room_screen: its rewind as (run counted back
+ * from the newest, engine step), answer box, verdict, hints, flags view)
+ * is applied as the presenter's; while the presenter's flags view or
+ * answer box has the keys a follower's keys other than q and ? are refused. It draws at its own terminal
  * size, colours and glyphs. While following, keys that would move the
  * lesson are refused with a hint; `x` breaks away (its own flags and
  * engine from the presenter's page on, progress kept in its own state

@@ -244,10 +244,15 @@ static void text_draw(const ui_view_ctx *c, WINDOW *win)
                                          "on your own)"
                                        : "The presenter has left: this page stays until they come back",
                      iw, UI_R_WARN);
-        else
+        else {
+            if (q && a->input_len > 0) { /* what the presenter is typing, in its box */
+                input_row = bot.n;
+                collect_line(&bot, L"", 0);
+            }
             add_text(&bot, q ? "the presenter answers (x: try it)" : goal ? "the presenter's goal (x: try it)"
                          : lesson_open ? "the presenter moves on (x: explore)" : "the presenter moves on",
                      iw, UI_R_DIM);
+        }
     } else if (q) {
         input_row = bot.n;
         collect_line(&bot, L"", 0);

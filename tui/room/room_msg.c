@@ -17,6 +17,7 @@ enum {
     K_SPEED, K_ESEED, K_ESTEP, K_SGEN, K_FOLLOWERS,
     K_IMG_TOTAL = 25, K_IMG_OFF, K_IMG_DATA,
     K_INPUT = 30, K_FLAG, K_EVENT,
+    K_RW_BACK = 40, K_RW_STEP, K_IN_ACTIVE, K_TYPED, K_VKIND, K_VERDICT, K_HINT, K_FEDIT, K_FSEL, K_FTYPED,
     K_MAX = 64
 };
 /* Tags inside an input, a flag and an event. */
@@ -104,6 +105,8 @@ void room_msg_init(room_msg *m, int type)
     m->type = (uint8_t)type;
     m->st.view_focus = -1;
     m->st.speed = 1.0;
+    m->st.scr.rewind_back = -1;
+    m->st.scr.verdict_kind = -1;
 }
 
 /* ---- encoding ---------------------------------------------------------- */
@@ -218,6 +221,20 @@ static void put_state(wbuf *w, const room_msg *m, unsigned have)
     }
     if (have & ROOM_H_FOLLOWERS)
         put_u(w, K_FOLLOWERS, (uint32_t)s->followers, 4);
+    if (have & ROOM_H_SCREEN) {
+        const room_screen *c = &s->scr;
+        put_u(w, K_RW_BACK, (uint32_t)c->rewind_back, 4);
+        put_u(w, K_RW_STEP, (uint64_t)c->rewind_step, 8);
+        put_u(w, K_IN_ACTIVE, c->input_active, 1);
+        put_str(w, K_TYPED, c->typed, sizeof c->typed);
+        put_u(w, K_VKIND, (uint8_t)c->verdict_kind, 1);
+        put_str(w, K_VERDICT, c->verdict, sizeof c->verdict);
+        for (int i = 0; i < clampi(c->nhints, ROOM_MAX_HINTS); i++)
+            put_str(w, K_HINT, c->hints[i], sizeof c->hints[i]);
+        put_u(w, K_FEDIT, c->flag_editing, 1);
+        put_u(w, K_FSEL, (uint32_t)c->flag_sel, 4);
+        put_str(w, K_FTYPED, c->flag_typed, sizeof c->flag_typed);
+    }
     if (have & ROOM_H_INPUTS) {
         int n = clampi(s->ninputs, ROOM_MAX_INPUTS);
         for (int i = 0; i < n; i++) {
@@ -278,10 +295,10 @@ size_t room_msg_encode(const room_msg *m, uint8_t *buf, size_t cap)
         put_str(&w, K_TEXT, m->text, sizeof m->text);
         break;
     case ROOM_T_STATE:
-        put_state(&w, m, ROOM_H_FULL | (m->have & ROOM_H_FOLLOWERS));
+        put_state(&w, m, ROOM_H_FULL | (m->have & (ROOM_H_FOLLOWERS | ROOM_H_SCREEN)));
         break;
     case ROOM_T_DELTA:
-        put_state(&w, m, m->have & (ROOM_H_FULL | ROOM_H_FOLLOWERS));
+        put_state(&w, m, m->have & (ROOM_H_FULL | ROOM_H_FOLLOWERS | ROOM_H_SCREEN));
         break;
     case ROOM_T_IMAGE:
         if (m->img_len < 1 || m->img_len > ROOM_IMAGE_CHUNK || m->img_total > ROOM_IMAGE_MAX ||
@@ -497,6 +514,8 @@ static unsigned group_of(int tag)
     case K_FOCUS: case K_PAUSED: case K_SPEED: return ROOM_H_VIEW;
     case K_ESEED: case K_ESTEP: case K_SGEN: return ROOM_H_ENGINE;
     case K_FOLLOWERS: return ROOM_H_FOLLOWERS;
+    case K_RW_BACK: case K_RW_STEP: case K_IN_ACTIVE: case K_TYPED: case K_VKIND: case K_VERDICT: case K_HINT:
+    case K_FEDIT: case K_FSEL: case K_FTYPED: return ROOM_H_SCREEN;
     case K_INPUT: return ROOM_H_INPUTS;
     case K_FLAG: return ROOM_H_FLAGS;
     default: return 0;
@@ -524,6 +543,9 @@ static uint64_t required_tags(int type, unsigned have)
     if (have & ROOM_H_VIEW) t |= T(K_FOCUS) | T(K_PAUSED) | T(K_SPEED);
     if (have & ROOM_H_ENGINE) t |= T(K_ESEED) | T(K_ESTEP) | T(K_SGEN);
     if (have & ROOM_H_FOLLOWERS) t |= T(K_FOLLOWERS);
+    if (have & ROOM_H_SCREEN)
+        t |= T(K_RW_BACK) | T(K_RW_STEP) | T(K_IN_ACTIVE) | T(K_TYPED) | T(K_VKIND) | T(K_VERDICT) | T(K_FEDIT) |
+             T(K_FSEL) | T(K_FTYPED);
     return t;
 #undef T
 }
@@ -558,7 +580,7 @@ static int dec_payload(dctx *d, int type, const uint8_t *p, size_t n, room_msg *
     unsigned have = 0;
     while ((rc = next_field(&r, &tag, &v, &vn)) == 1) {
         if (tag < 1 || tag >= K_MAX || (tag > K_FOLLOWERS && tag < K_IMG_TOTAL) ||
-            (tag > K_IMG_DATA && tag < K_INPUT) || tag > K_EVENT)
+            (tag > K_IMG_DATA && tag < K_INPUT) || (tag > K_EVENT && tag < K_RW_BACK) || tag > K_FTYPED)
             continue; /* unknown: a newer sender's field */
         if (!tag_allowed(type, tag))
             return BAD("room message: a %s message cannot carry field %d", room_msg_type_name(type), tag);
@@ -580,6 +602,11 @@ static int dec_payload(dctx *d, int type, const uint8_t *p, size_t n, room_msg *
                 return BAD("room message: more than %d flags", ROOM_MAX_FLAGS);
             e = dec_flag(d, v, vn, &s->flags[s->nflags]);
             if (!e) s->nflags++;
+        } else if (tag == K_HINT) {
+            if (s->scr.nhints >= ROOM_MAX_HINTS)
+                return BAD("room message: more than %d hints", ROOM_MAX_HINTS);
+            e = get_str(d, "hint", v, vn, s->scr.hints[s->scr.nhints], sizeof s->scr.hints[0]);
+            if (!e) s->scr.nhints++;
         } else if (tag == K_EVENT) {
             if (s->nevents >= ROOM_MAX_EVENTS)
                 return BAD("room message: more than %d events", ROOM_MAX_EVENTS);
@@ -598,7 +625,7 @@ static int dec_payload(dctx *d, int type, const uint8_t *p, size_t n, room_msg *
             case K_TEXT: e = get_str(d, "text", v, vn, m->text, sizeof m->text); break;
             case K_HAVE:
                 e = get_u(d, "present list", v, vn, 4, &u);
-                if (!e && (u & ~(uint64_t)(ROOM_H_FULL | ROOM_H_FOLLOWERS)))
+                if (!e && (u & ~(uint64_t)(ROOM_H_FULL | ROOM_H_FOLLOWERS | ROOM_H_SCREEN)))
                     e = BAD("room message: unknown bits 0x%llx in the list of what is present", (unsigned long long)u);
                 have = (unsigned)u;
                 if (!e && type == ROOM_T_STATE && (have & ROOM_H_FULL) != ROOM_H_FULL)
@@ -630,6 +657,27 @@ static int dec_payload(dctx *d, int type, const uint8_t *p, size_t n, room_msg *
                 s->server_gen = (uint32_t)u;
                 break;
             case K_FOLLOWERS: e = get_i32(d, "followers", v, vn, 0, FOLLOWERS_MAX, &s->followers); break;
+            case K_RW_BACK: e = get_i32(d, "rewound run", v, vn, -1, INT32_MAX, &s->scr.rewind_back); break;
+            case K_RW_STEP:
+                e = get_u(d, "rewound step", v, vn, 8, &u);
+                if (!e && u > (uint64_t)INT64_MAX)
+                    e = BAD("room message: rewound step out of range");
+                s->scr.rewind_step = (int64_t)u;
+                break;
+            case K_IN_ACTIVE: e = get_small(d, "answer box", v, vn, 0, 1, &s->scr.input_active); break;
+            case K_TYPED: e = get_str(d, "typed answer", v, vn, s->scr.typed, sizeof s->scr.typed); break;
+            case K_VKIND: {
+                uint8_t k = 0;
+                e = get_small(d, "verdict kind", v, vn, 0, 255, &k);
+                s->scr.verdict_kind = (int8_t)k;
+                if (!e && (s->scr.verdict_kind < -1 || s->scr.verdict_kind > 15))
+                    e = BAD("room message: verdict kind %d out of range", s->scr.verdict_kind);
+                break;
+            }
+            case K_VERDICT: e = get_str(d, "verdict", v, vn, s->scr.verdict, sizeof s->scr.verdict); break;
+            case K_FEDIT: e = get_small(d, "flag editing", v, vn, 0, 2, &s->scr.flag_editing); break;
+            case K_FSEL: e = get_i32(d, "flag row", v, vn, 0, ROOM_MAX_FLAGS, &s->scr.flag_sel); break;
+            case K_FTYPED: e = get_str(d, "typed flag value", v, vn, s->scr.flag_typed, sizeof s->scr.flag_typed); break;
             case K_IMG_TOTAL:
                 e = get_u(d, "image length", v, vn, 4, &u);
                 if (!e && (u < 1 || u > ROOM_IMAGE_MAX))
@@ -730,6 +778,8 @@ int room_state_apply_delta(room_state *st, const room_msg *m)
     }
     if (m->have & ROOM_H_FOLLOWERS)
         st->followers = d->followers;
+    if (m->have & ROOM_H_SCREEN)
+        st->scr = d->scr;
     if (m->have & ROOM_H_INPUTS) {
         st->ninputs = d->ninputs;
         memcpy(st->inputs, d->inputs, (size_t)d->ninputs * sizeof d->inputs[0]);

@@ -38,6 +38,7 @@
 #define ROOM_MAX_INPUTS 512     /* answers, reveals and flag changes of one lesson */
 #define ROOM_MAX_FLAGS 48       /* flags in effect */
 #define ROOM_MAX_EVENTS 32      /* events in one message (more: the oldest are dropped) */
+#define ROOM_MAX_HINTS 8        /* hints the presenter has been given on one question */
 #define ROOM_IMAGE_CHUNK 60000  /* bytes of an engine image one IMAGE message carries */
 #define ROOM_IMAGE_MAX (64u << 20) /* bytes of one whole engine image */
 
@@ -84,6 +85,7 @@ enum {
     ROOM_H_ENGINE = 1u << 4,      /* engine_seed, engine_step, server_gen */
     ROOM_H_VIEW = 1u << 5,        /* view_focus, paused, speed */
     ROOM_H_FOLLOWERS = 1u << 6,   /* followers */
+    ROOM_H_SCREEN = 1u << 7,      /* rewind, typed answer, verdict, hints, flag editing (room_screen) */
 };
 #define ROOM_H_FULL (ROOM_H_LESSON | ROOM_H_STEP | ROOM_H_INPUTS | ROOM_H_FLAGS | ROOM_H_ENGINE | ROOM_H_VIEW)
 
@@ -106,6 +108,26 @@ typedef struct room_event {
     char value[ROOM_VALUE_MAX];
 } room_event;
 
+/* What the presenter's screen shows beyond the lesson's own state, so that
+ * followers see it as the presenter's: the step it rewound to (as
+ * app_rewind_where names it, the run counted back from the newest so that
+ * a follower whose history holds other older runs finds the same one),
+ * the answer being typed, the last verdict (a wrong answer's too), the
+ * hints given, and the flag being edited with its text. */
+typedef struct room_screen {
+    int32_t rewind_back;          /* -1 live; else the run shown, 0 = the newest, 1 = the one before, ... */
+    int64_t rewind_step;          /* that run's engine step shown */
+    uint8_t input_active;         /* the answer box has the keys */
+    char typed[ROOM_VALUE_MAX];   /* its text */
+    int8_t verdict_kind;          /* the last answer's verdict (lsn_verdict_kind), -1 none */
+    char verdict[ROOM_TEXT_MAX];
+    int nhints;
+    char hints[ROOM_MAX_HINTS][ROOM_TEXT_MAX];
+    uint8_t flag_editing;         /* the flags view: 0 closed, 1 has the keys, 2 typing a value */
+    int32_t flag_sel;             /* the flags view's selected row */
+    char flag_typed[ROOM_VALUE_MAX];
+} room_screen;
+
 /* Where the presenter's lesson is. */
 typedef struct room_state {
     uint64_t seq;                 /* message number, increasing per presenter run */
@@ -123,6 +145,7 @@ typedef struct room_state {
     uint64_t engine_step;         /* engine steps since the lesson's server last started */
     uint32_t server_gen;          /* server starts in this lesson so far */
     int32_t followers;            /* how many follow (for a follower's header) */
+    room_screen scr;              /* ROOM_H_SCREEN (a STATE may carry it; a presenter of this release always does) */
     int ninputs;
     room_input inputs[ROOM_MAX_INPUTS];
     int nflags;

@@ -313,7 +313,7 @@ static int ensure_full(room_pres *p)
     if (p->full_dirty || !p->full_len) {
         room_msg_init(&p->msg, ROOM_T_STATE);
         state_copy(&p->msg.st, &p->cur);
-        p->msg.have = ROOM_H_FULL | ROOM_H_FOLLOWERS;
+        p->msg.have = ROOM_H_FULL | ROOM_H_FOLLOWERS | ROOM_H_SCREEN;
         p->full_len = room_msg_encode(&p->msg, p->full, FRAME_CAP);
         p->full_dirty = 0;
     }
@@ -622,6 +622,33 @@ static void copy_state(room_state *dst, const room_state *st)
         room_text_clean(dst->events[i].name, ROOM_NAME_MAX);
         room_text_clean(dst->events[i].value, ROOM_VALUE_MAX);
     }
+    room_screen *c = &dst->scr;
+    if (c->rewind_back < -1) c->rewind_back = -1;
+    if (c->rewind_step < 0) c->rewind_step = 0;
+    c->input_active = c->input_active ? 1 : 0;
+    if (c->verdict_kind < -1 || c->verdict_kind > 15) c->verdict_kind = -1;
+    if (c->nhints < 0) c->nhints = 0;
+    if (c->nhints > ROOM_MAX_HINTS) c->nhints = ROOM_MAX_HINTS;
+    if (c->flag_editing > 2) c->flag_editing = 0;
+    if (c->flag_sel < 0 || c->flag_sel > ROOM_MAX_FLAGS) c->flag_sel = 0;
+    room_text_clean(c->typed, sizeof c->typed);
+    room_text_clean(c->verdict, sizeof c->verdict);
+    for (int i = 0; i < c->nhints; i++)
+        room_text_clean(c->hints[i], sizeof c->hints[i]);
+    room_text_clean(c->flag_typed, sizeof c->flag_typed);
+}
+
+static int screen_equal(const room_screen *a, const room_screen *b)
+{
+    if (a->rewind_back != b->rewind_back || a->rewind_step != b->rewind_step || a->input_active != b->input_active ||
+        a->verdict_kind != b->verdict_kind || a->nhints != b->nhints || a->flag_editing != b->flag_editing ||
+        a->flag_sel != b->flag_sel || strcmp(a->typed, b->typed) || strcmp(a->verdict, b->verdict) ||
+        strcmp(a->flag_typed, b->flag_typed))
+        return 0;
+    for (int i = 0; i < a->nhints; i++)
+        if (strcmp(a->hints[i], b->hints[i]))
+            return 0;
+    return 1;
 }
 
 int room_pres_publish(room_pres *p, const room_state *st_in)
@@ -641,6 +668,7 @@ int room_pres_publish(room_pres *p, const room_state *st_in)
         if (c->engine_step != st.engine_step) have |= ROOM_H_ENGINE;
         if (c->view_focus != st.view_focus || c->paused != st.paused || c->speed != st.speed) have |= ROOM_H_VIEW;
         if (c->followers != st.followers) have |= ROOM_H_FOLLOWERS;
+        if (!screen_equal(&c->scr, &st.scr)) have |= ROOM_H_SCREEN;
     }
     if (!full && !have && st.nevents == 0)
         return 0;
@@ -652,7 +680,7 @@ int room_pres_publish(room_pres *p, const room_state *st_in)
     room_msg_init(&p->msg, full ? ROOM_T_STATE : ROOM_T_DELTA);
     state_copy(&p->msg.st, &st);
     if (full) {
-        p->msg.have = ROOM_H_FULL | ROOM_H_FOLLOWERS;
+        p->msg.have = ROOM_H_FULL | ROOM_H_FOLLOWERS | ROOM_H_SCREEN;
     } else {
         p->msg.st.base_seq = base;
         p->msg.have = have;
