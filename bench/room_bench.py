@@ -243,6 +243,8 @@ def busy(a, press, procs, ppid, fpids, ptrace, traces, names):
     st = read_trace(ptrace)[2]
     if st:
         out["presenter_messages"] = int(st[-1][2] + st[-1][3])
+        if len(st[-1]) > 6:
+            out["presenter_engine_steps"] = int(st[-1][6])
     if a.json:
         print(json.dumps(out, indent=1))
     else:
@@ -251,8 +253,9 @@ def busy(a, press, procs, ppid, fpids, ptrace, traces, names):
         for t, mean, mx, pr in samples:
             print(f"  {t:5.0f}  {mean:8.1f} / {mx:6.1f}   {pr:8.1f}")
         for k in ("follower_rss_mib_mean_end", "follower_rss_mib_max", "follower_rss_growth_mib_per_min_second_half",
-                  "presenter_rss_mib_end"):
-            print(f"  {k:46s} {out[k]}")
+                  "presenter_rss_mib_end", "presenter_engine_steps"):
+            if k in out:
+                print(f"  {k:46s} {out[k]}")
 
 
 def main():

@@ -19,7 +19,13 @@
 
 #define LSN_TRAFFIC_MAX_RATE 1e6          /* requests per virtual second */
 #define LSN_TRAFFIC_MAX_PER_STEP 4096     /* requests added before one engine step */
-#define LSN_MAX_LIVE_REQUESTS 10000       /* waiting + running, for lab.submit too */
+/* Waiting + running, for lab.submit too. An overloaded server's waiting
+ * requests each hold their block table and block hashes for the whole
+ * prompt and output (about 2.7 KiB for the classroom bench's 200-2,000
+ * token prompts): 10,000 of them were 28 MiB in every follower of a busy
+ * room (bench/room_bench.py --busy-seconds); 2,048 keep it under 6 MiB,
+ * and no lesson comes near (the course's busiest queue is under 100). */
+#define LSN_MAX_LIVE_REQUESTS 2048
 #define LSN_TRAFFIC_CHUNK 1024            /* requests generated at a time */
 
 /* A length as lab.traffic takes it: a number, {min=, max=} or {mean=, p99=}. */
