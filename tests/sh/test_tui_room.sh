@@ -24,56 +24,23 @@ chmod 0777 "$STUDENT_STATE"
 room_cleanup() { tui_cleanup; rm -rf "$ROOMS" "$STUDENT_STATE"; }
 trap room_cleanup EXIT
 
-# room_start SESSION COLS ROWS [ENV=VAL ...] -- [kvlab args...]
+# room_start SESSION COLS ROWS [ENV=VAL ...] -- [kvlab args...]: the app's
+# default release (its fixture quotes no textbook figure), this test's
+# lessons, $ROOM_PREFIX before the command.
+TUI_ROOMS=$ROOMS
+TUI_ROOMS_RUN=$XDG_RUN
 room_start() {
     local s=$1 cols=$2 rows=$3
     shift 3
-    local envs=()
-    while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
-    [ "${1:-}" = "--" ] && shift
-    local args=""
-    for a in "$@"; do args="$args '$a'"; done
-    cat > "$TUI_TMP/run-$s.sh" <<EOS
-#!/bin/sh
-export XDG_STATE_HOME='$TUI_STATE' KVLAB_LESSONS_DIR='$LESSONS' KVLAB_ROOMS_DIR='$ROOMS' XDG_RUNTIME_DIR='$XDG_RUN'
-${envs[@]+$(printf 'export %q\n' "${envs[@]}")}
-${ROOM_PREFIX:-} '$KVLAB'$args
-code=\$?
-printf 'EXIT:%s\n' "\$code"
-stty -a | tr ' ;' '\n\n' | grep -E '^-?(icanon|echo)\$' | tr '\n' ' '
-printf '\nSTTY-DONE\n'
-sleep 600
-EOS
-    chmod 755 "$TUI_TMP/run-$s.sh"
-    tui_tmux new-session -d -s "$s" -x "$cols" -y "$rows" "$TUI_TMP/run-$s.sh"
-    # Per session: tmux 3.3a's server dies on new-session after a global
-    # window-size manual.
-    tui_tmux set-option -t "$s" window-size manual >/dev/null 2>&1 || true
+    TUI_ACCOUNTING='' TUI_ROOM_PREFIX="${ROOM_PREFIX:-}" tui_room_start "$s" "$cols" "$rows" KVLAB_LESSONS_DIR="$LESSONS" "$@"
 }
 on() { tui_on "$@"; }
 screen_of() { TUI_SESSION=$1 tui_screen; }
 
-# The figures a view shows: the metrics values and the pool's used count.
-figures() {
-    screen_of "$1" | grep -oE '(kv_cache_usage_perc|num_requests_running|num_requests_waiting) +[0-9.,]+%?|used [0-9,]+' |
-        tr -s ' ' | sort -u | tr '\n' ';'
-}
 step_of() { screen_of "$1" | head -1 | grep -oE 'step [0-9]+' | head -1; }
 # Wait until every follower shows the presenter's figures (they converge on
 # the presenter's engine tick).
-same_figures() {
-    local want end=$((SECONDS + 10 * ${TUI_TIMEOUT_SCALE:-3})) f
-    while [ $SECONDS -le $end ]; do
-        want=$(figures pres)
-        local ok=1
-        for f in "$@"; do [ "$(figures "$f")" = "$want" ] || ok=0; done
-        if [ $ok = 1 ] && [ -n "$want" ]; then return 0; fi
-        sleep 0.2
-    done
-    echo "FAIL: figures differ: pres '$(figures pres)'" >&2
-    for f in "$@"; do echo "  $f '$(figures "$f")'" >&2; screen_of "$f" >&2; done
-    exit 1
-}
+same_figures() { tui_same_figures pres "$@"; }
 
 room_start pres 80 24 -- --present class --lesson 1
 on pres tui_wait "presenting to 0" 10

@@ -17,26 +17,9 @@ room_cleanup() { tui_cleanup; rm -rf "$ROOMS"; }
 trap room_cleanup EXIT
 USER_NAME=$(id -un)
 
-# room_start SESSION COLS ROWS -- [kvlab args...]
-room_start() {
-    local s=$1 cols=$2 rows=$3
-    shift 3
-    [ "${1:-}" = "--" ] && shift
-    local args=""
-    [ -n "${TUI_ACCOUNTING-textbook}" ] && args=" '--accounting' '${TUI_ACCOUNTING-textbook}'"  # as tui_start
-    for a in "$@"; do args="$args '$a'"; done
-    cat > "$TUI_TMP/run-$s.sh" <<EOS
-#!/bin/sh
-export XDG_STATE_HOME='$TUI_STATE' KVLAB_ROOMS_DIR='$ROOMS' XDG_RUNTIME_DIR='$XDG_RUN'
-'$KVLAB'$args
-printf 'EXIT:%s\n' "\$?"
-sleep 600
-EOS
-    chmod 755 "$TUI_TMP/run-$s.sh"
-    tui_tmux new-session -d -s "$s" -x "$cols" -y "$rows" "$TUI_TMP/run-$s.sh"
-    # per session: tmux 3.3a's server dies on new-session after a global window-size manual
-    tui_tmux set-option -t "$s" window-size manual >/dev/null 2>&1 || true
-}
+TUI_ROOMS=$ROOMS
+TUI_ROOMS_RUN=$XDG_RUN
+room_start() { tui_room_start "$@"; }
 on() { local s=$1; shift; TUI_SESSION=$s "$@"; }
 screen_of() { TUI_SESSION=$1 tui_screen; }
 

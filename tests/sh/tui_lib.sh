@@ -266,6 +266,64 @@ tui_shown_by_all() {
     printf '%s\n' "$want"
 }
 
+# tui_room_start SESSION COLS ROWS [VAR=VALUE ...] -- [kvlab args...]: kvlab
+# in its own tmux session of this test's server, its rooms in $TUI_ROOMS
+# (KVLAB_ROOMS_DIR) and $TUI_ROOMS_RUN (XDG_RUNTIME_DIR), the textbook
+# accounting as tui_start (TUI_ACCOUNTING= for the app's default release),
+# $TUI_ROOM_PREFIX before the command (setpriv ...); when it exits the
+# session shows EXIT:rc, the terminal's icanon/echo modes and STTY-DONE.
+tui_room_start() {
+    local s=$1 cols=$2 rows=$3
+    shift 3
+    local envs=()
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
+    [ "${1:-}" = "--" ] && shift
+    local args=""
+    [ -n "${TUI_ACCOUNTING-textbook}" ] && args=" '--accounting' '${TUI_ACCOUNTING-textbook}'"
+    for a in "$@"; do args="$args '$a'"; done
+    cat > "$TUI_TMP/run-$s.sh" <<EOS
+#!/bin/sh
+export XDG_STATE_HOME='$TUI_STATE' KVLAB_ROOMS_DIR='$TUI_ROOMS' XDG_RUNTIME_DIR='$TUI_ROOMS_RUN'
+${envs[@]+$(printf 'export %q\n' "${envs[@]}")}
+${TUI_ROOM_PREFIX:-} '$KVLAB'$args
+code=\$?
+printf 'EXIT:%s\n' "\$code"
+stty -a | tr ' ;' '\n\n' | grep -E '^-?(icanon|echo)\$' | tr '\n' ' '
+printf '\nSTTY-DONE\n'
+sleep 600
+EOS
+    chmod 755 "$TUI_TMP/run-$s.sh"
+    tui_tmux new-session -d -s "$s" -x "$cols" -y "$rows" "$TUI_TMP/run-$s.sh"
+    # per session: tmux 3.3a's server dies on new-session after a global window-size manual
+    tui_tmux set-option -t "$s" window-size manual >/dev/null 2>&1 || true
+}
+
+# tui_figures SESSION: the figures its views show (the metrics named by
+# $TUI_FIGURE_NAMES, usage and the request counts by default, and the pool's
+# used count), one line, sorted.
+tui_figures() {
+    local names=${TUI_FIGURE_NAMES:-kv_cache_usage_perc|num_requests_running|num_requests_waiting}
+    TUI_SESSION=$1 tui_screen | grep -oE "($names) +[0-9.,]+%?|used [0-9,]+" |
+        tr -s ' ' | sort -u | tr '\n' ';'
+}
+
+# tui_same_figures FROM SESSION...: wait (scaled) until every SESSION shows
+# FROM's figures; fails with them all otherwise.
+tui_same_figures() {
+    local from=$1 want end=$((SECONDS + 10 * ${TUI_TIMEOUT_SCALE:-3})) f ok
+    shift
+    while [ $SECONDS -le $end ]; do
+        want=$(tui_figures "$from")
+        ok=1
+        for f in "$@"; do [ "$(tui_figures "$f")" = "$want" ] || ok=0; done
+        if [ $ok = 1 ] && [ -n "$want" ]; then return 0; fi
+        sleep 0.2
+    done
+    echo "FAIL: figures differ: $from '$(tui_figures "$from")'" >&2
+    for f in "$@"; do echo "  $f '$(tui_figures "$f")'" >&2; TUI_SESSION=$f tui_screen >&2; done
+    exit 1
+}
+
 # ---- lesson 16 (the rewind tests) ----
 
 # tui_l16_answers: the prediction and the answer lesson 16's question takes,

@@ -360,13 +360,13 @@ void app_handle_key(app *a, int ch, int *quit)
     }
     if (ch == KEY_MOUSE) { mouse_key(a); return; }
     if (a->overlay) { overlay_key(a, ch, quit); return; }
-    /* A follower quits on q also while the presenter's flags view or answer
-     * box (shown as the presenter's) would take it as text. */
-    if (app_room_drives(a) && (ch == 'q' || ch == 'Q')) { *quit = 1; return; }
     if (app_rewind_key(a, ch)) return; /* [ ] { } Home End; other keys that act return to the present */
-    if (a->key_focus == UI_PANE_FLAGS) { flags_key(a, ch); return; }
+    /* A follower's flags view and answer box are the presenter's, shown: its
+     * own keys (the few app_room_key lets through) scroll and quit. */
+    int drives = app_room_drives(a);
+    if (a->key_focus == UI_PANE_FLAGS && !drives) { flags_key(a, ch); return; }
     const lsn_question *q = lsn_get_question(a->lsn);
-    if (a->input_active && q) {
+    if (a->input_active && q && !drives) {
         if (!box_command_key(a, q, ch)) { answer_key(a, ch); return; }
         a->input_active = 0;
         a->dirty |= UI_PANE_BIT(UI_PANE_TEXT) | UI_PANE_BIT(UI_PANE_FOOTER);

@@ -668,12 +668,7 @@ int app_room_key(app *a, int ch)
         a->dirty = ~0u;
         return 1;
     }
-    if (m->exploring)
-        return 0;
-    /* The presenter's flags view or answer box holds the keys on this
-     * screen too: only what does not type there (q quits, ? helps). */
-    int held = a->key_focus == UI_PANE_FLAGS || a->input_active;
-    if (held ? (ch == 'q' || ch == 'Q' || ch == '?' || ch == KEY_RESIZE || ch == KEY_MOUSE) : follower_may(ch))
+    if (m->exploring || follower_may(ch))
         return 0;
     if (a->now - m->hint_at > HINT_EVERY_S || ch == 'n') {
         m->hint_at = a->now;

@@ -19,8 +19,8 @@
  * the presenter's tick is rebuilt by a replay at once. The presenter's
  * screen beyond the lesson (room_screen: its rewind as (run counted back
  * from the newest, engine step), answer box, verdict, hints, flags view)
- * is applied as the presenter's; while the presenter's flags view or
- * answer box has the keys a follower's keys other than q and ? are refused. It draws at its own terminal
+ * is applied as the presenter's (a follower's keys never type into them:
+ * they scroll and quit as on any page). It draws at its own terminal
  * size, colours and glyphs. While following, keys that would move the
  * lesson are refused with a hint; `x` breaks away (its own flags and
  * engine from the presenter's page on, progress kept in its own state
