@@ -184,7 +184,10 @@ void lsn_set_speed(lsn_runner *r, double factor);
  * progress file. With stop_early the replay stops at the first wait reached
  * once `step` steps are done, also when that wait runs the engine (lab.step,
  * lab.run_until, lab.wait_until), so the caller can run the engine on with
- * lsn_tick_steps. Returns as lsn_load does. */
+ * lsn_tick_steps; stop_early = 1 + N stops only at such a wait after N
+ * server starts in that step (lsn_step_starts: a presenter that finished an
+ * engine wait early went on to a restart without a new step). Returns as
+ * lsn_load does. */
 int lsn_replay(lsn_runner *r, int number, int step, const lsn_input *in, int nin, int stop_early);
 
 /* The loaded lesson's inputs so far (what a replay of it needs); *n = 0 and
@@ -203,6 +206,15 @@ int64_t lsn_engine_ticks(const lsn_runner *r);
  * also by a restart inside one step that leaves lsn_engine_ticks higher than
  * before (a classroom presenter sends it so followers replay at once). */
 int lsn_engine_starts(const lsn_runner *r);
+
+/* Server starts (lab.start, lab.restart, a flag change) since the lesson's
+ * current step began (0 on a step's first wait before any). Two runners at
+ * the same step and the same count run the same engine: a classroom
+ * follower whose replay stopped inside an engine wait before a restart the
+ * presenter has passed (n during an animation finishes it: the lesson goes
+ * on to its restart without a new step) finishes the same waits until the
+ * counts agree. */
+int lsn_step_starts(const lsn_runner *r);
 
 /* The history of the loaded lesson's runs (engine/kv_history.h; lessons/
  * host/lsn_runs.h): every engine its server started while this lesson was

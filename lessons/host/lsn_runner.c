@@ -117,6 +117,7 @@ static void complete_step(lsn_runner *r)
         lsn_run_logf(r, "    --- step %d, page %d \"%s\":\n%s\n", r->pace.step + 1, r->stage.page_no,
                      r->stage.page_title, r->stage.text.s ? r->stage.text.s : "");
     r->pace.step++;
+    r->srv.step_starts = 0;
     if (r->pace.replaying || r->chk.on)
         return;
     lsn_lesson_progress *p = &r->saving.progress.lessons[r->les.number];
@@ -142,6 +143,7 @@ static int start_server(lsn_runner *r)
 {
     r->srv.started = 1;
     r->srv.ticks = 0;
+    r->srv.step_starts++;
     int rc = lsn_server_start(r->srv.server, r->srv.err, sizeof r->srv.err);
     r->srv.has_err = rc != 1;
     if (rc == 1) /* a new engine, its clock at 0: the traffic starts its run again */
@@ -281,6 +283,7 @@ void lsn_run_unload(lsn_runner *r)
     lsn_pace *p = &r->pace;
     p->wait = W_NONE;
     p->step = 0;
+    r->srv.step_starts = 0;
     p->autorun = 0;
     p->speed = DEFAULT_SPEED;
     p->accum = 0;
@@ -685,7 +688,7 @@ void lsn_run_drive(lsn_runner *r, int target)
                           r->les.shown_path, r->chk.max_waits);
             return;
         }
-        if (p->replaying && p->stop_early && p->step >= target &&
+        if (p->replaying && p->stop_early && p->step >= target && r->srv.step_starts >= p->stop_early - 1 &&
             (p->wait == W_STEPS || p->wait == W_RUN_UNTIL || p->wait == W_COND))
             return; /* lsn_replay: the follower runs the engine from here */
         switch (p->wait) {
@@ -798,6 +801,8 @@ int lsn_replay(lsn_runner *r, int number, int step, const lsn_input *in, int nin
 int64_t lsn_engine_ticks(const lsn_runner *r) { return r->srv.ticks; }
 
 int lsn_engine_starts(const lsn_runner *r) { return r->srv.server ? lsn_server_starts(r->srv.server) : 0; }
+
+int lsn_step_starts(const lsn_runner *r) { return r->srv.step_starts; }
 
 struct kv_history *lsn_history(const lsn_runner *r) { return r->runs.h; }
 

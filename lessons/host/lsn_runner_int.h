@@ -58,6 +58,7 @@ typedef struct lsn_serving {
     int has_err;
     kv_step_result last_step; /* what the last engine step did */
     int64_t ticks;           /* engine steps run since the server started, idle ones too */
+    int step_starts;         /* server starts since the lesson's current step began (lsn_step_starts) */
 } lsn_serving;
 
 /* Inputs of the steps the learner went back over (lsn_back). Moving forward

@@ -124,8 +124,9 @@ void app_close_overlay(void);                          /* drop its window (resiz
 void app_lesson_changed(app *a, unsigned ch);
 void app_load_lesson(app *a, int number, int resume);
 /* Open lesson `number` replayed to `step` with someone else's inputs
- * (classroom follower: lsn_replay, stopping inside an animation). */
-void app_replay_lesson(app *a, int number, int step, const lsn_input *in, int nin);
+ * (classroom follower: lsn_replay, stopping inside an animation once the
+ * step has started step_starts servers). */
+void app_replay_lesson(app *a, int number, int step, const lsn_input *in, int nin, int step_starts);
 
 /* Fill a->model, the view model, from the app's state, the room and the
  * rewind (call after app_frame_update, before handing it to a view). */

@@ -505,7 +505,7 @@ void app_load_lesson(app *a, int number, int resume)
     lesson_opened(a);
 }
 
-void app_replay_lesson(app *a, int number, int step, const lsn_input *in, int nin)
+void app_replay_lesson(app *a, int number, int step, const lsn_input *in, int nin, int step_starts)
 {
     int focus = a->view_focus;
     /* The room's own message ("Following ...", "Back with ...") is about
@@ -519,7 +519,7 @@ void app_replay_lesson(app *a, int number, int step, const lsn_input *in, int ni
     a->status_role = role;
     a->status_until = until;
     a->view_focus = focus; /* the presenter's, set again right after */
-    if (lsn_replay(a->lsn, number, step, in, nin, 1) != 0 && lsn_current(a->lsn) != number)
+    if (lsn_replay(a->lsn, number, step, in, nin, 1 + (step_starts > 0 ? step_starts : 0)) != 0 && lsn_current(a->lsn) != number)
         app_status(a, UI_R_ERROR, "Could not open lesson %d", number);
     lesson_opened(a);
 }

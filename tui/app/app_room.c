@@ -217,6 +217,7 @@ static void present(app *a, app_room *m)
     m->prev_engine = e;
     s->engine_step = (uint64_t)ticks;
     s->server_gen = m->server_gen;
+    s->step_starts = (uint32_t)lsn_step_starts(r);
     int n = 0;
     const lsn_input *in = lsn_inputs(r, &n);
     if (n > ROOM_MAX_INPUTS)
@@ -409,7 +410,7 @@ static void replay(app *a, app_room *m, const room_state *t)
         m->conv[i].name = t->inputs[i].kind == ROOM_IN_FLAG ? (char *)t->inputs[i].name : NULL;
         m->conv[i].value = t->inputs[i].kind == ROOM_IN_REVEAL ? NULL : (char *)t->inputs[i].value;
     }
-    app_replay_lesson(a, t->lesson, t->step, m->conv, n);
+    app_replay_lesson(a, t->lesson, t->step, m->conv, n, (int)t->step_starts);
 }
 
 /* Load the presenter's engine image when it belongs to the run t names and

@@ -18,6 +18,7 @@ enum {
     K_IMG_TOTAL = 25, K_IMG_OFF, K_IMG_DATA,
     K_INPUT = 30, K_FLAG, K_EVENT,
     K_RW_BACK = 40, K_RW_STEP, K_IN_ACTIVE, K_TYPED, K_VKIND, K_VERDICT, K_HINT, K_FEDIT, K_FSEL, K_FTYPED,
+    K_SSTARTS = 50,
     K_MAX = 64
 };
 /* Tags inside an input, a flag and an event. */
@@ -218,6 +219,7 @@ static void put_state(wbuf *w, const room_msg *m, unsigned have)
         put_u(w, K_ESEED, s->engine_seed, 8);
         put_u(w, K_ESTEP, s->engine_step, 8);
         put_u(w, K_SGEN, s->server_gen, 4);
+        put_u(w, K_SSTARTS, s->step_starts, 4);
     }
     if (have & ROOM_H_FOLLOWERS)
         put_u(w, K_FOLLOWERS, (uint32_t)s->followers, 4);
@@ -512,7 +514,7 @@ static unsigned group_of(int tag)
     case K_LESSON: case K_TITLE: return ROOM_H_LESSON;
     case K_STEP: case K_PAGE: case K_RSTATE: return ROOM_H_STEP;
     case K_FOCUS: case K_PAUSED: case K_SPEED: return ROOM_H_VIEW;
-    case K_ESEED: case K_ESTEP: case K_SGEN: return ROOM_H_ENGINE;
+    case K_ESEED: case K_ESTEP: case K_SGEN: case K_SSTARTS: return ROOM_H_ENGINE;
     case K_FOLLOWERS: return ROOM_H_FOLLOWERS;
     case K_RW_BACK: case K_RW_STEP: case K_IN_ACTIVE: case K_TYPED: case K_VKIND: case K_VERDICT: case K_HINT:
     case K_FEDIT: case K_FSEL: case K_FTYPED: return ROOM_H_SCREEN;
@@ -580,7 +582,8 @@ static int dec_payload(dctx *d, int type, const uint8_t *p, size_t n, room_msg *
     unsigned have = 0;
     while ((rc = next_field(&r, &tag, &v, &vn)) == 1) {
         if (tag < 1 || tag >= K_MAX || (tag > K_FOLLOWERS && tag < K_IMG_TOTAL) ||
-            (tag > K_IMG_DATA && tag < K_INPUT) || (tag > K_EVENT && tag < K_RW_BACK) || tag > K_FTYPED)
+            (tag > K_IMG_DATA && tag < K_INPUT) || (tag > K_EVENT && tag < K_RW_BACK) ||
+            (tag > K_FTYPED && tag < K_SSTARTS) || tag > K_SSTARTS)
             continue; /* unknown: a newer sender's field */
         if (!tag_allowed(type, tag))
             return BAD("room message: a %s message cannot carry field %d", room_msg_type_name(type), tag);
@@ -655,6 +658,12 @@ static int dec_payload(dctx *d, int type, const uint8_t *p, size_t n, room_msg *
             case K_SGEN:
                 e = get_u(d, "server starts", v, vn, 4, &u);
                 s->server_gen = (uint32_t)u;
+                break;
+            case K_SSTARTS:
+                e = get_u(d, "server starts in the step", v, vn, 4, &u);
+                if (!e && u > 1000000)
+                    e = BAD("room message: %llu server starts in one step", (unsigned long long)u);
+                s->step_starts = (uint32_t)u;
                 break;
             case K_FOLLOWERS: e = get_i32(d, "followers", v, vn, 0, FOLLOWERS_MAX, &s->followers); break;
             case K_RW_BACK: e = get_i32(d, "rewound run", v, vn, -1, INT32_MAX, &s->scr.rewind_back); break;
@@ -775,6 +784,7 @@ int room_state_apply_delta(room_state *st, const room_msg *m)
         st->engine_seed = d->engine_seed;
         st->engine_step = d->engine_step;
         st->server_gen = d->server_gen;
+        st->step_starts = d->step_starts;
     }
     if (m->have & ROOM_H_FOLLOWERS)
         st->followers = d->followers;

@@ -82,7 +82,7 @@ enum {
     ROOM_H_STEP = 1u << 1,        /* step, page, run_state */
     ROOM_H_INPUTS = 1u << 2,      /* ninputs, inputs */
     ROOM_H_FLAGS = 1u << 3,       /* nflags, flags */
-    ROOM_H_ENGINE = 1u << 4,      /* engine_seed, engine_step, server_gen */
+    ROOM_H_ENGINE = 1u << 4,      /* engine_seed, engine_step, server_gen (and step_starts: 0 when absent) */
     ROOM_H_VIEW = 1u << 5,        /* view_focus, paused, speed */
     ROOM_H_FOLLOWERS = 1u << 6,   /* followers */
     ROOM_H_SCREEN = 1u << 7,      /* rewind, typed answer, verdict, hints, flag editing (room_screen) */
@@ -144,6 +144,7 @@ typedef struct room_state {
     uint64_t engine_seed;
     uint64_t engine_step;         /* engine steps since the lesson's server last started */
     uint32_t server_gen;          /* server starts in this lesson so far */
+    uint32_t step_starts;         /* server starts since the lesson's current step began (lsn_step_starts) */
     int32_t followers;            /* how many follow (for a follower's header) */
     room_screen scr;              /* ROOM_H_SCREEN (a STATE may carry it; a presenter of this release always does) */
     int ninputs;

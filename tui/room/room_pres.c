@@ -589,6 +589,7 @@ static void copy_state(room_state *dst, const room_state *st)
     if (dst->page < 0) dst->page = 0;
     if (dst->page > 1000000) dst->page = 1000000;
     if (dst->run_state > 7) dst->run_state = 0;
+    if (dst->step_starts > 1000000) dst->step_starts = 1000000;
     if (dst->view_focus < -1 || dst->view_focus > 31) dst->view_focus = -1;
     dst->paused = dst->paused ? 1 : 0;
     if (!(dst->speed > 0 && dst->speed <= 64)) dst->speed = 1.0; /* NaN too */
@@ -664,6 +665,7 @@ int room_pres_publish(room_pres *p, const room_state *st_in)
         full = c->lesson != st.lesson || strcmp(c->lesson_title, st.lesson_title) || c->step != st.step ||
                c->page != st.page || c->run_state != st.run_state || !inputs_equal(c, &st) ||
                !flags_equal(c, &st) || c->engine_seed != st.engine_seed || c->server_gen != st.server_gen ||
+               c->step_starts != st.step_starts ||
                st.engine_step < c->engine_step;
         if (c->engine_step != st.engine_step) have |= ROOM_H_ENGINE;
         if (c->view_focus != st.view_focus || c->paused != st.paused || c->speed != st.speed) have |= ROOM_H_VIEW;

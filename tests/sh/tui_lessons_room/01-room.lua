@@ -29,8 +29,12 @@ return {
     lab.say("Second run over.\n\n  run2 step=%d done=%d preempted=%d", m.step, m.request_success, m.num_preemptions)
     lab.pause()
     lab.page("A question")
-    -- A restart inside this step (no pause between): a smaller server,
-    -- then a short run on it; followers must show this run, not the last.
+    -- A run on this server, then a restart inside this step (no pause
+    -- between): a smaller server, then a short run on it. The presenter
+    -- presses n during the first run (finish now): followers must show the
+    -- run after the restart, not the first run nor the last page's.
+    lab.say("The big server runs on first.")
+    lab.step(400)
     ok, err = lab.start({ model = "meta-llama/Llama-3.1-8B-Instruct", gpu = "h100-80gb",
                           ["num-gpu-blocks-override"] = 120, ["max-model-len"] = 4096, ["max-num-seqs"] = 3 })
     if not ok then error("the fixture's second server should start: " .. tostring(err)) end
