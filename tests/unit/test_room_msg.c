@@ -35,6 +35,7 @@ static void fill_state(room_msg *m)
     s->engine_seed = 99;
     s->engine_step = 12345678901ull;
     s->server_gen = 4;
+    s->step_starts = 2;
     s->followers = 30;
     m->have = ROOM_H_FOLLOWERS;
     s->ninputs = 3;
@@ -84,6 +85,7 @@ static void test_state_round_trip(void **state)
     assert_true(b->speed == 0.25);
     assert_int_equal(b->engine_seed, 99);
     assert_int_equal(b->server_gen, 4);
+    assert_int_equal(b->step_starts, 2);
     assert_int_equal(b->followers, 30);
     assert_int_equal(b->ninputs, 3);
     assert_int_equal(b->inputs[1].kind, ROOM_IN_FLAG);
