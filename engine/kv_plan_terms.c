@@ -912,8 +912,20 @@ void plan_budget(const plan_ctx *c, kv_plan *p)
     int cc = c->gpu ? c->gpu->compute_capability : 0;
     int compiled_o2 = !a->enforce_eager && !(mem->opt_levels == KV_OPT_LEVELS && a->optimization_level >= 0 &&
                                              a->optimization_level < 2);
-    int fusion = !c->textbook && a->nccl_gib < 0 && tp > 1 && mem->non_torch_tp_fusion_gib > 0 &&
-                 (cc == 90 || (cc >= 100 && cc < 110)) && (compiled_o2 || !mem->fusion_needs_compile);
+    int fusion_card = !c->textbook && a->nccl_gib < 0 && tp > 1 && mem->non_torch_tp_fusion_gib > 0 &&
+                      (cc == 90 || (cc >= 100 && cc < 110));
+    /* Not compiled at -O2/-O3 from 0.29: the standalone all-reduce makes the
+     * workspace on the first all-reduce small enough for it; the profile's
+     * [max_num_batched_tokens, hidden] one must fit, or the workspace comes
+     * after the pool is sized (flashinfer_all_reduce.py should_use_fi_ar). */
+    double profile_ar = (double)p->max_num_batched_tokens * c->m->hidden_size * c->act_bytes;
+    int eager_fits = profile_ar <= kv_release_fi_allreduce_max_mib(cc, tp) * 1048576.0;
+    int fusion = fusion_card && (compiled_o2 || (!mem->fusion_needs_compile && eager_fits));
+    if (fusion_card && !fusion && !mem->fusion_needs_compile && kv_release_fi_allreduce_max_mib(cc, tp) > 0)
+        plan_note(p, "FlashInfer's all-reduce workspace (%.2f GiB) is not in the budget: the profile's all-reduce "
+                     "(%.0f MiB) passes its %g MiB limit at tp %d, so the first all-reduce under the limit makes it "
+                     "after the pool is sized",
+                  mem->non_torch_tp_fusion_gib, profile_ar / 1048576.0, kv_release_fi_allreduce_max_mib(cc, tp), tp);
     if (fusion)
         nccl = mem->non_torch_tp_fusion_gib * KV_GIB;
     p->nccl_bytes = nccl;

@@ -896,6 +896,26 @@ const kv_release *kv_release_v0_fallback(const kv_release *r)
     return r;
 }
 
+/* FI_ALLREDUCE_FUSION_MAX_SIZE_MB (compilation/passes/fusion/allreduce_rms_fusion.py,
+ * the same from 0.29 to 0.33): MiB by compute capability and world size. */
+static const struct {
+    int cc, tp;
+    double mib;
+} FI_AR_MAX[] = {
+    {90, 2, 64},  {90, 4, 2},    {90, 8, 0.5},
+    {100, 2, 64}, {100, 4, 32},  {100, 8, 1},
+    {103, 2, 64}, {103, 4, 64},  {103, 8, 4},
+    {107, 2, 64}, {107, 4, 64},  {107, 8, 2},
+};
+
+double kv_release_fi_allreduce_max_mib(int cc, int tp)
+{
+    for (size_t i = 0; i < sizeof FI_AR_MAX / sizeof FI_AR_MAX[0]; i++)
+        if (FI_AR_MAX[i].cc == cc && FI_AR_MAX[i].tp == tp)
+            return FI_AR_MAX[i].mib;
+    return 0;
+}
+
 /* vLLM environment variables that change the memory plan, with the first
  * release whose envs.py reads each. */
 static const struct {

@@ -353,6 +353,13 @@ const kv_release *kv_release_v0_fallback(const kv_release *r);
  * a name the table does not hold, and for the textbook. */
 int kv_release_reads_env(const kv_release *r, const char *name);
 
+/* FlashInfer's all-reduce size limit in MiB for a card of compute
+ * capability cc (x10) at tp ranks: the largest [tokens, hidden] input its
+ * fusion pass and its standalone all-reduce take (0.17-0.33:
+ * compilation/passes/fusion/allreduce_rms_fusion.py FI_ALLREDUCE_FUSION_MAX_SIZE_MB).
+ * 0 where the table has no entry (FlashInfer's all-reduce is off there). */
+double kv_release_fi_allreduce_max_mib(int cc, int tp);
+
 /* Whether r runs a model of this architecture on model runner V2 by default. */
 int kv_release_uses_v2_runner(const kv_release *r, const char *architecture, int is_moe, int is_quantized);
 

@@ -904,7 +904,8 @@ static void test_compile_cache(void **state)
 /* FlashInfer's all-reduce fusion workspace at tp > 1 on Hopper: from the
  * compile pass alone in 0.17-0.28 (none under --enforce-eager or -O1, where
  * the NVLink NCCL figure stands), and from the standalone FlashInfer
- * all-reduce in eager mode too from 0.29 (kv_release_memory.fusion_needs_compile). */
+ * all-reduce in eager mode too from 0.29 (kv_release_memory.fusion_needs_compile)
+ * when the profile's all-reduce fits its size limit (kv_release_fi_allreduce_max_mib). */
 static void test_allreduce_fusion_workspace(void **state)
 {
     (void)state;
@@ -923,6 +924,15 @@ static void test_allreduce_fusion_workspace(void **state)
     check_near("0.19 -O1", "nccl", p.nccl_bytes, nvlink, 1.0);
     release_plan(&p, l8, "h100-80gb", "0.29.0", eager);
     check_near("0.29 eager", "nccl", p.nccl_bytes, kv_release_find("0.29.0", NULL, 0)->mem->non_torch_tp_fusion_gib * KV_GIB,
+               1.0);
+    /* 0.29 on, eager: only when the profile's [8192, 4096] bf16 all-reduce
+     * (64 MiB) fits FlashInfer's limit: 64 MiB at tp 2 on Hopper, 2 MiB at tp 4 */
+    const char *const eager4[] = {"tensor-parallel-size", "4", "max-model-len", "8192", "enforce-eager", "true", NULL};
+    release_plan(&p, l8, "h100-80gb", "0.30.0", eager4);
+    check_near("0.30 eager tp4", "nccl", p.nccl_bytes, kv_release_find("0.30.0", NULL, 0)->mem->non_torch_tp_nvlink_gib * KV_GIB,
+               1.0);
+    release_plan(&p, l8, "h100-80gb", "0.30.0", eager);
+    check_near("0.30 eager tp2", "nccl", p.nccl_bytes, kv_release_find("0.30.0", NULL, 0)->mem->non_torch_tp_fusion_gib * KV_GIB,
                1.0);
     release_plan(&p, l8, "a100-80gb", "0.29.0", tp2); /* Ampere: no fusion */
     check_near("a100", "nccl", p.nccl_bytes, kv_release_find("0.29.0", NULL, 0)->mem->non_torch_tp_nvlink_gib * KV_GIB, 1.0);
