@@ -39,6 +39,11 @@ tui_wait "activation 1.65 (kept 2.06)" 5
 tui_keys v
 tui_wait "│ log   " 5
 tui_wait "KV cache 4.24 (log 2.89)" 5
+# the help names the key, whole at 80 columns
+tui_keys '?'
+tui_wait "v             keep this plan as a second memory bar (v: drop it)" 5
+tui_keys Escape
+tui_wait_gone "keep this plan as a second" 5
 ls "$TUI_TMP"/kvlab-log-* >/dev/null 2>&1 || fail "no course folder while running"
 tui_quit_clean || exit 1
 if ls "$TUI_TMP"/kvlab-log-* >/dev/null 2>&1; then fail "the course folder was left behind"; fi

@@ -300,7 +300,7 @@ static const help_line help_lines[] = {
     { HG_TEXT, "                Enter or a digit types a value, Esc leaves" },
     { HG_TEXT, "  Tab           give the next view the most room" },
     { HG_TEXT, "  t             show a request's block table (cycles)" },
-    { HG_TEXT, "  v             keep this plan as a second memory bar (v again: drop it)" },
+    { HG_TEXT, "  v             keep this plan as a second memory bar (v: drop it)" },
     { HG_TEXT, "  h             a hint for the question or goal" },
     { HG_TEXT, "  Up/Down PgUp  scroll the lesson text (and this help)" },
     { HG_TEXT, "  [ ] { } m     replay a step, an event (m: kind); End now, Home first" },
