@@ -50,13 +50,18 @@ local ROUNDS = {
       return string.format("The weights shrank from %.2f to %.2f GiB, and every GiB they gave back " ..
         "went to the pool: %.2f GiB became %.2f GiB.", a.weights, b.weights, a.kv, b.kv)
     end },
-  { flag = "max-num-batched-tokens", value = "4096", hint = "Try 4096.",
+  -- 4096, or where the release refuses a step shorter than max-model-len
+  -- (V0 without chunked prefill) 16384, from the engine
+  { flag = "max-num-batched-tokens", value = "4096",
+    pick = function(_, lab) return lab.what_if{ ["max-num-batched-tokens"] = 4096 } and 4096 or 16384 end,
     ask_hint = "Before sizing the pool, vLLM runs one dummy batch of max-num-batched-tokens tokens and " ..
                "keeps its peak.",
     explain = function(a, b)
       return string.format("The profile run is a batch of max-num-batched-tokens tokens, so its " ..
-        "activation peak went from %.2f to %.2f GiB: a smaller batch, more pool, slower prefill.%s",
-        a.activation, b.activation, others_moved(a, b, { activation = true, kv = true }))
+        "activation peak went from %.2f to %.2f GiB: %s.%s", a.activation, b.activation,
+        b.activation < a.activation and "a smaller batch, more pool, slower prefill"
+          or "a bigger batch, less pool, faster prefill",
+        others_moved(a, b, { activation = true, kv = true }))
     end },
   { flag = "enforce-eager", value = "true", hint = "Set it to true.",
     ask_hint = "Eager mode runs the model without capturing CUDA graphs.",
@@ -269,6 +274,14 @@ return {
       .. "before and after.")
     lab.pause()
 
+    -- a value vLLM refuses before start-up (no plan at all): said, and the
+    -- goal waits for another
+    lab.on_flag(function(name, value)
+      if not lab.plan() then
+        lab.say("vLLM refuses --%s %s before start-up, so there is no table to compare: try another value.",
+          name, value == "" and "(default)" or value)
+      end
+    end)
     for i, round in ipairs(ROUNDS) do
       restore(lab)
       lab.page(string.format("Flag %d/%d: %s", i, #ROUNDS, round.flag))
@@ -286,12 +299,14 @@ return {
       lab.goal{
         text = goal_text,
         check = function()
+          -- a value vLLM refuses before start-up leaves no plan to compare
+          if not lab.plan() then return false end
           local v = lab.flag(round.flag)
           if round.need then return v:sub(1, #round.need) == round.need end   -- fp8, fp8_e4m3, fp8_e5m2
           return v ~= was
         end,
-        hints = { round.pick and string.format("Try %d.", round.pick(base)) or round.hint },
-        script = { { round.flag, round.pick and tostring(round.pick(base)) or round.value } },
+        hints = { round.pick and string.format("Try %d.", round.pick(base, lab)) or round.hint },
+        script = { { round.flag, round.pick and tostring(round.pick(base, lab)) or round.value } },
       }
       local now = snapshot(lab)
       local key = judge(base, now)
@@ -321,6 +336,7 @@ return {
     end
 
     restore(lab)
+    lab.on_flag(nil)
     lab.page("What moves the pool")
     local seqs_plan = lab.what_if{ ["max-num-seqs"] = 64 }
     local seqs_moves = seqs_plan and math.abs(seqs_plan.kv_cache_gib - base.kv) >= 0.005
