@@ -201,13 +201,16 @@ return {
     local GiB = 2 ^ 30
     -- the rest: every term the accounting in force takes off the budget
     -- besides the weights, so the column adds up (budget - weights - rest = pool)
-    local others, other_names = 0, {}
+    local other_names = {}
     for _, t in ipairs(plan.terms or {}) do
       if t.counted and t.gib > 0 and t.name ~= "budget" and t.name ~= "weights" and t.name ~= "kv_cache" then
-        others = others + t.gib
         other_names[#other_names + 1] = course.term_label(t.name)
       end
     end
+    -- exactly what those terms took (the pool is the budget less all of
+    -- them), from the figures as shown, so the column adds up as printed
+    local function shown(x) return tonumber(string.format("%.2f", x)) end
+    local others = shown(plan.budget_gib) - shown(plan.weights_gib) - shown(plan.kv_cache_gib)
     local mine = lab.release.textbook and "textbook" or "vLLM"
     lab.page("Another count you may meet")
     lab.unhighlight("log")
@@ -233,12 +236,17 @@ return {
       fmt.gib(others))
     lab.say("3. Blocks: the board divides and stops; vLLM keeps whole blocks of %d tokens.",
       plan.block_size)
-    local card_more = plan.budget_gib - wb_budget / GiB
-    local rest_more = others - (wb.workspace + wb.context) / GiB
-    lab.say("So the binary card gives %s %.2f GiB more budget than the board, and its rest takes %.2f GiB %s: " ..
+    -- from the table's figures as printed, so the sentence adds up with it
+    local card_more = shown(plan.budget_gib) - shown(wb_budget / GiB)
+    local rest_more = shown(others) - shown((wb.workspace + wb.context) / GiB)
+    local weights_more = shown(plan.weights_gib) - shown(wb.weights / GiB)
+    lab.say("So the binary card gives %s %.2f GiB more budget than the board, %sits rest takes %.2f GiB %s: " ..
       "%.2f GiB of pool %s in all. The course follows %s: %s tokens.",
-      lab.release.textbook and "the textbook" or "vLLM", card_more, math.abs(rest_more),
-      rest_more >= 0 and "more" or "less", math.abs(plan.kv_cache_gib - wb_kv / GiB),
+      lab.release.textbook and "the textbook" or "vLLM", card_more,
+      math.abs(weights_more) >= 0.005 and string.format("its weights take %.2f GiB %s (a RoPE cache " ..
+        "beside the parameters), and ", math.abs(weights_more), weights_more > 0 and "more" or "less") or "and ",
+      math.abs(rest_more),
+      rest_more >= 0 and "more" or "less", math.abs(shown(plan.kv_cache_gib) - shown(wb_kv / GiB)),
       plan.kv_cache_gib >= wb_kv / GiB and "more" or "less",
       lab.release.textbook and "the textbook" or "vLLM's log", fmt.int(plan.kv_cache_tokens))
     lab.pause()
