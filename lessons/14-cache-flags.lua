@@ -347,11 +347,11 @@ return {
       .. "changes how many tokens each GiB holds. max-num-batched-tokens and "
       .. "enforce-eager trade the activation and graph reserves for speed. max-model-len "
       .. "sets no memory aside at all; it only decides whether vLLM agrees to start. "
-      .. "%s they shape what happens inside it, which is the next chapter.",
+      .. "%s what happens inside it, which is the next chapter.",
       seqs_moves and string.format("Prefix caching leaves the start-up pool alone. max-num-seqs moved it here " ..
-        "(%.2f GiB at 64, %.2f GiB at the default%s), but mostly", seqs_plan.kv_cache_gib, base.kv,
-        seqs_why and ("; " .. seqs_why) or "") .. ""
-        or "max-num-seqs and prefix caching leave the start-up pool alone:")
+        "(%.2f GiB at 64, %.2f GiB at the default%s), but both mostly shape", seqs_plan.kv_cache_gib, base.kv,
+        seqs_why and ("; " .. seqs_why) or "")
+        or "max-num-seqs and prefix caching leave the start-up pool alone: they shape")
     lab.pause()
   end,
 }
