@@ -510,7 +510,8 @@ static const connector_row connectors[] = {
     {"LMCacheMPConnector", "0.11.1",
      "LMCache's multi-process server holds the KV outside vLLM; kvlab runs no LMCache tier"},
     {"NixlConnector", "0.9.0",
-     "prefill/decode disaggregation moves each request's KV to another instance over NIXL; kvlab runs one instance"},
+     "prefill/decode disaggregation moves each request's KV to another instance over NIXL; kvlab runs one "
+     "instance here (kvlab simulate --disaggregate P:D runs the split)"},
     {"P2pNcclConnector", "0.10.0", "KV sent between instances over NCCL; kvlab runs one instance"},
     {"MultiConnector", "0.9.2", "several connectors at once; kvlab runs none of them"},
 };
@@ -582,9 +583,11 @@ int64_t kv_args_offload_blocks(const kv_args *a, double block_bytes_per_rank)
                                              : 0;
     if (strcmp(a->kv_connector, "OffloadingConnector"))
         return 0;
-    /* the extra-config key the release reads (vllm/v1/kv_offload/cpu.py, cpu/spec.py from 0.20) */
-    const char *v = a->vllm_version[0] ? a->vllm_version : kv_release_newest()->first;
-    if (kv_release_compare(v, "0.14.0") < 0)
+    /* the extra-config key the release reads (kv_release_memory.offload_cpu_bytes) */
+    const kv_release *r = kv_release_find(a->vllm_version, NULL, 0);
+    if (!r)
+        r = kv_release_newest();
+    if (!r->mem->offload_cpu_bytes)
         return a->kv_connector_cpu_blocks;
     return kv_offload_num_blocks(a->kv_connector_cpu_bytes / 1073741824.0, tp, block_bytes_per_rank);
 }

@@ -619,6 +619,7 @@ int64_t kv_engine_submit(kv_engine *e, const kv_request_spec *sp, char *err, siz
     r->has_salt = sp->cache_salt && sp->cache_salt[0];
     r->salt = r->has_salt ? kv_hash_str(sp->cache_salt) : 0;
     r->vocab = c->vocab_size;
+    r->remote_prefill = sp->remote_prefill != 0;
     prefix_hashes(e, r);
     kv_req_update_hashes(r, c->block_size, e->kvcm.none_hash);
     if (kv_sched_add(e->sched, r) != 0) {

@@ -227,6 +227,11 @@ typedef struct kv_request_spec {
     const char *cache_salt;           /* extra hash key of the first block, or NULL */
     double arrival_s;                 /* virtual arrival time; < 0 = now. Only recorded (latencies
                                          count from it): the request is queued when submitted */
+    int32_t remote_prefill;           /* 1: the prompt's KV was computed by a prefill instance and
+                                         is loaded at the first admission (a decode instance of a
+                                         prefill/decode split, kv_disagg.h; NixlConnector's
+                                         do_remote_prefill): every prompt token beyond the GPU hit
+                                         but the last counts as loaded */
 } kv_request_spec;
 
 /* Submit a request; it joins the waiting queue (status WAITING). Returns its
@@ -495,6 +500,11 @@ typedef struct kv_engine_metrics {
     int64_t offload_evicted_blocks;  /* blocks dropped from the tier */
     int64_t offload_capacity_blocks; /* the tier's size in blocks */
     double offload_load_s;           /* seconds of loads charged to steps */
+    int64_t offload_used_blocks;     /* blocks the tier holds now */
+    int64_t offload_skipped_stores;  /* offers skipped whole: no room (vllm:kv_offload_allocation_failure) */
+    int64_t offload_load_bytes;      /* loaded bytes, every rank (vllm:kv_offload_load_bytes) */
+    int64_t offload_store_bytes;     /* stored bytes, every rank (vllm:kv_offload_store_bytes) */
+    int64_t remote_prefill_tokens;   /* prompt tokens loaded from a prefill instance (kv_disagg.h) */
     int64_t prompt_tokens_total;     /* vllm:prompt_tokens_total (per finished/admitted prompt) */
     int64_t prompt_computed_total;   /* of those, the tokens computed, not hit in the prefix cache */
     int64_t generation_tokens_total; /* vllm:generation_tokens_total */

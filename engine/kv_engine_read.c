@@ -236,6 +236,12 @@ void kv_engine_get_metrics(const kv_engine *e, kv_engine_metrics *o)
     o->offload_loaded_blocks = os.loaded_blocks;
     o->offload_evicted_blocks = os.evicted_blocks;
     o->offload_capacity_blocks = os.capacity;
+    o->offload_used_blocks = os.used;
+    o->offload_skipped_stores = os.skipped_stores;
+    double block_bytes = (double)e->cfg.block_size * e->tparams.kv_bytes_per_token * e->cfg.tensor_parallel_size;
+    o->offload_load_bytes = (int64_t)((double)os.loaded_blocks * block_bytes + 0.5);
+    o->offload_store_bytes = (int64_t)((double)os.stored_blocks * block_bytes + 0.5);
+    o->remote_prefill_tokens = kv_sched_remote_tokens(e->sched);
     kv_pool_stats ps;
     kv_pool_get_stats(e->pool, &ps);
     o->block_allocations += ps.allocations;

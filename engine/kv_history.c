@@ -10,7 +10,7 @@
 /* Journal entries: a tag byte, then the input's fields. A run of steps
  * with no input between them is one entry whose 4-byte count grows. */
 enum { J_STEP = 0, J_SUBMIT, J_ABORT, J_RESET, J_MODE, J_CLOCK, J_LOG };
-enum { JS_IDS = 1, JS_PREFIX = 2, JS_SALT = 4 };
+enum { JS_IDS = 1, JS_PREFIX = 2, JS_SALT = 4, JS_REMOTE = 8 };
 
 typedef struct ckpt {
     int64_t step;              /* the engine's step: this is position `step` of the segment */
@@ -490,7 +490,7 @@ static int journal_input(segment *s, const kv_engine_input *in)
         if (jgrow(s, 64 + lp + ls + (size_t)nids * 5))
             return -1;
         uint8_t f = (uint8_t)((sp->prompt_token_ids ? JS_IDS : 0) | (sp->prefix_id ? JS_PREFIX : 0) |
-                              (sp->cache_salt ? JS_SALT : 0));
+                              (sp->cache_salt ? JS_SALT : 0) | (sp->remote_prefill ? JS_REMOTE : 0));
         s->j[s->jlen++] = J_SUBMIT;
         s->j[s->jlen++] = f;
         jsv(s, sp->prompt_tokens);
@@ -825,6 +825,7 @@ static int apply_entry(kv_history *h, const segment *s, size_t *off, kv_engine *
         }
         memcpy(&sp.arrival_s, j + *off, sizeof sp.arrival_s);
         *off += sizeof sp.arrival_s;
+        sp.remote_prefill = (f & JS_REMOTE) != 0;
         kv_engine_submit(e, &sp, NULL, 0); /* a refusal is replayed as the refusal it was */
         return 0;
     }

@@ -13,35 +13,38 @@ static const double itl_b[] = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.
 static const double req_b[] = {0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0,
                                40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 
+/* vllm/distributed/kv_transfer/kv_connector/v1/nixl/stats.py (0.33.0):
+ * transfer times, and bytes in uniform powers of four from 2 KiB to 8 GiB. */
+static const double nixl_time_b[] = {0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 5.0};
+static const double nixl_bytes_b[] = {2048.0, 8192.0, 32768.0, 131072.0, 524288.0, 2097152.0, 8388608.0,
+                                      33554432.0, 134217728.0, 536870912.0, 2147483648.0, 8589934592.0};
+
+#define NB(a) a, (int)(sizeof a / sizeof a[0])
+static const struct {
+    const char *name, *help;
+    const double *bounds;
+    int nbounds;
+} KINDS[] = {
+    [KV_HIST_TTFT] = {"vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", NB(ttft_b)},
+    [KV_HIST_ITL] = {"vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", NB(itl_b)},
+    [KV_HIST_E2E] = {"vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", NB(req_b)},
+    [KV_HIST_QUEUE] = {"vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.",
+                       NB(req_b)},
+    [KV_HIST_NIXL_XFER_TIME] = {"vllm:nixl_xfer_time_seconds",
+                                "Histogram of transfer duration for NIXL KV Cache transfers.", NB(nixl_time_b)},
+    [KV_HIST_NIXL_BYTES] = {"vllm:nixl_bytes_transferred",
+                            "Histogram of bytes transferred per NIXL KV Cache transfers.", NB(nixl_bytes_b)},
+};
+
 void kv_hist_init(kv_hist *h, int kind)
 {
     memset(h, 0, sizeof *h);
-    switch (kind) {
-    case KV_HIST_TTFT:
-        h->name = "vllm:time_to_first_token_seconds";
-        h->help = "Histogram of time to first token in seconds.";
-        h->bounds = ttft_b;
-        h->nbounds = (int)(sizeof ttft_b / sizeof ttft_b[0]);
-        break;
-    case KV_HIST_ITL:
-        h->name = "vllm:inter_token_latency_seconds";
-        h->help = "Histogram of inter-token latency in seconds.";
-        h->bounds = itl_b;
-        h->nbounds = (int)(sizeof itl_b / sizeof itl_b[0]);
-        break;
-    case KV_HIST_E2E:
-        h->name = "vllm:e2e_request_latency_seconds";
-        h->help = "Histogram of e2e request latency in seconds.";
-        h->bounds = req_b;
-        h->nbounds = (int)(sizeof req_b / sizeof req_b[0]);
-        break;
-    default:
-        h->name = "vllm:request_queue_time_seconds";
-        h->help = "Histogram of time spent in WAITING phase for request.";
-        h->bounds = req_b;
-        h->nbounds = (int)(sizeof req_b / sizeof req_b[0]);
-        break;
-    }
+    if (kind < 0 || kind >= KV_HIST_KINDS)
+        kind = KV_HIST_QUEUE;
+    h->name = KINDS[kind].name;
+    h->help = KINDS[kind].help;
+    h->bounds = KINDS[kind].bounds;
+    h->nbounds = KINDS[kind].nbounds;
 }
 
 /* fine bucket i covers [10^(-6 + i/10), 10^(-6 + (i+1)/10)); 0 and below go
@@ -96,6 +99,22 @@ void kv_hist_observe_n(kv_hist *h, double v, int64_t n)
         h->max = v;
     h->count += n;
     h->sum += v * (double)n;
+}
+
+void kv_hist_merge(kv_hist *dst, const kv_hist *src)
+{
+    if (!src->count)
+        return;
+    for (int i = 0; i <= KV_METRICS_MAX_BUCKETS; i++)
+        dst->counts[i] += src->counts[i];
+    for (int i = 0; i <= KV_METRICS_FINE; i++)
+        dst->fine[i] += src->fine[i];
+    if (dst->count == 0 || src->min < dst->min)
+        dst->min = src->min;
+    if (dst->count == 0 || src->max > dst->max)
+        dst->max = src->max;
+    dst->count += src->count;
+    dst->sum += src->sum;
 }
 
 static double quantile(const kv_hist *h, double q)
@@ -177,12 +196,42 @@ size_t kv_metrics_prometheus(const kv_engine_metrics *m, const kv_hist *hists, i
            "Prefix cache queries, in terms of number of queried tokens.", mn, (double)m->prefix_cache_queries);
     metric(&s, "vllm:prefix_cache_hits_total", "counter",
            "Prefix cache hits, in terms of number of cached tokens.", mn, (double)m->prefix_cache_hits);
+    /* the KV connector's prefix cache (loggers.py; 0 without a tier) */
+    metric(&s, "vllm:external_prefix_cache_queries_total", "counter",
+           "External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of "
+           "queried tokens.", mn, (double)m->external_prefix_cache_queries);
+    metric(&s, "vllm:external_prefix_cache_hits_total", "counter",
+           "External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of "
+           "cached tokens.", mn, (double)m->external_prefix_cache_hits);
+    if (m->offload_capacity_blocks > 0) {
+        /* the OffloadingConnector's own, registered only with it (0.33.0:
+         * kv_connector/v1/offloading/metrics.py, v1/kv_offload/cpu/common.py) */
+        metric(&s, "vllm:kv_offload_load_bytes_total", "counter", "Total bytes loaded from offload storage to GPU.",
+               mn, (double)m->offload_load_bytes);
+        metric(&s, "vllm:kv_offload_load_time_total", "counter",
+               "Total load time from offload storage to GPU, in seconds.", mn, m->offload_load_s);
+        metric(&s, "vllm:kv_offload_store_bytes_total", "counter", "Total bytes stored from GPU to offload storage.",
+               mn, (double)m->offload_store_bytes);
+        metric(&s, "vllm:kv_offload_allocation_failure_total", "counter",
+               "Number of KV offload store allocation attempts that failed.", mn, (double)m->offload_skipped_stores);
+    }
     metric(&s, "vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.", mn,
            (double)m->prompt_tokens_total);
     metric(&s, "vllm:generation_tokens_total", "counter", "Number of generation tokens processed.", mn,
            (double)m->generation_tokens_total);
     metric(&s, "vllm:request_success_total", "counter", "Count of successfully processed requests.", mn,
            (double)m->request_success_total);
+    s.used += kv_metrics_prometheus_hists(hists, nhists, mn, s.used < len ? buf + s.used : NULL,
+                                          s.used < len ? len - s.used : 0);
+    return s.used;
+}
+
+size_t kv_metrics_prometheus_hists(const kv_hist *hists, int nhists, const char *model_name, char *buf, size_t len)
+{
+    sbuf s = {buf, len, 0};
+    const char *mn = model_name ? model_name : "kvlab";
+    if (len)
+        buf[0] = '\0';
     for (int k = 0; k < nhists; k++) {
         const kv_hist *h = &hists[k];
         sb(&s, "# HELP %s %s\n# TYPE %s histogram\n", h->name, h->help, h->name);

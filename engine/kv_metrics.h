@@ -26,8 +26,14 @@ typedef struct kv_hist {
     double sum, min, max;
 } kv_hist;
 
-/* Histogram kinds with vLLM's buckets. */
-enum { KV_HIST_TTFT = 0, KV_HIST_ITL, KV_HIST_E2E, KV_HIST_QUEUE, KV_HIST_COUNT };
+/* Histogram kinds with vLLM's buckets: an engine keeps the first
+ * KV_HIST_COUNT; the NIXL ones are a prefill/decode split's (kv_disagg.h). */
+enum {
+    KV_HIST_TTFT = 0, KV_HIST_ITL, KV_HIST_E2E, KV_HIST_QUEUE, KV_HIST_COUNT,
+    KV_HIST_NIXL_XFER_TIME = KV_HIST_COUNT, /* vllm:nixl_xfer_time_seconds */
+    KV_HIST_NIXL_BYTES,                     /* vllm:nixl_bytes_transferred (bytes, not seconds) */
+    KV_HIST_KINDS
+};
 
 /* Set up histogram kind (KV_HIST_*) empty. */
 void kv_hist_init(kv_hist *h, int kind);
@@ -36,6 +42,9 @@ void kv_hist_observe(kv_hist *h, double v);
 /* Add n observations of the same value (a decode step gives every request
  * that also ran the step before the same inter-token latency). */
 void kv_hist_observe_n(kv_hist *h, double v, int64_t n);
+/* Add src's observations to dst (both of the same kind): the histogram of
+ * several engines' requests together (kv_disagg.h). */
+void kv_hist_merge(kv_hist *dst, const kv_hist *src);
 /* Count, sum, mean, min, max and p50/p90/p99 (from the fine buckets). */
 void kv_hist_stats(const kv_hist *h, kv_latency_stats *out);
 
@@ -59,5 +68,8 @@ size_t kv_metrics_prometheus(const kv_engine_metrics *m, const kv_hist *hists, i
  * vllm/engine/metrics.py LoggingStatLogger.log of the row's releases. */
 int kv_metrics_stats_line(const kv_release_metrics *rm, const kv_timeline_sample *tl, int n, int prefix_caching,
                           char *line, size_t len, char *hits, size_t hlen);
+
+/* The histograms alone, as kv_metrics_prometheus writes them. */
+size_t kv_metrics_prometheus_hists(const kv_hist *hists, int nhists, const char *model_name, char *buf, size_t len);
 
 #endif

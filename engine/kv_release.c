@@ -512,10 +512,12 @@ static const kv_release_memory M_V1_0111 = {V1_0111, .mxfp4_marlin_everywhere = 
 /* 0.12.0: triton_kernels ships inside vLLM (vllm/third_party), so Hopper
  * runs mxfp4 on the Triton kernels. */
 static const kv_release_memory M_V1_012 = {V1_0111, .opt_levels = KV_OPT_LEVELS};
-/* 0.14.0: --max-model-len auto (kv_cache_utils.py "Cannot auto-fit"). */
-static const kv_release_memory M_V1_014 = {V1_0111, .supports_auto_fit = 1, .opt_levels = KV_OPT_LEVELS};
+/* 0.14.0: --max-model-len auto (kv_cache_utils.py "Cannot auto-fit"); the
+ * OffloadingConnector's host tier sized by cpu_bytes_to_use (kv_offload/cpu.py). */
+static const kv_release_memory M_V1_014 = {V1_0111, .supports_auto_fit = 1, .opt_levels = KV_OPT_LEVELS,
+                                           .offload_cpu_bytes = 1};
 /* 0.17.0: the Triton top-k/top-p kernel; FlashInfer's all-reduce fusion at tp > 1. */
-#define V1_017 V1_0111, .supports_auto_fit = 1, .opt_levels = KV_OPT_LEVELS, \
+#define V1_017 V1_0111, .supports_auto_fit = 1, .opt_levels = KV_OPT_LEVELS, .offload_cpu_bytes = 1, \
     .sampler_bytes_per_elem = SAMPLER_TRITON, \
     .non_torch_tp_fusion_gib = NON_TORCH_FUSION, .fusion_needs_compile = 1
 static const kv_release_memory M_V1_017 = {V1_017};

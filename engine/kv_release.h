@@ -201,6 +201,12 @@ typedef struct kv_release_memory {
     /* V1 falls back to V0 when --cpu-offload-gb is given ("No CPU offloading
      * yet": engine/arg_utils.py _is_v1_supported_oracle, 0.8.0 to 0.8.2). */
     int v0_fallback_cpu_offload;
+    /* How the OffloadingConnector's kv_connector_extra_config sizes the host
+     * tier: 0 = num_cpu_blocks, a block count (vllm/v1/kv_offload/cpu.py
+     * CPUOffloadingSpec, 0.11.0 to 0.13.x); 1 = cpu_bytes_to_use, bytes
+     * divided by the bytes of one chunk (cpu.py 0.14.0 on, cpu/spec.py from
+     * 0.19; config/vllm.py fills it from --kv-offloading-size). */
+    int offload_cpu_bytes;
     /* What the warm-up after the pool needs beyond the profiled activation:
      * vLLM's own "memory profiling may slightly underestimate" buffer
      * (gpu_worker.py redundancy_buffer_memory, 150 MiB, 0.10.2 on). */

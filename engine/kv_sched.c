@@ -30,6 +30,7 @@ struct kv_sched {
     kv_req **skipped;             /* skip_unchunkable: requests skipped this step (waiting capacity) */
     int32_t *hit;                 /* prefix-hit scratch, num_blocks */
     int64_t num_preemptions;
+    int64_t remote_tokens;        /* prompt tokens loaded from a prefill instance (remote_prefill) */
     kv_pool_event_fn ev;
     void *ev_ctx;
 };
@@ -378,6 +379,18 @@ static void schedule_waiting(kv_sched *s, int32_t *budget, int32_t lpt, kv_sched
             ext = kv_offload_lookup(s->kvcm->offload, r->hashes, n_hit, maxb);
         }
         int32_t ext_tokens = ext * bs;
+        /* a decode instance's request: the prefill instance computed the
+         * prompt; what the GPU hit lacks is loaded (NixlConnector
+         * get_num_new_matched_tokens: len(prompt) - num_computed), and the
+         * scheduler recomputes the last prompt token to sample from
+         * (scheduler.py _update_waiting_for_remote_kv) */
+        int32_t remote = 0;
+        if (looked && r->remote_prefill) {
+            remote = kv_req_num_tokens(r) - 1 - hit_tokens - ext_tokens;
+            if (remote < 0)
+                remote = 0;
+            ext_tokens += remote;
+        }
         int32_t n = kv_req_num_tokens(r) - r->num_computed - hit_tokens - ext_tokens;
         if (lpt > 0 && n > lpt)
             n = lpt;
@@ -400,6 +413,10 @@ static void schedule_waiting(kv_sched *s, int32_t *budget, int32_t lpt, kv_sched
             kv_offload_record(s->kvcm->offload, kv_req_num_tokens(r) - hit_tokens, ext_tokens, ext);
         if (!looked)
             r->kv_lost = 1; /* its computed tokens have no blocks behind them */
+        if (looked && r->remote_prefill) { /* once: a resumed request recomputes (do_remote_prefill = False) */
+            r->remote_prefill = 0;
+            s->remote_tokens += remote;
+        }
         if (looked && ru->stats_at_admission)
             kv_kvcm_record_stats_split(s->kvcm, r, hit_tokens, ru->stats_split_preempted);
         wq_pop(&s->waiting);
@@ -513,6 +530,7 @@ int kv_sched_abort(kv_sched *s, kv_req *r)
 int32_t kv_sched_num_running(const kv_sched *s) { return s->num_running; }
 int32_t kv_sched_num_waiting(const kv_sched *s) { return s->waiting.n; }
 int64_t kv_sched_num_preemptions(const kv_sched *s) { return s->num_preemptions; }
+int64_t kv_sched_remote_tokens(const kv_sched *s) { return s->remote_tokens; }
 
 kv_req *kv_sched_running_at(const kv_sched *s, int32_t i)
 {

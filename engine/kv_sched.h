@@ -100,6 +100,9 @@ kv_req *kv_sched_waiting_at(const kv_sched *s, int32_t i);
 int32_t kv_sched_waiting(const kv_sched *s, kv_req **out, int32_t max);
 /* Total preemptions so far. */
 int64_t kv_sched_num_preemptions(const kv_sched *s);
+/* Prompt tokens admitted as loaded from a prefill instance so far
+ * (kv_request_spec.remote_prefill; not kept in snapshots). */
+int64_t kv_sched_remote_tokens(const kv_sched *s);
 
 /* Restore a saved state between steps (engine snapshots, kv_snapshot.c):
  * running[0..nrun) in scheduler order, waiting[0..nwait) in the storage

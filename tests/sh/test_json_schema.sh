@@ -45,6 +45,11 @@ done
   --trace gen:requests=20,rate=5,prompt=500,output=20,seed=1 --json >"$tmp/sim.json" 2>/dev/null ||
   { echo "FAIL: simulate --json"; fail=1; }
 "$KVLAB" serve google/gemma-3-27b-it --gpu h100 --max-model-len 32768 --json >"$tmp/serve_gemma.json"
+# the split's objects (--disaggregate): their keys are documented too
+"$KVLAB" simulate meta-llama/Llama-3.1-8B-Instruct --gpu h100 --trace gen:requests=10,rate=5,prompt=500,output=20,seed=1 \
+  --disaggregate 1:2 --metrics --json >"$tmp/sim_split.json" 2>/dev/null || { echo "FAIL: simulate --disaggregate --json"; fail=1; }
+"$KVLAB" serve meta-llama/Llama-3.1-8B-Instruct --gpu h100 --disaggregate 1:1 --json >"$tmp/serve_split.json" ||
+  { echo "FAIL: serve --disaggregate --json"; fail=1; }
 
 python3 - "$KVLAB_SOURCE_DIR" "$tmp" <<'EOF' || fail=1
 import json, re, sys
@@ -118,6 +123,17 @@ check_common(sim, "simulate")
 serve_g = json.load(open(f"{tmp}/serve_gemma.json"))
 if sim["plan_kv_cache_tokens"] != serve_g["kv_cache_tokens"]:
     bad.append(f"simulate plan_kv_cache_tokens {sim['plan_kv_cache_tokens']} != serve's {serve_g['kv_cache_tokens']}")
+for f in ("sim_split", "serve_split"):
+    o = json.load(open(f"{tmp}/{f}.json"))
+    check_common(o, f)
+    if not isinstance(o.get("disaggregated"), dict):
+        bad.append(f"{f}: no disaggregated object")
+        continue
+    for k, v in o["disaggregated"].items():
+        if k not in documented:
+            bad.append(f"{f}: disaggregated key {k!r} is not in docs/json-schema.md")
+        if k.endswith("_bytes") and not isinstance(v, int):
+            bad.append(f"{f}: disaggregated {k} = {v!r} is not a whole number")
 if sim["kv_cache_tokens"] != sim["num_blocks"] * sim["block_size"]:
     bad.append("simulate kv_cache_tokens is not the pool it ran")
 for b in bad[:40]:

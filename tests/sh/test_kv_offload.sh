@@ -39,6 +39,20 @@ awk -v s="$(num offload_load_s "$tmp/on.json")" 'BEGIN { exit !(s > 0) }' || fai
 [ "$(num offload_capacity_blocks "$tmp/on.json")" = 32768 ] || fail "64 GiB is not 32768 blocks"
 [ "$(num offload_evicted_blocks "$tmp/on.json")" = 0 ] || fail "a 64 GiB tier evicted"
 
+# Prometheus, vLLM's names: the connector prefix-cache counters always (0 without a tier), the
+# OffloadingConnector's transfer counters only with one (0.33 offloading/metrics.py)
+"${SIM[@]}" --metrics >"$tmp/off.prom" 2>/dev/null || fail "--metrics without a tier"
+"${SIM[@]}" --metrics --kv-offloading-size 64 >"$tmp/on.prom" 2>/dev/null || fail "--metrics with a tier"
+pm() { awk -v n="$1{model_name=\"$M\"}" '$1 == n {print $2}' "$2"; }
+[ "$(pm 'vllm:external_prefix_cache_hits_total' "$tmp/off.prom")" = 0 ] || fail "no zero external hits counter without a tier"
+grep -q '^vllm:kv_offload_' "$tmp/off.prom" && fail "offload metrics without a tier"
+[ "$(pm 'vllm:external_prefix_cache_hits_total' "$tmp/on.prom")" = "$eh" ] || fail "vllm:external_prefix_cache_hits_total is not $eh"
+[ "$(pm 'vllm:external_prefix_cache_queries_total' "$tmp/on.prom")" = "$eq" ] || fail "vllm:external_prefix_cache_queries_total is not $eq"
+[ "$(pm 'vllm:kv_offload_load_bytes_total' "$tmp/on.prom")" = $((lb * 2097152)) ] || fail "load bytes are not $lb blocks of 2 MiB"
+sb=$(num offload_stored_blocks "$tmp/on.json")
+[ "$(pm 'vllm:kv_offload_store_bytes_total' "$tmp/on.prom")" = $((sb * 2097152)) ] || fail "store bytes are not $sb blocks of 2 MiB"
+grep -q '^vllm:kv_offload_load_time_total{' "$tmp/on.prom" || fail "no vllm:kv_offload_load_time_total"
+
 # a tier of 256 blocks (0.5 GiB) is smaller than one round of the prefixes: LRU evicts each before reuse
 "${SIM[@]}" --kv-offloading-size 0.5 --json >"$tmp/small.json" 2>"$tmp/err" || fail "0.5 GiB: $(cat "$tmp/err")"
 [ "$(num offload_capacity_blocks "$tmp/small.json")" = 256 ] || fail "0.5 GiB is not 256 blocks"
@@ -56,6 +70,14 @@ awk -v s="$(num offload_load_s "$tmp/on.json")" 'BEGIN { exit !(s > 0) }' || fai
   '{"kv_connector":"OffloadingConnector","kv_connector_extra_config":{"num_cpu_blocks":1000}}' \
   >"$tmp/old.json" 2>"$tmp/err" || fail "0.12 OffloadingConnector: $(cat "$tmp/err")"
 [ "$(num offload_capacity_blocks "$tmp/old.json")" = 1000 ] || fail "0.12: num_cpu_blocks 1000 not read"
+# the release table's row decides the key (kv_release_memory.offload_cpu_bytes): 0.13.0 is the
+# last to read num_cpu_blocks, 0.14.0 the first to read cpu_bytes_to_use
+BOTH='{"kv_connector":"OffloadingConnector","kv_connector_extra_config":{"num_cpu_blocks":1000,"cpu_bytes_to_use":8589934592}}'
+for v in 0.13.0:1000 0.14.0:4096 0.17.0:4096; do
+  "${SIM[@]}" --json --vllm-version ${v%%:*} --kv-transfer-config "$BOTH" >"$tmp/both.json" 2>"$tmp/err" \
+    || fail "${v%%:*} OffloadingConnector: $(cat "$tmp/err")"
+  [ "$(num offload_capacity_blocks "$tmp/both.json")" = ${v##*:} ] || fail "${v%%:*}: tier of $(num offload_capacity_blocks "$tmp/both.json") blocks, not ${v##*:}"
+done
 
 # releases without them: vLLM would reject the flag / the connector
 out=$("${SIM[@]}" --kv-offloading-size 8 --vllm-version 0.11.0 2>&1); rc=$?

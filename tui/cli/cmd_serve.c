@@ -10,6 +10,7 @@
 #include "backend.h"
 #include "commands.h"
 #include "kv_args.h"
+#include "kv_disagg.h"
 #include "kv_gpu.h"
 #include "kv_model.h"
 #include "kv_plan.h"
@@ -23,7 +24,7 @@
 static void serve_usage(FILE *f)
 {
     fprintf(f,
-            "usage: kvlab serve MODEL [vLLM flags] [--gpu NAME] [--json]\n"
+            "usage: kvlab serve MODEL [vLLM flags] [--gpu NAME] [--json] [--disaggregate P:D]\n"
             "  MODEL: a catalogue id (kvlab models), a config.json, a folder holding one,\n"
             "         or a model in the local Hugging Face cache\n"
             "  --gpu NAME        the card (kvlab gpus); default %s, or this machine's GPU\n"
@@ -40,6 +41,10 @@ static void serve_usage(FILE *f)
             "  --no-placeholders with --allocate: the KV pool only (a shared card)\n"
             "  --hold S          with --allocate: keep it S seconds (default: until Enter);\n"
             "                    --hold or --no-placeholders without --allocate exit 2\n"
+            "  --disaggregate P:D  a prefill/decode split (vLLM's NixlConnector): P prefill and D\n"
+            "                    decode instances of this plan; adds the GPUs and the prompt KV\n"
+            "                    each request moves (--kv-transfer-link rdma|nvlink|pcie, default\n"
+            "                    rdma: 400 Gb/s per GPU); kvlab simulate --disaggregate runs it\n"
             "which rules:\n"
             "  --vllm-version X.Y[.Z]  the vLLM release to follow, %s to %s (default %s): its\n"
             "                    budget, defaults, activation peak and the wording of its log\n"
@@ -250,12 +255,47 @@ static void add_notes_json(cJSON *o, const char *notes)
     }
 }
 
+/* --disaggregate P:D: what the split costs per request (kv_disagg.h): the
+ * instances and GPUs, and the prompt KV that crosses the link. */
+static double split_token_bytes_rank(const kv_plan *p)
+{
+    return p->block_size > 0 ? (double)p->page_size_bytes * (double)p->num_layers / (double)p->block_size : 0.0;
+}
+
+static void split_json(cJSON *o, const kv_plan *p, const kv_disagg_config *dc, kv_disagg_link link)
+{
+    int32_t tp = p->tensor_parallel_size > 0 ? p->tensor_parallel_size : 1;
+    double tok = split_token_bytes_rank(p);
+    cJSON *x = cJSON_AddObjectToObject(o, "disaggregated");
+    cJSON_AddNumberToObject(x, "prefill_instances", dc->num_prefill);
+    cJSON_AddNumberToObject(x, "decode_instances", dc->num_decode);
+    cJSON_AddNumberToObject(x, "gpus", (double)(dc->num_prefill + dc->num_decode) * tp);
+    cJSON_AddStringToObject(x, "kv_transfer_link", kv_disagg_link_name(link));
+    cJSON_AddNumberToObject(x, "kv_transfer_link_bytes_per_s", dc->link_bytes_per_s);
+    cJSON_AddNumberToObject(x, "kv_transfer_bytes_per_token", tok * tp);
+    cJSON_AddNumberToObject(x, "kv_transfer_bytes_per_block", tok * tp * p->block_size);
+    cJSON_AddNumberToObject(x, "kv_transfer_s_per_1k_tokens", 1000.0 * tok / dc->link_bytes_per_s);
+}
+
+static void split_text(const kv_plan *p, const kv_disagg_config *dc, kv_disagg_link link)
+{
+    int32_t tp = p->tensor_parallel_size > 0 ? p->tensor_parallel_size : 1;
+    double tok = split_token_bytes_rank(p);
+    printf("\nprefill/decode split (--disaggregate %d:%d): %d prefill + %d decode instances of this plan, %d GPUs.\n",
+           dc->num_prefill, dc->num_decode, dc->num_prefill, dc->num_decode, (dc->num_prefill + dc->num_decode) * tp);
+    printf("  Each request's prompt KV crosses %s once: %.0f KiB per token (%.2f MiB per %d-token block),\n",
+           kv_disagg_link_name(link), tok * tp / 1024.0, tok * tp * p->block_size / 1048576.0, (int)p->block_size);
+    printf("  %.2f ms per 1,000 prompt tokens at %.0f GB/s per GPU each way (kvlab simulate --disaggregate runs it).\n",
+           1000.0 * 1000.0 * tok / dc->link_bytes_per_s, dc->link_bytes_per_s / 1e9);
+}
+
 int cmd_serve(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--vs"))
             return cmd_serve_vs(argc, argv); /* two command lines side by side */
     int json = 0;
+    const char *split_arg = NULL, *link_arg = NULL;
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     if (!rest)
         return 2;
@@ -263,12 +303,29 @@ int cmd_serve(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json"))
             json = 1;
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+        else if ((!strcmp(argv[i], "--disaggregate") || !strcmp(argv[i], "--kv-transfer-link")) && i + 1 < argc) {
+            if (argv[i][2] == 'd')
+                split_arg = argv[++i];
+            else
+                link_arg = argv[++i];
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             serve_usage(stdout);
             free(rest);
             return 0;
         } else
             rest[n++] = argv[i];
+    }
+    kv_disagg_config dcfg = {0};
+    kv_disagg_link link = KV_LINK_RDMA;
+    {
+        char derr[200];
+        if ((split_arg && kv_disagg_parse_split(split_arg, &dcfg.num_prefill, &dcfg.num_decode, derr, sizeof derr)) ||
+            (link_arg && kv_disagg_link_parse(link_arg, &link, derr, sizeof derr)) || (link_arg && !split_arg &&
+            snprintf(derr, sizeof derr, "--kv-transfer-link needs --disaggregate P:D") > 0)) {
+            fprintf(stderr, "kvlab serve: %s\n", derr);
+            free(rest);
+            return 2;
+        }
     }
     kv_args a;
     kv_args_init(&a);
@@ -332,6 +389,15 @@ int cmd_serve(int argc, char **argv)
         kv_gpu_catalog_free(&cat);
         return 2;
     }
+    if (split_arg) {
+        char lnote[200] = "";
+        dcfg.link_bytes_per_s =
+            kv_disagg_link_bytes_per_s(link, gpu ? gpu->pcie_gbps : 0, gpu ? gpu->nvlink_gbps : 0, lnote, sizeof lnote);
+        if (lnote[0]) {
+            size_t l = strlen(notes);
+            snprintf(notes + l, sizeof notes - l, "note: %s\n", lnote);
+        }
+    }
     rc = kv_plan_compute(&m, gpu, &a, p, err, sizeof err);
     kv_gpu_catalog_free(&cat);
     if (rc != KV_PLAN_OK) {
@@ -351,6 +417,8 @@ int cmd_serve(int argc, char **argv)
             cJSON_AddStringToObject(o, "model", m.id);
             add_notes_json(o, notes);
             kvlab_serve_json_alloc(o, &alloc);
+            if (split_arg)
+                split_json(o, p, &dcfg, link);
             char *s = cJSON_Print(o);
             if (s)
                 printf("%s\n", s);
@@ -360,6 +428,8 @@ int cmd_serve(int argc, char **argv)
     } else {
         print_report(&m, p, notes);
         kvlab_serve_print_alloc(stdout, &alloc);
+        if (split_arg)
+            split_text(p, &dcfg, link);
     }
     fflush(stdout);
     kvlab_serve_hold(&dev, &alloc);

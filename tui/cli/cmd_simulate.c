@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "events_out.h"
 #include "kv_args.h"
+#include "kv_disagg.h"
 #include "kv_engine.h"
 #include "kv_gpu.h"
 #include "kv_model.h"
@@ -49,6 +50,11 @@ static void sim_usage(FILE *f)
             "                    OffloadingConnector: full blocks stored, loaded back on a prefix hit over the\n"
             "                    card's PCIe link; --json adds external_prefix_cache_queries/_hits (also from\n"
             "                    --kv-transfer-config '{\"kv_connector\":\"OffloadingConnector\",...}')\n"
+            "  --disaggregate P:D  also run the trace split over P prefill and D decode instances of the same\n"
+            "                    plan (vLLM's NixlConnector with a proxy): each prompt's KV crosses a link once;\n"
+            "                    prints TTFT, inter-token latency and kv_transfer_bytes next to the one-instance run\n"
+            "  --kv-transfer-link rdma|nvlink|pcie   the split's link: 400 Gb/s NIC per GPU (default), the\n"
+            "                    card's NVLink or its PCIe link, one direction\n"
             "vLLM flags as in `kvlab serve` (--max-model-len, --kv-cache-dtype, --max-num-seqs, ...);\n"
             "--gpu defaults to %s; --gpu this plans for this machine's CUDA device.\n",
             DEFAULT_GPU);
@@ -185,7 +191,8 @@ static void steps_step(FILE *f, const kv_engine *e, const int64_t *arrived, int3
 
 static void summary_json(const kv_engine *e, const kv_plan *p, const kv_model *m, const char *trace_name,
                          int64_t submitted, int64_t rejected, const char *first_reject, const kv_engine_info *info,
-                         const char *notes, const char *prometheus)
+                         const char *notes, const char *prometheus, const kv_disagg_stats *ds,
+                         const char *link_name, const char *dprom)
 {
     kv_engine_metrics mt;
     kv_engine_get_metrics(e, &mt);
@@ -265,6 +272,43 @@ static void summary_json(const kv_engine *e, const kv_plan *p, const kv_model *m
     cJSON_AddNumberToObject(o, "block_evictions", (double)mt.block_evictions);
     cJSON_AddNumberToObject(o, "work_tokens_with_cache", (double)mt.work_tokens_with_cache);
     cJSON_AddNumberToObject(o, "work_tokens_without_cache", (double)mt.work_tokens_without_cache);
+    if (ds) {
+        /* the same trace over a prefill/decode split (kv_disagg.h) */
+        cJSON *x = cJSON_AddObjectToObject(o, "disaggregated");
+        cJSON_AddNumberToObject(x, "prefill_instances", ds->num_prefill);
+        cJSON_AddNumberToObject(x, "decode_instances", ds->num_decode);
+        cJSON_AddStringToObject(x, "kv_transfer_link", link_name);
+        cJSON_AddNumberToObject(x, "kv_transfer_link_bytes_per_s", ds->link_bytes_per_s);
+        cJSON_AddNumberToObject(x, "requests_submitted", (double)ds->requests_added);
+        cJSON_AddNumberToObject(x, "requests_rejected", (double)ds->requests_rejected);
+        cJSON_AddNumberToObject(x, "requests_prefilled", (double)ds->requests_prefilled);
+        cJSON_AddNumberToObject(x, "requests_finished", (double)ds->requests_finished);
+        cJSON_AddNumberToObject(x, "kv_transfers", (double)ds->kv_transfers);
+        cJSON_AddNumberToObject(x, "kv_transfer_bytes", (double)ds->kv_transfer_bytes);
+        cJSON_AddNumberToObject(x, "kv_transfer_s", ds->kv_transfer_s);
+        cJSON_AddNumberToObject(x, "kv_transfer_wait_s", ds->kv_transfer_wait_s);
+        cJSON_AddNumberToObject(x, "remote_prefill_tokens", (double)ds->remote_prefill_tokens);
+        cJSON_AddNumberToObject(x, "prompt_tokens", (double)ds->prompt_tokens);
+        cJSON_AddNumberToObject(x, "generation_tokens", (double)ds->generation_tokens);
+        cJSON_AddNumberToObject(x, "preemptions", (double)ds->preemptions);
+        cJSON_AddNumberToObject(x, "duration_s", ds->duration_s);
+        cJSON_AddNumberToObject(x, "output_throughput_tokens_per_s",
+                                ds->duration_s > 0 ? (double)ds->generation_tokens / ds->duration_s : 0.0);
+        const struct { const char *k; const kv_latency_stats *s; } dl[] = {
+            {"ttft", &ds->ttft}, {"itl", &ds->itl}, {"e2e_latency", &ds->e2e}, {"queue_time", &ds->queue}};
+        for (size_t i = 0; i < sizeof dl / sizeof dl[0]; i++) {
+            snprintf(key, sizeof key, "%s_mean_s", dl[i].k);
+            cJSON_AddNumberToObject(x, key, dl[i].s->mean);
+            snprintf(key, sizeof key, "%s_p50_s", dl[i].k);
+            cJSON_AddNumberToObject(x, key, dl[i].s->p50);
+            snprintf(key, sizeof key, "%s_p99_s", dl[i].k);
+            cJSON_AddNumberToObject(x, key, dl[i].s->p99);
+            snprintf(key, sizeof key, "%s_max_s", dl[i].k);
+            cJSON_AddNumberToObject(x, key, dl[i].s->max);
+        }
+        if (dprom)
+            cJSON_AddStringToObject(x, "prometheus", dprom);
+    }
     print_notes(notes, cJSON_AddArrayToObject(o, "notes"));
     if (prometheus)
         cJSON_AddStringToObject(o, "prometheus", prometheus);
@@ -317,10 +361,31 @@ static void summary_text(const kv_engine *e, const kv_plan *p, const kv_model *m
     printf("  queue time            mean %.3f s, p99 %.3f s\n", mt.queue.mean, mt.queue.p99);
 }
 
+static void disagg_text(const kv_disagg_stats *ds, const char *link_name)
+{
+    printf("prefill/decode split: %d prefill + %d decode instances of the plan above, KV over %s (%.0f GB/s each "
+           "way per GPU)\n",
+           ds->num_prefill, ds->num_decode, link_name, ds->link_bytes_per_s / 1e9);
+    printf("  requests finished     %lld of %lld submitted", (long long)ds->requests_finished,
+           (long long)ds->requests_added);
+    if (ds->requests_rejected)
+        printf(" (%lld rejected)", (long long)ds->requests_rejected);
+    printf("\n");
+    printf("  KV transfers          %lld, %.2f GiB moved (kv_transfer_bytes %lld), %.3f s on the link, %.3f s "
+           "waiting for it\n",
+           (long long)ds->kv_transfers, (double)ds->kv_transfer_bytes / 1073741824.0, (long long)ds->kv_transfer_bytes,
+           ds->kv_transfer_s, ds->kv_transfer_wait_s);
+    printf("  duration              %.3f s on the virtual clock\n", ds->duration_s);
+    printf("  time to first token   mean %.4f s, p50 %.4f s, p99 %.4f s\n", ds->ttft.mean, ds->ttft.p50, ds->ttft.p99);
+    printf("  inter-token latency   mean %.4f s, p50 %.4f s, p99 %.4f s\n", ds->itl.mean, ds->itl.p50, ds->itl.p99);
+    printf("  request latency       mean %.3f s, p50 %.3f s, p99 %.3f s\n", ds->e2e.mean, ds->e2e.p50, ds->e2e.p99);
+}
+
 int cmd_simulate(int argc, char **argv)
 {
     int json = 0, metrics = 0, verify = 0, use_device = 0;
-    const char *trace_arg = NULL, *mode_arg = NULL, *steps_arg = NULL, *events_arg = NULL;
+    const char *trace_arg = NULL, *mode_arg = NULL, *steps_arg = NULL, *events_arg = NULL, *split_arg = NULL,
+               *link_arg = NULL;
     unsigned long long seed = 0;
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     if (!rest)
@@ -341,7 +406,7 @@ int cmd_simulate(int argc, char **argv)
             free(rest);
             return 0;
         } else if (!strcmp(s, "--trace") || !strcmp(s, "--mode") || !strcmp(s, "--seed") || !strcmp(s, "--steps-out") ||
-                   !strcmp(s, "--events")) {
+                   !strcmp(s, "--events") || !strcmp(s, "--disaggregate") || !strcmp(s, "--kv-transfer-link")) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "kvlab simulate: %s needs a value\n", s);
                 free(rest);
@@ -354,6 +419,10 @@ int cmd_simulate(int argc, char **argv)
                 steps_arg = v;
             else if (!strcmp(s, "--events"))
                 events_arg = v;
+            else if (!strcmp(s, "--disaggregate"))
+                split_arg = v;
+            else if (!strcmp(s, "--kv-transfer-link"))
+                link_arg = v;
             else if (!strcmp(s, "--mode"))
                 mode_arg = v;
             else {
@@ -373,6 +442,10 @@ int cmd_simulate(int argc, char **argv)
             steps_arg = s + 12;
         else if (!strncmp(s, "--events=", 9))
             events_arg = s + 9;
+        else if (!strncmp(s, "--disaggregate=", 15))
+            split_arg = s + 15;
+        else if (!strncmp(s, "--kv-transfer-link=", 19))
+            link_arg = s + 19;
         else
             rest[n++] = argv[i];
     }
@@ -386,6 +459,28 @@ int cmd_simulate(int argc, char **argv)
             mode = KV_MODE_NO_CACHE;
         else {
             fprintf(stderr, "kvlab simulate: --mode: '%s' is not one of paged, contiguous, no-cache\n", mode_arg);
+            free(rest);
+            return 2;
+        }
+    }
+    kv_disagg_config dcfg = {0};
+    kv_disagg_link link = KV_LINK_RDMA;
+    {
+        char derr[200];
+        if ((split_arg && kv_disagg_parse_split(split_arg, &dcfg.num_prefill, &dcfg.num_decode, derr, sizeof derr)) ||
+            (link_arg && kv_disagg_link_parse(link_arg, &link, derr, sizeof derr))) {
+            fprintf(stderr, "kvlab simulate: %s\n", derr);
+            free(rest);
+            return 2;
+        }
+        if (link_arg && !split_arg) {
+            fprintf(stderr, "kvlab simulate: --kv-transfer-link needs --disaggregate P:D\n");
+            free(rest);
+            return 2;
+        }
+        if (split_arg && (verify || use_device || steps_arg || events_arg || mode != KV_MODE_PAGED)) {
+            fprintf(stderr, "kvlab simulate: --disaggregate runs paged host-backend engines; it does not combine "
+                            "with --verify, --device, --steps-out, --events or --mode\n");
             free(rest);
             return 2;
         }
@@ -449,6 +544,7 @@ int cmd_simulate(int argc, char **argv)
     memset(plan, 0, sizeof *plan);
     int code = 0;
     kv_engine *e = NULL;
+    char *dprom = NULL; /* the split's NIXL metrics (--metrics) */
     FILE *steps = NULL;
     kvlab_events_out evo = {0};
     int64_t *arrived = NULL;
@@ -578,6 +674,45 @@ int cmd_simulate(int argc, char **argv)
         goto done;
     }
     const char *fr = rejected ? first_reject : NULL;
+    kv_disagg_stats dstats;
+    if (split_arg) {
+        kv_engine_config dc = cfg;
+        dc.device = NULL;
+        dc.block_events = 0;
+        char lnote[200] = "";
+        dcfg.link_bytes_per_s =
+            kv_disagg_link_bytes_per_s(link, gpu ? gpu->pcie_gbps : 0, gpu ? gpu->nvlink_gbps : 0, lnote, sizeof lnote);
+        add_note(notes, sizeof notes, lnote);
+        if (lnote[0] && !json)
+            fprintf(stderr, "kvlab simulate: note: %s\n", lnote);
+        kv_disagg *dg = kv_disagg_create(&dc, &dcfg, err, sizeof err);
+        if (!dg) {
+            fprintf(stderr, "kvlab simulate: --disaggregate: %s\n", err);
+            code = 1;
+            goto done;
+        }
+        rc = 0;
+        for (int64_t i = 0; i < tr.count && rc >= 0; i++) {
+            kv_request_spec sp;
+            kv_trace_spec(&tr, i, &sp);
+            rc = kv_disagg_add(dg, &sp, err, sizeof err);
+        }
+        while (rc >= 0 && (rc = kv_disagg_step(dg, err, sizeof err)) > 0)
+            ;
+        if (rc < 0) {
+            fprintf(stderr, "kvlab simulate: --disaggregate: %s\n", err);
+            kv_disagg_destroy(dg);
+            code = 1;
+            goto done;
+        }
+        kv_disagg_get_stats(dg, &dstats);
+        if (metrics) {
+            size_t need = kv_disagg_prometheus(dg, m.id, NULL, 0) + 1;
+            if ((dprom = malloc(need)))
+                kv_disagg_prometheus(dg, m.id, dprom, need);
+        }
+        kv_disagg_destroy(dg);
+    }
     char *prom = NULL;
     if (metrics) {
         size_t need = kv_engine_prometheus(e, m.id, NULL, 0) + 1;
@@ -587,11 +722,16 @@ int cmd_simulate(int argc, char **argv)
     }
     /* --json stays one object: the Prometheus text goes inside it. */
     if (json) {
-        summary_json(e, plan, &m, trace_arg, tr.count, rejected, fr, &info, notes, prom);
+        summary_json(e, plan, &m, trace_arg, tr.count, rejected, fr, &info, notes, prom, split_arg ? &dstats : NULL,
+                     kv_disagg_link_name(link), dprom);
     } else {
         summary_text(e, plan, &m, trace_arg, tr.count, rejected, fr, &info);
         if (prom)
             fputs(prom, stdout);
+        if (split_arg)
+            disagg_text(&dstats, kv_disagg_link_name(link));
+        if (dprom)
+            fputs(dprom, stdout);
     }
     free(prom);
 done:
@@ -611,6 +751,7 @@ done:
         code = 1;
     }
     free(arrived);
+    free(dprom);
     kv_engine_destroy(e);
     if (dev) {
         dev->ops->release(dev);
