@@ -1169,6 +1169,8 @@ int kv_args_get(const kv_args *a, const char *name, char *b, size_t n)
         break;
     case F_WATERMARK: if (kv_args_is_set(a, "watermark")) snprintf(b, n, "%g", a->watermark); break;
     case F_CPU_OFFLOAD: snprintf(b, n, "%g", a->cpu_offload_gb); break;
+    case F_KV_OFFLOAD: if (a->kv_offloading_size > 0) snprintf(b, n, "%g", a->kv_offloading_size); break;
+    case F_KV_OFFLOAD_BACKEND: if (a->kv_offloading_backend) snprintf(b, n, "lmcache"); break;
     case F_OPT_LEVEL: if (a->optimization_level >= 0) snprintf(b, n, "%d", a->optimization_level); break;
     case F_MAX_CG_SIZE:
         if (a->max_cudagraph_capture_size) snprintf(b, n, "%lld", (long long)a->max_cudagraph_capture_size);

@@ -51,10 +51,103 @@ local function break_even(lab, decode, base_s, link_gbps)
   return hi
 end
 
+-- The live part: a small GPU pool, a long document two readers share, and
+-- other work in between that pushes the document out of the pool.
+local DOC = 2048            -- the shared document's tokens
+local POOL = 200            -- GPU blocks (num-gpu-blocks-override): the document takes 128
+local FILLERS = 6           -- unrelated prompts between the two readers
+local TIER, SMALL = "8", "0.125" -- GiB of CPU tier: enough, and too small for the document
+local SPLIT_N, SPLIT_PROMPT, SPLIT_OUT = 40, 4096, 256 -- the split's burst
+
+-- The document's first reader at once, the fillers from 1 s, the second
+-- reader at 3 s (the engine's clock), each only once per server start.
+local function send(lab)
+  local sent = { first = false, fillers = 0, second = false }
+  lab.traffic(function(_, now)
+    local out = {}
+    if not sent.first then
+      sent.first = true
+      out[#out + 1] = { prompt_tokens = 64, output_tokens = 16, prefix_id = "doc", prefix_tokens = DOC }
+    end
+    while sent.fillers < FILLERS and now >= 1.0 + 0.25 * sent.fillers do
+      sent.fillers = sent.fillers + 1
+      out[#out + 1] = { prompt_tokens = 1500, output_tokens = 16 }
+    end
+    if not sent.second and now >= 3.0 then
+      sent.second = true
+      out[#out + 1] = { prompt_tokens = 64, output_tokens = 16, prefix_id = "doc", prefix_tokens = DOC }
+    end
+    return out
+  end)
+end
+
+-- Every request sent has finished.
+local function done(lab)
+  local m = lab.metrics()
+  return m and m.request_success == FILLERS + 2
+end
+
+-- The CPU tier, live: the two readers without a tier, then the goal.
+local function live_tier(lab)
+  lab.on_flag(function()
+    local m = lab.metrics()
+    if not m then return end
+    local cap = m.offload_capacity_blocks
+    if cap > 0 and cap < DOC // lab.plan().block_size then
+      lab.say("A tier of %s blocks is too small: the document alone is %d blocks, and vLLM skips "
+        .. "a store that cannot fit whole.", fmt.int(cap), DOC // lab.plan().block_size)
+    elseif cap > 0 then
+      lab.say("The CPU tier holds %s blocks (%s of host memory): the row under the pool, least "
+        .. "recently used at the left; its caption counts blocks stored from HBM (down arrow), loaded "
+          .. "back (up) and evicted.",
+        fmt.int(cap), fmt.bytes(cap * lab.plan().block_size * lab.plan().kv_bytes_per_token))
+    end
+    send(lab)
+  end)
+  send(lab)
+  lab.autorun(true)
+  local fine = lab.run_until(function() return done(lab) end, 3000)
+  if not fine then error("the document's readers never finished") end
+  local m0 = lab.metrics()
+  if m0.prefix_cache_hits >= DOC then error("the pool kept the document: the fillers are too small") end
+  lab.say("Without a CPU tier the whole run reused only %s tokens from the prefix cache: the "
+    .. "fillers needed the blocks, so the pool evicted the document before its second reader came.",
+    fmt.int(m0.prefix_cache_hits))
+  lab.goal{
+    text = string.format("Make the second reader find the whole document in a CPU tier "
+      .. "(%s tokens of external prefix-cache hits).", fmt.int(DOC)),
+    check = function()
+      local m = lab.metrics()
+      return lab.running() and done(lab) and m.external_prefix_cache_hits >= DOC
+    end,
+    hints = { "vLLM's flag for a CPU tier is kv-offloading-size, in GiB of host memory.",
+              string.format("Set kv-offloading-size to %s.", TIER) },
+    script = { { "kv-offloading-size", TIER } },
+    wrong = { { { "kv-offloading-size", SMALL }, says = "is too small" } },
+    steps = 1200,
+  }
+  lab.autorun(false)
+  local m = lab.metrics()
+  lab.say("The tier copied %s blocks out of HBM as they filled and brought %s back for the "
+    .. "second reader: %s tokens loaded over PCIe instead of computed "
+    .. "(vllm:external_prefix_cache_hits). The GPU pool still evicted the document; the host "
+    .. "tier kept it.", fmt.int(m.offload_stored_blocks), fmt.int(m.offload_loaded_blocks),
+    fmt.int(m.external_prefix_cache_hits))
+  lab.ask{
+    prompt = "How many blocks did the tier load back into the GPU pool?",
+    answer = m.offload_loaded_blocks, unit = "blocks", tolerance = 0, abs = 0.5,
+    expect = [[return metrics.external_prefix_cache_hits // block_size]],
+    hints = { "Each loaded block holds block_size tokens of the external hit.",
+              string.format("%s tokens / %d tokens per block.", fmt.int(m.external_prefix_cache_hits),
+                lab.plan().block_size) },
+  }
+  lab.pause()
+end
+
 return {
   id = 19,
   title = "Beyond HBM: offload and move the KV",
-  flags = {},
+  flags = { "kv-offloading-size" },
   run = function(lab)
     lab.speed(100)
     lab.page("KV as data")
@@ -192,6 +285,70 @@ return {
       correct = mov < rec and 1 or 2,
       why = { [1] = "Read the table's row for that length.", [2] = "Read the table's row for that length." },
       hints = { string.format("The %s row: recompute against PCIe.", fmt.int(long)) },
+    }
+    lab.pause()
+
+    -- ---- the CPU tier, live ------------------------------------------------
+    lab.page("Offload, live")
+    lab.hide("plot")
+    local ok2, err2 = lab.restart{ ["num-gpu-blocks-override"] = POOL, ["max-model-len"] = 8192 }
+    if not ok2 then error("the small pool did not start: " .. tostring(err2)) end
+    local has_tier = lab.flag_in_release("kv-offloading-size")
+    lab.show("pool"); lab.show("metrics"); lab.show("flags")
+    lab.say("Now the engine moves blocks for real. The pool is cut to %d blocks (%s tokens) so "
+      .. "that it fills: a %s-token document is read by one user, %d unrelated prompts follow, "
+      .. "and a second user asks about the same document three seconds in.",
+      POOL, fmt.int(POOL * lab.plan().block_size), fmt.int(DOC), FILLERS)
+    if not has_tier then
+      -- a release before the flag: vLLM would refuse it, so this page only says so
+      lab.say("This course follows vLLM %s, which has no --kv-offloading-size: vLLM's own CPU tier "
+        .. "(the OffloadingConnector behind that flag) came in 0.11.1. Pick a newer release "
+        .. "(kvlab --vllm-version 0.33) to watch blocks leave HBM and come back.",
+        lab.plan().vllm_version or "?")
+      lab.pause()
+    else
+      live_tier(lab)
+    end
+
+    -- ---- prefill and decode on different GPUs --------------------------------
+    lab.page("Split prefill from decode")
+    lab.traffic(nil)
+    lab.hide("pool"); lab.hide("flags")
+    local ok3 = lab.start(BASE)
+    if not ok3 then error("the lesson's server did not start again") end
+    local reqs = {}
+    for i = 1, SPLIT_N do
+      reqs[i] = { prompt_tokens = SPLIT_PROMPT, output_tokens = SPLIT_OUT, arrival_s = (i - 1) / 8 }
+    end
+    local r = lab.split{ prefill = 1, decode = 1, link = "rdma", requests = reqs }
+    if not r then error("the split did not run") end
+    lab.say("The other way to move KV: a prefill GPU computes each prompt and sends its KV to a "
+      .. "decode GPU, which only generates (vLLM's NixlConnector). %d prompts of %s tokens arrive "
+      .. "8 per second, each asking for %d tokens, once on one H100 and once split 1:1 over a "
+      .. "400 Gb/s network link:", SPLIT_N, fmt.int(SPLIT_PROMPT), SPLIT_OUT)
+    lab.say(fmt.table{
+      { "mean", "one GPU", "split" },
+      { "first token", string.format("%.0f ms", r.one.ttft_mean_s * 1e3),
+        string.format("%.0f ms", r.split.ttft_mean_s * 1e3) },
+      { "between tokens", string.format("%.1f ms", r.one.itl_mean_s * 1e3),
+        string.format("%.1f ms", r.split.itl_mean_s * 1e3) },
+      { "KV moved", "-", fmt.bytes(r.split.kv_transfer_bytes) },
+    })
+    lab.say(r.split.ttft_mean_s > r.one.ttft_mean_s and
+      "Split, the first token comes later: the prompt is prefilled, its KV crosses the link, and "
+      .. "the decode GPU takes a step of its own before it samples." or
+      "Split, even the first token comes sooner: prompts no longer queue behind other requests' "
+      .. "decode steps.")
+    lab.say("On one GPU every new prompt's prefill chunks ride in the decode steps of the others, "
+      .. "so every running answer slows while a prompt is read. Split, the decode GPU never "
+      .. "prefills: its steps stay short. The price is a second GPU and the transfer.")
+    lab.ask{
+      prompt = string.format("How many GiB of KV crossed the link for the %d prompts?", SPLIT_N),
+      answer = r.split.kv_transfer_bytes / 2 ^ 30, unit = "GiB", tolerance = 0.02,
+      expect = string.format([[return %d * %d * kv_bytes_per_token / 2^30]], SPLIT_N, SPLIT_PROMPT),
+      hints = { "Every prompt's KV crosses once: tokens x bytes per token.",
+                string.format("%d x %s tokens x %s per token.", SPLIT_N, fmt.int(SPLIT_PROMPT),
+                  fmt.bytes(lab.plan().kv_bytes_per_token)) },
     }
     lab.pause()
   end,

@@ -80,6 +80,25 @@ local function restart(lab, extra)
   return ok, err
 end
 
+-- The bonus challenge: readers take turns on BONUS_DOCS long documents, one
+-- request every 1 / BONUS_RATE s of the engine's clock, from the start
+-- again whenever the server restarts (its clock starts at 0 again).
+local BONUS_DOCS, BONUS_DOC, BONUS_POOL, BONUS_RATE = 8, 2048, 400, 4
+local function bonus_traffic(lab)
+  local sent, last = 0, -1
+  lab.traffic(function(_, now)
+    if now < last then sent = 0 end
+    last = now
+    local out = {}
+    while now >= sent / BONUS_RATE do
+      out[#out + 1] = { prompt_tokens = 64, output_tokens = 32, prefix_id = "doc" .. (sent % BONUS_DOCS),
+                        prefix_tokens = BONUS_DOC }
+      sent = sent + 1
+    end
+    return out
+  end)
+end
+
 local function challenge_page(lab, n, title)
   lab.page(string.format("Challenge %d/5: %s", n, title))  -- fits the page's border at 80 columns
   lab.unhighlight()
@@ -101,6 +120,7 @@ local LEVERS = {
   { "request-rate", "the traffic, not the server" },
   { "traffic-prompt", "the traffic, not the server" },
   { "traffic-output", "the traffic, not the server" },
+  { "kv-offloading-size", "host memory for a CPU tier" },
   -- levers no goal here counts (the page says so when one is pulled): a
   -- goal is met only with them back where they were, so they never score
   { "kv-heads" }, { "hf-overrides" }, { "num-gpu-blocks-override" }, { "kv-cache" }, { "contiguous" },
@@ -536,6 +556,49 @@ return {
     end
     lab.say("The fix is the arithmetic of this course, not a bigger max-num-seqs: more room per " ..
       "token (fp8 KV cache, quantized weights, more GPUs) or less traffic per server.")
+    lab.pause()
+
+    -- 6. A bonus: documents that come back after the pool let them go
+    lab.page("Bonus challenge: a CPU tier")
+    lab.unhighlight()
+    lab.on_step(nil)   -- no crash model: this pool is cut by a flag, not by the budget
+    restart(lab, { ["max-model-len"] = 8192, ["num-gpu-blocks-override"] = BONUS_POOL })
+    if not lab.flag_in_release("kv-offloading-size") then
+      lab.say("The bonus needs vLLM's CPU tier, --kv-offloading-size, which vLLM %s does not have (0.11.1 " ..
+        "and later do). Pick a newer release to play it.", lab.plan().vllm_version or "?")
+    else
+      lab.highlight("flags", "kv-offloading-size")
+      lab.highlight("metrics", "prefix cache hit rate")
+      bonus_traffic(lab)
+      lab.say("%d users take turns asking about %d long documents (%s tokens each), but this pool holds " ..
+        "only %d blocks, %s tokens: each document is evicted before its next reader comes, and is " ..
+        "computed again every time.", BONUS_DOCS, BONUS_DOCS, fmt.int(BONUS_DOC), BONUS_POOL,
+        fmt.int(BONUS_POOL * lab.plan().block_size))
+      challenge = 6
+      changes = lab.goal({
+        text = string.format("Make returning readers load their document from host memory (%s tokens of " ..
+          "external prefix-cache hits) without touching the pool.", fmt.int(4 * BONUS_DOC)),
+        check = function()
+          local m = lab.metrics()
+          return m ~= nil and m.external_prefix_cache_hits >= 4 * BONUS_DOC and
+            lab.flag("num-gpu-blocks-override") == tostring(BONUS_POOL)
+        end,
+        hints = golf_hints(lab, 6, {
+          "vLLM can keep evicted blocks in CPU memory and load them back over PCIe.",
+          "Set kv-offloading-size to 16 (GiB of host memory).",
+        }, 1),
+        script = { { "kv-offloading-size", "16" } },
+        steps = 3000,
+      })
+      challenge = 0
+      golf_score(lab, 6, changes, 1)
+      local m = lab.metrics()
+      lab.say("The tier (%s blocks) took %s blocks out of HBM and loaded %s back: %s tokens the GPU did not " ..
+        "compute again (vllm:external_prefix_cache_hits), over the card's PCIe link.",
+        fmt.int(m.offload_capacity_blocks), fmt.int(m.offload_stored_blocks), fmt.int(m.offload_loaded_blocks),
+        fmt.int(m.external_prefix_cache_hits))
+    end
+    lab.traffic(nil)
     lab.pause()
 
     lab.page("Play on")

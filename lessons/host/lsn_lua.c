@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kv_disagg.h"
 #include "kv_plan_fields.h"
 #include "kv_timemodel.h"
 #include "kv_util.h"
@@ -1589,6 +1590,23 @@ static int f_flag(lua_State *L)
     return 1;
 }
 
+/* lab.flag_in_release(name): whether the release the server follows has the
+ * vLLM flag (its own parser's table, kv_args_flag_in_release); the textbook
+ * accounting follows the newest. */
+static int f_flag_in_release(lua_State *L)
+{
+    lsn_vm *vm = V(L);
+    const char *name = luaL_checkstring(L, 1);
+    const kv_args_flag *f = kv_args_flag_find(name);
+    if (!f)
+        return luaL_error(L, "lab.flag_in_release: unknown flag '%s'", name);
+    char v[64] = "";
+    if (lsn_server_get(vm->env.server, "vllm-version", v, sizeof v) < 0)
+        v[0] = '\0';
+    lua_pushboolean(L, kv_args_flag_in_release(f, v));
+    return 1;
+}
+
 static int f_running(lua_State *L)
 {
     lua_pushboolean(L, engine_or_nil(L) != NULL);
@@ -1700,6 +1718,161 @@ static int f_what_if(lua_State *L)
         return 2;
     }
     push_plan(L, p);
+    return 1;
+}
+
+/* ---- lab.split: a prefill/decode split of the running server ------------ */
+
+#define SPLIT_MAX_REQUESTS 4096
+
+/* One request of lab.split's list at stack index t (a table). */
+static void split_spec(lua_State *L, int t, kv_request_spec *sp)
+{
+    memset(sp, 0, sizeof *sp);
+    lua_getfield(L, t, "prompt_tokens");
+    sp->prompt_tokens = (int32_t)luaL_optinteger(L, -1, 1);
+    lua_getfield(L, t, "output_tokens");
+    sp->output_tokens = (int32_t)luaL_optinteger(L, -1, 1);
+    lua_getfield(L, t, "arrival_s");
+    sp->arrival_s = luaL_optnumber(L, -1, 0.0);
+    lua_getfield(L, t, "prefix_tokens");
+    sp->prefix_tokens = (int32_t)luaL_optinteger(L, -1, 0);
+    lua_pop(L, 4);
+    lua_getfield(L, t, "prefix_id"); /* the string stays reachable from the table */
+    sp->prefix_id = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    lua_pop(L, 1);
+    if (sp->arrival_s < 0)
+        sp->arrival_s = 0;
+}
+
+static void push_latency(lua_State *L, const char *k, const kv_latency_stats *s)
+{
+    char key[40];
+    snprintf(key, sizeof key, "%s_mean_s", k);
+    setnum(L, key, s->mean);
+    snprintf(key, sizeof key, "%s_p99_s", k);
+    setnum(L, key, s->p99);
+}
+
+/* The requests on one engine of cfg, arrivals in order; 0 or -1 (err). */
+static int split_one(const kv_engine_config *cfg, const kv_request_spec *sp, int n, kv_engine_metrics *m,
+                     double *dur, char *err, size_t errlen)
+{
+    kv_engine *e = kv_engine_create(cfg, err, errlen);
+    if (!e)
+        return -1;
+    int next = 0, rc = 0;
+    for (;;) {
+        kv_engine_info info;
+        kv_engine_get_info(e, &info);
+        while (next < n && sp[next].arrival_s <= info.clock_s)
+            kv_engine_submit(e, &sp[next++], NULL, 0);
+        kv_engine_get_info(e, &info);
+        if (!info.num_running && !info.num_waiting) {
+            if (next >= n)
+                break;
+            kv_engine_advance_clock(e, sp[next].arrival_s);
+            continue;
+        }
+        if ((rc = kv_engine_step(e, NULL, err, errlen)) < 0)
+            break;
+    }
+    kv_engine_get_metrics(e, m);
+    kv_engine_info info;
+    kv_engine_get_info(e, &info);
+    *dur = info.clock_s;
+    kv_engine_destroy(e);
+    return rc < 0 ? -1 : 0;
+}
+
+static int f_split(lua_State *L)
+{
+    lsn_vm *vm = V(L);
+    kv_engine *e = engine_or_nil(L);
+    luaL_checktype(L, 1, LUA_TTABLE);
+    if (!e) {
+        lua_pushnil(L);
+        lua_pushstring(L, "no server is running");
+        return 2;
+    }
+    lua_getfield(L, 1, "prefill");
+    lua_getfield(L, 1, "decode");
+    lua_getfield(L, 1, "link");
+    char spl[32], err[300];
+    snprintf(spl, sizeof spl, "%lld:%lld", (long long)luaL_optinteger(L, -3, 1), (long long)luaL_optinteger(L, -2, 1));
+    const char *ln = luaL_optstring(L, -1, "rdma");
+    kv_disagg_config dc = {0};
+    kv_disagg_link link;
+    if (kv_disagg_parse_split(spl, &dc.num_prefill, &dc.num_decode, err, sizeof err) ||
+        kv_disagg_link_parse(ln, &link, err, sizeof err))
+        return luaL_error(L, "lab.split: %s", err);
+    lua_pop(L, 3);
+    lua_getfield(L, 1, "requests");
+    luaL_checktype(L, -1, LUA_TTABLE);
+    lua_Integer n = luaL_len(L, -1);
+    if (n < 1 || n > SPLIT_MAX_REQUESTS)
+        return luaL_error(L, "lab.split: give 1 to %d requests", SPLIT_MAX_REQUESTS);
+    kv_request_spec *sp = lua_newuserdatauv(L, (size_t)n * sizeof *sp, 0);
+    for (lua_Integer i = 0; i < n; i++) {
+        lua_geti(L, -2, i + 1);
+        luaL_checktype(L, -1, LUA_TTABLE);
+        split_spec(L, lua_gettop(L), &sp[i]);
+        lua_pop(L, 1);
+        if (i && sp[i].arrival_s < sp[i - 1].arrival_s)
+            return luaL_error(L, "lab.split: requests must come in arrival order");
+    }
+    const kv_gpu *g = lsn_server_gpu(vm->env.server);
+    dc.link_bytes_per_s = kv_disagg_link_bytes_per_s(link, g ? g->pcie_gbps : 0, g ? g->nvlink_gbps : 0, NULL, 0);
+    kv_engine_config cfg = *kv_engine_get_config(e);
+    cfg.device = NULL;
+    cfg.verify = 0;
+    cfg.write_kv = 0;
+    cfg.block_events = 0;
+    kv_engine_metrics one;
+    double one_dur = 0;
+    if (split_one(&cfg, sp, (int)n, &one, &one_dur, err, sizeof err) < 0) {
+        lua_pushnil(L);
+        lua_pushstring(L, err);
+        return 2;
+    }
+    kv_disagg *d = kv_disagg_create(&cfg, &dc, err, sizeof err);
+    int rc = d ? 0 : -1;
+    for (lua_Integer i = 0; d && i < n && rc >= 0; i++)
+        rc = kv_disagg_add(d, &sp[i], err, sizeof err);
+    while (d && rc >= 0 && (rc = kv_disagg_step(d, err, sizeof err)) > 0)
+        ;
+    if (rc < 0) {
+        kv_disagg_destroy(d);
+        lua_pushnil(L);
+        lua_pushstring(L, err);
+        return 2;
+    }
+    kv_disagg_stats st;
+    kv_disagg_get_stats(d, &st);
+    kv_disagg_destroy(d);
+    lua_createtable(L, 0, 2);
+    lua_createtable(L, 0, 8);
+    setint(L, "requests_finished", one.request_success_total);
+    setnum(L, "duration_s", one_dur);
+    push_latency(L, "ttft", &one.ttft);
+    push_latency(L, "itl", &one.itl);
+    push_latency(L, "e2e", &one.e2e);
+    lua_setfield(L, -2, "one");
+    lua_createtable(L, 0, 16);
+    setint(L, "prefill", st.num_prefill);
+    setint(L, "decode", st.num_decode);
+    setstr(L, "link", kv_disagg_link_name(link));
+    setnum(L, "link_bytes_per_s", st.link_bytes_per_s);
+    setint(L, "requests_finished", st.requests_finished);
+    setint(L, "kv_transfers", st.kv_transfers);
+    setnum(L, "kv_transfer_bytes", (double)st.kv_transfer_bytes);
+    setnum(L, "kv_transfer_s", st.kv_transfer_s);
+    setint(L, "remote_prefill_tokens", st.remote_prefill_tokens);
+    setnum(L, "duration_s", st.duration_s);
+    push_latency(L, "ttft", &st.ttft);
+    push_latency(L, "itl", &st.itl);
+    push_latency(L, "e2e", &st.e2e);
+    lua_setfield(L, -2, "split");
     return 1;
 }
 
@@ -1931,6 +2104,13 @@ static int f_metrics(lua_State *L)
     setint(L, "num_preemptions", m.num_preemptions_total);
     setint(L, "prefix_cache_queries", m.prefix_cache_queries);
     setint(L, "prefix_cache_hits", m.prefix_cache_hits);
+    setint(L, "external_prefix_cache_queries", m.external_prefix_cache_queries);
+    setint(L, "external_prefix_cache_hits", m.external_prefix_cache_hits);
+    setint(L, "offload_capacity_blocks", m.offload_capacity_blocks);
+    setint(L, "offload_used_blocks", m.offload_used_blocks);
+    setint(L, "offload_stored_blocks", m.offload_stored_blocks);
+    setint(L, "offload_loaded_blocks", m.offload_loaded_blocks);
+    setint(L, "offload_evicted_blocks", m.offload_evicted_blocks);
     setint(L, "prompt_tokens", m.prompt_tokens_total);
     setint(L, "generation_tokens", m.generation_tokens_total);
     setint(L, "request_success", m.request_success_total);
@@ -3097,10 +3277,11 @@ static int f_best(lua_State *L)
 static const luaL_Reg lab_funcs[] = {
     {"page", f_page},         {"say", f_say},           {"pause", f_pause},
     {"start", f_start},       {"restart", f_restart},   {"stop", f_stop},
-    {"flag", f_flag},         {"running", f_running},   {"plan", f_plan}, {"what_if", f_what_if},
+    {"flag", f_flag},         {"flag_in_release", f_flag_in_release}, {"running", f_running},
+    {"plan", f_plan},         {"what_if", f_what_if},
     {"model", f_model},       {"config", f_config},     {"gpu", f_gpu},           {"log", f_log},
     {"step_time", f_step_time},
-    {"metrics", f_metrics},   {"blocks", f_blocks},     {"block", f_block},
+    {"metrics", f_metrics},   {"split", f_split},       {"blocks", f_blocks},     {"block", f_block},
     {"requests", f_requests}, {"request", f_request},   {"ranks", f_ranks},
     {"events", f_events},     {"last_event", f_last_event}, {"timeline", f_timeline}, {"figure", f_figure},
     {"catalog", f_catalog},   {"submit", f_submit},     {"traffic", f_traffic},

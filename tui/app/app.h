@@ -89,6 +89,10 @@ typedef struct app {
     uint8_t *flash_kind;     /* per block */
     double *flash_until;     /* per block, app->now when the flash ends */
     int flashing;            /* some flash is still running */
+    int host_flash;          /* host tier flash: UI_FL_STORE / UI_FL_LOAD (ui_model.h) */
+    int64_t host_flash_blocks;
+    double host_flash_until;
+    int64_t host_stored_seen, host_loaded_seen; /* the tier's counters as last fed */
     int64_t victim;          /* last preempted request (-1 none) */
     double victim_until;
     double startup_next;     /* when the next start-up log line appears */

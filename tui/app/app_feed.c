@@ -110,6 +110,15 @@ void app_reset_flashes(app *a)
         memset(a->flash_until, 0, (size_t)n * sizeof *a->flash_until);
     }
     a->flashing = 0;
+    a->host_flash = 0;
+    a->host_flash_until = 0;
+    a->host_stored_seen = a->host_loaded_seen = 0;
+    if (a->eng) {
+        kv_engine_metrics mt;
+        kv_engine_get_metrics(a->eng, &mt);
+        a->host_stored_seen = mt.offload_stored_blocks;
+        a->host_loaded_seen = mt.offload_loaded_blocks;
+    }
     kv_frame_forget(&a->frame);
 }
 
@@ -189,9 +198,26 @@ void app_feed_from(app *a, const kv_engine *e, uint64_t since, int64_t only_step
     if (e) feed(a, e, &since, only_step, hold);
 }
 
+/* The host tier moves no block the event stream names: its counters say
+ * what a step stored (GPU -> host) or loaded (host -> GPU); a load wins. */
+static void feed_host(app *a)
+{
+    kv_engine_metrics mt;
+    kv_engine_get_metrics(a->eng, &mt);
+    int64_t ds = mt.offload_stored_blocks - a->host_stored_seen, dl = mt.offload_loaded_blocks - a->host_loaded_seen;
+    a->host_stored_seen = mt.offload_stored_blocks;
+    a->host_loaded_seen = mt.offload_loaded_blocks;
+    if (ds <= 0 && dl <= 0) return;
+    a->host_flash = dl > 0 ? UI_FL_LOAD : UI_FL_STORE;
+    a->host_flash_blocks = dl > 0 ? dl : ds;
+    a->host_flash_until = a->now + 0.9;
+    a->flashing = 1;
+}
+
 void app_feed_events(app *a)
 {
     if (!a->eng || app_rewind_active(a)) return;
+    feed_host(a);
     uint64_t newest = kv_engine_last_event_seq(a->eng);
     if (newest <= a->last_seq) return;
     /* After a long unanimated run only the recent past is worth flashing. */
@@ -202,7 +228,7 @@ void app_feed_events(app *a)
 void app_update_flashing(app *a)
 {
     if (!a->flashing || app_rewind_active(a)) return; /* a replayed step's flashes hold still */
-    int any = 0;
+    int any = a->host_flash_until > a->now;
     for (int32_t b = 0; b < a->nflash && !any; b++) any = a->flash_until[b] > a->now;
     a->flashing = any;
     a->dirty |= UI_PANE_BIT(UI_PANE_POOL);

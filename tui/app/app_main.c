@@ -295,6 +295,9 @@ void app_model_update(app *a)
     m->nflash = a->nflash;
     m->flash_kind = a->flash_kind;
     m->flash_until = a->flash_until;
+    m->host_flash = a->host_flash;
+    m->host_flash_blocks = a->host_flash_blocks;
+    m->host_flash_until = a->host_flash_until;
     m->startup_shown = a->startup_shown;
     m->log_target = app_log_target(a);
     m->engine_log_visible = app_engine_log_visible(a);

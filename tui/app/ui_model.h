@@ -25,7 +25,7 @@
 enum { UI_OV_NONE = 0, UI_OV_HELP, UI_OV_CONFIRM_RESET, UI_OV_LESSONS, UI_OV_CONFIRM_QUIT };
 
 /* Flash kinds a block can show for a moment (driven by engine events). */
-enum { UI_FL_NONE = 0, UI_FL_ALLOC, UI_FL_HIT, UI_FL_EVICT, UI_FL_FREE, UI_FL_PREEMPT };
+enum { UI_FL_NONE = 0, UI_FL_ALLOC, UI_FL_HIT, UI_FL_EVICT, UI_FL_FREE, UI_FL_PREEMPT, UI_FL_STORE, UI_FL_LOAD };
 
 /* Figures the views keep between frames: written as they draw (scroll
  * limits, a clamped selection) and by the keys (scrolling). */
@@ -97,6 +97,9 @@ typedef struct ui_model {
     int32_t nflash;          /* size of the flash arrays */
     const uint8_t *flash_kind;
     const double *flash_until;
+    int host_flash;          /* host tier: UI_FL_STORE or UI_FL_LOAD while host_flash_until > now */
+    int64_t host_flash_blocks; /* how many blocks that step stored or loaded */
+    double host_flash_until;
 
     /* Start-up replay (what the log and the memory bar reveal). */
     int startup_shown;       /* visible plan log lines revealed so far */

@@ -132,6 +132,57 @@ static void one_block(const ui_model *a, const kv_block_view *b, wchar_t *c, att
     if (f == UI_FL_ALLOC) *at |= A_BOLD;
 }
 
+/* The host (CPU) tier of --kv-offloading-size as a second pool under the
+ * GPU one (rows y and y + 1): a caption with its counters, then one row of
+ * cells in recency order, least recently used at the left; what the last
+ * step stored or loaded lands at the right end and flashes there. */
+static void host_draw(const ui_view_ctx *c, WINDOW *win, int y, int w)
+{
+    const ui_glyphs *g = ui_gl();
+    const kv_engine_metrics *m = &c->f->metrics;
+    int64_t cap = m->offload_capacity_blocks, used = m->offload_used_blocks;
+    /* the caption: as many of its parts as fit whole */
+    char part[4][64], st[256], a1[32], a2[32];
+    snprintf(part[0], sizeof part[0], "CPU tier %s/%s", kv_fmt_thousands(a1, sizeof a1, used),
+             kv_fmt_thousands(a2, sizeof a2, cap));
+    /* stored (down, out of HBM), loaded (up, back in), evicted: the bar's own glyphs */
+    int u8 = g->utf8;
+    snprintf(part[1], sizeof part[1], "%s%s", u8 ? "\u2193" : "v",
+             kv_fmt_thousands(a1, sizeof a1, m->offload_stored_blocks));
+    snprintf(part[2], sizeof part[2], "%s%s", u8 ? "\u2191" : "^",
+             kv_fmt_thousands(a1, sizeof a1, m->offload_loaded_blocks));
+    snprintf(part[3], sizeof part[3], "%s%s", u8 ? "\u00d7" : "x",
+             kv_fmt_thousands(a1, sizeof a1, m->offload_evicted_blocks));
+    size_t l = 0;
+    st[0] = '\0';
+    for (int i = 0; i < 4; i++) {
+        size_t pl = strlen(part[i]);
+        if (l + (l ? 1 : 0) + pl > (size_t)(w - 4)) continue;
+        l += (size_t)snprintf(st + l, sizeof st - l, "%s%s", l ? " " : "", part[i]);
+    }
+    ui_puts(win, y, 2, w - 4, st, ui_attr(UI_R_HOST));
+    int cols = w - 2;
+    int64_t per = (cap + cols - 1) / cols;
+    if (per < 1) per = 1;
+    int64_t ncells = (cap + per - 1) / per, nused = (used + per - 1) / per;
+    int fl = c->m->host_flash_until > c->m->now ? c->m->host_flash : UI_FL_NONE;
+    int64_t nfl = fl ? (c->m->host_flash_blocks + per - 1) / per : 0;
+    if (nfl > nused) nfl = nused;
+    for (int64_t k = 0; k < ncells; k++) {
+        wchar_t ch = g->free_blk;
+        attr_t at = ui_attr(UI_R_FREE);
+        if (k < nused) {
+            ch = g->host_blk;
+            at = ui_attr(UI_R_HOST);
+            if (k >= nused - nfl) {
+                ch = fl == UI_FL_LOAD ? g->arrow_up : g->arrow_down;
+                at = ui_attr(fl == UI_FL_LOAD ? UI_R_FLASH_LOAD : UI_R_FLASH_STORE);
+            }
+        }
+        ui_put(win, y + 1, 1 + (int)k, ch, at);
+    }
+}
+
 static void pool_draw(const ui_view_ctx *c, WINDOW *win)
 {
     const ui_glyphs *g = ui_gl();
@@ -151,8 +202,10 @@ static void pool_draw(const ui_view_ctx *c, WINDOW *win)
     char right[96], t1[32];
     snprintf(right, sizeof right, "%s blocks x %d tokens", kv_fmt_thousands(t1, sizeof t1, n), info->block_size);
     ui_box(win, info->mode == KV_MODE_CONTIGUOUS ? "block pool (contiguous slabs)" : "block pool", right, c->focused);
-    int cols = w - 2, rows = h - 3;
+    int host = f->metrics.offload_capacity_blocks > 0 && h >= 7; /* the CPU tier's two rows */
+    int cols = w - 2, rows = h - 3 - 2 * host;
     if (cols < 4 || rows < 1 || n <= 0 || !ensure_marks(n)) return;
+    if (host) host_draw(c, win, h - 4, w);
     int64_t cells = (int64_t)cols * rows;
     const kv_block_view *blk = f->blocks;
     /* The frame holds a prefix of the pool when only its start is in use
@@ -286,8 +339,9 @@ static int pool_want_h(const ui_view_ctx *c, int w)
     /* One cell per block, up to half the screen; no server: grows. */
     if (!c->f->has_engine) return 0;
     int cols = w - 2 > 1 ? w - 2 : 1;
-    int need = (c->f->info.num_blocks + cols - 1) / cols + 3;
-    int cap = c->m->rows / 2 > 5 ? c->m->rows / 2 : 5;
+    int host = c->f->metrics.offload_capacity_blocks > 0 ? 2 : 0;
+    int need = (c->f->info.num_blocks + cols - 1) / cols + 3 + host;
+    int cap = (c->m->rows / 2 > 5 ? c->m->rows / 2 : 5) + host;
     return need < cap ? need : cap;
 }
 

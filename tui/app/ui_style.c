@@ -61,6 +61,9 @@ static const struct role_spec specs[UI_R_COUNT] = {
     [UI_R_SERIES1]       = { 208, COLOR_YELLOW, A_BOLD, A_NORMAL },
     [UI_R_SERIES2]       = { 141, COLOR_MAGENTA, A_BOLD, A_NORMAL },
     [UI_R_SERIES3]       = { 41, COLOR_GREEN, A_BOLD, A_NORMAL },
+    [UI_R_HOST]          = { 135, COLOR_MAGENTA, A_NORMAL, A_NORMAL },
+    [UI_R_FLASH_STORE]   = { 135, COLOR_MAGENTA, A_BOLD | A_REVERSE, A_BOLD | A_REVERSE },
+    [UI_R_FLASH_LOAD]    = { 46, COLOR_GREEN, A_BOLD | A_REVERSE, A_BOLD | A_REVERSE },
 };
 
 ui_color_mode ui_style_detect(int no_color)
@@ -134,6 +137,7 @@ void ui_glyphs_init(int force_ascii)
         g.evict = L'\u00d7';
         g.preempt = L'!';
         g.more_refs = L'+';
+        g.host_blk = L'\u2592';  /* medium shade */
         const wchar_t lv[5] = { L'\u00b7', L'\u2582', L'\u2584', L'\u2586', L'\u2588' };
         memcpy(g.level, lv, sizeof lv);
         const wchar_t sp[8] = { L'\u2581', L'\u2582', L'\u2583', L'\u2584',
@@ -161,6 +165,7 @@ void ui_glyphs_init(int force_ascii)
         g.evict = L'x';
         g.preempt = L'!';
         g.more_refs = L'+';
+        g.host_blk = L'h';
         const wchar_t lv[5] = { L'.', L'_', L'-', L'=', L'#' };
         memcpy(g.level, lv, sizeof lv);
         const wchar_t sp[8] = { L'_', L'.', L',', L'-', L'~', L'=', L'*', L'#' };

@@ -40,6 +40,9 @@ typedef enum ui_role {
     UI_R_REQ1, UI_R_REQ2, UI_R_REQ3, UI_R_REQ4, UI_R_REQ5,
     UI_R_SERIES0,      /* plot series */
     UI_R_SERIES1, UI_R_SERIES2, UI_R_SERIES3,
+    UI_R_HOST,         /* a block held in the host (CPU) tier */
+    UI_R_FLASH_STORE,  /* blocks just copied GPU -> host */
+    UI_R_FLASH_LOAD,   /* blocks just loaded host -> GPU */
     UI_R_COUNT
 } ui_role;
 
@@ -57,6 +60,7 @@ typedef struct ui_glyphs {
     wchar_t empty_blk;        /* reserved for a request's slab, holding no token yet (contiguous mode) */
     wchar_t hit, evict, preempt; /* flashes */
     wchar_t more_refs;        /* ref count > 9 */
+    wchar_t host_blk;         /* a block in the host tier */
     wchar_t level[5];         /* zoomed-out fill: empty .. full */
     wchar_t spark[8];         /* sparkline levels, low to high */
     wchar_t bar_full;         /* memory bar cell (colour mode) */
