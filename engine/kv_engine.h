@@ -139,6 +139,8 @@ typedef struct kv_engine_config {
     /* Host (CPU) KV tier, vLLM's OffloadingConnector (kv_offload.h): off by default. */
     int64_t offload_num_blocks;     /* blocks the tier holds (0 = no tier; kv_offload_num_blocks
                                        of --kv-offloading-size) */
+    int offload_protect_offer;      /* the release's eviction never takes a key of the offer itself
+                                       (kv_release_memory.offload_protects_offer, 0.18 on) */
     double offload_link_bytes_per_s;/* host link of one GPU, one direction (PCIe), bytes/s: a
                                        load of n blocks adds n x block bytes per rank / this to
                                        the step; 0 = free */

@@ -78,10 +78,18 @@ static void cache_blocks(kv_kvcm *m, kv_req *r, int32_t num_tokens)
             kv_pool_prefetch_hash(m->pool, r->hashes[i + 1]);
         m->hash_conflicts += kv_pool_cache_block(m->pool, r->table[i], r->hashes[i], r->id);
     }
-    if (full > r->num_cached_blocks) {
-        if (m->offload) /* the blocks this step fills, offered to the host tier */
-            kv_offload_store(m->offload, r->hashes + r->num_cached_blocks, full - r->num_cached_blocks);
+    if (full > r->num_cached_blocks)
         r->num_cached_blocks = full;
+    /* the host tier (offloading_connector.py _get_reqs_to_store): the full
+     * blocks not offered yet (from the first, GPU hits included); offered
+     * again next step when it could not store them; when it stored some,
+     * every full block of the request is touched */
+    if (m->offload && full > r->offload_next) {
+        int32_t stored = kv_offload_prepare_store(m->offload, r->hashes + r->offload_next, full - r->offload_next);
+        if (stored >= 0)
+            r->offload_next = full;
+        if (stored > 0)
+            kv_offload_touch(m->offload, r->hashes, full);
     }
 }
 

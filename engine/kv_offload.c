@@ -9,7 +9,7 @@
 
 typedef struct entry {
     kv_hash key;
-    uint64_t epoch;            /* the offer that last named it (protected from eviction in that offer) */
+    uint64_t offer;            /* the last prepare_store that named it */
     struct entry *prev, *next; /* recency list */
     UT_hash_handle hh;
 } entry;
@@ -18,7 +18,8 @@ struct kv_offload {
     int64_t capacity, used;
     entry *map;
     entry *lru, *mru;
-    uint64_t epoch;
+    int protect_offer;
+    uint64_t offer;
     kv_offload_stats st;
 };
 
@@ -31,13 +32,15 @@ int64_t kv_offload_num_blocks(double gib, int32_t tp, double block_bytes_per_ran
     return n > 9.0e18 ? INT64_MAX : (int64_t)n;
 }
 
-kv_offload *kv_offload_create(int64_t capacity)
+kv_offload *kv_offload_create(int64_t capacity, int protect_offer)
 {
     if (capacity < 1)
         return NULL;
     kv_offload *o = calloc(1, sizeof *o);
-    if (o)
+    if (o) {
         o->capacity = o->st.capacity = capacity;
+        o->protect_offer = protect_offer != 0;
+    }
     return o;
 }
 
@@ -84,71 +87,99 @@ static entry *find(const kv_offload *o, kv_hash k)
     return e;
 }
 
-int32_t kv_offload_store(kv_offload *o, const kv_hash *keys, int32_t n)
+/* Drop entry e from the tier. */
+static void drop(kv_offload *o, entry *e)
+{
+    unlink_entry(o, e);
+    HASH_DEL(o->map, e);
+    free(e);
+    o->used--;
+    o->st.evicted_blocks++;
+}
+
+int32_t kv_offload_prepare_store(kv_offload *o, const kv_hash *keys, int32_t n)
 {
     if (!o || n <= 0)
         return 0;
-    uint64_t ep = ++o->epoch;
-    int64_t held = 0, fresh = 0;
+    /* the keys not held, in offer order (block_hashes_to_store), decided
+     * before anything is evicted */
+    int32_t *fresh = malloc((size_t)n * sizeof *fresh);
+    if (!fresh)
+        return -1;
+    int32_t nfresh = 0;
+    int64_t held = 0; /* distinct held keys of this offer */
+    uint64_t offer = ++o->offer;
     for (int32_t i = 0; i < n; i++) {
         entry *e = find(o, keys[i]);
-        if (e) {
-            if (e->epoch != ep)
-                held++;
-            e->epoch = ep;
-        } else
-            fresh++; /* a key repeated in one offer counts twice: room to spare */
+        if (!e)
+            fresh[nfresh++] = i;
+        else if (e->offer != offer) {
+            e->offer = offer;
+            held++;
+        }
     }
-    if (!fresh)
-        return 0;
-    int64_t evict = fresh - (o->capacity - o->used);
-    if (evict > o->used - held) {
+    int64_t evict = nfresh - (o->capacity - o->used);
+    if (evict > o->used - (o->protect_offer ? held : 0)) {
+        free(fresh);
         o->st.skipped_stores++;
-        return 0;
+        return -1; /* "we could not evict enough blocks" */
     }
+    /* least recently used first: before 0.18 whichever they are (an offered
+     * key that is held can go too: it was not among the keys to store), from
+     * 0.18 never one of this offer */
     for (entry *e = o->lru; evict > 0 && e;) {
         entry *nx = e->next;
-        if (e->epoch != ep) {
-            unlink_entry(o, e);
-            HASH_DEL(o->map, e);
-            free(e);
-            o->used--;
-            o->st.evicted_blocks++;
+        if (!o->protect_offer || e->offer != offer) {
+            drop(o, e);
             evict--;
         }
         e = nx;
     }
     int32_t stored = 0;
-    for (int32_t i = n - 1; i >= 0; i--) { /* tails first: the head ends most recent */
+    for (int32_t k = 0; k < nfresh; k++) {
+        int32_t i = fresh[k];
         if (find(o, keys[i]))
-            continue;
+            continue; /* repeated in this offer */
         entry *e = calloc(1, sizeof *e);
         if (!e)
             break;
         e->key = keys[i];
-        e->epoch = ep;
         HASH_ADD(hh, o->map, key, sizeof e->key, e);
         push_mru(o, e);
         o->used++;
         stored++;
     }
+    free(fresh);
     o->st.stored_blocks += stored;
     return stored;
 }
 
-int32_t kv_offload_lookup(kv_offload *o, const kv_hash *keys, int32_t start, int32_t max_blocks)
+int32_t kv_offload_lookup(const kv_offload *o, const kv_hash *keys, int32_t n)
 {
-    if (!o || start < 0 || start >= max_blocks)
-        return 0;
-    int32_t n = 0;
-    while (start + n < max_blocks && find(o, keys[start + n]))
-        n++;
-    for (int32_t i = start + n - 1; i >= start; i--) { /* reversed: the first hit ends most recent */
+    int32_t hits = 0;
+    while (o && hits < n && find(o, keys[hits]))
+        hits++;
+    return hits;
+}
+
+void kv_offload_touch(kv_offload *o, const kv_hash *keys, int32_t n)
+{
+    for (int32_t i = n - 1; o && i >= 0; i--) { /* reversed: the first key ends most recent */
         entry *e = find(o, keys[i]);
-        unlink_entry(o, e);
-        push_mru(o, e);
+        if (e) {
+            unlink_entry(o, e);
+            push_mru(o, e);
+        }
     }
-    return n;
+}
+
+int32_t kv_offload_keys(const kv_offload *o, kv_hash *out, int32_t max)
+{
+    int32_t k = 0;
+    for (const entry *e = o ? o->lru : NULL; e; e = e->next, k++)
+        if (k < max)
+            out[k] = e->key;
+    return k;
 }
 
 void kv_offload_record(kv_offload *o, int64_t query_tokens, int64_t hit_tokens, int32_t loaded_blocks)

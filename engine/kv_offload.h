@@ -1,31 +1,29 @@
 /* kv_offload: a host-memory (CPU) tier behind the GPU block pool, with the
- * scheduler-side semantics of vLLM's native OffloadingConnector (vLLM 0.11.0
- * and later; --kv-offloading-size from 0.11.1):
- *   vllm/distributed/kv_transfer/kv_connector/v1/offloading_connector.py and
- *   .../v1/offloading/scheduler.py (get_num_new_matched_tokens, the stores
- *   of build_connector_meta), vllm/v1/kv_offload/cpu/manager.py
- *   (lookup, prepare_store, touch) and cpu/policies/lru.py (the default
- *   "lru" eviction policy), vllm/v1/kv_offload/cpu/spec.py (num_chunks),
- *   vllm/config/vllm.py (_post_init_kv_transfer_config: cpu_bytes_to_use =
- *   kv_offloading_size GiB x 2^30, summed over the tp ranks).
+ * scheduler-side semantics of vLLM's native OffloadingConnector and its LRU
+ * manager as vLLM 0.11.0 - 0.30.x have them (--kv-offloading-size from
+ * 0.11.1): vllm/v1/kv_offload/lru_manager.py LRUOffloadingManager (lookup,
+ * touch, prepare_store, complete_store over an OrderedDict), called as
+ * distributed/kv_transfer/kv_connector/v1/offloading_connector.py calls it
+ * (get_num_new_matched_tokens: touch every full block of the request, then
+ * lookup after the GPU hit; _get_reqs_to_store: prepare_store of the blocks
+ * not offered yet, then touch every full block when something was stored);
+ * its size from vllm/v1/kv_offload/cpu.py (num_cpu_blocks, from 0.14
+ * cpu_bytes_to_use // the bytes of one block over the tp ranks) and
+ * vllm/config/vllm.py (--kv-offloading-size GiB x 2^30).
  *
- * What is modelled, per block of block_size tokens keyed by its chained
- * block hash (one offloaded chunk = one GPU block, vLLM's default):
- *  - store: every full block the GPU prefix cache registers is offered
- *    (prepare_store); a key already held is not stored again; when the tier
- *    is full the least recently used keys are evicted, never one of the keys
- *    offered in the same batch; a batch that cannot fit is skipped whole.
- *  - lookup on admission: the longest run of consecutive block hashes held
- *    in the tier right after the GPU prefix hit (a request always keeps its
- *    last prompt token to compute); the hits are touched (most recent), the
- *    first block of the run the most recent so tails are evicted first.
- *  - counters in tokens: queries (tokens beyond the GPU hit) and hits
- *    (tokens loaded), vllm:external_prefix_cache_queries / _hits.
- * Not modelled: loads are synchronous (vLLM's are asynchronous by default:
- * the request waits in WAITING_FOR_REMOTE_KVS a step or more), ARC and
- * store_threshold, offloaded blocks larger than a GPU block, the 0.33 LRU's
- * per-request ranks beyond "tails before heads", hybrid (sliding-window,
- * Mamba) groups. The engine calls it; it never prints and never exits. */
+ * One offloaded block = one GPU block of block_size tokens, keyed by its
+ * chained block hash (vLLM's default block size). Stores and loads complete
+ * at once (vLLM's complete_store / complete_load come a step or more later;
+ * until then a stored block cannot be hit or evicted and a loading one
+ * cannot be evicted). 0.18 keeps an offer's own held keys from eviction
+ * (protect_offer); 0.19 - 0.30 have the same OrderedDict LRU as
+ * vllm/v1/kv_offload/cpu/policies/lru.py behind cpu/manager.py. From 0.31 the
+ * LRU ranks keys per request and refreshes them when a request finishes:
+ * not modelled, those releases run the 0.30 rules. The differential
+ * test tests/vllm/offload/ replays the same operations on a transcription of
+ * that manager (and on vLLM's own class when a vLLM venv is there).
+ * Counters in tokens: vllm:external_prefix_cache_queries / _hits. The engine
+ * calls it; it never prints and never exits. */
 #ifndef KV_OFFLOAD_H
 #define KV_OFFLOAD_H
 
@@ -42,22 +40,35 @@ typedef struct kv_offload kv_offload;
  * or the block has no bytes. */
 int64_t kv_offload_num_blocks(double gib, int32_t tp, double block_bytes_per_rank);
 
-/* A tier of capacity blocks (>= 1). NULL on allocation failure or a
- * capacity below 1. */
-kv_offload *kv_offload_create(int64_t capacity);
+/* A tier of capacity blocks (>= 1). protect_offer: a prepare_store never
+ * evicts a key of its own offer (vLLM 0.18 on: lru_manager.py, then
+ * cpu/policies/lru.py evict(protected); kv_release_memory.offload_protects_offer).
+ * NULL on allocation failure or a capacity below 1. */
+kv_offload *kv_offload_create(int64_t capacity, int protect_offer);
 void kv_offload_destroy(kv_offload *o);
 
-/* Offer the n block hashes keys[0..n) of one request, in position order, for
- * storing (manager.prepare_store): the ones not held are inserted (the last
- * position first, so the first is the most recent), evicting LRU keys not in
- * this offer; if the tier cannot make room, nothing is stored. Returns the
- * number of blocks stored (their bytes move host-bound). */
-int32_t kv_offload_store(kv_offload *o, const kv_hash *keys, int32_t n);
+/* LRUOffloadingManager.prepare_store of keys[0..n) in position order (then
+ * complete_store): the keys not held are to store; when they need more room
+ * than is free, that many least recently used keys are evicted, whichever
+ * they are (a held key of this very offer included: it is not stored
+ * again); when fewer are held, nothing changes and -1 is returned ("cannot
+ * store", counted in skipped_stores). The keys to store go in at the most
+ * recent end in offer order. With protect_offer (0.18 on) the held keys of
+ * the offer are never evicted, and -1 comes when the others are too few.
+ * Returns the number stored (>= 0) or -1. */
+int32_t kv_offload_prepare_store(kv_offload *o, const kv_hash *keys, int32_t n);
 
-/* Longest run of keys[start..max_blocks) held in the tier, counted from
- * start; the hit keys are touched (manager.touch). Returns the run length in
- * blocks (0 when start >= max_blocks). */
-int32_t kv_offload_lookup(kv_offload *o, const kv_hash *keys, int32_t start, int32_t max_blocks);
+/* LRUOffloadingManager.lookup: how many of keys[0..n) are held, counted from
+ * keys[0] until the first miss. Changes nothing. */
+int32_t kv_offload_lookup(const kv_offload *o, const kv_hash *keys, int32_t n);
+
+/* LRUOffloadingManager.touch: the held keys of keys[0..n) become the most
+ * recently used, keys[0] the most recent of all (walked in reverse). */
+void kv_offload_touch(kv_offload *o, const kv_hash *keys, int32_t n);
+
+/* The held keys from least to most recently used into out[0..max).
+ * Returns how many are held (may exceed max). For tests and views. */
+int32_t kv_offload_keys(const kv_offload *o, kv_hash *out, int32_t max);
 
 /* Record one admission (the scheduler's connector_prefix_cache_stats.record):
  * queries += query_tokens (the request's tokens beyond its GPU hit), hits +=

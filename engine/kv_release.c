@@ -522,11 +522,14 @@ static const kv_release_memory M_V1_014 = {V1_0111, .supports_auto_fit = 1, .opt
     .non_torch_tp_fusion_gib = NON_TORCH_FUSION, .fusion_needs_compile = 1
 static const kv_release_memory M_V1_017 = {V1_017};
 /* 0.18.0: more non-torch memory at tp 1 (measured). */
-static const kv_release_memory M_V1_018 = {V1_017, .non_torch_gib = NON_TORCH_018, .cudagraph_profiled = 1};
+/* The OffloadingConnector's LRU keeps an offer's own keys (lru_manager.py "protected"). */
+static const kv_release_memory M_V1_018 = {V1_017, .non_torch_gib = NON_TORCH_018, .cudagraph_profiled = 1,
+                                           .offload_protects_offer = 1};
 /* 0.20.0: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1 (envs.py),
  * so the CUDA-graph estimate is subtracted before sizing; the default
  * gpu_memory_utilization becomes 0.92 (config/cache.py). */
-#define V1_020 V1_017, .non_torch_gib = NON_TORCH_018, .cudagraph_profiled = 1, .cudagraph_estimate = 1, \
+#define V1_020 V1_017, .non_torch_gib = NON_TORCH_018, .cudagraph_profiled = 1, .offload_protects_offer = 1, \
+    .cudagraph_estimate = 1, \
     .default_gpu_memory_utilization = 0.92, .compile_cold_bytes_per_elem = COMPILE_COLD, \
     .compile_cold_max_tokens = COMPILE_COLD_TOKENS
 static const kv_release_memory M_V1_020 = {V1_020};
@@ -596,6 +599,7 @@ static const kv_release_memory M_TEXTBOOK = {
     .default_gpu_memory_utilization = 0.92, .cuda_context_gib = {0.60, 0.60}, .cudagraph_estimate = 1,
     .cudagraph_profiled = 1,
     .cudagraph_gib = CG_GIB, .check_reserves_null_block = 1, .supports_auto_fit = 1, .card_classes = CARDS_090,
+    .offload_cpu_bytes = 1, .offload_protects_offer = 1, /* the CPU tier as the newest release has it */
     /* the course counts its pool as num_blocks x block_size (one group per
      * running example), so kv_size_by_concurrency stays 0 */
 };

@@ -207,6 +207,10 @@ typedef struct kv_release_memory {
      * divided by the bytes of one chunk (cpu.py 0.14.0 on, cpu/spec.py from
      * 0.19; config/vllm.py fills it from --kv-offloading-size). */
     int offload_cpu_bytes;
+    /* The OffloadingConnector's LRU keeps the keys of an offer from being
+     * evicted to make room for it (vllm/v1/kv_offload/lru_manager.py
+     * prepare_store "protected", 0.18.0 on; cpu/policies/lru.py from 0.19). */
+    int offload_protects_offer;
     /* What the warm-up after the pool needs beyond the profiled activation:
      * vLLM's own "memory profiling may slightly underestimate" buffer
      * (gpu_worker.py redundancy_buffer_memory, 150 MiB, 0.10.2 on). */

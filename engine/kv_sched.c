@@ -373,10 +373,16 @@ static void schedule_waiting(kv_sched *s, int32_t *budget, int32_t lpt, kv_sched
          * get_num_new_matched_tokens), the last prompt token kept to compute */
         int32_t ext = 0;
         if (looked && s->kvcm->offload) {
-            int32_t maxb = (kv_req_num_tokens(r) - 1) / bs;
+            /* get_num_new_matched_tokens: touch every full block, then look up
+             * after the GPU hit (the last prompt token is kept to compute) */
+            int32_t full = kv_req_num_tokens(r) / bs, maxb = (kv_req_num_tokens(r) - 1) / bs;
+            if (full > r->num_hashes)
+                full = r->num_hashes;
             if (maxb > r->num_hashes)
                 maxb = r->num_hashes;
-            ext = kv_offload_lookup(s->kvcm->offload, r->hashes, n_hit, maxb);
+            kv_offload_touch(s->kvcm->offload, r->hashes, full);
+            if (maxb > n_hit)
+                ext = kv_offload_lookup(s->kvcm->offload, r->hashes + n_hit, maxb - n_hit);
         }
         int32_t ext_tokens = ext * bs;
         /* a decode instance's request: the prefill instance computed the
