@@ -296,6 +296,11 @@ void kv_disagg_get_stats(const kv_disagg *d, kv_disagg_stats *o)
             kv_engine_metrics m;
             kv_engine_get_metrics(in[i].e, &m);
             o->preemptions += m.num_preemptions_total;
+            double *peak = k ? &o->decode_peak_kv_usage : &o->prefill_peak_kv_usage;
+            double *mean = k ? &o->decode_mean_kv_usage : &o->prefill_mean_kv_usage;
+            if (m.peak_kv_usage > *peak)
+                *peak = m.peak_kv_usage;
+            *mean += m.mean_kv_usage / n;
             if (in[i].e->clock > o->duration_s)
                 o->duration_s = in[i].e->clock;
             if (k) {

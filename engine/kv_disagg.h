@@ -110,6 +110,8 @@ typedef struct kv_disagg_stats {
     int64_t generation_tokens;   /* generated on decode instances */
     int64_t preemptions;         /* on every instance */
     double duration_s;           /* the latest clock of any instance */
+    double prefill_peak_kv_usage, decode_peak_kv_usage; /* 0..1, the fullest pool of each kind */
+    double prefill_mean_kv_usage, decode_mean_kv_usage; /* 0..1, time-weighted, averaged over instances */
     kv_latency_stats ttft, itl, e2e; /* decode instances, from the arrival at the proxy */
     kv_latency_stats queue;      /* prefill instances' queue time */
 } kv_disagg_stats;

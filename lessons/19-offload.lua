@@ -334,6 +334,17 @@ return {
         string.format("%.1f ms", r.split.itl_mean_s * 1e3) },
       { "KV moved", "-", fmt.bytes(r.split.kv_transfer_bytes) },
     })
+    -- the two pools side by side with the link between them, as bars of their mean use
+    local function bar(u)
+      local n = math.floor(u * 16 + 0.5)
+      return string.rep("█", n) .. string.rep("·", 16 - n)
+    end
+    lab.say("How full each GPU's KV pool was on average, and what crossed between them:\n"
+      .. "  one GPU     %s %s\n  prefill GPU %s %s\n    │ %s over the link\n    ▼\n  decode GPU  %s %s",
+      bar(r.one.mean_kv_usage), fmt.pct(r.one.mean_kv_usage, 0),
+      bar(r.split.prefill_mean_kv_usage), fmt.pct(r.split.prefill_mean_kv_usage, 0),
+      fmt.bytes(r.split.kv_transfer_bytes),
+      bar(r.split.decode_mean_kv_usage), fmt.pct(r.split.decode_mean_kv_usage, 0))
     lab.say(r.split.ttft_mean_s > r.one.ttft_mean_s and
       "Split, the first token comes later: the prompt is prefilled, its KV crosses the link, and "
       .. "the decode GPU takes a step of its own before it samples." or

@@ -1854,6 +1854,8 @@ static int f_split(lua_State *L)
     lua_createtable(L, 0, 8);
     setint(L, "requests_finished", one.request_success_total);
     setnum(L, "duration_s", one_dur);
+    setnum(L, "peak_kv_usage", one.peak_kv_usage);
+    setnum(L, "mean_kv_usage", one.mean_kv_usage);
     push_latency(L, "ttft", &one.ttft);
     push_latency(L, "itl", &one.itl);
     push_latency(L, "e2e", &one.e2e);
@@ -1869,6 +1871,10 @@ static int f_split(lua_State *L)
     setnum(L, "kv_transfer_s", st.kv_transfer_s);
     setint(L, "remote_prefill_tokens", st.remote_prefill_tokens);
     setnum(L, "duration_s", st.duration_s);
+    setnum(L, "prefill_peak_kv_usage", st.prefill_peak_kv_usage);
+    setnum(L, "decode_peak_kv_usage", st.decode_peak_kv_usage);
+    setnum(L, "prefill_mean_kv_usage", st.prefill_mean_kv_usage);
+    setnum(L, "decode_mean_kv_usage", st.decode_mean_kv_usage);
     push_latency(L, "ttft", &st.ttft);
     push_latency(L, "itl", &st.itl);
     push_latency(L, "e2e", &st.e2e);

@@ -66,6 +66,9 @@ if not a["disaggregated"]["itl_mean_s"] < a["itl_mean_s"] / 2:
 if not b["disaggregated"]["ttft_mean_s"] < a["disaggregated"]["ttft_mean_s"]:
     bad.append(f"TTFT 2:1 {b['disaggregated']['ttft_mean_s']} not below 1:1 {a['disaggregated']['ttft_mean_s']}")
 r = a["disaggregated"]["kv_transfer_s"] / c["disaggregated"]["kv_transfer_s"]
+d = a["disaggregated"]
+if not (0 < d["prefill_peak_kv_usage"] <= 1 and 0 < d["decode_mean_kv_usage"] <= d["decode_peak_kv_usage"] <= 1):
+    bad.append(f"pool usage of the split: {d['prefill_peak_kv_usage']}, {d['decode_mean_kv_usage']}, {d['decode_peak_kv_usage']}")
 if abs(r - 9.0) > 1e-6:
     bad.append(f"rdma / nvlink link time {r}, not 9")
 if a["disaggregated"]["kv_transfer_bytes"] != c["disaggregated"]["kv_transfer_bytes"]:

@@ -287,6 +287,10 @@ static void summary_json(const kv_engine *e, const kv_plan *p, const kv_model *m
         cJSON_AddNumberToObject(x, "kv_transfer_bytes", (double)ds->kv_transfer_bytes);
         cJSON_AddNumberToObject(x, "kv_transfer_s", ds->kv_transfer_s);
         cJSON_AddNumberToObject(x, "kv_transfer_wait_s", ds->kv_transfer_wait_s);
+        cJSON_AddNumberToObject(x, "prefill_peak_kv_usage", ds->prefill_peak_kv_usage);
+        cJSON_AddNumberToObject(x, "decode_peak_kv_usage", ds->decode_peak_kv_usage);
+        cJSON_AddNumberToObject(x, "prefill_mean_kv_usage", ds->prefill_mean_kv_usage);
+        cJSON_AddNumberToObject(x, "decode_mean_kv_usage", ds->decode_mean_kv_usage);
         cJSON_AddNumberToObject(x, "remote_prefill_tokens", (double)ds->remote_prefill_tokens);
         cJSON_AddNumberToObject(x, "prompt_tokens", (double)ds->prompt_tokens);
         cJSON_AddNumberToObject(x, "generation_tokens", (double)ds->generation_tokens);
