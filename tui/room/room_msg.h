@@ -27,7 +27,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ROOM_PROTO_VERSION 1
+/* 2: engine images (ROOM_T_IMAGE), a message type an older follower's
+ * decoder cannot skip: it is told to use the same kvlab release instead of
+ * taking the first image part as a malformed stream and reconnecting. */
+#define ROOM_PROTO_VERSION 2
 #define ROOM_HEADER_LEN 12
 #define ROOM_MSG_MAX_PAYLOAD (256u * 1024u)
 
