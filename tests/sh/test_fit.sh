@@ -116,4 +116,9 @@ bad "--sweep takes FLAG=V1,V2" fit $L8 --sweep kv-cache-dtype
 bad "--sweep: unknown flag --nosuch" fit $L8 --sweep nosuch=1,2
 bad "--context takes a whole number" fit $L8 --context -5
 bad "--gpu is what fit varies" fit $L8 --gpu h100
+# an empty list is bad input, not "no row serves" (exit 1)
+bad "--gpus names no card" fit $L8 --gpus ""
+bad "--gpus names no card" fit $L8 --gpus ,
+bad "--tp takes sizes from 1 to 64" fit $L8 --tp ,
+bad "--sweep takes FLAG=V1,V2" fit $L8 --sweep kv-cache-dtype=,
 exit $fail

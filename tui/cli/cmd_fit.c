@@ -335,6 +335,10 @@ int cmd_fit(int argc, char **argv)
     int rc = 2;
     if (gpus) {
         int k = split_list(gpus, gbuf, sizeof gbuf, items, FIT_MAX_LIST);
+        if (!k) {
+            fprintf(stderr, "kvlab fit: --gpus names no card ('%s'); give ids or aliases, comma-separated\n", gpus);
+            goto out;
+        }
         for (int i = 0; i < k; i++) {
             const kv_gpu *g = kv_gpu_find(&cat, items[i], err, sizeof err);
             if (!g) {
@@ -350,6 +354,10 @@ int cmd_fit(int argc, char **argv)
     int tpv[FIT_MAX_LIST], ntp = 0;
     {
         int k = split_list(tps, tbuf, sizeof tbuf, items, FIT_MAX_LIST);
+        if (!k) {
+            fprintf(stderr, "kvlab fit: --tp takes sizes from 1 to 64, comma-separated, not '%s'\n", tps);
+            goto out;
+        }
         for (int i = 0; i < k; i++) {
             int64_t v;
             if (kv_args_parse_int(items[i], &v, err, sizeof err) != 0 || v < 1 || v > 64) {
@@ -379,6 +387,10 @@ int cmd_fit(int argc, char **argv)
         }
         sweep_flag = fl->name;
         nsv = split_list(eq + 1, sbuf, sizeof sbuf, svals, FIT_MAX_LIST);
+        if (!nsv) {
+            fprintf(stderr, "kvlab fit: --sweep takes FLAG=V1,V2,... (e.g. kv-cache-dtype=auto,fp8), not '%s'\n", sweep);
+            goto out;
+        }
         for (int i = 0; i < nsv; i++) { /* every value is checked before any plan */
             kv_args t = base;
             if (kv_args_set(&t, sweep_flag, svals[i], err, sizeof err) < 0) {
