@@ -1371,9 +1371,12 @@ int kv_args_parse(kv_args *a, int argc, char **argv, char *notes, size_t notesle
             if (!v || !*v)
                 return kv_errf(err, errlen, KV_ARGS_EMISSING, "-O needs a value (0, 1, 2 or 3)");
             given_mark(a, GIVEN_DASH_O, 1);
-            int rc = strlen(v) == 1 && v[0] >= '0' && v[0] <= '3'
-                         ? kv_args_set(a, "optimization-level", v, err, errlen)
-                         : kv_args_set(a, "compilation-config", v, err, errlen);
+            /* a whole number is a level in every release (vLLM rejects
+             * -O 9 as it rejects --optimization-level 9) */
+            char *numend;
+            (void)strtol(v, &numend, 10);
+            int rc = numend != v && !*numend ? kv_args_set(a, "optimization-level", v, err, errlen)
+                                             : kv_args_set(a, "compilation-config", v, err, errlen);
             int neg2;
             given_mark(a, F_OPT_LEVEL, 0); /* -O is not the long flags */
             given_mark(a, find_index("compilation-config", &neg2), 0);

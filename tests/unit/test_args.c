@@ -319,6 +319,20 @@ static void test_real_vllm_flags(void **state)
         assert_int_equal(a.optimization_level, 3);
         assert_string_equal(a.model, "m");
     }
+    /* a level out of 0-3 in any -O spelling is rejected as the long flag
+     * is, not taken as a --compilation-config and noted */
+    static const char *const bad_levels[][2] = {{"-O9", NULL}, {"-O", "9"}, {"-O=12", NULL}, {"-O", "-1"}};
+    for (size_t i = 0; i < sizeof bad_levels / sizeof bad_levels[0]; i++) {
+        char *argv[4] = {"m", (char *)bad_levels[i][0], (char *)bad_levels[i][1], NULL};
+        kv_args_init(&a);
+        assert_int_equal(kv_args_parse(&a, bad_levels[i][1] ? 3 : 2, argv, notes, sizeof notes, err, sizeof err),
+                         KV_ARGS_EVALUE);
+        assert_non_null(strstr(err, "must be 0, 1, 2 or 3"));
+    }
+    char *dotted[] = {"m", "-O.mode=3"};
+    kv_args_init(&a);
+    assert_int_equal(kv_args_parse(&a, 2, dotted, notes, sizeof notes, err, sizeof err), 0);
+    assert_non_null(strstr(notes, "--compilation-config is accepted but not modelled"));
     char *sizes[] = {"m", "--vllm-version", "0.10.0", "--cuda-graph-sizes", "1", "2", "4", "8", "--enforce-eager"};
     kv_args_init(&a);
     assert_int_equal(kv_args_parse(&a, 9, sizes, notes, sizeof notes, err, sizeof err), 0);
