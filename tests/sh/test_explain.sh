@@ -127,4 +127,22 @@ notlog "not a vLLM log" "$tmp/empty.log"
 notlog "not a vLLM log" "$KVLAB_SOURCE_DIR/README.md"
 notlog "no such file" "$tmp/missing.log"
 notlog "/dev/zero" /dev/zero
+
+# 5. The log after flags is still the log (not standard input, not MODEL):
+# the same JSON as with the log first; an unknown flag before it exits 2.
+L8=meta-llama/Llama-3.1-8B-Instruct
+"$KVLAB" explain "$v0" --model $L8 --gpu rtx-3090 --enforce-eager --json >"$tmp/first.json" </dev/null
+for order in "--json $v0 --model $L8 --gpu rtx-3090 --enforce-eager" \
+             "--model $L8 --gpu rtx-3090 --json --enforce-eager $v0" \
+             "--gpu rtx-3090 --enforce-eager --json $v0 --model $L8"; do
+  # shellcheck disable=SC2086
+  "$KVLAB" explain $order </dev/null >"$tmp/after.json" 2>"$tmp/err"; rc=$?
+  if [ $rc != 0 ] || ! cmp -s "$tmp/first.json" "$tmp/after.json"; then
+    echo "FAIL (exit $rc) kvlab explain $order: not the log-first answer"; head -2 "$tmp/err"; fail=1
+  fi
+done
+"$KVLAB" explain --nosuch-flag "$v0" </dev/null >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc != 2 ] || [ -s "$tmp/out" ] || ! grep -qF "unrecognized arguments: --nosuch-flag" "$tmp/err"; then
+  echo "FAIL (exit $rc) kvlab explain --nosuch-flag LOG"; head -2 "$tmp/err"; fail=1
+fi
 exit $fail

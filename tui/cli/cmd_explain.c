@@ -13,7 +13,9 @@
 
 #include "commands.h"
 #include "explain_plan.h"
+#include "kv_args.h"
 #include "kv_plan.h"
+#include "kv_vllm_flags.h"
 #include "kv_util.h"
 #include "paths.h"
 
@@ -23,6 +25,8 @@ static void explain_usage(FILE *f)
 {
     fprintf(f,
             "usage: kvlab explain [FILE|-] [--json] [--model NAME] [--gpu NAME] [vLLM flags]\n"
+            "  FILE is the first argument that is no flag's value (before or after the flags);\n"
+            "  without one, the log is read from standard input.\n"
             "  reads a vLLM log (start-up or failure; V0 and V1; 0.6.4 to 0.33) as pasted: process\n"
             "  prefixes, docker and journald timestamps, colours, CRLF, interleaved ranks, cut-off tails.\n"
             "  Prints what the log states (release, flags, model, card, weights, profile peak, non-torch,\n"
@@ -334,6 +338,25 @@ static void print_json(const char *src, const explain_result *r)
     cJSON_Delete(o);
 }
 
+/* Does flag argument s take the next argument as its value (argparse's
+ * reading of a vLLM flag or a kvlab one)? "--flag=value", switches and
+ * flags no parser has take none. */
+static int takes_value(const char *s)
+{
+    if (strchr(s, '=') || !strcmp(s, "--json"))
+        return 0;
+    if (!strncmp(s, "-O", 2))
+        return !s[2];
+    const kv_args_flag *f = kv_args_flag_find(s);
+    if (f)
+        return f->kind != KV_ARG_BOOL && f->kind != KV_ARG_NOTE_BOOL && strncmp(s, "--no-", 5);
+    int neg = 0;
+    const kv_vllm_flag *vf = kv_vllm_flag_find(s, &neg);
+    if (!vf && s[1] == '-')
+        vf = kv_vllm_flag_prefix(s, NULL, 0);
+    return vf && !neg && vf->nargs != KV_VLLM_NARGS_NONE;
+}
+
 int cmd_explain(int argc, char **argv)
 {
     int json = 0;
@@ -349,7 +372,10 @@ int cmd_explain(int argc, char **argv)
             explain_usage(stdout);
             free(rest);
             return 0;
-        } else if (!file && i == 1 && (argv[i][0] != '-' || !strcmp(argv[i], "-"))) {
+        } else if (!file && (argv[i][0] != '-' || !strcmp(argv[i], "-")) &&
+                   (i == 1 || argv[i - 1][0] != '-' || !takes_value(argv[i - 1]))) {
+            /* the log is the first argument that is no flag's value, also
+             * after flags (kvlab explain --json FILE) */
             file = argv[i];
         } else {
             rest[n++] = argv[i];
