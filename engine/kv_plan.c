@@ -749,6 +749,13 @@ int kv_plan_compute_nofix(const kv_model *m, const kv_gpu *gpu, const kv_args *a
     if (rc)
         return rc;
     c.total = a->gpu_memory_gib >= 0 ? a->gpu_memory_gib * KV_GIB : gpu->reported_total_bytes;
+    /* memory other processes hold is part of the card: all of it or more
+     * is no card state vLLM could meet (its free-memory check would read
+     * a negative free figure) */
+    if (a->gpu_used_gib > 0 && a->gpu_used_gib * KV_GIB >= c.total)
+        return kv_errf(c.err, c.errlen, KV_PLAN_EINVAL,
+                       "--gpu-used-gib %g: other processes cannot hold all of the card's %.2f GiB or more",
+                       a->gpu_used_gib, c.total / KV_GIB);
     if ((rc = phase_inputs(&c, p)) || (rc = phase_dtype(&c, p)))
         return rc;
     phase_geometry(&c, p);

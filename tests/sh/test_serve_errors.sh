@@ -23,6 +23,7 @@ bad() { # expected-substring args...
 
 bad "no MODEL given" serve
 bad "no MODEL given" serve --gpu h100
+bad "--gpu-used-gib 100: other processes cannot hold all of the card's 79.20 GiB" serve meta-llama/Llama-3.1-8B-Instruct --gpu h100 --gpu-used-gib 100
 bad "unknown model 'nobody/nothing'" serve nobody/nothing
 bad "unknown model 'meta-llama/Llama-3.1-8B' (did you mean meta-llama/Llama-3.1-8B-Instruct?)" serve meta-llama/Llama-3.1-8B
 bad "no such file or folder: $tmp/missing/config.json" serve "$tmp/missing/config.json"

@@ -561,6 +561,15 @@ static void test_free_memory_check(void **state)
     assert_true(p.num_fixes >= 1);
     assert_true(p.fixes[0].starts);
     assert_string_equal(p.fixes[0].flags, "--gpu-memory-utilization 0.86");
+    /* other processes holding the whole card or more is impossible input,
+     * not a free-memory failure with a negative free figure */
+    const char *const over[] = {"79.2", "100"};
+    for (size_t i = 0; i < sizeof over / sizeof over[0]; i++) {
+        assert_int_equal(kv_args_set(&a, "gpu-used-gib", over[i], err, sizeof err), 0);
+        assert_int_equal(kv_plan_compute(load_model("meta-llama/Llama-3.1-8B-Instruct"), NULL, &a, &p, err, sizeof err),
+                         KV_PLAN_EINVAL);
+        assert_non_null(strstr(err, "other processes cannot hold all of the card's 79.20 GiB"));
+    }
 }
 
 static void test_no_memory_and_fixes(void **state)
