@@ -416,6 +416,32 @@ int kv_args_parse_int(const char *s, int64_t *out, char *err, size_t errlen)
     return 0;
 }
 
+/* vLLM's human_readable_int (utils/argparse_utils.py): the int options whose
+ * value may end in k/K, m/M, g/G or t/T (engine/arg_utils.py); every other
+ * int option is argparse's int, which rejects "1k". The releases before
+ * human_readable_int reached an option (--max-model-len 0.8.4,
+ * --max-num-batched-tokens 0.9.1) refused a suffix there too; kvlab still
+ * takes it under those releases (lessons/12 offers "32k" as a lever). */
+static const int HUMAN_INT[] = {F_MAX_MODEL_LEN, F_MNBT, F_KV_BYTES};
+
+/* 0, or KV_ARGS_EVALUE in argparse's words when value carries a size
+ * suffix option flags[i] does not take. */
+static int suffix_check(int i, const char *name, const char *value, char *err, size_t errlen)
+{
+    size_t n = strlen(value);
+    while (n && isspace((unsigned char)value[n - 1]))
+        n--;
+    if (!n || !strchr("kKmMgGtT", value[n - 1]))
+        return 0;
+    for (size_t k = 0; k < sizeof HUMAN_INT / sizeof HUMAN_INT[0]; k++)
+        if (HUMAN_INT[k] == i)
+            return 0;
+    return kv_errf(err, errlen, KV_ARGS_EVALUE,
+                   "vllm serve: error: argument --%s: invalid int value: '%s' (only --max-model-len, "
+                   "--max-num-batched-tokens and --kv-cache-memory-bytes take k/K suffixes)",
+                   name, value);
+}
+
 static int parse_double(const char *s, double *out)
 {
     if (!s || !*s)
@@ -880,6 +906,8 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
         }
         if (kv_args_parse_int(value, &iv, e2, sizeof e2))
             return kv_errf(err, errlen, KV_ARGS_EVALUE, "--max-model-len: %s", e2);
+        if (suffix_check(i, f->name, value, err, errlen))
+            return KV_ARGS_EVALUE;
         if (iv == -1) {
             a->max_model_len = KV_MAX_MODEL_LEN_AUTO;
             break;
@@ -898,6 +926,8 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
     case F_BLOCK_SIZE:
         if (kv_args_parse_int(value, &iv, e2, sizeof e2))
             return kv_errf(err, errlen, KV_ARGS_EVALUE, "--%s: %s", f->name, e2);
+        if (suffix_check(i, f->name, value, err, errlen))
+            return KV_ARGS_EVALUE;
         if (iv < 1)
             return kv_errf(err, errlen, KV_ARGS_EVALUE, "--%s must be a positive whole number, got %s", f->name, value);
         if ((i == F_TP || i == F_PP) && iv > 1024)

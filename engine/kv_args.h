@@ -8,8 +8,10 @@
  * "8192")). Names are accepted with dashes or underscores and with or without
  * the leading "--", as vLLM's FlexibleArgumentParser does.
  *
- * Integers accept vLLM's human-readable forms (human_readable_int in
- * arg_utils.py): k/m/g/t = powers of 1000 (decimals allowed: 25.6k = 25600),
+ * The integers vLLM reads with human_readable_int (arg_utils.py:
+ * --max-model-len, --max-num-batched-tokens, --kv-cache-memory-bytes;
+ * kv_args.c HUMAN_INT) accept its forms, other options refuse a suffix as
+ * argparse's int does: k/m/g/t = powers of 1000 (decimals allowed: 25.6k = 25600),
  * K/M/G/T = powers of 1024 (whole numbers only): 32k = 32000, 128K = 131072,
  * 1m = 1000000. Booleans take --flag, --no-flag, or --flag=true/false. */
 #ifndef KV_ARGS_H

@@ -329,6 +329,26 @@ static void test_real_vllm_flags(void **state)
                          KV_ARGS_EVALUE);
         assert_non_null(strstr(err, "must be 0, 1, 2 or 3"));
     }
+    /* k/K suffixes only where vLLM's parser reads human_readable_int */
+    static const char *const suffixed[][5] = {
+        {"--max-num-seqs", "1k", NULL, NULL, "argument --max-num-seqs: invalid int value: '1k'"},
+        {"-tp", "2K", NULL, NULL, "argument --tensor-parallel-size: invalid int value: '2K'"},
+        {"--block-size", "16k", "--vllm-version", "0.10.0", "argument --block-size: invalid int value: '16k'"},
+        {"--max-model-len", "32k", "--vllm-version", "0.8.4", NULL},
+        {"--max-num-batched-tokens", "16K", "--vllm-version", "0.9.1", NULL},
+    };
+    for (size_t i = 0; i < sizeof suffixed / sizeof suffixed[0]; i++) {
+        char *argv[6] = {"m", (char *)suffixed[i][0], (char *)suffixed[i][1], (char *)suffixed[i][2],
+                         (char *)suffixed[i][3], NULL};
+        kv_args_init(&a);
+        int rc = kv_args_parse(&a, suffixed[i][2] ? 5 : 3, argv, notes, sizeof notes, err, sizeof err);
+        if (suffixed[i][4]) {
+            assert_int_equal(rc, KV_ARGS_EVALUE);
+            assert_non_null(strstr(err, suffixed[i][4]));
+        } else {
+            assert_int_equal(rc, 0);
+        }
+    }
     char *dotted[] = {"m", "-O.mode=3"};
     kv_args_init(&a);
     assert_int_equal(kv_args_parse(&a, 2, dotted, notes, sizeof notes, err, sizeof err), 0);
