@@ -579,6 +579,40 @@ static void test_flags_help_and_command(void **state)
     A.vst.flag_sel = 0;
 }
 
+/* With colours the pool and the requests still say by a glyph which
+ * request holds a block: the letter, drawn reversed in the request's
+ * colour, the same cells as without colour. */
+static void test_colour_has_letters(void **state)
+{
+    (void)state;
+    if (ui_style_init(UI_COLOR_8) != UI_COLOR_8) skip();
+    kv_engine *e = known_engine();
+    char err[256];
+    kv_frame_forget(&A.frame);
+    assert_int_equal(kv_frame_capture(&A.frame, e, NULL, NULL, err, sizeof err), 0);
+    WINDOW *w = newwin(8, 40, 0, 0);
+    app_draw_view(&A, UI_PANE_POOL, w);
+    int ok = win_has(w, "@22AAB....");
+    WINDOW *wr = newwin(8, 60, 0, 0);
+    app_draw_view(&A, UI_PANE_REQUESTS, wr);
+    ok = ok && win_has(wr, "A #0   run") && win_has(wr, "B #1   run");
+    /* and the letter is reversed: a block of its colour */
+    cchar_t cc;
+    wchar_t wc[CCHARW_MAX + 1];
+    attr_t at = 0;
+    short pair = 0;
+    mvwin_wch(w, 1, 4, &cc);
+    getcchar(&cc, wc, &at, &pair, NULL);
+    ui_style_init(UI_COLOR_NONE);
+    if (!ok) { dump(w); dump(wr); fail_msg("a request's blocks are told by colour alone"); }
+    assert_int_equal(wc[0], L'A');
+    assert_true(at & A_REVERSE);
+    delwin(wr);
+    delwin(w);
+    kv_frame_forget(&A.frame);
+    kv_engine_destroy(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -591,6 +625,7 @@ int main(void)
         cmocka_unit_test(test_empty_slab_glyph),
         cmocka_unit_test(test_stats_line_and_latency),
         cmocka_unit_test(test_flags_help_and_command),
+        cmocka_unit_test(test_colour_has_letters),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

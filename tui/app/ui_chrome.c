@@ -311,7 +311,7 @@ static const help_line help_lines[] = {
     { HG_TEXT, "  x             following a room (--follow): go alone / rejoin" },
     { HG_TEXT, "" },
     { HG_HEAD, "Block pool: one cell per block" },
-    { HG_USED, "used by one request (its colour, or its letter)" },
+    { HG_USED, "used by one request: its letter (in its colour)" },
     { HG_SHARED, "shared by 2-9 requests (a prefix-cache hit); + more than 9" },
     { HG_CACHED, "free, still holding a cached prefix (can be hit again)" },
     { HG_FREE, "free, never used or its hash dropped" },
@@ -378,13 +378,11 @@ void ui_chrome_overlay_size(const ui_model *a, int rows, int cols, int *h, int *
 static int help_glyphs(help_glyph id, wchar_t *c, attr_t *at)
 {
     const ui_glyphs *g = ui_gl();
-    int mono = ui_style_mode() == UI_COLOR_NONE;
     int n = 0;
 #define PUT(ch, a) do { c[n] = (ch); at[n] = (a); n++; } while (0)
     switch (id) {
     case HG_USED:
-        PUT(mono ? L'A' : g->used_blk, ui_attr(UI_R_REQ0));
-        if (mono) { PUT(L'B', ui_attr(UI_R_REQ1)); PUT(L'c', ui_attr(UI_R_REQ2)); }
+        PUT(L'A', ui_letter_attr(UI_R_REQ0)); PUT(L'B', ui_letter_attr(UI_R_REQ1)); PUT(L'c', ui_letter_attr(UI_R_REQ2));
         break;
     case HG_SHARED:
         PUT(L'2', ui_attr(UI_R_REQ1) | A_REVERSE | A_BOLD);
@@ -398,14 +396,14 @@ static int help_glyphs(help_glyph id, wchar_t *c, attr_t *at)
     case HG_EVICT: PUT(g->evict, ui_attr(UI_R_FLASH_EVICT)); break;
     case HG_PREEMPT: PUT(g->preempt, ui_attr(UI_R_FLASH_PREEMPT)); break;
     case HG_LEVELS: for (int i = 1; i < 5; i++) PUT(g->level[i], ui_attr(UI_R_REQ0)); break;
-    case HG_HILITE: PUT(mono ? L'A' : g->used_blk, ui_attr(UI_R_HILITE)); break;
-    case HG_SELECTED: PUT(mono ? L'A' : g->used_blk, ui_attr(UI_R_REQ0) | A_UNDERLINE | A_BOLD); break;
+    case HG_HILITE: PUT(L'A', ui_attr(UI_R_HILITE)); break;
+    case HG_SELECTED: PUT(L'A', ui_letter_attr(UI_R_REQ0) | A_UNDERLINE | A_BOLD); break;
     case HG_TERMS: {
         static const struct { wchar_t l; ui_role r; } t[] = {
             { L'W', UI_R_TERM0 }, { L'A', UI_R_TERM1 }, { L'G', UI_R_TERM2 },
             { L'C', UI_R_TERM3 }, { L'N', UI_R_TERM4 }, { L'K', UI_R_TERM5 },
         };
-        for (unsigned i = 0; i < sizeof t / sizeof t[0]; i++) PUT(mono ? t[i].l : g->bar_full, ui_attr(t[i].r));
+        for (unsigned i = 0; i < sizeof t / sizeof t[0]; i++) PUT(t[i].l, ui_letter_attr(t[i].r));
         break;
     }
     case HG_KV_FREE: PUT(g->kv_free, ui_attr(UI_R_TERM5)); break;

@@ -14,7 +14,7 @@
 typedef struct term_def {
     const char *name;      /* legend */
     const char *target;    /* highlight target name (lessons/API.md) */
-    wchar_t letter;        /* mono glyph */
+    wchar_t letter;        /* its glyph, in its colour where there is colour */
     ui_role role;
 } term_def;
 
@@ -102,14 +102,14 @@ void ui_mem_bar(WINDOW *win, int y, int x, int width, const kv_plan *p, unsigned
         int end = (int)lround(cum / total * width);
         if (end > width) end = width;
         if (end <= col && col < width) end = col + 1; /* a nonzero term shows at least one cell */
-        wchar_t c = mono ? terms[t].letter : g->bar_full;
+        wchar_t c = terms[t].letter; /* a block of the term's colour with its letter (ui_letter_attr) */
         int start = col;
         for (; col < end; col++) {
             wchar_t cc = c;
             /* The KV segment: used blocks full, free ones the pool bar's free glyph (lower case without colour). */
             if (t == UI_MEM_T_KV && kv_used >= 0 && col - start >= (int)lround(kv_used * (end - start)))
                 cc = mono ? L'k' : g->kv_free;
-            ui_put(win, y, x + col, cc, ui_attr(terms[t].role));
+            ui_put(win, y, x + col, cc, cc == c ? ui_letter_attr(terms[t].role) : ui_attr(terms[t].role));
         }
     }
     int budget_end = (int)lround(p->budget_bytes / total * width);
@@ -147,8 +147,6 @@ static void vs_quote(const ui_model *m, double v, int tokens, char *out, size_t 
 static int legend(const ui_view_ctx *c, WINDOW *win, int y, int x, int width, int maxrows, const kv_plan *p,
                   unsigned mask, int draw)
 {
-    const ui_glyphs *g = ui_gl();
-    int mono = ui_style_mode() == UI_COLOR_NONE;
     int row = 0, col = 0;
     unsigned got = ui_mem_reached(p);
     /* The terms the lesson highlights first, so a short pane still shows them. */
@@ -171,8 +169,7 @@ static int legend(const ui_view_ctx *c, WINDOW *win, int y, int x, int width, in
         if (col > 0 && col + len > width) { row++; col = 0; }
         if (row >= maxrows) break;
         if (draw) {
-            wchar_t gc = mono ? terms[t].letter : g->bar_full;
-            ui_put(win, y + row, x + col, gc, ui_attr(terms[t].role));
+            ui_put(win, y + row, x + col, terms[t].letter, ui_letter_attr(terms[t].role));
             ui_role r = !(mask & (1u << t)) ? UI_R_DIM : (b < 0 ? UI_R_ERROR : UI_R_NORMAL);
             if (highlighted(c, t)) r = UI_R_HILITE;
             ui_puts(win, y + row, x + col + 2, width - col - 2, s, ui_attr(r));

@@ -110,7 +110,6 @@ static ui_role flash_role(int f)
 static void one_block(const ui_model *a, const kv_block_view *b, wchar_t *c, attr_t *at)
 {
     const ui_glyphs *g = ui_gl();
-    int mono = ui_style_mode() == UI_COLOR_NONE;
     int f = ui_model_flash(a, b->block_id);
     if (b->is_null) { *c = g->null_blk; *at = ui_attr(UI_R_NULL); return; }
     if (f == UI_FL_HIT) { *c = g->hit; *at = ui_attr(UI_R_FLASH_HIT); return; }
@@ -126,8 +125,8 @@ static void one_block(const ui_model *a, const kv_block_view *b, wchar_t *c, att
         *c = b->ref_cnt > 9 ? g->more_refs : (wchar_t)(L'0' + b->ref_cnt);
         *at = ra | A_REVERSE | A_BOLD;
     } else {
-        *c = mono ? ui_req_letter(b->owner) : g->used_blk;
-        *at = ra;
+        *c = ui_req_letter(b->owner); /* its request's letter, a block of its colour (ui_letter_attr) */
+        *at = ui_letter_attr(ui_req_role(b->owner));
     }
     if (f == UI_FL_ALLOC) *at |= A_BOLD;
 }
@@ -286,10 +285,12 @@ static void pool_draw(const ui_view_ctx *c, WINDOW *win)
                 if (lvl < 1) lvl = 1;
                 if (lvl > 4) lvl = 4;
                 ch = g->level[lvl];
-                /* Without colour a full cell shows its first request's letter. */
-                if (lvl == 4 && ui_style_mode() == UI_COLOR_NONE && blk[owner_b].owner >= 0)
-                    ch = ui_req_letter(blk[owner_b].owner);
                 at = ui_attr(ui_req_role(blk[owner_b].owner));
+                /* A full cell shows its first request's letter, as a block does. */
+                if (lvl == 4 && blk[owner_b].owner >= 0) {
+                    ch = ui_req_letter(blk[owner_b].owner);
+                    at = ui_letter_attr(ui_req_role(blk[owner_b].owner));
+                }
             }
         }
         if (mark & 1) at = (at & ~A_COLOR) | ui_attr(UI_R_HILITE);

@@ -51,7 +51,6 @@ static int row(const ui_view_ctx *c, WINDOW *win, int y, int iw, const kv_frame_
                int max_rows)
 {
     const ui_model *a = c->m;
-    const ui_glyphs *g = ui_gl();
     const kv_request_view *rv = &r->req;
     const int32_t *table = kv_frame_table(c->f, r);
     int64_t id = rv->id;
@@ -88,7 +87,7 @@ static int row(const ui_view_ctx *c, WINDOW *win, int y, int iw, const kv_frame_
     if (id == a->sel_req) at |= A_BOLD | A_UNDERLINE;
     if (id == a->victim && a->victim_until > a->now) at = ui_attr(UI_R_FLASH_PREEMPT);
     wchar_t letter = ui_req_letter(id);
-    ui_put(win, y, 2, ui_style_mode() == UI_COLOR_NONE ? letter : g->used_blk, ui_attr(ui_req_role(id)));
+    ui_put(win, y, 2, letter, ui_letter_attr(ui_req_role(id))); /* as its blocks are drawn */
     ui_puts(win, y, 3, iw - 1, line, at);
     if (is_victim_next) ui_puts(win, y, 2 + iw - 1, 1, "<", ui_attr(UI_R_WARN));
     return used;

@@ -120,6 +120,8 @@ wchar_t ui_req_letter(long long req_id)
     return k < 26 ? (wchar_t)(L'A' + k) : (wchar_t)(L'a' + (k - 26));
 }
 
+attr_t ui_letter_attr(ui_role r) { return ui_attr(r) | (g_mode == UI_COLOR_NONE ? A_NORMAL : A_REVERSE); }
+
 void ui_glyphs_init(int force_ascii)
 {
     const char *cs = nl_langinfo(CODESET);

@@ -94,6 +94,11 @@ short ui_pair(ui_role r);
 ui_role ui_req_role(long long req_id);
 /* A letter for request id: A..Z then a..z, cycling. */
 wchar_t ui_req_letter(long long req_id);
+/* The attribute a letter that stands for a block (a request's, a memory
+ * term's) is drawn with, over role r's: in colour reversed, so it reads as
+ * a block of that colour with the letter in it; without colour as it is.
+ * Nothing is told by colour alone: the letter says it in every mode. */
+attr_t ui_letter_attr(ui_role r);
 
 /* Choose the glyph table: UTF-8 when !force_ascii and the locale codeset is
  * UTF-8 (after setlocale(LC_ALL, "")). */
