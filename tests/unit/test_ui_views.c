@@ -338,6 +338,12 @@ static void test_help_legend_whole(void **state)
         char text[160];
         int kind = ui_chrome_help_line(i, gl, 10, text, sizeof text);
         assert_true(kind >= 0);
+        /* every line whole at 80 columns (a 74-column overlay): text from
+         * column 2, a legend's words after its glyphs (column 14 on) */
+        int ng = 0;
+        while (gl[ng]) ng++;
+        int room = kind == 2 ? 74 - 2 - (4 + ng + 2 > 14 ? 4 + ng + 2 : 14) : 70;
+        if ((int)strlen(text) > room) fail_msg("help line %d is cut at 80 columns (%zu > %d): %s", i, strlen(text), room, text);
         if (kind != 2) continue;
         legend++;
         for (int k = 0; gl[k]; k++) {
