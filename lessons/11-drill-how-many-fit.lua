@@ -61,6 +61,7 @@ return {
     -- Every step, add up who holds the cache: long requests against short.
     local held = { long = 0, short = 0 }
     local peak_long, samples, full, first_full = 0, 0, 0, nil
+    local peak_usage, peak_waiting = 0, 0
     lab.run_until(function()
       local now = { long = 0, short = 0 }
       local n_long = 0
@@ -75,6 +76,8 @@ return {
       peak_long = math.max(peak_long, n_long)
       samples = samples + 1
       local mm = lab.metrics()
+      peak_usage = math.max(peak_usage, mm.kv_cache_usage_perc)
+      peak_waiting = math.max(peak_waiting, mm.num_requests_waiting)
       if mm.kv_cache_usage_perc >= 0.95 then
         full = full + 1
         first_full = first_full or mm.num_requests_running
@@ -96,8 +99,15 @@ return {
     print(string.format("long share %.2f, peak long %d, full %d/%d steps, waiting %d, preemptions %d, steps %d",
                         share, peak_long, full, samples, m.num_requests_waiting, m.num_preemptions, m.step))
     expect.holds(lab, "a tenth of the requests hold most of the cache", share > 0.5)
-    expect.holds(lab, "the cache fills with fewer requests than the average promises",
-                 first_full ~= nil and first_full < p.kv_cache_tokens / mean_prompt)
+    if first_full then
+      expect.holds(lab, "the cache fills with fewer requests than the average promises",
+                   first_full < p.kv_cache_tokens / mean_prompt)
+    else
+      -- A step budget under a long prompt (V0's 512-token chunked prefill
+      -- for a context over 32K): prefill, not the pool, holds requests back.
+      expect.holds(lab, "the cache never fills: requests wait on the step budget",
+                   p.max_num_batched_tokens < LONG.min and peak_waiting > 0)
+    end
     lab.page("What the long ones did")
     lab.say("Over %.0f seconds the long requests, a tenth of the traffic, held %s of the cached " ..
             "tokens on average. Up to %d of them ran at once; the cache was full for %s of the " ..
@@ -108,6 +118,13 @@ return {
               "average promised. The count moves with the mix of long and short requests in flight: now, " ..
               "with the traffic stopped, %d run (%d long, %d short).", first_full,
               math.floor(p.kv_cache_tokens / mean_prompt), run_long + run_short, run_long, run_short)
+    else
+      lab.say("The cache never filled: at most %s of it was in use. This server prefills at most %s " ..
+              "tokens a step (max-num-batched-tokens), so a long prompt needs %d steps or more to get " ..
+              "in, and up to %d requests waited for their turn at once: here the step budget, not the " ..
+              "pool, held them back. Now, with the traffic stopped, %d run (%d long, %d short).",
+              fmt.pct(peak_usage, 0), fmt.int(p.max_num_batched_tokens),
+              math.ceil(LONG.min / p.max_num_batched_tokens), peak_waiting, run_long + run_short, run_long, run_short)
     end
     lab.highlight("metrics", "num_preemptions")
     lab.say("So the average says little about how many you can serve. The promise you can keep is " ..
