@@ -25,6 +25,7 @@ const char *kv_plan_error_name(kv_plan_error e)
     case KV_PLAN_ERR_SAMPLER_OOM: return "sampler_oom";
     case KV_PLAN_ERR_QUANT_CAPABILITY: return "quantization_capability";
     case KV_PLAN_ERR_LOAD_CHECK: return "load_check";
+    case KV_PLAN_ERR_POOL_OOM: return "pool_oom";
     default: return "";
     }
 }
@@ -650,6 +651,18 @@ static int phase_length_check(const plan_ctx *c, kv_plan *p)
     return 1;
 }
 
+/* What the card has free once the profile's activations are released,
+ * before the pool: the card less other processes, the context, weights,
+ * NCCL and non-torch memory (a peak budget already counts the context). */
+static double free_after_profile(const plan_ctx *c, const kv_plan *p)
+{
+    double f = c->total - p->gpu_used_bytes - p->cuda_context_bytes - p->weights_bytes - p->nccl_bytes -
+               p->non_torch_bytes;
+    if (c->r->mem->budget == KV_BUDGET_PEAK)
+        f += p->cuda_context_bytes;
+    return f;
+}
+
 /* The pool, its log lines, CUDA graphs, and V1's sampler warm-up. */
 static void phase_pool(const plan_ctx *c, kv_plan *p)
 {
@@ -663,13 +676,33 @@ static void phase_pool(const plan_ctx *c, kv_plan *p)
                  (long long)p->num_blocks, (long long)a->num_gpu_blocks_override);
         plan_log(p, "INFO", line);
         if (a->num_gpu_blocks_override > p->num_blocks)
-            plan_note(p, "num_gpu_blocks_override %lld is more than fits (%lld): the real server would run out of "
-                         "memory when it allocates the pool",
+            plan_note(p, "num_gpu_blocks_override %lld is more than the budget sizes (%lld): the pool takes memory "
+                         "outside gpu_memory_utilization's budget",
                       (long long)a->num_gpu_blocks_override, (long long)p->num_blocks);
         p->num_blocks = a->num_gpu_blocks_override;
     }
     int64_t per_block = p->page_size_bytes * p->group_size;
     p->kv_pool_bytes = (double)p->num_blocks * (double)per_block;
+    /* The pool is allocated after the profile (gpu_model_runner.py
+     * initialize_kv_cache_tensors; V0 cache_engine.py): a size given by
+     * num_gpu_blocks_override or --kv-cache-memory-bytes is held to what
+     * the card has free then, not to the budget. */
+    if (a->num_gpu_blocks_override > 0 || p->kv_cache_memory_bytes_set) {
+        double free_b = free_after_profile(c, p);
+        if (p->kv_pool_bytes > free_b) {
+            char msg[400];
+            snprintf(msg, sizeof msg,
+                     "torch.OutOfMemoryError: CUDA out of memory allocating the KV cache (%lld blocks): %.2f GiB "
+                     "needed, GPU 0 has a total capacity of %.2f GiB of which %.2f GiB is free after the profile "
+                     "run.",
+                     (long long)p->num_blocks, p->kv_pool_bytes / KV_GIB, c->total / KV_GIB,
+                     free_b > 0 ? free_b / KV_GIB : 0.0);
+            p->num_blocks = 0;
+            plan_fail(p, KV_PLAN_ERR_POOL_OOM, msg);
+            plan_log(p, "ERROR", msg);
+            return;
+        }
+    }
     p->kv_cache_tokens = plan_clamp_i64((double)(p->num_blocks / p->num_kv_groups) * p->block_size);
     p->kv_cache_tokens_logged = p->kv_cache_tokens;
     if (p->engine_v1) {
@@ -692,10 +725,7 @@ static void phase_pool(const plan_ctx *c, kv_plan *p)
     if (!c->textbook && p->engine_v1 && t->err_sampler_oom && a->activation_gib < 0) {
         /* the pool as sized (an override larger than that fails its own way) */
         double pool = fmin(p->kv_pool_bytes, fmax(p->available_kv_bytes, 0));
-        double outside = c->total - p->gpu_used_bytes - p->cuda_context_bytes - p->weights_bytes - p->nccl_bytes -
-                         p->non_torch_bytes - pool;
-        if (c->r->mem->budget == KV_BUDGET_PEAK)
-            outside += p->cuda_context_bytes; /* already inside */
+        double outside = free_after_profile(c, p) - pool;
         if (!p->terms[KV_PLAN_TERM_CUDAGRAPH].counted)
             outside -= p->cudagraph_bytes;
         outside -= c->r->mem->warmup_margin_gib * KV_GIB;
@@ -1057,6 +1087,18 @@ static void fix_load_check(kv_plan *p, const kv_model *m, const kv_gpu *g, const
 
 /* Utilization: up (last: it borrows the headroom vLLM needs at run time) or
  * down to at most hi (the free-memory check, the sampler warm-up). */
+/* A pool given by size that does not fit: let vLLM size it from the
+ * budget (the flag dropped), re-planned. */
+static void fix_pool_size(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args *a)
+{
+    kv_args b = *a;
+    b.num_gpu_blocks_override = 0;
+    b.kv_cache_memory_bytes = 0;
+    try_fix(p, m, g, &b, "let vLLM size the pool from the budget",
+            a->num_gpu_blocks_override > 0 ? "without --num-gpu-blocks-override" : "without --kv-cache-memory-bytes",
+            0);
+}
+
 static void fix_utilization(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args *a, int up, int hi,
                             const char *what)
 {
@@ -1092,7 +1134,8 @@ static void fix_utilization(kv_plan *p, const kv_model *m, const kv_gpu *g, cons
  *                   then quantized weights, more GPUs, utilization last
  *   sampler warm-up (release) eager, fewer sequences, a lower utilization
  *   quantization    the checkpoint's own weights, a 4-bit checkpoint
- *   load check      whole experts per GPU (MoE), fewer GPUs */
+ *   load check      whole experts per GPU (MoE), fewer GPUs
+ *   pool OOM        the pool sized by vLLM (the size flag dropped) */
 static void compute_fixes(kv_plan *p, const kv_model *m, const kv_gpu *g, const kv_args *a)
 {
     switch (p->error_kind) {
@@ -1106,6 +1149,9 @@ static void compute_fixes(kv_plan *p, const kv_model *m, const kv_gpu *g, const 
         return;
     case KV_PLAN_ERR_LOAD_CHECK:
         fix_load_check(p, m, g, a);
+        return;
+    case KV_PLAN_ERR_POOL_OOM:
+        fix_pool_size(p, m, g, a);
         return;
     case KV_PLAN_ERR_WEIGHTS_OOM:
         fix_quantization(p, m, g, a);

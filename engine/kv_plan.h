@@ -54,6 +54,8 @@ typedef enum kv_plan_error {
     KV_PLAN_ERR_SAMPLER_OOM,      /* V1: the sampler warm-up after the pool finds too little left */
     KV_PLAN_ERR_QUANT_CAPABILITY, /* "The quantization method X is not supported for the current GPU. ..." */
     KV_PLAN_ERR_LOAD_CHECK,       /* a weight shape the loader refuses at this tp (FP8 blocks, AWQ/GPTQ groups) */
+    KV_PLAN_ERR_POOL_OOM,         /* a pool given by size (num_gpu_blocks_override, kv_cache_memory_bytes) larger than
+                                     the card has free after the profile: torch OOM allocating it */
 } kv_plan_error;
 
 /* Short machine names for kv_plan_error: "", "free_memory",

@@ -572,6 +572,51 @@ static void test_free_memory_check(void **state)
     }
 }
 
+/* A pool given by size is allocated after the profile and held only to
+ * what the card has free then: past the budget it starts (with a note),
+ * past the free memory it is a torch OOM, and vLLM sizing the pool fixes it. */
+static void test_pool_given_by_size(void **state)
+{
+    (void)state;
+    kv_args a;
+    kv_plan p;
+    char err[512];
+    const kv_model *m = load_model("meta-llama/Llama-3.1-8B-Instruct");
+    base_args(&a, "0.9");
+    assert_int_equal(kv_args_set(&a, "max-model-len", "8192", err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute(m, NULL, &a, &p, err, sizeof err), 0);
+    assert_true(p.starts);
+    int64_t sized = p.num_blocks, tokens = p.kv_cache_tokens, per_block = p.page_size_bytes * p.group_size;
+    /* 5% more blocks than the budget sizes still fit in the 10% outside it */
+    char v[32];
+    snprintf(v, sizeof v, "%lld", (long long)(sized + sized / 20));
+    assert_int_equal(kv_args_set(&a, "num-gpu-blocks-override", v, err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute(m, NULL, &a, &p, err, sizeof err), 0);
+    assert_true(p.starts);
+    assert_int_equal(p.num_blocks, sized + sized / 20);
+    /* blocks worth more than the whole card cannot be allocated */
+    snprintf(v, sizeof v, "%lld", (long long)(80.0 * 1073741824.0 / (double)per_block));
+    assert_int_equal(kv_args_set(&a, "num-gpu-blocks-override", v, err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute(m, NULL, &a, &p, err, sizeof err), 0);
+    assert_false(p.starts);
+    assert_int_equal(p.error_kind, KV_PLAN_ERR_POOL_OOM);
+    assert_string_equal(kv_plan_error_name(p.error_kind), "pool_oom");
+    assert_non_null(strstr(p.error, "CUDA out of memory allocating the KV cache"));
+    assert_true(p.num_fixes >= 1);
+    assert_true(p.fixes[0].starts);
+    assert_int_equal(p.fixes[0].kv_cache_tokens, tokens);
+    /* the same by bytes */
+    base_args(&a, "0.9");
+    assert_int_equal(kv_args_set(&a, "max-model-len", "8192", err, sizeof err), 0);
+    assert_int_equal(kv_args_set(&a, "kv-cache-memory-bytes", "2T", err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute(m, NULL, &a, &p, err, sizeof err), 0);
+    assert_false(p.starts);
+    assert_int_equal(p.error_kind, KV_PLAN_ERR_POOL_OOM);
+    assert_int_equal(kv_args_set(&a, "kv-cache-memory-bytes", "20G", err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute(m, NULL, &a, &p, err, sizeof err), 0);
+    assert_true(p.starts);
+}
+
 static void test_no_memory_and_fixes(void **state)
 {
     (void)state;
@@ -1695,6 +1740,7 @@ int main(void)
         cmocka_unit_test(test_tp_must_divide_heads),
         cmocka_unit_test(test_input_errors),
         cmocka_unit_test(test_free_memory_check),
+        cmocka_unit_test(test_pool_given_by_size),
         cmocka_unit_test(test_no_memory_and_fixes),
         cmocka_unit_test(test_length_check_fix_order),
         cmocka_unit_test(test_weights_oom_fixes),

@@ -320,6 +320,7 @@ static void mem_draw(const ui_view_ctx *c, WINDOW *win)
                         : p->error_kind == KV_PLAN_ERR_WEIGHTS_OOM ? "Out of memory loading the weights"
                         : p->error_kind == KV_PLAN_ERR_PROFILE_OOM ? "Out of memory in the profile run"
                         : p->error_kind == KV_PLAN_ERR_SAMPLER_OOM ? "Out of memory warming up the sampler"
+                        : p->error_kind == KV_PLAN_ERR_POOL_OOM    ? "Out of memory allocating the pool"
                                                                    : "Did not start (see the log)";
         ui_puts(win, y, 2, iw, why, ui_attr(UI_R_ERROR));
     } else if (p->available_kv_bytes <= 0) {
