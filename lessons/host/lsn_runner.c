@@ -1096,6 +1096,9 @@ int lsn_engine_load_image(lsn_runner *r, const uint8_t *image, size_t len, unsig
         kv_history_detach(r->runs.h);
     if (kv_snapshot_load(e, &s, err, errlen) != 0)
         return -1;
+    /* The image holds no K/V: blocks written before it hold none on this
+     * device, so reading them back would report them as corrupted. */
+    kv_engine_set_verify(e, 0);
     if (p->wait == W_STEPS)
         p->steps_left -= h.ticks - r->srv.ticks;
     r->srv.ticks = h.ticks;

@@ -287,6 +287,9 @@ static void test_join_from_image(void **st)
     assert_int_equal(lsn_replay(b, lsn_current(a), lsn_step(a), in, n, 1), 0);
     assert_true(engine_step(b) < engine_step(a));
     unsigned ch = 0;
+    /* (a debug build reads every step's K/V back: the image brings none,
+     * so the load must stop that, else b's lesson stops on "K/V values
+     * differ"; the sanitizer build runs this test that way) */
     assert_int_equal(lsn_engine_load_image(b, img.data, img.len, &ch, err, sizeof err), 0);
     assert_true(ch & LSN_CH_ENGINE);
     assert_int_equal(engine_step(b), engine_step(a));
