@@ -51,8 +51,9 @@ typedef struct kv_req {
     int32_t verified_gen;        /* num_preemptions + 1 when num_verified was set; 0 = never */
     int32_t remote_prefill;      /* its prompt KV arrives at the first admission (kv_request_spec) */
     int32_t offload_next;        /* blocks offered to the host tier so far (kv_offload.h) */
-    int32_t kv_lost;             /* admitted with computed tokens but no blocks (a vLLM 0.11.0 priority
-                                    victim that kept its step): the engine writes those K/V next */
+    int32_t kv_lost;             /* admitted with computed tokens whose K/V this device lacks (a vLLM 0.11.0
+                                    priority victim that kept its step; blocks loaded from the host tier or
+                                    the prefill instance): the engine writes those K/V next */
     struct kv_req *next_free;    /* engine recycling list */
 } kv_req;
 

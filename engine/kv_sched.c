@@ -417,8 +417,9 @@ static void schedule_waiting(kv_sched *s, int32_t *budget, int32_t lpt, kv_sched
             break;
         if (looked && s->kvcm->offload) /* connector_prefix_cache_stats.record */
             kv_offload_record(s->kvcm->offload, kv_req_num_tokens(r) - hit_tokens, ext_tokens, ext);
-        if (!looked)
-            r->kv_lost = 1; /* its computed tokens have no blocks behind them */
+        if (!looked || ext_tokens > 0)
+            r->kv_lost = 1; /* computed tokens whose K/V this device does not hold yet: no blocks behind them,
+                               or blocks loaded from the host tier or the prefill instance (the copy writes them) */
         if (looked && r->remote_prefill) { /* once: a resumed request recomputes (do_remote_prefill = False) */
             r->remote_prefill = 0;
             s->remote_tokens += remote;

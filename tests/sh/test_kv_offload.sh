@@ -35,6 +35,10 @@ r0=$(num reused_tokens "$tmp/off.json"); r1=$(num reused_tokens "$tmp/on.json")
 lb=$(num offload_loaded_blocks "$tmp/on.json")
 [ "$((lb * 16))" = "$eh" ] || fail "loaded blocks $lb x 16 != external hits $eh"
 awk -v s="$(num offload_load_s "$tmp/on.json")" 'BEGIN { exit !(s > 0) }' || fail "no load time charged"
+# loaded blocks hold their K/V: read back every step (--verify), the run is the same run
+"${SIM[@]}" --kv-offloading-size 64 --verify --json >"$tmp/ver.json" 2>"$tmp/err" \
+  || fail "simulate --kv-offloading-size 64 --verify: $(cat "$tmp/err")"
+[ "$(num external_prefix_cache_hits "$tmp/ver.json")" = "$eh" ] || fail "--verify changed the external hits"
 # 64 GiB of 2 MiB blocks (32 layers x 8 KV heads x 128 x 2 x bf16 x 16 tokens)
 [ "$(num offload_capacity_blocks "$tmp/on.json")" = 32768 ] || fail "64 GiB is not 32768 blocks"
 [ "$(num offload_evicted_blocks "$tmp/on.json")" = 0 ] || fail "a 64 GiB tier evicted"
