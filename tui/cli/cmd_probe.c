@@ -217,7 +217,7 @@ int cmd_probe(int argc, char **argv)
             if (r) {
                 if (r == KV_DEV_ENOMEM) snprintf(oom, sizeof oom, "%s", err);
                 else fprintf(stderr, "kvlab probe: %s\n", err);
-                snprintf(failed_why, sizeof failed_why, "%s bench: %s", bench_names[k], err);
+                snprintf(failed_why, sizeof failed_why, "%s bench: %.400s", bench_names[k], err);
                 rc = 1;
                 stop = 1;
             } else {
