@@ -239,8 +239,11 @@ static void hostile_presenter(const uint8_t *data, size_t size)
             x->inputs[i].kind = (uint8_t)(take(&c) % 3);
             snprintf(x->inputs[i].name, sizeof x->inputs[i].name, "%s",
                      x->inputs[i].kind == ROOM_IN_FLAG ? "max-num-seqs" : "");
-            snprintf(x->inputs[i].value, sizeof x->inputs[i].value, x->inputs[i].kind == ROOM_IN_REVEAL ? "" : "%u",
-                     take(&c));
+            unsigned v = take(&c);
+            if (x->inputs[i].kind == ROOM_IN_REVEAL)
+                x->inputs[i].value[0] = '\0';
+            else
+                snprintf(x->inputs[i].value, sizeof x->inputs[i].value, "%u", v);
         }
         x->nevents = (int)(take(&c) % (ROOM_MAX_EVENTS + 1));
         for (int i = 0; i < x->nevents; i++) {
