@@ -189,6 +189,24 @@ static void steps_step(FILE *f, const kv_engine *e, const int64_t *arrived, int3
             (long long)m.block_evictions, (long long)m.num_preemptions_total);
 }
 
+/* {ttft,itl,e2e_latency,queue_time}_{mean,p50,p99,max}_s into o, as the
+ * summary and its prefill/decode split both print them. */
+static void add_latencies(cJSON *o, const kv_latency_stats *ttft, const kv_latency_stats *itl,
+                          const kv_latency_stats *e2e, const kv_latency_stats *queue)
+{
+    const struct { const char *k; const kv_latency_stats *s; } lat[] = {
+        {"ttft", ttft}, {"itl", itl}, {"e2e_latency", e2e}, {"queue_time", queue}};
+    char key[48];
+    for (size_t i = 0; i < sizeof lat / sizeof lat[0]; i++) {
+        const struct { const char *suffix; double v; } f[] = {
+            {"mean", lat[i].s->mean}, {"p50", lat[i].s->p50}, {"p99", lat[i].s->p99}, {"max", lat[i].s->max}};
+        for (size_t j = 0; j < sizeof f / sizeof f[0]; j++) {
+            snprintf(key, sizeof key, "%s_%s_s", lat[i].k, f[j].suffix);
+            cJSON_AddNumberToObject(o, key, f[j].v);
+        }
+    }
+}
+
 static void summary_json(const kv_engine *e, const kv_plan *p, const kv_model *m, const char *trace_name,
                          int64_t submitted, int64_t rejected, const char *first_reject, const kv_engine_info *info,
                          const char *notes, const char *prometheus, const kv_disagg_stats *ds,
@@ -254,19 +272,7 @@ static void summary_json(const kv_engine *e, const kv_plan *p, const kv_model *m
     cJSON_AddNumberToObject(o, "output_throughput_tokens_per_s",
                             dur > 0 ? (double)mt.generation_tokens_total / dur : 0.0);
     cJSON_AddNumberToObject(o, "requests_per_s", dur > 0 ? (double)mt.request_success_total / dur : 0.0);
-    const struct { const char *k; const kv_latency_stats *s; } lat[] = {
-        {"ttft", &mt.ttft}, {"itl", &mt.itl}, {"e2e_latency", &mt.e2e}, {"queue_time", &mt.queue}};
-    char key[48];
-    for (size_t i = 0; i < sizeof lat / sizeof lat[0]; i++) {
-        snprintf(key, sizeof key, "%s_mean_s", lat[i].k);
-        cJSON_AddNumberToObject(o, key, lat[i].s->mean);
-        snprintf(key, sizeof key, "%s_p50_s", lat[i].k);
-        cJSON_AddNumberToObject(o, key, lat[i].s->p50);
-        snprintf(key, sizeof key, "%s_p99_s", lat[i].k);
-        cJSON_AddNumberToObject(o, key, lat[i].s->p99);
-        snprintf(key, sizeof key, "%s_max_s", lat[i].k);
-        cJSON_AddNumberToObject(o, key, lat[i].s->max);
-    }
+    add_latencies(o, &mt.ttft, &mt.itl, &mt.e2e, &mt.queue);
     cJSON_AddNumberToObject(o, "block_allocations", (double)mt.block_allocations);
     cJSON_AddNumberToObject(o, "block_frees", (double)mt.block_frees);
     cJSON_AddNumberToObject(o, "block_evictions", (double)mt.block_evictions);
@@ -298,18 +304,7 @@ static void summary_json(const kv_engine *e, const kv_plan *p, const kv_model *m
         cJSON_AddNumberToObject(x, "duration_s", ds->duration_s);
         cJSON_AddNumberToObject(x, "output_throughput_tokens_per_s",
                                 ds->duration_s > 0 ? (double)ds->generation_tokens / ds->duration_s : 0.0);
-        const struct { const char *k; const kv_latency_stats *s; } dl[] = {
-            {"ttft", &ds->ttft}, {"itl", &ds->itl}, {"e2e_latency", &ds->e2e}, {"queue_time", &ds->queue}};
-        for (size_t i = 0; i < sizeof dl / sizeof dl[0]; i++) {
-            snprintf(key, sizeof key, "%s_mean_s", dl[i].k);
-            cJSON_AddNumberToObject(x, key, dl[i].s->mean);
-            snprintf(key, sizeof key, "%s_p50_s", dl[i].k);
-            cJSON_AddNumberToObject(x, key, dl[i].s->p50);
-            snprintf(key, sizeof key, "%s_p99_s", dl[i].k);
-            cJSON_AddNumberToObject(x, key, dl[i].s->p99);
-            snprintf(key, sizeof key, "%s_max_s", dl[i].k);
-            cJSON_AddNumberToObject(x, key, dl[i].s->max);
-        }
+        add_latencies(x, &ds->ttft, &ds->itl, &ds->e2e, &ds->queue);
         if (dprom)
             cJSON_AddStringToObject(x, "prometheus", dprom);
     }
