@@ -11,20 +11,10 @@
 export KVLAB_LESSONS_DIR="$KVLAB_SOURCE_DIR/lessons"
 fail() { echo "FAIL: $*" >&2; tui_screen >&2 || true; exit 1; }
 
-out=$("$KVLAB" check 16 --lessons "$KVLAB_LESSONS_DIR" --accounting textbook)
-answer=$(sed -nE "s/^    accepted '([^']*)'.*/\1/p" <<<"$out" | head -1)
-predicted=$(sed -nE "s/^    predicted '([^']*)'.*/\1/p" <<<"$out" | head -1)
-[ -n "$answer" ] && [ -n "$predicted" ] || fail "kvlab check 16 gave no accepted answer or prediction"
+tui_l16_answers
 tui_start 80 24 -- --lesson 16
 tui_wait "Lesson 16/" 10
-tui_advance_until "type your prediction" 12
-tui_keys -l -- "$predicted"; tui_keys Enter
-tui_wait "You predicted" 60 || fail "the prediction was not taken"
-tui_advance_until ", Enter to" 12
-tui_keys -l -- "$answer"; tui_keys Enter
-tui_advance_until "Goal:" 12
-tui_set_flag max-num-seqs 16
-tui_wait "Watch it happen" 60 || fail "the lesson did not restart for the slow run"
+tui_l16_to_slow_run
 seen=0 told=0
 end=$((SECONDS + 120 * ${TUI_TIMEOUT_SCALE:-3} / 3))
 while [ $SECONDS -le $end ]; do

@@ -341,6 +341,13 @@ tui_l16_answers() {
 # through the question and the goal (max-num-seqs 16) to the slow run's
 # "Missed it? Press {"; sets $victim, the preempted request the page names.
 tui_l16_to_preemption() {
+    tui_l16_to_slow_run
+    tui_l16_victim
+}
+
+# tui_l16_to_slow_run: the same walk, stopping as the slow run ("Watch it
+# happen") starts, before its preemption.
+tui_l16_to_slow_run() {
     tui_advance_until "type your prediction" 12
     tui_keys -l -- "$predicted"; tui_keys Enter
     tui_wait "You predicted" 60 || fail "the prediction was not taken"
@@ -349,7 +356,6 @@ tui_l16_to_preemption() {
     tui_advance_until "Goal:" 12
     tui_set_flag max-num-seqs 16
     tui_wait "Watch it happen" 60 || fail "the lesson did not restart for the slow run"
-    tui_l16_victim
 }
 
 # tui_l16_victim: wait for lesson 16's "Missed it? Press {" and set $victim.
