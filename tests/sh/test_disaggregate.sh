@@ -8,19 +8,10 @@
 # --kv-transfer-link, and under prefill-heavy load gives a lower inter-token
 # latency than one instance; `kvlab serve --disaggregate` sizes the transfer;
 # bad splits and links exit 2.
-set -u
-K=${KVLAB:?KVLAB not set}
-M=meta-llama/Llama-3.1-8B-Instruct
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-command -v python3 >/dev/null || { echo "python3 not found: skipped"; exit 77; }
+. "$(dirname "$0")/cli_lib.sh"
+cli_need_python
 # field F of the top level (F) or of the split (d.F)
-get() { python3 -c 'import json,sys
-o=json.load(open(sys.argv[1]))
-for p in sys.argv[2].split("."):
-    o=o["disaggregated"] if p=="d" else o[p]
-print(o)' "$1" "$2"; }
+get() { jget "$1" "${2/#d./disaggregated.}"; }
 
 GEN='gen:requests=120,rate=5,prompt=128,output=16,shared=1,prefix=2048,prefixes=16,seed=1'
 SIM=("$K" simulate $M --gpu h100 --max-model-len 8192 --num-gpu-blocks-override 1024 --trace "$GEN")

@@ -3,14 +3,7 @@
 # and reasons hold for the issue's example, the cheapest row follows the
 # stated rule, --sweep repeats the table per value, the whole catalogue at
 # tp 1-8 answers in well under a second, and bad input exits 2 with one line.
-set -u
-: "${KVLAB:?set KVLAB to the kvlab binary}"
-: "${KVLAB_SOURCE_DIR:?set KVLAB_SOURCE_DIR}"
-export KVLAB_DATA_DIR="$KVLAB_SOURCE_DIR"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-L8=meta-llama/Llama-3.1-8B-Instruct
+. "$(dirname "$0")/cli_lib.sh"
 
 "$KVLAB" fit $L8 --context 32768 --concurrency 16 --json >"$tmp/fit.json"; rc=$?
 [ $rc = 0 ] || { echo "FAIL fit exit $rc"; fail=1; }

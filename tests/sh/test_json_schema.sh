@@ -5,14 +5,8 @@
 # cache size" log line for every catalogue model under releases on both sides
 # of 0.21 (where vLLM changed how that line is computed), and device_name is
 # the catalogue's torch name.
-set -u
-: "${KVLAB:?set KVLAB to the kvlab binary}"
-: "${KVLAB_SOURCE_DIR:?set KVLAB_SOURCE_DIR}"
-export KVLAB_DATA_DIR="$KVLAB_SOURCE_DIR"
-command -v python3 >/dev/null || { echo "python3 not found: skipped"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
+. "$(dirname "$0")/cli_lib.sh"
+cli_need_python
 
 # serve: every model x a few releases, one JSON object per line into a file.
 "$KVLAB" models | awk 'NR > 1 && $1 ~ /\// {print $1}' >"$tmp/models"

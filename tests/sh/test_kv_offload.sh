@@ -6,15 +6,9 @@
 # small for the working set evicts and hits nothing; --kv-transfer-config
 # naming OffloadingConnector runs the same tier; releases without the flag or
 # the connector exit 2; LMCache is accepted with a "not modelled" note.
-set -u
-K=${KVLAB:?KVLAB not set}
-M=meta-llama/Llama-3.1-8B-Instruct
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-num() { sed -n "s/^[[:space:]]*\"$1\":[[:space:]]*\([-0-9.eE+]*\),\{0,1\}$/\1/p" "$2" | head -1; }
 # 16 prefixes of 2,048 tokens (128 blocks each, 2,048 blocks in all) against a
 # GPU pool of 1,024 blocks: the GPU prefix cache cannot hold them all
+. "$(dirname "$0")/cli_lib.sh"
 GEN='gen:requests=120,rate=5,prompt=128,output=16,shared=1,prefix=2048,prefixes=16,seed=1'
 SIM=("$K" simulate $M --gpu h100 --max-model-len 8192 --num-gpu-blocks-override 1024 --trace "$GEN")
 

@@ -2,16 +2,8 @@
 # vLLM's --config FILE.yaml on kvlab serve: keys are flag names, the line
 # wins over the file, booleans, lists and mappings as vLLM's
 # load_config_file turns them into arguments, and vLLM's refusals.
-set -u
-: "${KVLAB:?set KVLAB to the kvlab binary}"
-: "${KVLAB_SOURCE_DIR:?set KVLAB_SOURCE_DIR}"
-export KVLAB_DATA_DIR="$KVLAB_SOURCE_DIR"
-command -v python3 >/dev/null || { echo "python3 not found: skipped"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-L8=meta-llama/Llama-3.1-8B-Instruct
-field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+. "$(dirname "$0")/cli_lib.sh"
+cli_need_python
 
 cat >"$tmp/serve.yaml" <<'YAML'
 # a vLLM serve config: flag names as keys

@@ -2,14 +2,7 @@
 # kvlab serve MODEL FLAGS --vs OTHER-FLAGS: each side is the plan kvlab serve
 # makes for that line alone (the flags after --vs change or add to the
 # first's), the exit code is the second line's, bad input exits 2.
-set -u
-: "${KVLAB:?set KVLAB to the kvlab binary}"
-: "${KVLAB_SOURCE_DIR:?set KVLAB_SOURCE_DIR}"
-export KVLAB_DATA_DIR="$KVLAB_SOURCE_DIR"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-L8=meta-llama/Llama-3.1-8B-Instruct
+. "$(dirname "$0")/cli_lib.sh"
 "$KVLAB" serve $L8 --gpu rtx-4090 --max-model-len 16384 --vs --kv-cache-dtype fp8 --max-num-seqs 64 --json >"$tmp/vs.json"; rc=$?
 [ $rc = 0 ] || { echo "FAIL --vs exit $rc"; fail=1; }
 "$KVLAB" serve $L8 --gpu rtx-4090 --max-model-len 16384 --json >"$tmp/a.json"

@@ -1,13 +1,7 @@
 #!/usr/bin/env bash
 # kvlab simulate end to end: the --json contract, preemptions on a 4090 that
 # fp8 KV reduces, Prometheus output, and bad input (clear message, exit 2/1).
-set -u
-K=${KVLAB:?KVLAB not set}
-M=meta-llama/Llama-3.1-8B-Instruct
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-num() { sed -n "s/^[[:space:]]*\"$1\":[[:space:]]*\([-0-9.eE+]*\),\{0,1\}$/\1/p" "$2" | head -1; }
+. "$(dirname "$0")/cli_lib.sh"
 
 GEN='gen:requests=300,rate=5,prompt=2000,output=800,shared=0.3,prefix=1024,seed=3'
 "$K" simulate $M --gpu rtx-4090 --max-model-len 8192 --accounting textbook --trace "$GEN" --json >"$tmp/bf16.json" 2>"$tmp/err" \

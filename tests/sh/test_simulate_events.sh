@@ -4,13 +4,8 @@
 # gap, the block events balance (every allocated or hit block is freed by
 # the end), the request events agree with the summary, and a bad path is
 # bad input (exit 2).
-set -u
-K=${KVLAB:?KVLAB not set}
-M=meta-llama/Llama-3.1-8B-Instruct
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-command -v python3 >/dev/null || { echo "skip: no python3"; exit 77; }
+. "$(dirname "$0")/cli_lib.sh"
+cli_need_python
 
 GEN='gen:requests=60,rate=20,prompt=512,output=64,shared=0.3,prefix=1024,prefixes=2,seed=1'
 "$K" simulate $M --num-gpu-blocks-override 300 --trace "$GEN" --json --events "$tmp/ev.jsonl" >"$tmp/sum.json" \
