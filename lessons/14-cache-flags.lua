@@ -67,6 +67,13 @@ local ROUNDS = {
     ask_hint = "Eager mode runs the model without capturing CUDA graphs.",
     explain = function(a, b)
       local compile = math.abs(a.rest - b.rest) >= 0.005
+      if not a.cg_counted then
+        -- the release captures the graphs after it sizes the pool
+        return string.format("This release captures CUDA graphs after it has sized the pool, outside the " ..
+          "budget (the figure in parentheses): eager mode frees those %.2f GiB above the budget, not in the " ..
+          "pool, which stays %.2f GiB. Decode steps get slower.%s", a.cudagraph, b.kv,
+          others_moved(a, b, { cudagraph = true }))
+      end
       return string.format("Without CUDA graphs vLLM holds nothing back for them (%.2f GiB became " ..
         "%.2f GiB): more pool, slower decode steps.%s%s", a.cudagraph, b.cudagraph,
         compile and " Eager mode also skips torch.compile in this release, so what a cold compile " ..
@@ -157,11 +164,22 @@ local function snapshot(lab)
   }
 end
 
+-- What the CUDA graphs take off the budget in plan snapshot s: 0 where the
+-- release captures them after the pool is sized (the table's parentheses).
+local function cg_off(s)
+  return s.cg_counted and s.cudagraph or 0
+end
+
 -- Why choice `key` is not the answer for the move from a to b (whose answer
 -- is `right`), read from the two plans: the line it names, before and after.
 local NAMES = { budget = "The budget", weights = "The weights", activation = "The activation peak",
                 cudagraph = "The CUDA graphs" }
 local function why_not(key, right, a, b)
+  if key == "cudagraph" and cg_off(a) == cg_off(b) then
+    -- in parentheses: captured after the pool is sized, outside the budget
+    return string.format("The CUDA graphs line reads (%.2f) before and (%.2f) after: in parentheses, outside the " ..
+      "budget, so it is not a term of the subtraction.", a.cudagraph, b.cudagraph)
+  end
   if NAMES[key] then
     local moved = math.abs(b[key] - a[key]) > 0.005
     return string.format("%s line reads %.2f GiB before and %.2f GiB after%s.", NAMES[key], a[key], b[key],
@@ -180,6 +198,12 @@ local function why_not(key, right, a, b)
   if right == "starts" then
     return "Something did change: the starts line. The pool is the same, but the server no longer starts."
   end
+  if right == "per_token" then
+    -- the GiB can stay put while the tokens move: say which one moved
+    return string.format("The pool holds %.2f GiB before and %.2f GiB after, but %s tokens where it held %s: " ..
+      "the same memory holds more or fewer tokens, so something did change.", a.kv, b.kv, fmt.int(b.tokens),
+      fmt.int(a.tokens))
+  end
   return string.format("The pool went from %.2f to %.2f GiB (%s tokens to %s): more than 1%%.", a.kv, b.kv,
     fmt.int(a.tokens), fmt.int(b.tokens))
 end
@@ -189,7 +213,8 @@ local function judge(a, b)
   if a.per_token ~= b.per_token then return "per_token" end
   local best, size = nil, 0
   for _, t in ipairs(TERMS) do
-    local d = math.abs(b[t] - a[t])
+    -- graphs in parentheses are captured after the pool is sized: no term
+    local d = t == "cudagraph" and math.abs(cg_off(b) - cg_off(a)) or math.abs(b[t] - a[t])
     if d > size then best, size = t, d end
   end
   if best and size > 0.01 * math.max(a.kv, 0.01) then return best end
@@ -227,7 +252,9 @@ local function describe(a, b, value)
   row("weights", a.weights, b.weights, gib)
   row("activation", a.activation, b.activation, gib)
   row("CUDA graphs", a, b, function(s)
-    return s.cg_counted and gib(s.cudagraph) or string.format("(%.2f)", s.cudagraph)
+    -- none (eager) beside graphs outside the budget reads as outside too
+    local out = not s.cg_counted or (s.cudagraph == 0 and not (a.cg_counted and b.cg_counted))
+    return out and string.format("(%.2f)", s.cudagraph) or gib(s.cudagraph)
   end)
   -- everything else the release takes off the budget (the CUDA context,
   -- NCCL, non-torch memory: which, by release), so the column adds up
@@ -342,10 +369,33 @@ return {
     local seqs_moves = seqs_plan and math.abs(seqs_plan.kv_cache_gib - base.kv) >= 0.005
     -- what it moved, from the two plans (lib.course: the counted terms that grew)
     local seqs_why = seqs_moves and course.seqs_cost(seqs_plan, lab.plan())
+    -- which of the two speed levers moved the pool in this release, from the engine
+    local trade, still = {}, {}
+    for _, lever in ipairs({ { "max-num-batched-tokens", ROUNDS[3].pick(base, lab), "activation" },
+                             { "enforce-eager", "true", "graph" } }) do
+      local q = lab.what_if{ [lever[1]] = lever[2] }
+      if q and math.abs(q.kv_cache_gib - base.kv) >= 0.01 * base.kv then
+        trade[#trade + 1] = lever
+      elseif q then
+        still[#still + 1] = math.abs(q.kv_cache_gib - base.kv) < 0.005
+          and string.format("%s (%.2f GiB either way%s)", lever[1], base.kv,
+            (lever[3] == "graph" and not base.cg_counted) and ": its graphs are captured outside the budget" or "")
+          or string.format("%s (%.2f -> %.2f GiB)", lever[1], base.kv, q.kv_cache_gib)
+      end
+    end
+    local speed = ""
+    if #trade > 0 then
+      speed = string.format("%s trade%s the %s reserve%s for speed. ", trade[1][1] ..
+        (trade[2] and (" and " .. trade[2][1]) or ""), trade[2] and "" or "s",
+        trade[1][3] .. (trade[2] and (" and " .. trade[2][3]) or ""), trade[2] and "s" or "")
+    end
+    if #still > 0 then
+      speed = speed .. string.format("In %s %s barely move%s the pool. ", course.release_name(lab),
+        table.concat(still, " and "), #still > 1 and "" or "s")
+    end
     lab.say("Two levers are big: the share of the card you give vLLM, and the size of "
       .. "the weights, because every GiB they free lands in the pool. The cache dtype "
-      .. "changes how many tokens each GiB holds. max-num-batched-tokens and "
-      .. "enforce-eager trade the activation and graph reserves for speed. max-model-len "
+      .. "changes how many tokens each GiB holds. " .. speed:gsub("%%", "%%%%") .. "max-model-len "
       .. "sets no memory aside at all; it only decides whether vLLM agrees to start. "
       .. "%s what happens inside it, which is the next chapter.",
       seqs_moves and string.format("Prefix caching leaves the start-up pool alone. max-num-seqs moved it here " ..

@@ -218,9 +218,9 @@ return {
     local seqs = tonumber(p.max_num_seqs) or 0
     local more = seqs > 0 and lab.what_if{ ["max-num-seqs"] = 2 * seqs } or nil
     local why = more and course.seqs_cost(p, more)
-    lab.say("6. Tune max-num-seqs last, and for latency. It does not make the pool bigger "
+    lab.say("6. Tune max-num-seqs last, and for latency. Raising it never makes the pool bigger "
       .. "(lessons 14 and 16)%s.", (more and more.starts and more.kv_cache_tokens < p.kv_cache_tokens)
-        and string.format("; in %s a higher one makes it smaller (max-num-seqs %d: %s tokens instead of %s)%s",
+        and string.format("; in %s it makes it smaller (max-num-seqs %d: %s tokens instead of %s)%s",
           course.release_name(lab), 2 * seqs, fmt.int(more.kv_cache_tokens), fmt.int(p.kv_cache_tokens),
           why and (": " .. why) or "") or "")
     -- the flags that differ from vLLM's defaults ("none" and "auto" are

@@ -373,11 +373,8 @@ return {
       tostring(o.util), fmt.pct(1 - o.util))
     lab.pause()
 
-    -- 4. Works at tp=1, fails at tp=2
-    challenge_page(lab, 4, "fails at tp=2")
+    -- 4. Works at tp=1, fails at tp=2 (where the release lets it)
     restart(lab)
-    lab.highlight("flags", "tensor-parallel-size")
-    lab.highlight("memory", "nccl")
     -- The utilization at which this release starts the server on one GPU but
     -- not on two, from the engine (none: the release's budget holds at tp 2).
     local break_u, two
@@ -386,6 +383,10 @@ return {
       local q = lab.what_if{ ["gpu-memory-utilization"] = u / 100, ["tensor-parallel-size"] = 2 }
       if one and one.starts and q and not q.starts then break_u, two = string.format("%.2f", u / 100), q break end
     end
+    -- the title says what this release does at tp 2
+    challenge_page(lab, 4, break_u and "fails at tp=2" or "NCCL buffers at tp=2")
+    lab.highlight("flags", "tensor-parallel-size")
+    lab.highlight("memory", "nccl")
     local at2 = lab.what_if{ ["tensor-parallel-size"] = 2 }
     if break_u then
       lab.say("With tensor-parallel-size 2 every GPU holds half the weights, but it also gets NCCL " ..

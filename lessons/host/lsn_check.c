@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lsn_figures.h"
 #include "lsn_lever.h"
 #include "lsn_runner_int.h"
 #include "lsn_server.h"
@@ -217,6 +218,12 @@ static void check_question(lsn_runner *r)
         if (wrong[i].must == T_NEAR && v.kind != LSN_V_NEAR_MISS) {
             check_fail(r, "question %d (\"%s\"): the near-miss '%s' is not recognised as that mistake: %s", nq,
                        prompt, wrong[i].text, v.message);
+            return;
+        }
+        /* the reply is read beside the page: its figures follow the page's rules */
+        char fmsg[256];
+        if (lsn_figures_check(v.message, fmsg, sizeof fmsg) < 0) {
+            check_fail(r, "question %d (\"%s\"): the reply to '%s': %s", nq, prompt, wrong[i].text, fmsg);
             return;
         }
         lsn_run_logf(r, "    refused '%s' (%s): %s\n", wrong[i].text, v.kind == LSN_V_NEAR_MISS ? "near miss" : "wrong",

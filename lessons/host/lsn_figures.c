@@ -89,8 +89,41 @@ static int collect(const char *page, figure *f, int max)
     return n;
 }
 
+/* The figure (digits, commas, one decimal point) at p: its length, 0 if none. */
+static size_t figure_len(const char *p)
+{
+    size_t n = 0;
+    while (isdigit((unsigned char)p[n]) || ((p[n] == ',' || p[n] == '.') && n > 0 && isdigit((unsigned char)p[n + 1])))
+        n++;
+    return n;
+}
+
+/* "went from 2.53 to 2.53 GiB": a move from a figure to itself claims a
+ * change the figures deny. Returns 0, or -1 with msg. */
+static int check_moves(const char *page, char *msg, size_t msglen)
+{
+    for (const char *p = strstr(page, "from "); p; p = strstr(p + 1, "from ")) {
+        if (p > page && isalnum((unsigned char)p[-1]))
+            continue;
+        const char *a = p + 5;
+        size_t na = figure_len(a);
+        if (!na || strncmp(a + na, " to ", 4))
+            continue;
+        const char *b = a + na + 4;
+        size_t nb = figure_len(b);
+        if (na == nb && !strncmp(a, b, na) && !isalnum((unsigned char)b[nb])) {
+            snprintf(msg, msglen, "the page says a figure went from %.*s to %.*s: a move to the same figure is "
+                                  "no move (name what did change)", (int)na, a, (int)nb, b);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int lsn_figures_check(const char *page, char *msg, size_t msglen)
 {
+    if (page && check_moves(page, msg, msglen) < 0)
+        return -1;
     figure *f = malloc(MAX_FIGURES * sizeof *f);
     if (!f)
         return 0;

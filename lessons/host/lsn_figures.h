@@ -6,7 +6,10 @@
  * one figure shown twice, or a need and a pool that read as equal), or whole
  * numbers of 1,000 or more within 0.2% of each other (25,184 and 25,173
  * tokens: one quantity computed two ways). What the learner typed ("Your
- * answer: ...", "You predicted ...") is not the page's. Plain C. */
+ * answer: ...", "You predicted ...") is not the page's. A move from a
+ * figure to itself ("went from 2.53 to 2.53 GiB") fails too: it claims a
+ * change its own figures deny. kvlab check applies it to every page and to
+ * every reply a refused answer gets. Plain C. */
 #ifndef LSN_FIGURES_H
 #define LSN_FIGURES_H
 
