@@ -351,7 +351,10 @@ static int phase_inputs(const plan_ctx *c, kv_plan *p)
     p->tensor_parallel_size = c->tp;
     p->num_ranks = c->tp;
     p->enforce_eager = a->enforce_eager;
-    p->enable_prefix_caching = a->enable_prefix_caching;
+    /* unset: V1 turns prefix caching on, V0 leaves it off
+     * (engine/arg_utils.py _set_default_args_v1; CacheConfig's None in V0) */
+    p->enable_prefix_caching = kv_args_is_set(a, "enable-prefix-caching") || c->textbook ? a->enable_prefix_caching
+                                                                                          : p->engine_v1;
     p->model_runner_v2 =
         !c->textbook && kv_release_uses_v2_runner(c->r, m->architecture, m->num_experts > 0, m->quant != KV_QUANT_NONE ||
                                                                                                   a->quantization != KV_ARGS_QUANT_NONE);

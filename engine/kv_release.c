@@ -714,27 +714,33 @@ static const kv_release TEXTBOOK = {"textbook", "textbook",
 #define TPOT "vllm:time_per_output_token_seconds"
 #define ITL "vllm:inter_token_latency_seconds"
 #define QUEUE "vllm:request_queue_time_seconds"
+/* The KV usage gauge: vllm:gpu_cache_usage_perc in V0 and in V1 up to
+ * 0.9.1; V1 renames it vllm:kv_cache_usage_perc in 0.9.2 (v1/metrics/loggers.py). */
+#define USAGE_GPU "vllm:gpu_cache_usage_perc"
+#define USAGE_KV "vllm:kv_cache_usage_perc"
 
 /* kvlab runs one engine: vLLM's "Engine 000: " (engine_index 0). Swapped is
  * 0 (V0 preempts by recompute for one sequence per request); 0.20's
  * "Deferred: N reqs" (skipped waiting requests) needs what kvlab does not
  * model and is never printed. */
 static const kv_release_metrics METRICS[] = {
-    {"0.6.4", "0.6.4.post1", 0, TTFT, TPOT, QUEUE, 5.0, 0, 0, 0, STATS_V0,
+    {"0.6.4", "0.6.4.post1", 0, TTFT, TPOT, QUEUE, USAGE_GPU, 5.0, 0, 0, 0, STATS_V0,
      "Prefix cache hit rate: GPU: {hit_rate:.2f}%, CPU: 0.00%", "vllm/engine/metrics.py LoggingStatLogger.log"},
-    {"0.6.5", "0.10.1.99", 0, TTFT, TPOT, QUEUE, 5.0, 1, 0, 0, STATS_V0,
+    {"0.6.5", "0.10.1.99", 0, TTFT, TPOT, QUEUE, USAGE_GPU, 5.0, 1, 0, 0, STATS_V0,
      "Prefix cache hit rate: GPU: {hit_rate:.2f}%, CPU: 0.00%", "vllm/engine/metrics.py: quiet when idle"},
-    {"0.8.0", "0.8.2", 1, TTFT, TPOT, QUEUE, 10.0, 0, 0, 0, STATS_V1_BODY, NULL,
+    {"0.8.0", "0.8.2", 1, TTFT, TPOT, QUEUE, USAGE_GPU, 10.0, 0, 0, 0, STATS_V1_BODY, NULL,
      "vllm/v1/metrics/loggers.py LoggingStatLogger.log; entrypoints/openai/api_server.py logs every 10 s"},
-    {"0.8.3", "0.8.4", 1, TTFT, TPOT, QUEUE, 10.0, 0, 0, 0, "Engine 000: " STATS_V1_BODY, NULL,
+    {"0.8.3", "0.8.4", 1, TTFT, TPOT, QUEUE, USAGE_GPU, 10.0, 0, 0, 0, "Engine 000: " STATS_V1_BODY, NULL,
      "v1/metrics/loggers.py: \"Engine %03d: \""},
-    {"0.8.5", "0.10.1.99", 1, TTFT, TPOT, QUEUE, 10.0, 1, 0, 0, "Engine 000: " STATS_V1_BODY, NULL,
+    {"0.8.5", "0.9.1.99", 1, TTFT, TPOT, QUEUE, USAGE_GPU, 10.0, 1, 0, 0, "Engine 000: " STATS_V1_BODY, NULL,
      "v1/metrics/loggers.py: quiet when idle"},
-    {"0.10.2", "0.11.0", 1, TTFT, ITL, QUEUE, 10.0, 1, 0, 0, "Engine 000: " STATS_V1_BODY, NULL,
+    {"0.9.2", "0.10.1.99", 1, TTFT, TPOT, QUEUE, USAGE_KV, 10.0, 1, 0, 0, "Engine 000: " STATS_V1_BODY, NULL,
+     "v1/metrics/loggers.py: vllm:kv_cache_usage_perc (gpu_cache_usage_perc deprecated)"},
+    {"0.10.2", "0.11.0", 1, TTFT, ITL, QUEUE, USAGE_KV, 10.0, 1, 0, 0, "Engine 000: " STATS_V1_BODY, NULL,
      "v1/metrics/loggers.py: vllm:inter_token_latency_seconds (time_per_output_token deprecated)"},
-    {"0.11.1", "0.15.99", 1, TTFT, ITL, QUEUE, 10.0, 1, 0, 1, "Engine 000: " STATS_V1_BODY, NULL,
+    {"0.11.1", "0.15.99", 1, TTFT, ITL, QUEUE, USAGE_KV, 10.0, 1, 0, 1, "Engine 000: " STATS_V1_BODY, NULL,
      "v1/metrics/loggers.py: \"Preemptions: %d\""},
-    {"0.16.0", "0.33.99", 1, TTFT, ITL, QUEUE, 10.0, 1, 1, 1, "Engine 000: " STATS_V1_BODY, NULL,
+    {"0.16.0", "0.33.99", 1, TTFT, ITL, QUEUE, USAGE_KV, 10.0, 1, 1, 1, "Engine 000: " STATS_V1_BODY, NULL,
      "v1/metrics/loggers.py: prompt throughput from prompt_token_stats.computed"},
 };
 #define NUM_METRICS ((int)(sizeof METRICS / sizeof METRICS[0]))

@@ -383,6 +383,8 @@ typedef struct kv_release_metrics {
     const char *ttft, *itl, *queue; /* the Prometheus histograms: time to first token, inter-token
                                       latency (vllm:time_per_output_token_seconds before 0.10.2),
                                       time in the waiting queue */
+    const char *usage;             /* the KV usage gauge: vllm:gpu_cache_usage_perc (V0, V1 to 0.9.1),
+                                      vllm:kv_cache_usage_perc (V1 0.9.2 on) */
     double interval_s;             /* seconds between stats lines: V0's _LOCAL_LOGGING_INTERVAL_SEC (5),
                                       V1's api_server loop (10; VLLM_LOG_STATS_INTERVAL from 0.11) */
     int quiet_when_idle;           /* the line goes to debug while this and the last interval had

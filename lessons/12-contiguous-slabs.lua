@@ -100,7 +100,8 @@ return {
     lab.on_flag(function(name)
       local q = lab.plan()
       if name == "max-model-len" and q and q.starts and q.max_model_len < 32768 then
-        lab.say("Not yet 32K: max-model-len is %s.%s", fmt.int(q.max_model_len),
+        -- a statement about the value typed, still true once the goal is met
+        lab.say("max-model-len %s falls short of 32K (32,768).%s", fmt.int(q.max_model_len),
           q.max_model_len % 1000 == 0 and " vLLM reads a lowercase k as 1,000 (32k = 32,000) " ..
             "and a capital K as 1,024 (32K = 32,768)." or "")
       end

@@ -47,10 +47,12 @@ return {
     lab.speed(60)
     lab.page("Two metrics, read together")
     lab.show("metrics"); lab.show("pool")
+    -- the usage gauge by the release's name (vllm:gpu_cache_usage_perc before 0.9.2)
+    local usage = lab.release.kv_usage_metric
     lab.say("vLLM exports its state as Prometheus metrics. Two of them, read side by side, "
-      .. "tell most slow servers apart: vllm:kv_cache_usage_perc (the share of the pool's "
+      .. "tell most slow servers apart: %s (the share of the pool's "
       .. "blocks held by requests; vLLM exports it from 0 to 1, kvlab shows it as a percent) and vllm:num_requests_waiting (requests queued, "
-      .. "not yet running). vllm:num_requests_running and vllm:num_preemptions_total help.")
+      .. "not yet running). vllm:num_requests_running and vllm:num_preemptions_total help.", usage)
     lab.say("Users of two servers complain that answers start late. Both have a queue. "
       .. "Watch each one and say where the problem is.")
     lab.pause()
@@ -64,7 +66,7 @@ return {
       lab.highlight("metrics", "kv_cache_usage_perc"); lab.highlight("metrics", "num_requests_waiting")
       lab.say("%s. After %d engine steps:", s.name, m.step)
       lab.say(fmt.table{
-        { "kv_cache_usage_perc", fmt.pct(m.kv_cache_usage_perc) },
+        { (usage:gsub("^vllm:", "")), fmt.pct(m.kv_cache_usage_perc) },
         { "num_requests_running", tostring(m.num_requests_running) },
         { "num_requests_waiting", tostring(m.num_requests_waiting) },
         { "num_preemptions_total", tostring(m.num_preemptions) },

@@ -173,7 +173,7 @@ return {
     lab.say("So far KV lived and died in one GPU's memory. Two techniques treat it as data "
       .. "that travels. Offloading copies blocks out to host memory over PCIe and brings them "
       .. "back when a conversation returns. Disaggregated serving prefills a prompt on one GPU "
-      .. "and ships its KV to another GPU that decodes, over NVLink within a node.")
+      .. "and ships its KV to another GPU that decodes, over NVLink within a node or the network between nodes.")
     lab.say("Either way the alternative is to recompute the prompt. Which is cheaper depends "
       .. "on the link's bandwidth, the GPU's arithmetic, and how busy the GPU already is.")
     lab.say("This H100 is serving %d conversations, all decoding. One decode step takes %.1f ms "
@@ -301,8 +301,9 @@ return {
       POOL, fmt.int(POOL * lab.plan().block_size), fmt.int(DOC), FILLERS)
     if not has_tier then
       -- a release before the flag: vLLM would refuse it, so this page only says so
-      lab.say("This course follows vLLM %s, which has no --kv-offloading-size: vLLM's own CPU tier "
-        .. "(the OffloadingConnector behind that flag) came in 0.11.1. Pick a newer release "
+      lab.say("This course follows vLLM %s, which has no --kv-offloading-size: the flag that turns on "
+        .. "vLLM's own CPU tier came in 0.11.1 (0.11.0 ships its OffloadingConnector, reachable only "
+        .. "through --kv-transfer-config). Pick a newer release "
         .. "(kvlab --vllm-version 0.33) to watch blocks leave HBM and come back.",
         lab.plan().vllm_version or "?")
       lab.pause()

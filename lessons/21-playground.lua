@@ -131,17 +131,23 @@ local changed = {}   -- flags changed while a challenge's goal was pending
 local challenge = 0  -- the challenge whose goal is pending (0: none)
 local start_flags = {} -- each lever's value when that goal began
 
+-- The lever's place: on the plan's own fixes (the list the page shows), or
+-- else in LEVERS (of those with a cost); the second value says which list.
 local function lever_rank(plan, name)
   if plan and plan.fixes then
     for i, f in ipairs(plan.fixes) do
       local at = f.flags:find("--" .. name, 1, true)
       local after = at and f.flags:sub(at + #name + 2, at + #name + 2)
-      if at and (after == "" or after == " " or after == "=") then return i end
+      if at and (after == "" or after == " " or after == "=") then return i, "fixes" end
     end
   end
-  for i, l in ipairs(LEVERS) do if l[1] == name then return i end end
+  for i, l in ipairs(LEVERS) do if l[1] == name then return i, "levers" end end
   return 0
 end
+
+-- How many LEVERS have a cost (the rest never score).
+local NUM_LEVERS = 0
+for _, l in ipairs(LEVERS) do if l[2] then NUM_LEVERS = NUM_LEVERS + 1 end end
 
 -- Before a challenge: the best kept from earlier tries, as a hint.
 local function golf_hints(lab, n, hints, par)
@@ -160,15 +166,23 @@ end
 -- After it: the score (flag changes, the lever's place and cost), kept in
 -- the progress file when it beats the best, and said.
 local function golf_score(lab, n, changes, par)
-  local names, costs, rank = {}, {}, 0
+  local names, costs, rank, from = {}, {}, 0, nil
   local plan = lab.plan()
   for _, l in ipairs(LEVERS) do
     if changed[l[1]] and lab.flag(l[1]) ~= start_flags[l[1]] then
       names[#names + 1] = l[1]
       costs[#costs + 1] = l[2] or "not a fix"
-      local r = lever_rank(plan, l[1])
-      if r > 0 and (rank == 0 or r < rank) then rank = r end
+      local r, list = lever_rank(plan, l[1])
+      if r > 0 and (rank == 0 or r < rank) then rank, from = r, list end
     end
+  end
+  -- name the list the place is on: the fixes kvlab lists for this server
+  -- (shown below), or kvlab's levers, cheapest first
+  local place = ""
+  if rank > 0 and from == "fixes" then
+    place = string.format(", #%d on kvlab's cheapest-first list of fixes for this server", rank)
+  elseif rank > 0 then
+    place = string.format(", lever #%d of %d in kvlab's cheapest-first order", rank, NUM_LEVERS)
   end
   for name in pairs(changed) do
     local known = false
@@ -180,7 +194,7 @@ local function golf_score(lab, n, changes, par)
   local s = lab.score{ challenge = string.format("challenge %d", n), changes = changes, rank = rank,
                        lever = lever, cost = cost }
   lab.say("Solved in %d change%s with %s%s (%s). The best is %d%s.", changes, changes == 1 and "" or "s", lever,
-    rank > 0 and string.format(", #%d on the cheapest-first list", rank) or "", cost, par, s.new_best and s.before and string.format("; your new best (it was %d)", s.before.changes)
+    place, cost, par, s.new_best and s.before and string.format("; your new best (it was %d)", s.before.changes)
       or (not s.new_best and s.best) and string.format("; your best stays %d (%s)", s.best.changes, s.best.lever)
       or "")
 end
@@ -233,7 +247,7 @@ return {
       "running while you read. The server you see: %s on %s, %s tokens of KV cache, %s requests " ..
       "per second.", lab.model().id, lab.gpu().name, fmt.int(lab.plan().kv_cache_tokens), lab.flag("request-rate"))
     lab.say("When you are ready, press next for five challenges. Each one starts again from this " ..
-      "server and asks you to break it in one particular way. To change a flag: f opens the flags " ..
+      "server, and most ask you to break it in one particular way. To change a flag: f opens the flags " ..
       "view, the arrows pick a flag, Enter edits it, type the value and Enter again, Esc goes back. " ..
       "h gives a hint, then the next one.")
     lab.pause()
@@ -384,7 +398,7 @@ return {
       if one and one.starts and q and not q.starts then break_u, two = string.format("%.2f", u / 100), q break end
     end
     -- the title says what this release does at tp 2
-    challenge_page(lab, 4, break_u and "fails at tp=2" or "NCCL buffers at tp=2")
+    challenge_page(lab, 4, break_u and "fails at tp=2" or "NCCL at tp=2")
     lab.highlight("flags", "tensor-parallel-size")
     lab.highlight("memory", "nccl")
     local at2 = lab.what_if{ ["tensor-parallel-size"] = 2 }
@@ -503,14 +517,15 @@ return {
     local out_mean = tonumber(lab.flag("traffic-output")) or 300
     local rates = { 1, 2, 3, 4, 6, 8, 12, 16 }
     lab.plot{ title = "Output against offered load", xlabel = "offered req/s",
-              ylabel = "output tokens/s", series = { "served", "offered" } }
+              ylabel = "output tokens/s", series = { "served", "asked" } }
     lab.show("plot"); lab.focus("plot")
     lab.on_step(nil)   -- no crash model while measuring
     lab.say("kvlab now runs this server, your flags, at %d offered loads from %g to %g requests per " ..
       "second, %d s of serving each, and plots the output tokens per second it served against what " ..
-      "was asked for (rate x %d tokens).", #rates, rates[1], rates[#rates], CLIFF_SECONDS, out_mean)
+      "the requests that arrived asked for (about rate x %d tokens: the arrivals and the answers' " ..
+      "lengths vary).", #rates, rates[1], rates[#rates], CLIFF_SECONDS, out_mean)
     local rows = { { "req/s", "tok/s", "redone", "TTFT" } }
-    local served, redone = {}, {}
+    local served, redone, asked = {}, {}, {}
     lab.speed(100000)
     for i, r in ipairs(rates) do
       lab.restart{ ["request-rate"] = r }
@@ -518,9 +533,14 @@ return {
       lab.run_until(function() return lab.metrics().time_s >= CLIFF_SECONDS end, 200000)
       local mm = lab.metrics()
       served[i] = mm.generation_tokens / mm.time_s
+      -- what this run's arrivals asked for (Poisson arrivals, varied
+      -- lengths: the nominal rate x mean can be below what was served)
+      local want = 0
+      for _, q in ipairs(lab.requests()) do want = want + q.output_tokens end
+      asked[i] = want / mm.time_s
       redone[i] = mm.computed_tokens > 0 and mm.recomputed_tokens / mm.computed_tokens or 0
       lab.plot_add(1, r, served[i])
-      lab.plot_add(2, r, r * out_mean)
+      lab.plot_add(2, r, asked[i])
       rows[#rows + 1] = { r, fmt.int(served[i]),
         fmt.pct(redone[i], 1),
         string.format("%.1f s", mm.ttft_mean_s) }
@@ -534,7 +554,7 @@ return {
       "first token.)")
     local knee = rates[#rates]
     for i = 2, #rates do
-      if served[i] < 0.9 * rates[i] * out_mean then knee = rates[i - 1]; break end
+      if served[i] < 0.9 * asked[i] then knee = rates[i - 1]; break end
     end
     local peak, last = 0, served[#served]
     for _, v in ipairs(served) do peak = math.max(peak, v) end
@@ -557,7 +577,7 @@ return {
     lab.say("Read it plainly. Up to about %g requests per second the server serves nearly all that is asked " ..
       "(%s of %s tokens per second there). Past that the pool holds only so many requests at once, so the " ..
       "served output flattens at about %s tokens per second, %s, and the first token waits longer and " ..
-      "longer as the queue grows without end.", knee, fmt.int(served[knee_i]), fmt.int(knee * out_mean),
+      "longer as the queue grows without end.", knee, fmt.int(served[knee_i]), fmt.int(asked[knee_i]),
       fmt.int(peak), share)
     if last < 0.9 * peak then
       lab.say("Here the served output even falls, to %s: the recomputes crowd out new work.", fmt.int(last))

@@ -902,7 +902,15 @@ static int l_print(lua_State *L)
  * (lab.release, and require("lib.release") for helpers loaded before run). */
 static void push_release(lua_State *L, lsn_vm *vm)
 {
-    lua_createtable(L, 0, 3);
+    lua_createtable(L, 0, 4);
+    /* the KV usage gauge's name on the release's own engine (a card that
+     * falls back to V0 is the plan's kv_usage_metric); the textbook: the newest */
+    int textbook = vm->env.accounting && !strcmp(vm->env.accounting, "textbook");
+    const kv_release *r = textbook ? NULL : kv_release_find(vm->env.vllm_version, NULL, 0);
+    if (!r)
+        r = kv_release_newest();
+    lua_pushstring(L, kv_release_metrics_of(r, r->mem->engine_v1)->usage);
+    lua_setfield(L, -2, "kv_usage_metric");
     lua_pushstring(L, vm->env.vllm_version ? vm->env.vllm_version : "");
     lua_setfield(L, -2, "vllm_version");
     lua_pushstring(L, vm->env.accounting ? vm->env.accounting : "release");
@@ -1471,7 +1479,17 @@ static int f_page(lua_State *L)
         return luaL_error(L, "lab.page: the text of %s is never shown: the page is replaced before the lesson "
                              "waits (lab.pause, a question or a goal first, or make it the question's explain)",
                           vm->said_where);
-    lsn_stage_page(vm->env.stage, luaL_optstring(L, 1, ""));
+    const char *title = luaL_optstring(L, 1, "");
+    /* kvlab check: a title cut with ~ at 80 columns loses its end */
+    if (vm->env.headless) {
+        int chars = 0;
+        for (const unsigned char *t = (const unsigned char *)title; *t; t++)
+            chars += (*t & 0xc0) != 0x80;
+        if (chars > LSN_PAGE_TITLE_MAX)
+            return luaL_error(L, "lab.page: the title \"%s\" is %d characters; %d fit the page's border at 80 "
+                                 "columns", title, chars, LSN_PAGE_TITLE_MAX);
+    }
+    lsn_stage_page(vm->env.stage, title);
     *vm->env.changes |= LSN_CH_TEXT;
     return 0;
 }
@@ -1640,6 +1658,8 @@ static int push_plan(lua_State *L, const kv_plan *p)
     /* what lessons read as plain values where --json has null (lessons/API.md) */
     setstr(L, "error", p->error);
     setstr(L, "vllm_version", p->vllm_version);
+    /* the release's name for the KV usage gauge (kv_release_metrics) */
+    setstr(L, "kv_usage_metric", kv_release_metrics_of(p->release, p->engine_v1)->usage);
     setint(L, "estimated_max_model_len", p->estimated_max_model_len);
     setstr(L, "gpu_id", p->gpu_id); /* the older name of `gpu` */
     setint(L, "num_kv_groups", p->num_kv_groups); /* 2 for a hybrid full/sliding model */

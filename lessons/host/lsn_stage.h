@@ -13,6 +13,10 @@
 #include "lsn_scene.h"
 
 #define LSN_PAGE_MAX_BYTES  (1u << 20)  /* narration on one page */
+/* A page title's characters that the text pane's border shows whole at 80
+ * columns beside the side panes (40 columns wide, less ui_box's 6);
+ * tests/unit/test_ui_layout.c holds the layout to it. */
+#define LSN_PAGE_TITLE_MAX  34
 #define LSN_MAX_HIGHLIGHTS  256         /* per view */
 #define LSN_MAX_IDS         1024        /* ids per highlight */
 #define LSN_MAX_OPTIONS     32          /* per view */

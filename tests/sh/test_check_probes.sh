@@ -11,7 +11,8 @@
 # Probe 11 quotes vLLM's error in another release's words; probe 12 quotes
 # the server's own lines, a cut quote and a named release's wording. Probe
 # 13 shows one quantity at two precisions on one page; probe 14's near-miss
-# reply says a figure went from a value to itself.
+# reply says a figure went from a value to itself; probe 15's page title is
+# cut at 80 columns.
 set -uo pipefail
 [ "${KVLAB_LESSONS:-1}" = "0" ] && exit 77
 P="$KVLAB_SOURCE_DIR/tests/lessons/probes"
@@ -41,4 +42,5 @@ expect 11 1 "ERROR .*11-quote-other-release.lua:8: lab.say: the page quotes \"To
 expect 12 0 "^PASS lesson 12 "
 expect 13 1 "ERROR .*13-two-figures.lua:10: lab.say: the page shows [0-9.]+ GiB and [0-9.]+ GiB: the same figure at two precisions"
 expect 14 1 "FAIL question 1 .*the reply to .*went from ([0-9.]+) to \\1: a move to the same figure is no move"
+expect 15 1 "ERROR .*15-long-title.lua:7: lab.page: the title .* is 35 characters; 34 fit"
 exit $fail

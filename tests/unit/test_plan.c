@@ -1203,6 +1203,16 @@ static void test_release_rules_2(void **state)
     assert_int_equal(p.engine_v1, 1);
     release_plan(&p, "meta-llama/Llama-3.2-3B-Instruct", "t4", "0.10.2", t4);
     assert_int_equal(p.engine_v1, 1);
+    /* Prefix caching left unset: on in V1, off in V0 (a V0 release, and a V1
+     * release's fallback on a T4); given, it is what was given. */
+    assert_int_equal(p.enable_prefix_caching, 1);
+    release_plan(&p, "meta-llama/Llama-3.2-3B-Instruct", "t4", "0.8.2", t4);
+    assert_int_equal(p.enable_prefix_caching, 0);
+    release_plan(&p, "meta-llama/Llama-3.2-3B-Instruct", "a10g", "0.6.4", t4);
+    assert_int_equal(p.enable_prefix_caching, 0);
+    const char *const t4_on[] = {"max-model-len", "2048", "enable-prefix-caching", "true", NULL};
+    release_plan(&p, "meta-llama/Llama-3.2-3B-Instruct", "a10g", "0.6.4", t4_on);
+    assert_int_equal(p.enable_prefix_caching, 1);
 
     int pw = 0, full = 0;
     kv_model *m = load_model("Qwen/Qwen2.5-7B-Instruct");

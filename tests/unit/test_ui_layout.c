@@ -9,6 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "lsn_stage.h"
 #include "ui_layout.h"
 
 static unsigned side_all(void)
@@ -139,6 +140,14 @@ static void test_minimum_fits_lesson_one(void **state)
     assert_int_equal(l.r[UI_PANE_MEMORY].h, 7);
     assert_int_equal(l.r[UI_PANE_LOG].h, 22 - 7);
     assert_true(l.r[UI_PANE_TEXT].w >= 34);
+    /* kvlab check holds page titles to LSN_PAGE_TITLE_MAX characters: the
+     * border (ui_box: the width less 6) shows that many whole, whatever side
+     * panes share the row. */
+    ui_layout_req busy = { .shown = UI_PANE_BIT(UI_PANE_MEMORY) | UI_PANE_BIT(UI_PANE_POOL) |
+                                    UI_PANE_BIT(UI_PANE_FLAGS) | UI_PANE_BIT(UI_PANE_METRICS),
+                           .focus = -1 };
+    ui_layout_compute(24, 80, &busy, &l);
+    assert_true(l.r[UI_PANE_TEXT].w - 6 >= LSN_PAGE_TITLE_MAX);
     /* No side pane: the text takes the whole body. */
     ui_layout_req none = { .shown = 0, .focus = -1 };
     ui_layout_compute(24, 80, &none, &l);

@@ -33,12 +33,13 @@ static const struct { const char *name; m_kind kind; } rows_def[M_COUNT] = {
 };
 
 /* Row k's name under the frame's release (the ITL histogram was
- * vllm:time_per_output_token_seconds before 0.10.2). */
+ * vllm:time_per_output_token_seconds before 0.10.2, the usage gauge
+ * vllm:gpu_cache_usage_perc before 0.9.2 and in V0). */
 static const char *row_name(const kv_frame *f, int k)
 {
-    if (rows_def[k].kind != K_HIST || !f->has_plan) return rows_def[k].name;
+    if ((rows_def[k].kind != K_HIST && k != M_USAGE) || !f->has_plan) return rows_def[k].name;
     const kv_release_metrics *rm = kv_release_metrics_of(f->plan.release, f->plan.engine_v1);
-    return k == M_TTFT ? rm->ttft : k == M_ITL ? rm->itl : rm->queue;
+    return k == M_USAGE ? rm->usage : k == M_TTFT ? rm->ttft : k == M_ITL ? rm->itl : rm->queue;
 }
 
 /* Seconds as a latency reads: 850us, 42ms, 1.35s. */
