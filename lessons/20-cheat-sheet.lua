@@ -211,9 +211,13 @@ return {
 
     lab.page("5 and 6. Leave the rest alone")
     p = lab.plan()
-    lab.say("5. Keep gpu-memory-utilization at or a little under vLLM's default. Yours is %s. "
+    -- the release's default, from the engine (the flag left unset)
+    local dflt = lab.what_if{ ["gpu-memory-utilization"] = "" }
+    lab.say("5. Keep gpu-memory-utilization at or a little under vLLM's default%s. Yours is %s. "
       .. "Needing more is a sign the GPU is too small; it eats the headroom that keeps a "
-      .. "long-running server from failing later.", tostring(p.gpu_memory_utilization))
+      .. "long-running server from failing later.",
+      (dflt and not lab.release.textbook) and string.format(" (%s in %s)", tostring(dflt.gpu_memory_utilization),
+        course.release_name(lab)) or "", tostring(p.gpu_memory_utilization))
     -- what a higher max-num-seqs costs at start-up in this release, from the engine
     local seqs = tonumber(p.max_num_seqs) or 0
     local more = seqs > 0 and lab.what_if{ ["max-num-seqs"] = 2 * seqs } or nil
