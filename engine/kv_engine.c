@@ -275,7 +275,7 @@ static int build_core(kv_engine *e, char *err, size_t errlen)
     kv_kvcm_init(&e->kvcm, e->pool, c->block_size, c->max_model_len, c->mode, caching, c->seed);
     kv_pool_set_free_to_tail(e->pool, !c->sched_rules.free_uncached_first);
     if (c->offload_num_blocks > 0 && caching) {
-        e->kvcm.offload = kv_offload_create(c->offload_num_blocks, c->offload_protect_offer);
+        e->kvcm.offload = kv_offload_create(c->offload_num_blocks, c->offload_protect_offer, (kv_offload_lru)c->offload_lru);
         if (!e->kvcm.offload)
             return kv_errf(err, errlen, KV_ENGINE_ENOMEM, "out of memory for the host KV tier");
     }

@@ -141,6 +141,8 @@ typedef struct kv_engine_config {
                                        of --kv-offloading-size) */
     int offload_protect_offer;      /* the release's eviction never takes a key of the offer itself
                                        (kv_release_memory.offload_protects_offer, 0.18 on) */
+    int offload_lru;                /* how the tier ranks its keys: a kv_offload_lru
+                                       (kv_release_memory.offload_lru; 0 = touched, to 0.30) */
     double offload_link_bytes_per_s;/* host link of one GPU, one direction (PCIe), bytes/s: a
                                        load of n blocks adds n x block bytes per rank / this to
                                        the step; 0 = free */

@@ -132,6 +132,7 @@ int kv_engine_config_from_plan(const kv_plan *p, const kv_model *m, const kv_gpu
      * the card's host link one way (the catalogue adds both directions) */
     c->offload_num_blocks = a ? kv_args_offload_blocks(a, (double)p->page_size_bytes * (double)p->num_layers) : 0;
     c->offload_protect_offer = rel->mem->offload_protects_offer;
+    c->offload_lru = rel->mem->offload_lru;
     if (c->offload_num_blocks > 0) {
         double pcie = gpu && gpu->pcie_gbps > 0 ? gpu->pcie_gbps : 64.0;
         c->offload_link_bytes_per_s = pcie / 2.0 * 1e9;

@@ -83,13 +83,14 @@ static void cache_blocks(kv_kvcm *m, kv_req *r, int32_t num_tokens)
     /* the host tier (offloading_connector.py _get_reqs_to_store): the full
      * blocks not offered yet (from the first, GPU hits included); offered
      * again next step when it could not store them; when it stored some,
-     * every full block of the request is touched */
+     * every full block of the request is touched (up to 0.30) */
     if (m->offload && full > r->offload_next) {
-        int32_t stored = kv_offload_prepare_store(m->offload, r->hashes + r->offload_next, full - r->offload_next);
+        int32_t stored = kv_offload_prepare_store(m->offload, r->id, r->hashes + r->offload_next, r->offload_next,
+                                                  full - r->offload_next);
         if (stored >= 0)
             r->offload_next = full;
         if (stored > 0)
-            kv_offload_touch(m->offload, r->hashes, full);
+            kv_offload_scheduler_touch(m->offload, r->hashes, full);
     }
 }
 

@@ -17,11 +17,26 @@
  * until then a stored block cannot be hit or evicted and a loading one
  * cannot be evicted). 0.18 keeps an offer's own held keys from eviction
  * (protect_offer); 0.19 - 0.30 have the same OrderedDict LRU as
- * vllm/v1/kv_offload/cpu/policies/lru.py behind cpu/manager.py. From 0.31 the
- * LRU ranks keys per request and refreshes them when a request finishes:
- * not modelled, those releases run the 0.30 rules. The differential
- * test tests/vllm/offload/ replays the same operations on a transcription of
- * that manager (and on vLLM's own class when a vLLM venv is there).
+ * vllm/v1/kv_offload/cpu/policies/lru.py behind cpu/manager.py.
+ *
+ * From 0.31 the LRU ranks keys instead (kv_offload_lru, a release-table row:
+ * kv_release_memory.offload_lru): the connector's scheduler no longer
+ * touches (offloading/scheduler.py lost _touch); the manager records which
+ * keys each request accessed (cpu/manager.py _record_request_cache_access:
+ * the keys it loads, and every key it offers to store, held or not) and,
+ * when the request finishes (on_request_finished), gives them new ranks from
+ * the tail to the head, the head most recent of all; a key stored for the
+ * first time gets the newest rank (policies/lru.py insert). 0.33 adds a
+ * provisional rank per request (lru.py _RequestRank): while the request
+ * runs, the keys it stores or accesses rank (request's rank, -position), the
+ * request's rank taken from the same counter when it first accesses a key,
+ * so a running request's tail goes before its head and before any later
+ * request's keys. Eviction takes the lowest rank first. vLLM signals the
+ * finish at the next step's build_connector_meta; here it comes when the
+ * engine frees the finished request. The differential test
+ * tests/vllm/offload/ replays the same calls on a transcription of each
+ * release's manager (and on vLLM's own classes when its source is there).
+ *
  * Counters in tokens: vllm:external_prefix_cache_queries / _hits. The engine
  * calls it; it never prints and never exits. */
 #ifndef KV_OFFLOAD_H
@@ -34,6 +49,13 @@
 
 typedef struct kv_offload kv_offload;
 
+/* How the host tier ranks its keys (kv_release_memory.offload_lru). */
+typedef enum kv_offload_lru {
+    KV_OFFLOAD_LRU_TOUCH = 0,   /* 0.11 - 0.30: an OrderedDict the connector touches */
+    KV_OFFLOAD_LRU_FINISH,      /* 0.31 - 0.32: ranks on store and when a request finishes */
+    KV_OFFLOAD_LRU_PROVISIONAL, /* 0.33 on: and a running request's provisional rank */
+} kv_offload_lru;
+
 /* Number of host blocks that --kv-offloading-size gib gives: floor(gib x
  * 2^30 / (tp x block_bytes_per_rank)) (cpu/spec.py: cpu_bytes_to_use //
  * kv_bytes_per_chunk, the chunk holding every rank's copy). 0 when gib <= 0
@@ -43,30 +65,52 @@ int64_t kv_offload_num_blocks(double gib, int32_t tp, double block_bytes_per_ran
 /* A tier of capacity blocks (>= 1). protect_offer: a prepare_store never
  * evicts a key of its own offer (vLLM 0.18 on: lru_manager.py, then
  * cpu/policies/lru.py evict(protected); kv_release_memory.offload_protects_offer).
- * NULL on allocation failure or a capacity below 1. */
-kv_offload *kv_offload_create(int64_t capacity, int protect_offer);
+ * lru: the release's ranking (kv_offload_lru).
+ * NULL on allocation failure, a capacity below 1 or an unknown lru. */
+kv_offload *kv_offload_create(int64_t capacity, int protect_offer, kv_offload_lru lru);
 void kv_offload_destroy(kv_offload *o);
 
 /* LRUOffloadingManager.prepare_store of keys[0..n) in position order (then
- * complete_store): the keys not held are to store; when they need more room
- * than is free, that many least recently used keys are evicted, whichever
- * they are (a held key of this very offer included: it is not stored
- * again); when fewer are held, nothing changes and -1 is returned ("cannot
- * store", counted in skipped_stores). The keys to store go in at the most
- * recent end in offer order. With protect_offer (0.18 on) the held keys of
- * the offer are never evicted, and -1 comes when the others are too few.
- * Returns the number stored (>= 0) or -1. */
-int32_t kv_offload_prepare_store(kv_offload *o, const kv_hash *keys, int32_t n);
+ * complete_store), offered by request req_id, keys[0] at block position
+ * first (0-based: the block index in the request): the keys not held are to
+ * store; when they need more room than is free, that many lowest-ranked keys
+ * are evicted, whichever they are (a held key of this very offer included:
+ * it is not stored again); when fewer are held, nothing changes and -1 is
+ * returned ("cannot store", counted in skipped_stores). With protect_offer
+ * (0.18 on) the held keys of the offer are never evicted, and -1 comes when
+ * the others are too few. Stored keys rank newest in offer order (0.33: at
+ * the request's provisional rank, by position). From 0.31 every key of the
+ * offer counts as accessed by the request, a refused offer too (recorded
+ * before the allocation, cpu/manager.py prepare_store). Returns the number
+ * stored (>= 0) or -1 (also when out of memory). */
+int32_t kv_offload_prepare_store(kv_offload *o, int64_t req_id, const kv_hash *keys, int32_t first, int32_t n);
 
 /* LRUOffloadingManager.lookup: how many of keys[0..n) are held, counted from
  * keys[0] until the first miss. Changes nothing. */
 int32_t kv_offload_lookup(const kv_offload *o, const kv_hash *keys, int32_t n);
 
-/* LRUOffloadingManager.touch: the held keys of keys[0..n) become the most
- * recently used, keys[0] the most recent of all (walked in reverse). */
+/* The policy's touch: the held keys of keys[0..n) get the newest ranks,
+ * keys[0] the newest of all (walked in reverse; the same in every release). */
 void kv_offload_touch(kv_offload *o, const kv_hash *keys, int32_t n);
 
-/* The held keys from least to most recently used into out[0..max).
+/* The connector scheduler's _touch of keys[0..n) (every full block of a
+ * request, on admission and after a store): kv_offload_touch up to 0.30;
+ * from 0.31 the scheduler touches nothing (offloading/scheduler.py). */
+void kv_offload_scheduler_touch(kv_offload *o, const kv_hash *keys, int32_t n);
+
+/* prepare_load of keys[0..n) (held: a kv_offload_lookup hit) for request
+ * req_id, keys[0] at block position first: from 0.31 they count as accessed
+ * by the request (0.33: they rise to its provisional rank). Loads complete
+ * at once, so nothing is pinned. */
+void kv_offload_prepare_load(kv_offload *o, int64_t req_id, const kv_hash *keys, int32_t first, int32_t n);
+
+/* on_request_finished of request req_id, whose blocks are keys[0..n) by
+ * position: from 0.31 the keys it accessed that are still held get new
+ * ranks from its tail to its head (the head newest); its record is dropped.
+ * Before 0.31 nothing changes. A request with no record is a no-op. */
+void kv_offload_request_finished(kv_offload *o, int64_t req_id, const kv_hash *keys, int32_t n);
+
+/* The held keys from the lowest rank (least recently used) up into out[0..max).
  * Returns how many are held (may exceed max). For tests and views. */
 int32_t kv_offload_keys(const kv_offload *o, kv_hash *out, int32_t max);
 

@@ -2,6 +2,8 @@
  * in the named file of that release's wheel (vllm-X.Y.Z/vllm/...); where a
  * figure is measured rather than read, the comment says which logs. */
 #include "kv_release.h"
+
+#include "kv_offload.h"
 #include "kv_util.h"
 
 #include <ctype.h>
@@ -576,12 +578,21 @@ static const kv_release_memory M_V1_028 = {
 static const kv_release_memory M_V1_029 = {V1_021, COLD_027, .card_classes = CARDS_028, .v2_runner = KV_V2_ALL,
                                            .fusion_needs_compile = 0,
                                            .cudagraph_estimate_v2 = 1, .check_reserves_null_block = 1, FI_CC_024};
+/* 0.31.0: the OffloadingConnector's LRU ranks keys per request
+ * (kv_offload/cpu/policies/lru.py heap of ranks, cpu/manager.py
+ * on_request_finished; the connector's scheduler no longer touches). */
+static const kv_release_memory M_V1_031 = {V1_021, COLD_027, .card_classes = CARDS_028, .v2_runner = KV_V2_ALL,
+                                           .fusion_needs_compile = 0,
+                                           .cudagraph_estimate_v2 = 1, .check_reserves_null_block = 1, FI_CC_024,
+                                           .offload_lru = KV_OFFLOAD_LRU_FINISH};
 /* 0.33.0: V2's profile also samples with the warm-up's parameters
- * (gpu/model_runner.py _dummy_sampler_run "Warmup-param pass"). */
+ * (gpu/model_runner.py _dummy_sampler_run "Warmup-param pass"); the LRU
+ * gives a running request's keys a provisional rank (lru.py _RequestRank). */
 static const kv_release_memory M_V1_033 = {V1_021, COLD_027, .card_classes = CARDS_028, .v2_runner = KV_V2_ALL,
                                            .fusion_needs_compile = 0,
                                            .cudagraph_estimate_v2 = 1, .check_reserves_null_block = 1,
-                                           .v2_profiles_warmup = 1, FI_CC_024};
+                                           .v2_profiles_warmup = 1, FI_CC_024,
+                                           .offload_lru = KV_OFFLOAD_LRU_PROVISIONAL};
 /* The V0 engine that 0.8.0 - 0.10.1.x fall back to on cards below compute
  * capability 8.0 (T4, V100, RTX 20xx): 0.7's V0 accounting
  * (worker/worker.py memory_profiling), with 0.8's "Model loading took". */
@@ -600,6 +611,7 @@ static const kv_release_memory M_TEXTBOOK = {
     .cudagraph_profiled = 1,
     .cudagraph_gib = CG_GIB, .check_reserves_null_block = 1, .supports_auto_fit = 1, .card_classes = CARDS_090,
     .offload_cpu_bytes = 1, .offload_protects_offer = 1, /* the CPU tier as the newest release has it */
+    .offload_lru = KV_OFFLOAD_LRU_PROVISIONAL,
     /* the course counts its pool as num_blocks x block_size (one group per
      * running example), so kv_size_by_concurrency stays 0 */
 };
@@ -674,8 +686,9 @@ static const kv_release ROWS[] = {
     {"0.29.0", "0.30.99", "config/vllm.py: V2 everywhere; gpu/model_runner.py graph estimate; kv_cache_utils.py "
                           "null block held back in the length check",
      &M_V1_029, &T_V1_029, &S_V1_027},
-    {"0.31.0", "0.32.99", "v1/core/sched/scheduler.py: long_prefill_token_threshold needs two requests", &M_V1_029,
-     &T_V1_029, &S_V1_031},
+    {"0.31.0", "0.32.99", "v1/core/sched/scheduler.py: long_prefill_token_threshold needs two requests; "
+                          "kv_offload/cpu/policies/lru.py: keys ranked per request",
+     &M_V1_031, &T_V1_029, &S_V1_031},
     {"0.33.0", "0.33.99", "v1/core/sched/scheduler.py: priority self-preemption goes on; v1/worker/gpu/"
                           "model_runner.py: the profile runs the warm-up's sampling parameters too",
      &M_V1_033, &T_V1_029, &S_V1_033},

@@ -211,6 +211,13 @@ typedef struct kv_release_memory {
      * evicted to make room for it (vllm/v1/kv_offload/lru_manager.py
      * prepare_store "protected", 0.18.0 on; cpu/policies/lru.py from 0.19). */
     int offload_protects_offer;
+    /* How the OffloadingConnector's LRU ranks its keys, a kv_offload_lru
+     * (kv_offload.h): 0 the scheduler touches an OrderedDict (to 0.30.x);
+     * 1 ranks given on store and when a request finishes, the scheduler
+     * touching nothing (cpu/policies/lru.py and cpu/manager.py
+     * on_request_finished, 0.31.0 - 0.32.x); 2 and a running request's
+     * provisional rank (lru.py _RequestRank, 0.33.0 on). */
+    int offload_lru;
     /* What the warm-up after the pool needs beyond the profiled activation:
      * vLLM's own "memory profiling may slightly underestimate" buffer
      * (gpu_worker.py redundancy_buffer_memory, 150 MiB, 0.10.2 on). */

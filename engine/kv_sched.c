@@ -380,7 +380,7 @@ static void schedule_waiting(kv_sched *s, int32_t *budget, int32_t lpt, kv_sched
                 full = r->num_hashes;
             if (maxb > r->num_hashes)
                 maxb = r->num_hashes;
-            kv_offload_touch(s->kvcm->offload, r->hashes, full);
+            kv_offload_scheduler_touch(s->kvcm->offload, r->hashes, full);
             if (maxb > n_hit)
                 ext = kv_offload_lookup(s->kvcm->offload, r->hashes + n_hit, maxb - n_hit);
         }
@@ -415,8 +415,11 @@ static void schedule_waiting(kv_sched *s, int32_t *budget, int32_t lpt, kv_sched
             break;
         if (kv_kvcm_allocate_slots_keep(s->kvcm, r, ext_tokens + n, s->hit, n_hit, keep) < 0)
             break;
-        if (looked && s->kvcm->offload) /* connector_prefix_cache_stats.record */
+        if (looked && s->kvcm->offload) { /* connector_prefix_cache_stats.record; the loads' prepare_load */
             kv_offload_record(s->kvcm->offload, kv_req_num_tokens(r) - hit_tokens, ext_tokens, ext);
+            if (ext > 0)
+                kv_offload_prepare_load(s->kvcm->offload, r->id, r->hashes + n_hit, n_hit, ext);
+        }
         if (!looked || ext_tokens > 0)
             r->kv_lost = 1; /* computed tokens whose K/V this device does not hold yet: no blocks behind them,
                                or blocks loaded from the host tier or the prefill instance (the copy writes them) */
@@ -496,6 +499,7 @@ void kv_sched_update(kv_sched *s, kv_sched_output *out, double now_s)
             continue; /* a chunk of a prefill (or a victim that kept its place): no token */
         if (kv_sched_append_token(s, r, now_s)) {
             kv_kvcm_free(s->kvcm, r);
+            kv_offload_request_finished(s->kvcm->offload, r->id, r->hashes, r->num_hashes);
             r->status = KV_REQ_FINISHED;
             r->finish_s = now_s;
             s->finished[nf++] = r;
@@ -520,6 +524,7 @@ int kv_sched_abort(kv_sched *s, kv_req *r)
         if (s->running[k] == r) {
             remove_running_at(s, k);
             kv_kvcm_free(s->kvcm, r);
+            kv_offload_request_finished(s->kvcm->offload, r->id, r->hashes, r->num_hashes);
             r->status = KV_REQ_ABORTED;
             emit(s, KV_EV_ABORT, r, r->num_output);
             return 0;
@@ -527,6 +532,7 @@ int kv_sched_abort(kv_sched *s, kv_req *r)
     }
     if (wq_remove(&s->waiting, r) == 0) {
         kv_kvcm_free(s->kvcm, r);
+        kv_offload_request_finished(s->kvcm->offload, r->id, r->hashes, r->num_hashes);
         r->status = KV_REQ_ABORTED;
         emit(s, KV_EV_ABORT, r, r->num_output);
         return 0;

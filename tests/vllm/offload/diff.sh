@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The differential test of kvlab's CPU tier (engine/kv_offload.c) against a
-# reference model transcribed from vLLM 0.11-0.18's OffloadingConnector
-# manager (tests/vllm/offload/reference.py): for each configuration below,
-# gen_ops.py writes the manager calls the connector makes for a workload
-# (touch, lookup, prepare_store), and kvlab (offload_replay) and the
+# reference model transcribed from vLLM's OffloadingConnector manager of
+# each era (tests/vllm/offload/reference.py: 0.11-0.17, 0.18-0.30, the
+# per-request ranks of 0.31-0.32 and the provisional ranks of 0.33): for
+# each configuration below, gen_ops.py writes the manager calls the
+# connector makes for a workload (touch, lookup, prepare_load,
+# prepare_store, request finished), and kvlab (offload_replay) and the
 # reference replay them; after every call both print its result (hits,
 # blocks stored or -1) and the held block hashes in LRU order, and the two
 # must agree line for line: the same store and load decisions, the same
@@ -31,8 +33,9 @@ CONFIGS=(
   "10 2 6 6 8 3 60 13"      # offers near the tier's size, three requests at once
 )
 fail=0
-# each configuration under both eviction rules: 0.11-0.17 (0), 0.18 and later (1)
-for c in "${CONFIGS[@]/#/0 }" "${CONFIGS[@]/#/1 }"; do
+# each configuration under every era's rules (gen_ops.py RULES): 0.11-0.17
+# (0), 0.18-0.30 (1), 0.31-0.32 (2), 0.33 on (3)
+for c in "${CONFIGS[@]/#/0 }" "${CONFIGS[@]/#/1 }" "${CONFIGS[@]/#/2 }" "${CONFIGS[@]/#/3 }"; do
   # shellcheck disable=SC2086
   python3 "$here/gen_ops.py" $c >"$tmp/ops" || { echo "FAIL: gen_ops $c"; fail=1; continue; }
   python3 "$here/reference.py" <"$tmp/ops" >"$tmp/ref" || { echo "FAIL: reference $c"; fail=1; continue; }

@@ -1,12 +1,17 @@
 /* offload_replay: kvlab's host tier (engine/kv_offload.h) driven by a list
  * of the OffloadingConnector's manager calls on stdin, one per line, for the
  * differential test (tests/vllm/offload/diff.sh):
- *   C capacity protect  a new tier of that many blocks; protect 1: an offer's
- *                       own keys are never evicted (vLLM 0.18 on), 0: before
- *   T k1 k2 ...         touch
+ *   C capacity protect lru  a new tier of that many blocks; protect 1: an
+ *                       offer's own keys are never evicted (vLLM 0.18 on);
+ *                       lru: the ranking, a kv_offload_lru (0 to 0.30, 1
+ *                       0.31 - 0.32, 2 0.33 on; absent = 0)
+ *   T k1 k2 ...         touch (the scheduler's _touch)
  *   L k1 k2 ...         lookup (prints the hit count)
- *   S k1 k2 ...         prepare_store + complete_store (prints the count stored, -1 cannot store)
- * After every call it prints the held keys, least recently used first:
+ *   S req pos k1 k2 ... prepare_store + complete_store by request req, k1 at
+ *                       block position pos (prints the count stored, -1 cannot store)
+ *   P req pos k1 k2 ... prepare_load + complete_load
+ *   F req k1 k2 ...     the request finished; its keys by position
+ * After every call it prints the held keys, lowest rank first:
  *   "<op> <result> | k k k ...". Keys are whole numbers (a block hash each).
  * Exit 0, or 2 for a line it cannot read. */
 #include <stdio.h>
@@ -38,7 +43,10 @@ int main(void)
         switch (op) {
         case 'C':
             kv_offload_destroy(o);
-            o = n == 2 ? kv_offload_create((int64_t)keys[0].lo, keys[1].lo != 0) : NULL;
+            o = n == 2 || n == 3
+                    ? kv_offload_create((int64_t)keys[0].lo, keys[1].lo != 0,
+                                        n == 3 ? (kv_offload_lru)keys[2].lo : KV_OFFLOAD_LRU_TOUCH)
+                    : NULL;
             if (!o) {
                 fprintf(stderr, "offload_replay: bad C line\n");
                 return 2;
@@ -46,7 +54,20 @@ int main(void)
             break;
         case 'T': kv_offload_touch(o, keys, n); break;
         case 'L': r = kv_offload_lookup(o, keys, n); break;
-        case 'S': r = kv_offload_prepare_store(o, keys, n); break;
+        case 'S':
+        case 'P':
+        case 'F':
+            if (!o || n < (op == 'F' ? 1 : 2)) {
+                fprintf(stderr, "offload_replay: short %c line\n", op);
+                return 2;
+            }
+            if (op == 'S')
+                r = kv_offload_prepare_store(o, (int64_t)keys[0].lo, keys + 2, (int32_t)keys[1].lo, n - 2);
+            else if (op == 'P')
+                kv_offload_prepare_load(o, (int64_t)keys[0].lo, keys + 2, (int32_t)keys[1].lo, n - 2);
+            else
+                kv_offload_request_finished(o, (int64_t)keys[0].lo, keys + 1, n - 1);
+            break;
         default: fprintf(stderr, "offload_replay: unknown op '%c'\n", op); return 2;
         }
         if (!o) {

@@ -7,7 +7,10 @@
 # unpacked .py files) runs the release's own lru_manager.py, abstract.py,
 # backend.py, mediums.py and backends/cpu.py as they are, with the two
 # imports they need from torch-land stubbed (BlockHash as bytes, numpy).
-# Skipped (exit 77) when neither is there.
+# From 0.31.0 (KVLAB_VLLM_OFFLOAD_RELEASE=0.31.0 ... 0.33.0) the release's
+# own cpu/manager.py and cpu/policies/lru.py from KVLAB_VLLM_SRC replay the
+# calls of that era's rules (vllm_ranked_replay.py; torch, numpy and the
+# rest of vLLM stubbed). Skipped (exit 77) when neither is there.
 set -u
 : "${OFFLOAD_REPLAY:?set OFFLOAD_REPLAY to the offload_replay binary}"
 rel=${KVLAB_VLLM_OFFLOAD_RELEASE:-0.11.0}
@@ -17,7 +20,20 @@ here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export PYTHONPATH=
-if [ ! -x "$py" ] || ! VLLM_TARGET_DEVICE=cpu "$py" -c "import vllm.v1.kv_offload.lru_manager" 2>/dev/null; then
+# the release's rules (gen_ops.py RULES): 0.18 keeps an offer's own keys,
+# 0.31 ranks per request, 0.33 adds provisional ranks
+rules=$(python3 -c "import sys; v=tuple(int(x) for x in sys.argv[1].split('.')[:2])
+print(3 if v >= (0, 33) else 2 if v >= (0, 31) else int(v >= (0, 18)))" "$rel")
+ranked=0
+if [ "$rules" -ge 2 ]; then
+  if [ -z "${KVLAB_VLLM_SRC:-}" ] || [ ! -f "$KVLAB_VLLM_SRC/$rel/vllm/v1/kv_offload/cpu/policies/lru.py" ]; then
+    echo "offload_vllm: skipped (KVLAB_VLLM_SRC=DIR with $rel/vllm/ for vLLM $rel's own manager)"
+    exit 77
+  fi
+  ranked=1
+  py=python3
+  echo "offload_vllm: vLLM $rel's own cpu/manager.py and cpu/policies/lru.py from $KVLAB_VLLM_SRC/$rel (stubs for the rest)"
+elif [ ! -x "$py" ] || ! VLLM_TARGET_DEVICE=cpu "$py" -c "import vllm.v1.kv_offload.lru_manager" 2>/dev/null; then
   src="${KVLAB_VLLM_SRC:-}/$rel/vllm"
   if [ -z "${KVLAB_VLLM_SRC:-}" ] || [ ! -f "$src/v1/kv_offload/lru_manager.py" ] || ! command -v python3 >/dev/null; then
     echo "offload_vllm: skipped (no vLLM $rel venv: tests/vllm/setup.sh $rel; or KVLAB_VLLM_SRC=DIR with $rel/vllm/)"
@@ -38,13 +54,15 @@ fi
 fail=0
 # the configurations of diff.sh
 mapfile -t CONFIGS < <(sed -n 's/^  "\([0-9 ]*\)".*/\1/p' "$here/diff.sh")
-# the release's eviction rule: 0.18 and later keep an offer's own keys
-protect=$(python3 -c "import sys; v=tuple(int(x) for x in sys.argv[1].split('.')[:2]); print(int(v >= (0, 18)))" "$rel")
-CONFIGS=("${CONFIGS[@]/#/$protect }")
+CONFIGS=("${CONFIGS[@]/#/$rules }")
 for c in "${CONFIGS[@]}"; do
   # shellcheck disable=SC2086
   python3 "$here/gen_ops.py" $c >"$tmp/ops" || { echo "FAIL: gen_ops $c"; fail=1; continue; }
-  VLLM_TARGET_DEVICE=cpu "$py" "$here/vllm_replay.py" <"$tmp/ops" >"$tmp/vllm" 2>"$tmp/err" ||
+  if [ $ranked = 1 ]; then
+    python3 "$here/vllm_ranked_replay.py" "$KVLAB_VLLM_SRC/$rel" <"$tmp/ops" >"$tmp/vllm" 2>"$tmp/err"
+  else
+    VLLM_TARGET_DEVICE=cpu "$py" "$here/vllm_replay.py" <"$tmp/ops" >"$tmp/vllm" 2>"$tmp/err"
+  fi ||
     { echo "FAIL: vLLM $rel replay $c: $(tail -1 "$tmp/err")"; fail=1; continue; }
   "$OFFLOAD_REPLAY" <"$tmp/ops" >"$tmp/kvlab"
   if cmp -s "$tmp/vllm" "$tmp/kvlab"; then
