@@ -13,7 +13,9 @@
 
 typedef struct handoff {
     int64_t req;     /* index into d->reqs */
+    double start_s;  /* when its first byte leaves (the link was free) */
     double ready_s;  /* when the last byte has crossed */
+    int64_t blocks;  /* blocks it carries */
 } handoff;
 
 typedef struct instance {
@@ -213,7 +215,7 @@ static int start_transfers(kv_disagg *d, instance *in)
         d->transfer_wait_s += start - now;
         if (grow((void **)&d->fly, &d->fly_cap, d->nfly + 1, sizeof *d->fly))
             return KV_ENGINE_ENOMEM;
-        d->fly[d->nfly++] = (handoff){k, start + xfer};
+        d->fly[d->nfly++] = (handoff){k, start, start + xfer, blocks};
     }
     return 0;
 }
@@ -270,6 +272,19 @@ int kv_disagg_step(kv_disagg *d, char *err, size_t errlen)
     if (!busy_dec && (rc = start_transfers(d, busy)) < 0)
         return kv_errf(err, errlen, rc, "out of memory");
     return 1;
+}
+
+int64_t kv_disagg_get_flights(const kv_disagg *d, kv_disagg_flight *out, int64_t max)
+{
+    int64_t n = d->nfly < max ? d->nfly : max;
+    for (int64_t i = 0; i < n; i++) { /* insertion by start time */
+        kv_disagg_flight f = {d->fly[i].req, d->fly[i].start_s, d->fly[i].ready_s, d->fly[i].blocks};
+        int64_t j = i;
+        for (; j > 0 && out[j - 1].start_s > f.start_s; j--)
+            out[j] = out[j - 1];
+        out[j] = f;
+    }
+    return d->nfly;
 }
 
 void kv_disagg_get_stats(const kv_disagg *d, kv_disagg_stats *o)

@@ -119,6 +119,19 @@ typedef struct kv_disagg_stats {
 /* Figures so far. */
 void kv_disagg_get_stats(const kv_disagg *d, kv_disagg_stats *out);
 
+/* A KV transfer on its way to a decode instance. */
+typedef struct kv_disagg_flight {
+    int64_t request;   /* 0-based, in the order kv_disagg_add took them */
+    double start_s;    /* its first byte leaves (the link was free): split clock, seconds */
+    double ready_s;    /* its last byte has crossed */
+    int64_t blocks;    /* prompt blocks it carries */
+} kv_disagg_flight;
+
+/* The transfers on the link now: up to max of them into out[0..max), by
+ * start time (the first max of the internal list when there are more; for
+ * views). Returns how many there are in all. */
+int64_t kv_disagg_get_flights(const kv_disagg *d, kv_disagg_flight *out, int64_t max);
+
 /* The transfers as NixlConnector's Prometheus histograms
  * (vllm:nixl_xfer_time_seconds, vllm:nixl_bytes_transferred; 0.33.0
  * kv_connector/v1/nixl/stats.py), label model_name, into buf[len]. Returns

@@ -314,19 +314,23 @@ return {
     -- ---- prefill and decode on different GPUs --------------------------------
     lab.page("Split prefill from decode")
     lab.traffic(nil)
-    lab.hide("pool"); lab.hide("flags")
+    lab.hide("flags")
     local ok3 = lab.start(BASE)
     if not ok3 then error("the lesson's server did not start again") end
     local reqs = {}
     for i = 1, SPLIT_N do
       reqs[i] = { prompt_tokens = SPLIT_PROMPT, output_tokens = SPLIT_OUT, arrival_s = (i - 1) / 8 }
     end
-    local r = lab.split{ prefill = 1, decode = 1, link = "rdma", requests = reqs }
+    -- show: the pool view plays the run, the two pools side by side with the link
+    local r = lab.split{ prefill = 1, decode = 1, link = "rdma", requests = reqs, show = true }
     if not r then error("the split did not run") end
+    lab.show("pool")
     lab.say("The other way to move KV: a prefill GPU computes each prompt and sends its KV to a "
       .. "decode GPU, which only generates (vLLM's NixlConnector). %d prompts of %s tokens arrive "
       .. "8 per second, each asking for %d tokens, once on one H100 and once split 1:1 over a "
-      .. "400 Gb/s network link:", SPLIT_N, fmt.int(SPLIT_PROMPT), SPLIT_OUT)
+      .. "400 Gb/s network link. The pool view plays the split: the prefill GPU's pool on the "
+      .. "left, the decode GPU's on the right, each transfer on the link between them:",
+      SPLIT_N, fmt.int(SPLIT_PROMPT), SPLIT_OUT)
     lab.say(fmt.table{
       { "mean", "one GPU", "split" },
       { "first token", string.format("%.0f ms", r.one.ttft_mean_s * 1e3),

@@ -1805,6 +1805,49 @@ static int split_one(const kv_engine_config *cfg, const kv_request_spec *sp, int
     return rc < 0 ? -1 : 0;
 }
 
+/* Pools of one kind of a split, added up: capacity (null blocks left
+ * out), blocks in use, free blocks still hashed. */
+static void split_pools(const kv_disagg *d, int decode, int32_t n, int32_t *cap, int32_t *used, int32_t *cached)
+{
+    *cap = *used = *cached = 0;
+    for (int32_t i = 0; i < n; i++) {
+        kv_engine *x = kv_disagg_engine(d, decode, i);
+        if (!x)
+            continue;
+        kv_engine_info info;
+        kv_engine_get_info(x, &info);
+        *cap += info.num_blocks - 1;
+        *used += info.num_blocks - 1 - info.num_free_blocks;
+        *cached += info.num_cached_blocks - (info.num_blocks - 1 - info.num_free_blocks);
+    }
+    if (*cached < 0)
+        *cached = 0;
+}
+
+/* One frame of a recorded split (lsn_split_frame) at its clock now. */
+static void split_frame(const kv_disagg *d, lsn_split_frame *f)
+{
+    kv_disagg_stats st;
+    kv_disagg_get_stats(d, &st);
+    memset(f, 0, sizeof *f);
+    f->t_s = st.duration_s;
+    int32_t cap;
+    split_pools(d, 0, st.num_prefill, &cap, &f->prefill_used, &f->prefill_cached);
+    split_pools(d, 1, st.num_decode, &cap, &f->decode_used, &f->decode_cached);
+    kv_disagg_flight fl[LSN_SPLIT_FLIGHTS];
+    int64_t n = kv_disagg_get_flights(d, fl, LSN_SPLIT_FLIGHTS);
+    f->nflights = n > INT32_MAX ? INT32_MAX : (int32_t)n;
+    for (int k = 0; k < LSN_SPLIT_FLIGHTS && k < n; k++) {
+        double span = fl[k].ready_s - fl[k].start_s, done = span > 0 ? (f->t_s - fl[k].start_s) / span : 1.0;
+        f->flight_done[k] = (float)(done < 0 ? 0 : done > 1 ? 1 : done);
+    }
+    f->kv_transfer_bytes = st.kv_transfer_bytes;
+    f->prefilled = (int32_t)st.requests_prefilled;
+    f->transfers = (int32_t)st.kv_transfers;
+    f->finished = (int32_t)st.requests_finished;
+    f->ttft_mean_s = st.ttft.count ? st.ttft.mean : 0;
+}
+
 static int f_split(lua_State *L)
 {
     lsn_vm *vm = V(L);
@@ -1859,8 +1902,62 @@ static int f_split(lua_State *L)
     int rc = d ? 0 : -1;
     for (lua_Integer i = 0; d && i < n && rc >= 0; i++)
         rc = kv_disagg_add(d, &sp[i], err, sizeof err);
-    while (d && rc >= 0 && (rc = kv_disagg_step(d, err, sizeof err)) > 0)
-        ;
+    /* show: every step's frame, kept as LSN_SPLIT_FRAMES evenly spaced in time */
+    lua_getfield(L, 1, "show");
+    int show = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    lsn_split_frame *fr = NULL;
+    int64_t nfr = 0, capfr = 0;
+    while (d && rc >= 0 && (rc = kv_disagg_step(d, err, sizeof err)) > 0) {
+        if (!show)
+            continue;
+        if (nfr == capfr) {
+            int64_t nc = capfr ? capfr * 2 : 1024;
+            lsn_split_frame *g = nc <= 1 << 22 ? realloc(fr, (size_t)nc * sizeof *g) : NULL;
+            if (!g) {
+                rc = kv_errf(err, sizeof err, -1, "lab.split: out of memory for its frames");
+                break;
+            }
+            fr = g;
+            capfr = nc;
+        }
+        split_frame(d, &fr[nfr++]);
+    }
+    if (rc >= 0 && show && nfr > 0) {
+        /* evenly spaced in time: for each slot the last frame at or before
+         * it, with the link as the busiest frame since the slot before
+         * showed it (a transfer shorter than a slot still shows) */
+        lsn_split_frame keep[LSN_SPLIT_FRAMES];
+        double t0 = fr[0].t_s, t1 = fr[nfr - 1].t_s;
+        int nk = 0;
+        for (int64_t i = 0, k = 0; k < LSN_SPLIT_FRAMES; k++) {
+            double t = t0 + (t1 - t0) * (double)k / (LSN_SPLIT_FRAMES - 1);
+            int64_t busy = -1;
+            while (i + 1 < nfr && fr[i + 1].t_s <= t) {
+                i++;
+                if (busy < 0 || fr[i].nflights >= fr[busy].nflights)
+                    busy = i;
+            }
+            keep[nk] = fr[i];
+            if (busy >= 0 && fr[busy].nflights > fr[i].nflights) {
+                keep[nk].nflights = fr[busy].nflights;
+                memcpy(keep[nk].flight_done, fr[busy].flight_done, sizeof keep[nk].flight_done);
+            }
+            nk++;
+        }
+        keep[nk - 1] = fr[nfr - 1];
+        kv_disagg_stats st0;
+        kv_disagg_get_stats(d, &st0);
+        lsn_split sp = {.num_prefill = st0.num_prefill, .num_decode = st0.num_decode,
+                        .requests = (int32_t)n, .link = kv_disagg_link_name(link),
+                        .link_bytes_per_s = st0.link_bytes_per_s, .one_ttft_mean_s = one.ttft.mean};
+        int32_t u, c;
+        split_pools(d, 0, st0.num_prefill, &sp.prefill_blocks, &u, &c);
+        split_pools(d, 1, st0.num_decode, &sp.decode_blocks, &u, &c);
+        if (lsn_stage_split(vm->env.stage, &sp, keep, nk) < 0)
+            rc = kv_errf(err, sizeof err, -1, "lab.split: out of memory for its frames");
+    }
+    free(fr);
     if (rc < 0) {
         kv_disagg_destroy(d);
         lua_pushnil(L);

@@ -1370,6 +1370,7 @@ const lsn_scene *lsn_scene_get(lsn_runner *r)
     s->error = lsn_error(r);
     s->views = lsn_stage_views(&r->stage);
     s->plot = lsn_get_plot(r);
+    s->split = lsn_stage_get_split(&r->stage);
     s->question = lsn_get_question(r);
     s->goal = lsn_get_goal(r);
     s->nflags = r->offer.nflags;

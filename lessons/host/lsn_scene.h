@@ -68,6 +68,36 @@ typedef struct lsn_plot {
     const lsn_series *series;
 } lsn_plot;
 
+/* ---- a prefill/decode split, as recorded (lab.split{..., show = true}) ----- */
+
+#define LSN_SPLIT_FLIGHTS 8        /* transfers a frame keeps (the oldest on the link) */
+#define LSN_SPLIT_FRAMES 480       /* frames a recording keeps, evenly spaced in time */
+
+/* The split at one moment of its virtual clock. Pools of one kind are added
+ * up (P prefill instances: P pools). */
+typedef struct lsn_split_frame {
+    double t_s;                    /* the split's clock, seconds from the first arrival */
+    int32_t prefill_used, decode_used;     /* blocks in use (held by a request) */
+    int32_t prefill_cached, decode_cached; /* free blocks still holding a prefix-cache hash */
+    int32_t nflights;              /* transfers on the link now */
+    float flight_done[LSN_SPLIT_FLIGHTS];  /* of the first min(nflights, LSN_SPLIT_FLIGHTS) by
+                                      start: how far each has crossed, 0..1 (0 = waits for the link) */
+    int64_t kv_transfer_bytes;     /* moved so far, every rank's share */
+    int32_t prefilled, transfers, finished; /* requests: prefill done, KV arrived, answered */
+    double ttft_mean_s;            /* decode side so far, from arrival (0 = none yet) */
+} lsn_split_frame;
+
+typedef struct lsn_split {
+    int32_t num_prefill, num_decode;       /* instances */
+    int32_t prefill_blocks, decode_blocks; /* pool sizes added up (null blocks left out) */
+    int32_t requests;
+    const char *link;              /* "rdma", "nvlink", "pcie" */
+    double link_bytes_per_s;       /* one direction, one GPU */
+    double one_ttft_mean_s;        /* the same requests on one instance */
+    int nframes;                   /* 1..LSN_SPLIT_FRAMES, the last one the end of the run */
+    const lsn_split_frame *frames;
+} lsn_split;
+
 /* ---- questions and goals ------------------------------------------------ */
 
 typedef enum lsn_qkind {
@@ -127,6 +157,8 @@ typedef struct lsn_scene {
 
     const lsn_view *views;     /* LSN_NVIEWS, in lsn_view_names order */
     const lsn_plot *plot;      /* lab.plot{...}, NULL if none */
+    const lsn_split *split;    /* lab.split{show = true} on this page, NULL if none: the
+                                  pool view plays it (two pools and the link) */
     const lsn_question *question; /* waiting for an answer, else NULL */
     const lsn_goal *goal;      /* being worked on, else NULL */
     int nflags;

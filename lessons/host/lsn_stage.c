@@ -67,8 +67,44 @@ void lsn_text_clean(char *s, size_t n, int keep_newlines)
     }
 }
 
+static void split_clear(lsn_stage *st)
+{
+    free(st->split_frames);
+    free((char *)st->split.link);
+    st->split_frames = NULL;
+    memset(&st->split, 0, sizeof st->split);
+    st->split_on = 0;
+}
+
+int lsn_stage_split(lsn_stage *st, const lsn_split *sp, const lsn_split_frame *frames, int n)
+{
+    split_clear(st);
+    if (n < 1 || n > LSN_SPLIT_FRAMES)
+        return -1;
+    lsn_split_frame *f = malloc((size_t)n * sizeof *f);
+    char *link = strdup(sp->link ? sp->link : "");
+    if (!f || !link) {
+        free(f);
+        free(link);
+        return -1;
+    }
+    memcpy(f, frames, (size_t)n * sizeof *f);
+    st->split = *sp;
+    st->split.link = link;
+    st->split.frames = st->split_frames = f;
+    st->split.nframes = n;
+    st->split_on = 1;
+    return 0;
+}
+
+const lsn_split *lsn_stage_get_split(const lsn_stage *st)
+{
+    return st->split_on ? &st->split : NULL;
+}
+
 void lsn_stage_page(lsn_stage *st, const char *title)
 {
+    split_clear(st);
     lsn_sb_clear(&st->text);
     snprintf(st->page_title, sizeof st->page_title, "%s", title ? title : "");
     lsn_text_clean(st->page_title, strlen(st->page_title), 0);
@@ -321,6 +357,7 @@ static void views_reset(lsn_stage *st)
 
 void lsn_stage_reset(lsn_stage *st)
 {
+    split_clear(st);
     views_reset(st);
     lsn_stage_plot_clear(st);
     lsn_sb_clear(&st->text);

@@ -67,6 +67,9 @@ typedef struct lsn_stage {
     int nseries;
     lsn_series *pub_series;
     lsn_plot pub_plot;
+    int split_on;             /* a recorded split belongs to this page */
+    lsn_split split;
+    lsn_split_frame *split_frames;
 } lsn_stage;
 
 /* Empty stage: no text, only the text view shown, no plot. Also frees what
@@ -79,6 +82,13 @@ void lsn_stage_page(lsn_stage *st, const char *title);
 /* Append a paragraph (separated from the last by a blank line). Returns 0,
  * or -1 when the page would pass LSN_PAGE_MAX_BYTES or memory ran out. */
 int lsn_stage_say(lsn_stage *st, const char *s, size_t len);
+
+/* Keep a recorded split for this page (lab.split{show = true}): frames[0..n)
+ * are copied (n <= LSN_SPLIT_FRAMES), link too. Replaces the page's last
+ * one; a new page or lesson drops it. Returns 0, or -1 out of memory. */
+int lsn_stage_split(lsn_stage *st, const lsn_split *sp, const lsn_split_frame *frames, int n);
+/* The page's split, or NULL. */
+const lsn_split *lsn_stage_get_split(const lsn_stage *st);
 
 /* The view named name, or NULL if it is not a view name. */
 lsn_stage_view *lsn_stage_view_get(lsn_stage *st, const char *name);

@@ -92,6 +92,9 @@ typedef struct app {
     int host_flash;          /* host tier flash: UI_FL_STORE / UI_FL_LOAD (ui_model.h) */
     int64_t host_flash_blocks;
     double host_flash_until;
+    const void *split_key;   /* the recorded split being played (its frames), NULL none */
+    double split_clock;      /* seconds of it played (at the app's speed, not while paused) */
+    int split_frame;         /* its frame shown now (ui_model.split_frame), -1 none */
     int64_t host_stored_seen, host_loaded_seen; /* the tier's counters as last fed */
     int64_t victim;          /* last preempted request (-1 none) */
     double victim_until;

@@ -254,6 +254,44 @@ void app_open_overlay(app *a, int kind)
 
 static const lsn_scene no_scene = { .title = "", .state = LSN_IDLE, .text = "", .page_title = "" };
 
+/* A recorded split (lab.split{show = true}) plays in the pool view over
+ * SPLIT_PLAY_S seconds at speed 1, from its first frame when it appears. */
+#define SPLIT_PLAY_S 12.0
+
+static const lsn_split *split_of(app *a)
+{
+    const lsn_scene *s = app_rewind_scene(a, a->lsn ? lsn_scene_get(a->lsn) : &no_scene);
+    return s ? s->split : NULL;
+}
+
+static int split_playing(app *a)
+{
+    const lsn_split *sp = split_of(a);
+    return sp && !a->paused && a->split_frame >= 0 && a->split_frame < sp->nframes - 1;
+}
+
+static void split_tick(app *a, double dt)
+{
+    const lsn_split *sp = split_of(a);
+    if (!sp || sp->nframes < 1) {
+        a->split_key = NULL;
+        a->split_frame = -1;
+        return;
+    }
+    if (sp->frames != a->split_key) {
+        a->split_key = sp->frames;
+        a->split_clock = 0;
+    } else if (!a->paused) {
+        a->split_clock += dt * a->speed;
+    }
+    int k = (int)(a->split_clock / SPLIT_PLAY_S * (sp->nframes - 1));
+    if (k > sp->nframes - 1) k = sp->nframes - 1;
+    if (k != a->split_frame) {
+        a->split_frame = k;
+        a->dirty |= UI_PANE_BIT(UI_PANE_POOL);
+    }
+}
+
 void app_model_update(app *a)
 {
     ui_model *m = &a->model;
@@ -298,6 +336,7 @@ void app_model_update(app *a)
     m->host_flash = a->host_flash;
     m->host_flash_blocks = a->host_flash_blocks;
     m->host_flash_until = a->host_flash_until;
+    m->split_frame = m->scene->split ? a->split_frame : -1;
     m->startup_shown = a->startup_shown;
     m->log_target = app_log_target(a);
     m->engine_log_visible = app_engine_log_visible(a);
@@ -799,6 +838,7 @@ int app_main(int argc, char **argv)
         app_room_tick(a);
         app_feed_events(a);
         app_update_flashing(a);
+        split_tick(a, dt);
         if (a->plan) {
             /* Reveal the start-up log one line every 0.3 s (at speed 1); the
              * memory bar follows it term by term. */
@@ -835,7 +875,7 @@ int app_main(int argc, char **argv)
 
         lsn_state st = lsn_get_state(a->lsn);
         int animating = !a->paused && (st == LSN_RUNNING || st == LSN_WAIT_COND || ch_bits);
-        animating |= (a->flashing && !app_rewind_active(a)) || app_starting(a);
+        animating |= (a->flashing && !app_rewind_active(a)) || app_starting(a) || split_playing(a);
         int timeout_ms = animating ? 1000 / a->fps : a->paused ? 1000 : 250;
         WINDOW *in = input_window(a);
         if (a->room) { /* wake for the room's sockets too */

@@ -100,6 +100,7 @@ typedef struct ui_model {
     int host_flash;          /* host tier: UI_FL_STORE or UI_FL_LOAD while host_flash_until > now */
     int64_t host_flash_blocks; /* how many blocks that step stored or loaded */
     double host_flash_until;
+    int split_frame;         /* frame of scene->split the pool view plays (ui_split.h), -1 none */
 
     /* Start-up replay (what the log and the memory bar reveal). */
     int startup_shown;       /* visible plan log lines revealed so far */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kv_util.h"
+#include "ui_split.h"
 #include "ui_style.h"
 
 /* Geometry of the last draw, for hit-testing and the next frame's prefix. */
@@ -191,6 +192,10 @@ static void pool_draw(const ui_view_ctx *c, WINDOW *win)
     getmaxyx(win, h, w);
     werase(win);
     g_rows = 0;
+    if (ui_split_active(c)) { /* lab.split{show = true}: its two pools instead */
+        ui_split_draw(c, win);
+        return;
+    }
     if (!f->has_engine) {
         ui_box(win, "block pool", "", 0);
         ui_puts(win, 1, 2, w - 4, "No server is running.", ui_attr(UI_R_DIM));
@@ -338,6 +343,7 @@ static void pool_draw(const ui_view_ctx *c, WINDOW *win)
 static int pool_want_h(const ui_view_ctx *c, int w)
 {
     /* One cell per block, up to half the screen; no server: grows. */
+    if (ui_split_active(c)) return ui_split_want_h(c, w);
     if (!c->f->has_engine) return 0;
     int cols = w - 2 > 1 ? w - 2 : 1;
     int host = c->f->metrics.offload_capacity_blocks > 0 ? 2 : 0;
