@@ -374,3 +374,85 @@ void kv_offload_get_stats(const kv_offload *o, kv_offload_stats *out)
     *out = o->st;
     out->used = o->used;
 }
+
+int64_t kv_offload_entries(const kv_offload *o, kv_offload_entry *out, int64_t max, int64_t *next_rank)
+{
+    int64_t k = 0;
+    for (const entry *e = o ? o->lru : NULL; e; e = e->next, k++)
+        if (k < max)
+            out[k] = (kv_offload_entry){e->key, e->rk.major, e->rk.minor};
+    if (next_rank)
+        *next_rank = o ? o->next_rank : 0;
+    return k;
+}
+
+int64_t kv_offload_recs(const kv_offload *o, kv_offload_rec *out, int64_t max)
+{
+    int64_t k = 0;
+    for (const req_rec *q = o ? o->reqs : NULL; q; q = q->hh.next, k++)
+        if (k < max)
+            out[k] = (kv_offload_rec){q->id, q->rank, q->cap, q->seen};
+    return k;
+}
+
+/* Drop every key and record; the counters stay. */
+static void clear_all(kv_offload *o)
+{
+    entry *e, *t;
+    HASH_ITER(hh, o->map, e, t) {
+        HASH_DEL(o->map, e);
+        free(e);
+    }
+    req_rec *q, *qt;
+    HASH_ITER(hh, o->reqs, q, qt)
+        drop_rec(o, q);
+    o->lru = o->mru = NULL;
+    o->used = 0;
+    o->next_rank = 0;
+}
+
+int kv_offload_restore(kv_offload *o, const kv_offload_entry *e, int64_t n, int64_t next_rank,
+                       const kv_offload_rec *r, int64_t nr, const kv_offload_stats *st)
+{
+    clear_all(o);
+    if (n < 0 || n > o->capacity || nr < 0)
+        return -1;
+    for (int64_t i = 0; i < n; i++) {
+        rank rk = {e[i].rank_major, e[i].rank_minor};
+        if (find(o, e[i].key) || (o->mru && !rank_less(o->mru->rk, rk)) || rk.major > next_rank)
+            goto bad;
+        entry *x = calloc(1, sizeof *x);
+        if (!x)
+            goto bad;
+        x->key = e[i].key;
+        x->rk = rk;
+        HASH_ADD(hh, o->map, key, sizeof x->key, x);
+        push_mru(o, x);
+        o->used++;
+    }
+    o->next_rank = next_rank;
+    for (int64_t i = 0; i < nr; i++) {
+        req_rec *q = NULL;
+        HASH_FIND(hh, o->reqs, &r[i].req_id, sizeof r[i].req_id, q);
+        if (q || r[i].nseen < 0 || r[i].rank < 0 || r[i].rank > next_rank || (r[i].nseen && !r[i].seen) ||
+            !(q = rec_get(o, r[i].req_id)))
+            goto bad;
+        q->rank = r[i].rank;
+        if (r[i].nseen) {
+            if (!(q->seen = malloc((size_t)r[i].nseen)))
+                goto bad;
+            memcpy(q->seen, r[i].seen, (size_t)r[i].nseen);
+            q->cap = r[i].nseen;
+        }
+    }
+    if (st) {
+        int64_t cap = o->st.capacity;
+        o->st = *st;
+        o->st.capacity = cap;
+    }
+    o->offer = 0; /* any value: an entry's offer is only ever compared with the current one */
+    return 0;
+bad:
+    clear_all(o);
+    return -1;
+}

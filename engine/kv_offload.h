@@ -133,4 +133,35 @@ typedef struct kv_offload_stats {
 /* Counters so far (o may be NULL: all zero). */
 void kv_offload_get_stats(const kv_offload *o, kv_offload_stats *out);
 
+/* ---- the whole state, for engine images (kv_snapshot.h) ---- */
+
+/* One held key and its rank (kv_offload_lru: (major, minor), lowest first). */
+typedef struct kv_offload_entry {
+    kv_hash key;
+    int64_t rank_major, rank_minor;
+} kv_offload_entry;
+
+/* One running request's record (from 0.31): its provisional rank (0 none)
+ * and the block positions it accessed, seen[0..nseen) (1 = accessed). */
+typedef struct kv_offload_rec {
+    int64_t req_id, rank;
+    int32_t nseen;
+    const uint8_t *seen;
+} kv_offload_rec;
+
+/* The held keys from the lowest rank up into out[0..max); returns how many
+ * are held. The rank counter into *next_rank. */
+int64_t kv_offload_entries(const kv_offload *o, kv_offload_entry *out, int64_t max, int64_t *next_rank);
+
+/* The request records, in no order, into out[0..max) (seen points into o:
+ * valid until the next call that changes o); returns how many there are. */
+int64_t kv_offload_recs(const kv_offload *o, kv_offload_rec *out, int64_t max);
+
+/* Replace o's state: keys e[0..n) in rank order (strictly rising, distinct,
+ * n <= capacity), the rank counter (>= every rank's major), the request
+ * records r[0..nr) and the counters *st (capacity and used are o's own).
+ * 0; -1 for a state o cannot hold (o is then empty) or out of memory. */
+int kv_offload_restore(kv_offload *o, const kv_offload_entry *e, int64_t n, int64_t next_rank,
+                       const kv_offload_rec *r, int64_t nr, const kv_offload_stats *st);
+
 #endif

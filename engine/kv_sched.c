@@ -544,6 +544,7 @@ int32_t kv_sched_num_running(const kv_sched *s) { return s->num_running; }
 int32_t kv_sched_num_waiting(const kv_sched *s) { return s->waiting.n; }
 int64_t kv_sched_num_preemptions(const kv_sched *s) { return s->num_preemptions; }
 int64_t kv_sched_remote_tokens(const kv_sched *s) { return s->remote_tokens; }
+void kv_sched_set_remote_tokens(kv_sched *s, int64_t n) { s->remote_tokens = n; }
 
 kv_req *kv_sched_running_at(const kv_sched *s, int32_t i)
 {

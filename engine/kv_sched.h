@@ -103,6 +103,8 @@ int64_t kv_sched_num_preemptions(const kv_sched *s);
 /* Prompt tokens admitted as loaded from a prefill instance so far
  * (kv_request_spec.remote_prefill; not kept in snapshots). */
 int64_t kv_sched_remote_tokens(const kv_sched *s);
+/* Set that count (engine images, kv_snapshot.c). */
+void kv_sched_set_remote_tokens(kv_sched *s, int64_t n);
 
 /* Restore a saved state between steps (engine snapshots, kv_snapshot.c):
  * running[0..nrun) in scheduler order, waiting[0..nwait) in the storage

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kv_engine_int.h"
+#include "kv_offload.h"
 #include "kv_util.h"
 
 #define MAGIC 0x3153564Bu /* "KVS1" */
@@ -292,6 +293,111 @@ static int finish_pool(kv_engine *e, kv_block *blocks, const int32_t *free_ids, 
 
 enum { RF_IDS = 1, RF_SALT = 2, RF_PREFIX = 4, RF_OWN_SEED = 8 };
 
+/* The host tier (kv_offload.h): a flag, its keys with their ranks from the
+ * lowest, the rank counter, the running requests' records, the counters. */
+static void put_tier(wbuf *w, const kv_engine *e)
+{
+    const kv_offload *o = e->kvcm.offload;
+    put_u8(w, o != NULL);
+    if (!o)
+        return;
+    int64_t next = 0, n = kv_offload_entries(o, NULL, 0, NULL);
+    kv_offload_entry *ent = malloc((size_t)(n > 0 ? n : 1) * sizeof *ent);
+    int64_t nr = kv_offload_recs(o, NULL, 0);
+    kv_offload_rec *rec = malloc((size_t)(nr > 0 ? nr : 1) * sizeof *rec);
+    if (!ent || !rec) {
+        free(ent);
+        free(rec);
+        w->oom = 1;
+        return;
+    }
+    kv_offload_entries(o, ent, n, &next);
+    kv_offload_recs(o, rec, nr);
+    put_uv(w, (uint64_t)n);
+    put_uv(w, (uint64_t)next);
+    for (int64_t i = 0; i < n; i++) {
+        put_bytes(w, &ent[i].key, sizeof ent[i].key);
+        put_sv(w, ent[i].rank_major);
+        put_sv(w, ent[i].rank_minor);
+    }
+    put_uv(w, (uint64_t)nr);
+    for (int64_t i = 0; i < nr; i++) {
+        put_uv(w, (uint64_t)rec[i].req_id);
+        put_uv(w, (uint64_t)rec[i].rank);
+        put_uv(w, (uint64_t)rec[i].nseen);
+        put_bytes(w, rec[i].seen, (size_t)rec[i].nseen);
+    }
+    kv_offload_stats st;
+    kv_offload_get_stats(o, &st);
+    put_bytes(w, &st, sizeof st);
+    free(ent);
+    free(rec);
+}
+
+static int get_tier(rbuf *r, kv_engine *e, char *err, size_t errlen)
+{
+    kv_offload *o = e->kvcm.offload;
+    if (get_u8(r) != (o != NULL))
+        return kv_errf(err, errlen, KV_ENGINE_EINVAL, "damaged engine image (host tier)");
+    if (!o)
+        return 0;
+    kv_offload_stats cap;
+    kv_offload_get_stats(o, &cap);
+    uint64_t n = get_uv(r);
+    int64_t next = (int64_t)get_uv(r);
+    if (r->bad || n > (uint64_t)cap.capacity || next < 0)
+        return kv_errf(err, errlen, KV_ENGINE_EINVAL, "damaged engine image (host tier)");
+    kv_offload_entry *ent = malloc((size_t)(n ? n : 1) * sizeof *ent);
+    if (!ent)
+        return kv_errf(err, errlen, KV_ENGINE_ENOMEM, "out of memory loading an engine image");
+    for (uint64_t i = 0; i < n && !r->bad; i++) {
+        get_bytes(r, &ent[i].key, sizeof ent[i].key);
+        ent[i].rank_major = get_sv(r);
+        ent[i].rank_minor = get_sv(r);
+    }
+    uint64_t nr = get_uv(r);
+    int rc = 0;
+    kv_offload_rec *rec = NULL;
+    uint8_t **seen = NULL;
+    if (r->bad || nr > (uint64_t)e->num_ids) {
+        rc = kv_errf(err, errlen, KV_ENGINE_EINVAL, "damaged engine image (host tier)");
+        goto out;
+    }
+    rec = calloc(nr ? nr : 1, sizeof *rec);
+    seen = calloc(nr ? nr : 1, sizeof *seen);
+    if (!rec || !seen) {
+        rc = kv_errf(err, errlen, KV_ENGINE_ENOMEM, "out of memory loading an engine image");
+        goto out;
+    }
+    for (uint64_t i = 0; i < nr && !r->bad; i++) {
+        rec[i].req_id = (int64_t)get_uv(r);
+        rec[i].rank = (int64_t)get_uv(r);
+        uint64_t ns = get_uv(r);
+        if (r->bad || ns > (uint64_t)e->cfg.max_model_len) {
+            r->bad = 1;
+            break;
+        }
+        rec[i].nseen = (int32_t)ns;
+        if (ns && !(seen[i] = malloc(ns))) {
+            rc = kv_errf(err, errlen, KV_ENGINE_ENOMEM, "out of memory loading an engine image");
+            goto out;
+        }
+        get_bytes(r, seen[i], ns);
+        rec[i].seen = seen[i];
+    }
+    kv_offload_stats st;
+    get_bytes(r, &st, sizeof st);
+    if (r->bad || kv_offload_restore(o, ent, (int64_t)n, next, rec, (int64_t)nr, &st) < 0)
+        rc = kv_errf(err, errlen, KV_ENGINE_EINVAL, "damaged engine image (host tier)");
+out:
+    for (uint64_t i = 0; seen && i < nr; i++)
+        free(seen[i]);
+    free(seen);
+    free(rec);
+    free(ent);
+    return rc;
+}
+
 static void put_req(wbuf *w, const kv_engine *e, const kv_req *q)
 {
     uint64_t dflt_seed = kv_hash_mix(e->cfg.seed, (uint64_t)q->id + 1);
@@ -336,6 +442,8 @@ static void put_req(wbuf *w, const kv_engine *e, const kv_req *q)
     put_uv(w, (uint64_t)q->num_cached_blocks);
     put_uv(w, (uint64_t)q->reserved_blocks);
     put_uv(w, (uint64_t)q->scheduled);
+    put_uv(w, (uint64_t)(q->remote_prefill != 0) | (uint64_t)(q->kv_lost != 0) << 1);
+    put_uv(w, (uint64_t)q->offload_next);
 }
 
 /* A request record from the engine's free list (or a new one), arrays kept. */
@@ -476,7 +584,12 @@ static kv_req *get_req(rbuf *r, kv_engine *e, char *err, size_t errlen, int *rc)
     q->num_cached_blocks = get_u32(r);
     q->reserved_blocks = get_u32(r);
     q->scheduled = get_u32(r);
-    if (r->bad || nh < 0 || nh > q->hashes_cap || nh > kv_req_num_tokens(q) / c->block_size)
+    uint64_t rf = get_uv(r);
+    q->remote_prefill = (int32_t)(rf & 1);
+    q->kv_lost = (int32_t)(rf >> 1 & 1);
+    q->offload_next = get_u32(r);
+    if (r->bad || nh < 0 || nh > q->hashes_cap || nh > kv_req_num_tokens(q) / c->block_size || rf > 3 ||
+        q->offload_next < 0 || q->offload_next > nh)
         goto bad;
     /* block hashes come back from the tokens: the chain over full blocks */
     q->num_hashes = same ? (old_hashes < nh ? old_hashes : nh) : 0;
@@ -674,6 +787,7 @@ int kv_snapshot_save(const kv_engine *e, kv_snapshot *s, char *err, size_t errle
     put_uv(&w, (uint64_t)e->kvcm.preempted_queries);
     put_uv(&w, (uint64_t)e->kvcm.preempted_hits);
     put_uv(&w, (uint64_t)e->kvcm.hash_conflicts);
+    put_tier(&w, e);
     put_pool(&w, e);
     /* requests: running, then waiting (storage order), then the finished
      * ones still readable (ring slot order) */
@@ -689,6 +803,7 @@ int kv_snapshot_save(const kv_engine *e, kv_snapshot *s, char *err, size_t errle
     for (int32_t k = 0; k < ndone; k++)
         put_req(&w, e, e->done[k]);
     put_uv(&w, (uint64_t)kv_sched_num_preemptions(e->sched));
+    put_uv(&w, (uint64_t)kv_sched_remote_tokens(e->sched));
     /* the last step's decisions */
     put_sv(&w, e->ls_step);
     put_uv(&w, (uint64_t)e->ls_n);
@@ -729,6 +844,7 @@ static void clear_requests(kv_engine *e)
         }
     memset(e->done, 0, sizeof e->done);
     kv_sched_restore(e->sched, NULL, 0, NULL, 0, 0);
+    kv_sched_set_remote_tokens(e->sched, 0);
 }
 
 static int load(kv_engine *e, rbuf *r, char *err, size_t errlen)
@@ -767,6 +883,7 @@ static int load(kv_engine *e, rbuf *r, char *err, size_t errlen)
             e->by_id[i]->sched_index = UNCLAIMED;
     memset(e->done, 0, sizeof e->done);
     kv_sched_restore(e->sched, NULL, 0, NULL, 0, 0);
+    kv_sched_set_remote_tokens(e->sched, 0);
     if (mode != c->mode) {
         int rc = kv_engine_set_mode(e, mode, err, errlen); /* rebuilds pool and scheduler */
         if (rc)
@@ -805,6 +922,9 @@ static int load(kv_engine *e, rbuf *r, char *err, size_t errlen)
     e->kvcm.hash_conflicts = (int64_t)get_uv(r);
     if (r->bad)
         return kv_errf(err, errlen, KV_ENGINE_EINVAL, "damaged engine image (metrics)");
+    int trc = get_tier(r, e, err, errlen);
+    if (trc)
+        return trc;
     int32_t nfree = 0;
     kv_pool_stats pst;
     kv_block *blocks = NULL;
@@ -842,6 +962,7 @@ static int load(kv_engine *e, rbuf *r, char *err, size_t errlen)
         rc = kv_errf(err, errlen, KV_ENGINE_ENOMEM, "out of memory loading an engine image");
         goto fail;
     }
+    kv_sched_set_remote_tokens(e->sched, (int64_t)get_uv(r));
     free(live);
     live = NULL;
     /* records the image does not hold go back to the free list */
@@ -932,6 +1053,11 @@ int kv_snapshot_load(kv_engine *e, const kv_snapshot *s, char *err, size_t errle
         e->ls_n = e->ls_first_new = e->ls_npre = e->ls_nfin = 0;
         e->kvcm.queries = e->kvcm.hits = e->kvcm.preempted_queries = e->kvcm.preempted_hits = 0;
         e->kvcm.hash_conflicts = 0;
+        if (e->kvcm.offload) { /* an empty tier, its counters at zero */
+            kv_offload_stats zero;
+            memset(&zero, 0, sizeof zero);
+            kv_offload_restore(e->kvcm.offload, NULL, 0, 0, NULL, 0, &zero);
+        }
         memset(&e->m, 0, sizeof e->m);
         for (int k = 0; k < KV_HIST_COUNT; k++)
             kv_hist_init(&e->hist[k], k);

@@ -3,9 +3,11 @@
  * the history (kv_history.h): checkpoints, then the same inputs replayed.
  *
  * What an image holds: the block pool (each block's ref_cnt, hash, map
- * chaining, and the free block queue's order), every request still readable
- * (waiting, running, and the last finished ones) with its block table and
- * scheduling state, the scheduler's queues in their storage order, the KV
+ * chaining, and the free block queue's order), the host tier when there is
+ * one (kv_offload.h: its keys by rank, the running requests' records, its
+ * counters), every request still readable (waiting, running, and the last
+ * finished ones) with its block table and scheduling state (a decode
+ * instance's remote prefill still to load, the blocks offered to the tier), the scheduler's queues in their storage order, the KV
  * cache manager's prefix-cache counters, the metrics and latency histograms,
  * the clock and step, the last step's decisions, the newest 512 timeline
  * samples, and the newest 256 events plus the newest 256 log lines of the

@@ -60,6 +60,10 @@ static void describe_engine(const kv_engine *e, desc *d)
           in.clock_s, in.kv_usage);
     kv_engine_metrics m;
     kv_engine_get_metrics(e, &m);
+    dputf(d, "tier %lld %lld %lld %lld %lld %lld %lld %lld remote %lld\n", (long long)m.external_prefix_cache_queries,
+          (long long)m.external_prefix_cache_hits, (long long)m.offload_stored_blocks,
+          (long long)m.offload_loaded_blocks, (long long)m.offload_evicted_blocks, (long long)m.offload_capacity_blocks,
+          (long long)m.offload_used_blocks, (long long)m.offload_skipped_stores, (long long)m.remote_prefill_tokens);
     dputf(d,
           "metrics %a %d %d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld "
           "%lld %a %a %a %a %a %a\n",

@@ -601,6 +601,16 @@ static void test_snapshot_round_trip(void **state)
         rng g = {sd + 77};
         kv_engine_config c;
         random_config(&g, &c);
+        /* half of them with a host tier (each release's ranking) and decode
+         * requests whose prompt KV comes from a prefill instance: the image
+         * carries the tier and the requests' remote prefill */
+        int tier = sd % 2 == 0;
+        if (tier) {
+            c.enable_prefix_caching = 1;
+            c.offload_num_blocks = 6 + (int64_t)rnd(&g, 40);
+            c.offload_lru = (int)(sd / 2 % 3);
+            c.offload_protect_offer = (int)rnd(&g, 2);
+        }
         kv_engine *a = kv_engine_create(&c, err, sizeof err);
         kv_engine *b = kv_engine_create(&c, err, sizeof err);
         assert_non_null(a);
@@ -614,7 +624,8 @@ static void test_snapshot_round_trip(void **state)
                 if (rnd(&g, 3) == 0 && in.num_waiting < 20) {
                     kv_request_spec s = {.prompt_tokens = 1 + (int32_t)rnd(&g, 60),
                                          .output_tokens = 1 + (int32_t)rnd(&g, 30), .arrival_s = -1,
-                                         .prefix_id = rnd(&g, 2) ? "p" : NULL, .prefix_tokens = 8};
+                                         .prefix_id = rnd(&g, 2) ? "p" : NULL, .prefix_tokens = 8,
+                                         .remote_prefill = tier && rnd(&g, 4) == 0};
                     kv_engine_submit(a, &s, NULL, 0);
                     kv_engine_submit(b, &s, NULL, 0);
                 } else {
