@@ -559,6 +559,8 @@ typedef struct kv_timeline_sample {
     int32_t num_preempted;       /* in this step */
     int64_t num_preemptions_total;
     double prefix_hit_rate;      /* cumulative hits/queries, 0..1 */
+    double external_hit_rate;    /* the host tier's: cumulative vllm:external_prefix_cache_hits /
+                                    _queries, 0..1 (0 without a tier) */
     double tokens_per_s;         /* scheduled tokens / step duration */
     int64_t work_with_cache;     /* cumulative, see kv_engine_metrics */
     int64_t work_without_cache;

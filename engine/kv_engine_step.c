@@ -100,6 +100,9 @@ static void sample_timeline(kv_engine *e, const kv_sched_output *o, double dur, 
     s->num_preempted = o->num_preempted;
     s->num_preemptions_total = kv_sched_num_preemptions(e->sched);
     s->prefix_hit_rate = e->kvcm.queries ? (double)e->kvcm.hits / (double)e->kvcm.queries : 0.0;
+    kv_offload_stats ost;
+    kv_offload_get_stats(e->kvcm.offload, &ost);
+    s->external_hit_rate = ost.queries ? (double)ost.hits / (double)ost.queries : 0.0;
     s->tokens_per_s = dur > 0 ? o->num_tokens / dur : 0.0;
     s->work_with_cache = e->m.work_tokens_with_cache;
     s->work_without_cache = e->m.work_tokens_without_cache;

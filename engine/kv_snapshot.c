@@ -711,6 +711,7 @@ static void put_sample(wbuf *w, const kv_timeline_sample *t)
     put_uv(w, (uint64_t)t->num_preempted);
     put_uv(w, (uint64_t)t->num_preemptions_total);
     put_f64(w, t->prefix_hit_rate);
+    put_f64(w, t->external_hit_rate);
     put_f64(w, t->tokens_per_s);
     put_uv(w, (uint64_t)t->work_with_cache);
     put_uv(w, (uint64_t)t->work_without_cache);
@@ -730,6 +731,7 @@ static void get_sample(rbuf *r, kv_timeline_sample *t)
     t->num_preempted = get_u32(r);
     t->num_preemptions_total = (int64_t)get_uv(r);
     t->prefix_hit_rate = get_f64(r);
+    t->external_hit_rate = get_f64(r);
     t->tokens_per_s = get_f64(r);
     t->work_with_cache = (int64_t)get_uv(r);
     t->work_without_cache = (int64_t)get_uv(r);

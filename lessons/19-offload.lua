@@ -113,6 +113,8 @@ local function live_tier(lab)
   lab.say("Without a CPU tier the whole run reused only %s tokens from the prefix cache: the "
     .. "fillers needed the blocks, so the pool evicted the document before its second reader came.",
     fmt.int(m0.prefix_cache_hits))
+  -- hits by tier: the metrics view's CPU tier row (there once a tier is)
+  lab.highlight("metrics", "external_prefix_cache_hits")
   lab.goal{
     text = string.format("Make the second reader find the whole document in a CPU tier "
       .. "(%s tokens of external prefix-cache hits).", fmt.int(DOC)),

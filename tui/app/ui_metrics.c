@@ -10,7 +10,7 @@
 
 /* In the order they are drawn: the queue and its wait first, the latencies
  * before the token counters (a short pane keeps the first rows). */
-enum { M_USAGE, M_RUNNING, M_WAITING, M_QUEUE, M_PREEMPT, M_HITS, M_TTFT, M_ITL, M_GEN, M_TPUT, M_COUNT };
+enum { M_USAGE, M_RUNNING, M_WAITING, M_QUEUE, M_PREEMPT, M_HITS, M_TTFT, M_ITL, M_GEN, M_TPUT, M_EXT, M_COUNT };
 
 /* How a row's sparkline reads the timeline: a gauge is averaged over each
  * cell's steps; a counter is drawn as its running total (it never goes
@@ -25,6 +25,9 @@ static const struct { const char *name; m_kind kind; } rows_def[M_COUNT] = {
     [M_HITS] = { "prefix cache hit rate", K_GAUGE },
     [M_GEN] = { "vllm:generation_tokens_total", K_TOTAL },
     [M_TPUT] = { "throughput (tokens/s)", K_RATE },
+    /* hits by tier: the host (CPU) tier's own rate, beside the GPU's
+     * (vllm:external_prefix_cache_hits / _queries); only with a tier */
+    [M_EXT] = { "CPU tier hit rate", K_GAUGE },
     /* vLLM's latency histograms: the names are the release's (kv_release_metrics),
      * these the newest's; the row shows the mean, then p50 and p99 */
     [M_TTFT] = { "vllm:time_to_first_token_seconds", K_HIST },
@@ -55,6 +58,7 @@ static void fmt_latency(char *b, size_t n, double s)
 static const struct { const char *target, *row; } aliases[] = {
     { "prefix_cache_hits", "prefix cache hit rate" }, { "prefix_cache_queries", "prefix cache hit rate" },
     { "prefix_cache_hit_rate", "prefix cache hit rate" }, { "tokens_per_s", "throughput (tokens/s)" },
+    { "external_prefix_cache_hits", "CPU tier hit rate" }, { "external_prefix_cache_queries", "CPU tier hit rate" },
     { "ttft", "vllm:time_to_first_token_seconds" }, { "itl", "vllm:inter_token_latency_seconds" },
     { "time_per_output_token_seconds", "vllm:inter_token_latency_seconds" },
     { "queue", "vllm:request_queue_time_seconds" },
@@ -75,11 +79,16 @@ static int is_hilited(const ui_view_ctx *c, const char *name)
     return 0;
 }
 
+/* Row k is drawn: the CPU tier's only with a tier. */
+static int row_shown(const kv_frame *f, int k)
+{
+    return k != M_EXT || f->metrics.offload_capacity_blocks > 0;
+}
+
 static int metrics_want_h(const ui_view_ctx *c, int w)
 {
-    (void)c;
     (void)w;
-    return M_COUNT + 2;
+    return M_COUNT - !row_shown(c->f, M_EXT) + 2;
 }
 
 static int metrics_must_h(const ui_view_ctx *c, int w)
@@ -125,6 +134,7 @@ static double sample(const kv_frame *f, int k, int i)
     case M_PREEMPT: return (double)t->num_preemptions_total;
     case M_GEN:     return (double)t->generation_tokens_total;
     case M_HITS:    return t->prefix_hit_rate;
+    case M_EXT:     return t->external_hit_rate;
     case M_TPUT:    return t->tokens_per_s;
     default:        return 0;
     }
@@ -180,6 +190,7 @@ static void metrics_draw(const ui_view_ctx *c, WINDOW *win)
      * long: vllm:time_per_output_token_seconds), leaving the value its room. */
     int namew = 0;
     for (int k = 0; k < M_COUNT; k++) {
+        if (!row_shown(f, k)) continue;
         const char *nm = row_name(f, k);
         int l = (int)strlen(strip && !strncmp(nm, "vllm:", 5) ? nm + 5 : nm) + 1;
         if (l > namew) namew = l;
@@ -192,7 +203,7 @@ static void metrics_draw(const ui_view_ctx *c, WINDOW *win)
     int pick[M_COUNT], np = 0;
     for (int pass = 0; pass < 2; pass++)
         for (int k = 0; k < M_COUNT && np < ih; k++)
-            if (is_hilited(c, rows_def[k].name) == !pass) pick[np++] = k;
+            if (row_shown(f, k) && is_hilited(c, rows_def[k].name) == !pass) pick[np++] = k;
     for (int i = 1; i < np; i++) /* back in their own order */
         for (int j = i; j > 0 && pick[j - 1] > pick[j]; j--) { int t = pick[j]; pick[j] = pick[j - 1]; pick[j - 1] = t; }
     for (int r = 0; r < np; r++) {
@@ -209,6 +220,12 @@ static void metrics_draw(const ui_view_ctx *c, WINDOW *win)
         case M_HITS:
             snprintf(val, sizeof val, "%.0f%%",
                      m->prefix_cache_queries > 0 ? 100.0 * (double)m->prefix_cache_hits / (double)m->prefix_cache_queries : 0.0);
+            break;
+        case M_EXT:
+            snprintf(val, sizeof val, "%.0f%%",
+                     m->external_prefix_cache_queries > 0
+                         ? 100.0 * (double)m->external_prefix_cache_hits / (double)m->external_prefix_cache_queries
+                         : 0.0);
             break;
         case M_GEN:     kv_fmt_thousands(val, sizeof val, m->generation_tokens_total); break;
         case M_TTFT: case M_ITL: case M_QUEUE: {
@@ -241,7 +258,7 @@ static void metrics_draw(const ui_view_ctx *c, WINDOW *win)
             if (sparkw >= 3) ui_puts(win, 1 + r, 2 + namew + valw + 1, sparkw, pc, ui_attr(UI_R_DIM));
         } else if (sparkw >= 3) {
             int nc = bucket(f, k, sparkw, series);
-            double vmax = (k == M_USAGE || k == M_HITS) ? 1.0 : 0.0;
+            double vmax = (k == M_USAGE || k == M_HITS || k == M_EXT) ? 1.0 : 0.0;
             ui_sparkline(win, 1 + r, 2 + namew + valw + 1, sparkw, series, nc, vmax,
                          ui_attr((ui_role)(UI_R_SERIES0 + k % 4)));
         }
