@@ -11,32 +11,6 @@
 #define KVLAB_VERSION "0.0.0"
 #endif
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-        "usage: kvlab [--lesson N] [--lessons DIR] [--ascii] [--no-color] [--fps N]\n"
-        "             [--vllm-version V] [--accounting textbook]\n"
-        "                                 the lesson app (resumes where you left off), following\n"
-        "                                 vLLM release V (default the newest; remembered)\n"
-        "       kvlab --log FILE           the app on a vLLM log: memory bar, start-up log and flags\n"
-        "                                 beside what the log says (kvlab explain in the app)\n"
-        "       kvlab --present [ROOM] [--allow-group GROUP] | --follow [ROOM]\n"
-        "                                 teach a class: present the app to a room, or follow one\n"
-        "       kvlab serve MODEL [vLLM flags] [--gpu NAME] [--json]\n"
-        "                                 will this `vllm serve` start, and with how many KV tokens?\n"
-        "       kvlab simulate MODEL --trace FILE|gen:... [vLLM flags] [--gpu NAME] [--json] [--metrics]\n"
-        "                                 run the engine on a request trace, headless\n"
-        "       kvlab explain [FILE|-] [--json] [--model NAME] [--gpu NAME] [vLLM flags]\n"
-        "                                 read a vLLM log: what it states beside kvlab's plan, and why\n"
-        "       kvlab fit MODEL [--context N] [--concurrency C] [--gpus LIST] [--tp LIST] [--json]\n"
-        "                                 which cards and tensor-parallel sizes serve this workload\n"
-        "       kvlab models | gpus | lessons\n"
-        "       kvlab check [N ...] [--vllm-version V]\n"
-        "                                 run lessons headless; non-zero exit on a failed check\n"
-        "       kvlab probe                what the CUDA backend measures on this machine\n"
-        "       kvlab rooms                classroom rooms on this machine (who presents, who may join)\n"
-        "       kvlab --version | --help\n");
-}
 
 /* The locale lessons run under, the same in the app and in kvlab check (so
  * the check sees what the app would): the user's character set (LC_CTYPE:
@@ -84,7 +58,7 @@ static int run_command(int argc, char **argv)
     if (argc >= 2) {
         const char *c = argv[1];
         if (!strcmp(c, "--help") || !strcmp(c, "-h") || !strcmp(c, "help")) {
-            usage(stdout);
+            kvlab_usage(stdout);
             return 0;
         }
         if (!strcmp(c, "serve"))    return cmd_serve(argc - 1, argv + 1);
@@ -117,7 +91,10 @@ static int run_command(int argc, char **argv)
         printf("kvlab %s (no lesson app in this build)\n", KVLAB_VERSION);
         return 0;
     }
-    usage(stderr);
+    if (argc < 2)
+        fprintf(stderr, "kvlab: this build has no lesson app; give a command (try kvlab --help)\n");
+    else
+        fprintf(stderr, "kvlab: unknown option '%s' (try kvlab --help)\n", argv[1]);
     return 2;
 #endif
 }

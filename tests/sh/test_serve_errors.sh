@@ -140,5 +140,14 @@ bad "--config: serve.yaml: no such file" serve $L8 --config serve.yaml
 "$KVLAB" serve $L8 --gpu h100 --max-model-len 8192 --swap-space 4 --accounting textbook >/dev/null 2>&1 ||
   { echo "FAIL: --swap-space under textbook: exit $?"; fail=1; }
 
+# one usage text: an unknown option of the app is one line pointing at --help
+# (it printed its own usage block, which differed from kvlab --help's)
+bad "kvlab: unknown option '--bogus' (try kvlab --help)" --bogus
+bad "kvlab: unknown option '--nope' (try kvlab --help)" --ascii --nope
+"$KVLAB" --help >"$tmp/help" 2>&1
+for app_help in "--ascii --help" "--lesson 2 -h"; do
+  "$KVLAB" $app_help 2>&1 | cmp -s - "$tmp/help" || { echo "FAIL: kvlab $app_help differs from kvlab --help"; fail=1; }
+done
+
 [ $fail = 0 ] && echo "all serve error checks passed"
 exit $fail

@@ -568,18 +568,6 @@ void app_replay_lesson(app *a, int number, int step, const lsn_input *in, int ni
 
 /* ---- start and the loop --------------------------------------------------- */
 
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: kvlab [--lesson N] [--lessons DIR] [--ascii] [--no-color] [--fps N] [--version]\n"
-               "             [--log FILE [--model NAME] [--gpu NAME]]   the app on a vLLM log: its figures\n"
-               "             beside kvlab's plan\n"
-               "             [--vllm-version V] [--accounting release|textbook]\n"
-               "             [--present [ROOM] [--allow-group GROUP] | --follow [ROOM]]\n"
-               "  --vllm-version V: the vLLM release every lesson follows (default the newest; kept in\n"
-               "  the progress file; the flags view's vllm-version row changes it). --accounting textbook:\n"
-               "  the course's simplified arithmetic, the seed article's figures.\n");
-}
-
 static const char *g_lessons_dir; /* --lessons DIR (else $KVLAB_LESSONS_DIR, else the installed lessons) */
 static const char *g_vllm_version; /* --vllm-version V (else the progress file's, else the newest) */
 static const char *g_accounting;   /* --accounting release|textbook */
@@ -669,11 +657,10 @@ static int parse_args(app *a, int argc, char **argv, int *lesson)
                 *lesson = (int)v;
             }
         } else if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
-            usage(stdout);
+            kvlab_usage(stdout);
             return 0;
         } else {
-            fprintf(stderr, "kvlab: unknown option '%s'\n", s);
-            usage(stderr);
+            fprintf(stderr, "kvlab: unknown option '%s' (try kvlab --help)\n", s);
             return 2;
         }
     }

@@ -6,6 +6,12 @@
 #ifndef KVLAB_COMMANDS_H
 #define KVLAB_COMMANDS_H
 
+#include <stdio.h>
+
+/* kvlab's usage text (tui/cli/usage.c): `kvlab --help` and the app's --help
+ * print it; an unknown option gets one line pointing at it. */
+void kvlab_usage(FILE *f);
+
 int cmd_serve(int argc, char **argv);     /* tui/cli/cmd_serve.c */
 int cmd_serve_vs(int argc, char **argv);  /* tui/cli/serve_vs.c: serve ... --vs ... */
 int cmd_models(int argc, char **argv);    /* tui/cli/cmd_catalog.c */
