@@ -107,6 +107,11 @@ static int parse_line(kv_trace *t, const char *line, size_t len, int64_t lineno,
         kv_errf(err, errlen, -1, "line %lld: expected a JSON object, one request per line", (long long)lineno);
         goto out;
     }
+    if (t->count >= KV_TRACE_MAX_REQUESTS) {
+        kv_errf(err, errlen, -1, "line %lld: more than the %d requests one run simulates; a sample of them "
+                "shows the same rates", (long long)lineno, KV_TRACE_MAX_REQUESTS);
+        goto out;
+    }
     r = push(t);
     if (!r) {
         kv_errf(err, errlen, -1, "line %lld: out of memory", (long long)lineno);
@@ -407,7 +412,7 @@ int kv_trace_generate(const char *spec, kv_trace *out, char *err, size_t errlen)
     double n = 1000, rate = 10, shared = 0, prefix = 1024, prefixes = 1, prios = 0, seed = 1;
     len_dist pd = {512, 0.8, 32768, 0, 0, 0, 0}, od = {128, 0.6, 8192, 0, 0, 0, 0};
     struct { const char *k; double *v; double lo, hi; } keys[] = {
-        {"requests", &n, 1, 1e8}, {"n", &n, 1, 1e8}, {"rate", &rate, 1e-9, 1e9},
+        {"requests", &n, 1, 1e18}, {"n", &n, 1, 1e18}, {"rate", &rate, 1e-9, 1e9},
         {"prompt", &pd.median, 0, 1e8}, {"prompt_sigma", &pd.sigma, 0, 10}, {"output", &od.median, 1, 1e8},
         {"output_sigma", &od.sigma, 0, 10}, {"max_prompt", &pd.cap, 1, 1e8}, {"max_output", &od.cap, 1, 1e8},
         {"prompt_mean", &pd.mean, 1, 1e8}, {"prompt_p99", &pd.p99, 1, 1e8},
@@ -454,6 +459,9 @@ int kv_trace_generate(const char *spec, kv_trace *out, char *err, size_t errlen)
     }
     if (len_setup(&pd, "prompt", err, errlen) < 0 || len_setup(&od, "output", err, errlen) < 0)
         return -1;
+    if (n > KV_TRACE_MAX_REQUESTS)
+        return kv_errf(err, errlen, -1, "gen: requests=%.0f is more than the %d requests one run simulates; "
+                       "a sample of them shows the same rates", n, KV_TRACE_MAX_REQUESTS);
     int64_t count = (int64_t)n;
     out->reqs = malloc((size_t)count * sizeof *out->reqs);
     if (!out->reqs)

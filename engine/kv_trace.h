@@ -53,6 +53,12 @@ typedef struct kv_trace {
  * step's duration still adds up; past it latencies would round to 0. */
 #define KV_TRACE_MAX_ARRIVAL_S 1e9
 
+/* Most requests one trace holds, generated or read: a run keeps each
+ * request's state and latencies (about 800 bytes) and simulates about 30,000
+ * requests a second, so a million is under a GiB and about a minute. Past it
+ * a trace is refused with this figure, not run for hours until memory runs out. */
+#define KV_TRACE_MAX_REQUESTS 1000000
+
 /* Largest trace file kv_trace_load reads (bytes): 1 GiB, ~10 million lines. */
 #define KV_TRACE_MAX_BYTES ((size_t)1 << 30)
 

@@ -282,12 +282,42 @@ static void test_parse_limits(void **state)
     kv_trace_free(&t);
 }
 
+/* A trace holds at most KV_TRACE_MAX_REQUESTS: gen:n=1e8 was generated and
+ * then simulated for hours (80 GB of request state) instead of refused. */
+static void test_request_limit(void **state)
+{
+    (void)state;
+    kv_trace t;
+    char err[256];
+    assert_int_equal(kv_trace_generate("gen:n=1e8", &t, err, sizeof err), -1);
+    assert_non_null(strstr(err, "requests=100000000 is more than the 1000000 requests one run simulates"));
+    assert_int_equal(t.count, 0);
+    assert_int_equal(kv_trace_generate("gen:requests=1000001", &t, err, sizeof err), -1);
+    assert_int_equal(kv_trace_generate("gen:requests=1000000,rate=1000", &t, err, sizeof err), 0);
+    assert_int_equal(t.count, KV_TRACE_MAX_REQUESTS);
+    kv_trace_free(&t);
+    /* a file: the line past the limit is named */
+    static const char line[] = "{\"arrival_s\": 0, \"prompt_tokens\": 1, \"output_tokens\": 1}\n";
+    size_t n = KV_TRACE_MAX_REQUESTS + 1, ll = sizeof line - 1;
+    char *text = malloc(n * ll);
+    assert_non_null(text);
+    for (size_t i = 0; i < n; i++)
+        memcpy(text + i * ll, line, ll);
+    assert_int_equal(kv_trace_parse(text, n * ll, &t, err, sizeof err), -1);
+    assert_non_null(strstr(err, "line 1000001: more than the 1000000 requests"));
+    assert_int_equal(kv_trace_parse(text, (n - 1) * ll, &t, err, sizeof err), 0);
+    assert_int_equal(t.count, KV_TRACE_MAX_REQUESTS);
+    kv_trace_free(&t);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_fields),
         cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_parse_limits),
+        cmocka_unit_test(test_request_limit),
         cmocka_unit_test(test_load_missing_file),
         cmocka_unit_test(test_intern_many),
         cmocka_unit_test(test_load_refuses_special_files),
