@@ -417,29 +417,55 @@ int kv_args_parse_int(const char *s, int64_t *out, char *err, size_t errlen)
 }
 
 /* vLLM's human_readable_int (utils/argparse_utils.py): the int options whose
- * value may end in k/K, m/M, g/G or t/T (engine/arg_utils.py); every other
- * int option is argparse's int, which rejects "1k". The releases before
- * human_readable_int reached an option (--max-model-len 0.8.4,
- * --max-num-batched-tokens 0.9.1) refused a suffix there too; kvlab still
- * takes it under those releases (lessons/12 offers "32k" as a lever). */
-static const int HUMAN_INT[] = {F_MAX_MODEL_LEN, F_MNBT, F_KV_BYTES};
+ * value may end in k/K, m/M, g/G or t/T (engine/arg_utils.py), and the
+ * release whose parser first read each so: 0.8.4 typed --max-model-len
+ * human_readable_int, 0.9.1's generated parser added max_num_batched_tokens,
+ * 0.10.2 kv_cache_memory_bytes (the option's first release). Every other int
+ * option, and these before that release, is argparse's int, which rejects
+ * "1k" (kv_args_check_release). */
+static const struct {
+    int flag;
+    const char *since;
+} HUMAN_INT[] = {{F_MAX_MODEL_LEN, "0.8.4"}, {F_MNBT, "0.9.1"}, {F_KV_BYTES, "0.10.2"}};
+_Static_assert(sizeof HUMAN_INT / sizeof HUMAN_INT[0] == sizeof((kv_args *)0)->suffix_text /
+                                                          sizeof((kv_args *)0)->suffix_text[0],
+               "one suffix_text per HUMAN_INT row");
 
 /* 0, or KV_ARGS_EVALUE in argparse's words when value carries a size
- * suffix option flags[i] does not take. */
-static int suffix_check(int i, const char *name, const char *value, char *err, size_t errlen)
+ * suffix option flags[i] does not take in any release; a suffix on a
+ * HUMAN_INT option is remembered for the release check. */
+static int suffix_check(kv_args *a, int i, const char *name, const char *value, char *err, size_t errlen)
 {
     size_t n = strlen(value);
     while (n && isspace((unsigned char)value[n - 1]))
         n--;
-    if (!n || !strchr("kKmMgGtT", value[n - 1]))
-        return 0;
+    int suffix = n && strchr("kKmMgGtT", value[n - 1]);
     for (size_t k = 0; k < sizeof HUMAN_INT / sizeof HUMAN_INT[0]; k++)
-        if (HUMAN_INT[k] == i)
+        if (HUMAN_INT[k].flag == i) {
+            a->suffix_given &= ~(1u << k);
+            a->suffix_given |= (uint32_t)suffix << k;
+            snprintf(a->suffix_text[k], sizeof a->suffix_text[k], "%.*s", (int)n, value);
             return 0;
+        }
+    if (!suffix)
+        return 0;
     return kv_errf(err, errlen, KV_ARGS_EVALUE,
                    "vllm serve: error: argument --%s: invalid int value: '%s' (only --max-model-len, "
                    "--max-num-batched-tokens and --kv-cache-memory-bytes take k/K suffixes)",
                    name, value);
+}
+
+/* The release check of the suffixes suffix_check let through: 0, or
+ * KV_ARGS_EVALUE where release v read the option with argparse's int. */
+static int suffix_check_release(const kv_args *a, const char *v, char *err, size_t errlen)
+{
+    for (size_t k = 0; k < sizeof HUMAN_INT / sizeof HUMAN_INT[0]; k++)
+        if ((a->suffix_given >> k & 1) && kv_release_compare(v, HUMAN_INT[k].since) < 0)
+            return kv_errf(err, errlen, KV_ARGS_EVALUE,
+                           "vllm serve: error: argument --%s: invalid int value: '%s' (vLLM %s reads a plain "
+                           "integer there; k/K suffixes from %s)",
+                           flags[HUMAN_INT[k].flag].name, a->suffix_text[k], v, HUMAN_INT[k].since);
+    return 0;
 }
 
 static int parse_double(const char *s, double *out)
@@ -906,7 +932,7 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
         }
         if (kv_args_parse_int(value, &iv, e2, sizeof e2))
             return kv_errf(err, errlen, KV_ARGS_EVALUE, "--max-model-len: %s", e2);
-        if (suffix_check(i, f->name, value, err, errlen))
+        if (suffix_check(a, i, f->name, value, err, errlen))
             return KV_ARGS_EVALUE;
         if (iv == -1) {
             a->max_model_len = KV_MAX_MODEL_LEN_AUTO;
@@ -926,7 +952,7 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
     case F_BLOCK_SIZE:
         if (kv_args_parse_int(value, &iv, e2, sizeof e2))
             return kv_errf(err, errlen, KV_ARGS_EVALUE, "--%s: %s", f->name, e2);
-        if (suffix_check(i, f->name, value, err, errlen))
+        if (suffix_check(a, i, f->name, value, err, errlen))
             return KV_ARGS_EVALUE;
         if (iv < 1)
             return kv_errf(err, errlen, KV_ARGS_EVALUE, "--%s must be a positive whole number, got %s", f->name, value);
@@ -1342,7 +1368,7 @@ int kv_args_check_release(const kv_args *a, char *err, size_t errlen)
                        row->since);
     if (given_has(a, GIVEN_DASH_O) && kv_release_compare(v, "0.6.5") < 0)
         return not_in_release("-O", v, "0.6.5", NULL, err, errlen);
-    return 0;
+    return suffix_check_release(a, v, err, errlen);
 }
 
 /* A flag kv_args_set accepted without modelling (KV_ARGS_IGNORED) leaves

@@ -9,9 +9,10 @@
  * the leading "--", as vLLM's FlexibleArgumentParser does.
  *
  * The integers vLLM reads with human_readable_int (arg_utils.py:
- * --max-model-len, --max-num-batched-tokens, --kv-cache-memory-bytes;
- * kv_args.c HUMAN_INT) accept its forms, other options refuse a suffix as
- * argparse's int does: k/m/g/t = powers of 1000 (decimals allowed: 25.6k = 25600),
+ * --max-model-len from 0.8.4, --max-num-batched-tokens from 0.9.1,
+ * --kv-cache-memory-bytes; kv_args.c HUMAN_INT) accept its forms, other
+ * options refuse a suffix as argparse's int does (and so do those three
+ * under an older --vllm-version, in kv_args_check_release): k/m/g/t = powers of 1000 (decimals allowed: 25.6k = 25600),
  * K/M/G/T = powers of 1024 (whole numbers only): 32k = 32000, 128K = 131072,
  * 1m = 1000000. Booleans take --flag, --no-flag, or --flag=true/false. */
 #ifndef KV_ARGS_H
@@ -163,6 +164,11 @@ typedef struct kv_args {
      * rows above. */
     int16_t vllm_given[96];
     int32_t num_vllm_given;
+    /* Options given a k/K-style size ("32k"): bit k = kv_args.c HUMAN_INT[k].
+     * kv_args_check_release refuses it where the release's parser read that
+     * option with argparse's int. */
+    uint32_t suffix_given;
+    char suffix_text[3][24]; /* each one's value as given, for argparse's words */
 } kv_args;
 
 /* Fill *a with vLLM's defaults (above). */
@@ -242,7 +248,10 @@ int kv_args_flag_in_release(const kv_args_flag *f, const char *version);
  * says (engine/kv_vllm_flags_data.c; a flag it does not list: the row's
  * since/removed): 0, or KV_ARGS_EVALUE with one line in argparse's words
  * ("vllm serve: error: unrecognized arguments: --async-scheduling (vLLM 0.9.2
- * has no such flag; 0.10.0-0.33.0 have it)"). Nothing is checked under
+ * has no such flag; 0.10.0-0.33.0 have it)"), or a size suffix ("32k") on
+ * an option the release read with argparse's int ("argument --max-model-len:
+ * invalid int value: '32k'", --max-model-len before 0.8.4,
+ * --max-num-batched-tokens before 0.9.1). Nothing is checked under
  * textbook accounting. kv_args_parse calls it once all flags are read. */
 int kv_args_check_release(const kv_args *a, char *err, size_t errlen);
 

@@ -336,6 +336,15 @@ static void test_real_vllm_flags(void **state)
         {"--block-size", "16k", "--vllm-version", "0.10.0", "argument --block-size: invalid int value: '16k'"},
         {"--max-model-len", "32k", "--vllm-version", "0.8.4", NULL},
         {"--max-num-batched-tokens", "16K", "--vllm-version", "0.9.1", NULL},
+        /* the releases before human_readable_int reached the option read argparse's int */
+        {"--max-model-len", "32k", "--vllm-version", "0.8.3",
+         "argument --max-model-len: invalid int value: '32k' (vLLM 0.8.3 reads a plain integer there; k/K suffixes "
+         "from 0.8.4)"},
+        {"--max-model-len", "32K", "--vllm-version", "0.6.4", "argument --max-model-len: invalid int value: '32K'"},
+        {"--max-num-batched-tokens", "8k", "--vllm-version", "0.9.0",
+         "argument --max-num-batched-tokens: invalid int value: '8k' (vLLM 0.9.0"},
+        {"--max-num-batched-tokens", "8192", "--vllm-version", "0.6.4", NULL},
+        {"--max-model-len", "32k", "--accounting", "textbook", NULL},
     };
     for (size_t i = 0; i < sizeof suffixed / sizeof suffixed[0]; i++) {
         char *argv[6] = {"m", (char *)suffixed[i][0], (char *)suffixed[i][1], (char *)suffixed[i][2],
@@ -349,6 +358,11 @@ static void test_real_vllm_flags(void **state)
             assert_int_equal(rc, 0);
         }
     }
+    /* the value given last decides: a plain number after a suffixed one */
+    char *again[] = {"m", "--max-model-len", "32k", "--max-model-len", "32768", "--vllm-version", "0.6.4"};
+    kv_args_init(&a);
+    assert_int_equal(kv_args_parse(&a, 7, again, notes, sizeof notes, err, sizeof err), 0);
+    assert_int_equal(a.max_model_len, 32768);
     char *dotted[] = {"m", "-O.mode=3"};
     kv_args_init(&a);
     assert_int_equal(kv_args_parse(&a, 2, dotted, notes, sizeof notes, err, sizeof err), 0);

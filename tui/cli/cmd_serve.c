@@ -67,8 +67,8 @@ static void serve_usage(FILE *f)
             "  FP8 weight blocks and AWQ/GPTQ groups against tensor parallelism.\n"
             "  A checkpoint folder with safetensors is sized from the shard headers.\n"
             "  README.md (Which vLLM release) has the table.\n"
-            "flags (vLLM's names; 32k = 32000, 128K = 131072 where vLLM takes them: --max-model-len,\n"
-            "--max-num-batched-tokens, --kv-cache-memory-bytes):\n",
+            "flags (vLLM's names; 32k = 32000, 128K = 131072 where vLLM takes them: --max-model-len\n"
+            "from 0.8.4, --max-num-batched-tokens from 0.9.1, --kv-cache-memory-bytes):\n",
             DEFAULT_GPU, KV_JSON_SCHEMA_VERSION, kv_release_at(0)->first, kv_release_newest()->first, kv_release_newest()->first);
     for (int i = 0; i < kv_args_flag_count(); i++) {
         const kv_args_flag *fl = kv_args_flag_at(i);
