@@ -4,6 +4,7 @@
  * check, the pool and the sampler warm-up. */
 #include "kv_plan_fields.h"
 #include "kv_plan_int.h"
+#include "kv_torch_oom.h"
 #include "kv_util.h"
 
 #include <cjson/cJSON.h>
@@ -502,19 +503,85 @@ static int phase_free_memory(const plan_ctx *c, kv_plan *p)
     return 1;
 }
 
-/* load_model and profile_run: torch OOMs (kvlab's words: torch prints the
- * figures of the failing allocation). Returns 1 if either fails. */
+/* A torch OOM at one phase's allocations, in torch's words
+ * (kv_torch_oom.h): the phase allocates tensors of chunk bytes from avail
+ * free bytes, on top of allocated_before bytes PyTorch already holds; the
+ * one that no longer fits fails. The log gets torch's whole message, the
+ * error its first sentences, and a note says in kvlab's words what the
+ * phase needed. */
+static void fail_torch_oom(const plan_ctx *c, kv_plan *p, kv_plan_error kind, double chunk, double avail,
+                           double allocated_before, double private_pools, const char *fmt, ...)
+    __attribute__((format(printf, 8, 9)));
+static void fail_torch_oom(const plan_ctx *c, kv_plan *p, kv_plan_error kind, double chunk, double avail,
+                           double allocated_before, double private_pools, const char *fmt, ...)
+{
+    double k = chunk > 0 && avail > 0 ? floor(avail / chunk) : 0;
+    kv_torch_oom o = {0};
+    o.tried = chunk;
+    o.total = c->total;
+    o.free = avail > 0 ? avail - k * chunk : 0;
+    o.process = c->total - o.free - p->gpu_used_bytes;
+    o.allocated = allocated_before + k * chunk;
+    o.private_pools = private_pools;
+    char full[1024], brief[400], why[256];
+    kv_torch_oom_text(&o, c->a->vllm_version, 0, full, sizeof full);
+    kv_torch_oom_text(&o, c->a->vllm_version, 1, brief, sizeof brief);
+    plan_fail(p, kind, brief);
+    plan_log(p, "ERROR", full);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    plan_note(p, "%s", why);
+}
+
+/* The largest weight tensor of one rank, bytes (the fused gate_up of a
+ * dense MLP, or every local expert's w13 of a fused MoE): the allocation
+ * kvlab takes to fail when the weights do not fit (vLLM allocates every
+ * parameter at model construction, layer by layer). */
+static double largest_weight_tensor(const plan_ctx *c, const kv_plan *p)
+{
+    const kv_model *m = c->m;
+    double per_param = m->params_total > 0 ? p->weights_bytes / ((double)m->params_total / c->tp) : 2.0;
+    if (m->quant == KV_QUANT_NONE && c->a->quantization == KV_ARGS_QUANT_NONE)
+        per_param = c->act_bytes; /* 16-bit weights (the RoPE cache is not a weight tensor) */
+    double h = m->hidden_size, dense = 2.0 * m->intermediate_size * h, moe = 0;
+    if (m->num_experts > 0)
+        moe = 2.0 * m->num_experts * (double)(m->moe_intermediate_size > 0 ? m->moe_intermediate_size
+                                                                           : m->intermediate_size) * h;
+    double t = (dense > moe ? dense : moe) / c->tp * per_param;
+    if (!(t > 0) || t > p->weights_bytes)
+        t = p->weights_bytes;
+    return t;
+}
+
+/* The largest activation of the profile run, bytes: the gate_up output of
+ * max_num_batched_tokens tokens (a fused MoE's for its top-k experts). */
+static double largest_activation(const plan_ctx *c, const kv_plan *p)
+{
+    const kv_model *m = c->m;
+    double width = 2.0 * m->intermediate_size;
+    if (m->num_experts > 0) {
+        double w = 2.0 * (m->num_experts_per_tok > 0 ? m->num_experts_per_tok : 1) *
+                   (m->moe_intermediate_size > 0 ? m->moe_intermediate_size : m->intermediate_size);
+        if (w > width)
+            width = w;
+    }
+    double t = (double)p->max_num_batched_tokens * width / c->tp * c->act_bytes;
+    if (!(t > 0) || t > p->activation_bytes)
+        t = p->activation_bytes;
+    return t;
+}
+
+/* load_model and profile_run: torch OOMs (torch's words, kv_torch_oom.h).
+ * Returns 1 if either fails. */
 static int phase_load_and_profile(const plan_ctx *c, kv_plan *p)
 {
-    char msg[512];
     double free_now = c->total - p->gpu_used_bytes - p->cuda_context_bytes - (c->textbook ? p->nccl_bytes : 0);
     if (p->weights_bytes > free_now) {
-        snprintf(msg, sizeof msg,
-                 "torch.OutOfMemoryError: CUDA out of memory while loading the weights: %.2f GiB needed, GPU 0 has a "
-                 "total capacity of %.2f GiB of which %.2f GiB is free.",
-                 p->weights_bytes / KV_GIB, c->total / KV_GIB, free_now / KV_GIB);
-        plan_fail(p, KV_PLAN_ERR_WEIGHTS_OOM, msg);
-        plan_log(p, "ERROR", msg);
+        fail_torch_oom(c, p, KV_PLAN_ERR_WEIGHTS_OOM, largest_weight_tensor(c, p), free_now, 0, 0,
+                       "the weights need %.2f GiB per GPU; %.2f GiB was free when loading began",
+                       p->weights_bytes / KV_GIB, free_now / KV_GIB);
         return 1;
     }
     const kv_release_text *t = c->r->text;
@@ -527,14 +594,12 @@ static int phase_load_and_profile(const plan_ctx *c, kv_plan *p)
     }
     plan_log_tpl(p, "INFO", p->model_runner_v2 && t->weights_v2 ? t->weights_v2 : t->weights, NULL, 0);
     if (p->weights_bytes + p->activation_bytes > free_now) {
-        snprintf(msg, sizeof msg,
-                 "torch.OutOfMemoryError: CUDA out of memory in the profile run (%lld batched tokens): weights %.2f "
-                 "GiB + activations %.2f GiB, GPU 0 has a total capacity of %.2f GiB of which %.2f GiB was free after "
-                 "loading.",
-                 (long long)p->max_num_batched_tokens, p->weights_bytes / KV_GIB, p->activation_bytes / KV_GIB,
-                 c->total / KV_GIB, (free_now - p->weights_bytes) / KV_GIB);
-        plan_fail(p, KV_PLAN_ERR_PROFILE_OOM, msg);
-        plan_log(p, "ERROR", msg);
+        fail_torch_oom(c, p, KV_PLAN_ERR_PROFILE_OOM, largest_activation(c, p), free_now - p->weights_bytes,
+                       p->weights_bytes, 0,
+                       "the profile run (%lld batched tokens) needs %.2f GiB of activations beside %.2f GiB of "
+                       "weights; %.2f GiB was free after loading",
+                       (long long)p->max_num_batched_tokens, p->activation_bytes / KV_GIB, p->weights_bytes / KV_GIB,
+                       (free_now - p->weights_bytes) / KV_GIB);
         return 1;
     }
     return 0;
@@ -693,16 +758,14 @@ static void phase_pool(const plan_ctx *c, kv_plan *p)
     if (a->num_gpu_blocks_override > 0 || p->kv_cache_memory_bytes_set) {
         double free_b = free_after_profile(c, p);
         if (p->kv_pool_bytes > free_b) {
-            char msg[400];
-            snprintf(msg, sizeof msg,
-                     "torch.OutOfMemoryError: CUDA out of memory allocating the KV cache (%lld blocks): %.2f GiB "
-                     "needed, GPU 0 has a total capacity of %.2f GiB of which %.2f GiB is free after the profile "
-                     "run.",
-                     (long long)p->num_blocks, p->kv_pool_bytes / KV_GIB, c->total / KV_GIB,
-                     free_b > 0 ? free_b / KV_GIB : 0.0);
+            /* one tensor per attention layer (initialize_kv_cache_tensors; V0 cache_engine.py) */
+            int layers = c->m->num_hidden_layers > 0 ? c->m->num_hidden_layers : 1;
+            fail_torch_oom(c, p, KV_PLAN_ERR_POOL_OOM, p->kv_pool_bytes / layers, free_b,
+                           p->weights_bytes, 0,
+                           "the KV cache of %lld blocks needs %.2f GiB per GPU; %.2f GiB was free after the profile "
+                           "run",
+                           (long long)p->num_blocks, p->kv_pool_bytes / KV_GIB, free_b > 0 ? free_b / KV_GIB : 0.0);
             p->num_blocks = 0;
-            plan_fail(p, KV_PLAN_ERR_POOL_OOM, msg);
-            plan_log(p, "ERROR", msg);
             return;
         }
     }
@@ -742,14 +805,12 @@ static void phase_pool(const plan_ctx *c, kv_plan *p)
                 return;
             }
             /* V2 has no message of its own: warmup_kernels meets a torch OOM. */
-            char msg[400];
-            snprintf(msg, sizeof msg,
-                     "torch.OutOfMemoryError: CUDA out of memory in the warm-up after the pool (warmup_kernels: %lld "
-                     "requests sampled with top-k/top-p): %.2f GiB needed, %.2f GiB free. The profile run sampled "
-                     "without top-k/top-p, so the pool left too little.",
-                     (long long)nreq, p->warmup_need_bytes / KV_GIB, outside > 0 ? outside / KV_GIB : 0.0);
-            plan_fail(p, KV_PLAN_ERR_SAMPLER_OOM, msg);
-            plan_log(p, "ERROR", msg);
+            fail_torch_oom(c, p, KV_PLAN_ERR_SAMPLER_OOM, p->warmup_need_bytes, outside,
+                           p->weights_bytes + pool, p->terms[KV_PLAN_TERM_CUDAGRAPH].counted ? 0 : p->cudagraph_bytes,
+                           "the warm-up after the pool (warmup_kernels: %lld requests sampled with top-k/top-p) needs "
+                           "%.2f GiB, %.2f GiB free; the profile run sampled without top-k/top-p, so the pool left too "
+                           "little",
+                           (long long)nreq, p->warmup_need_bytes / KV_GIB, outside > 0 ? outside / KV_GIB : 0.0);
             return;
         }
     }

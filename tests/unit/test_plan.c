@@ -17,6 +17,7 @@
 #include "kv_model.h"
 #include "kv_plan.h"
 #include "kv_plan_fields.h"
+#include "kv_torch_oom.h"
 #include "kv_util.h"
 #include "test_helpers.h"
 
@@ -601,7 +602,11 @@ static void test_pool_given_by_size(void **state)
     assert_false(p.starts);
     assert_int_equal(p.error_kind, KV_PLAN_ERR_POOL_OOM);
     assert_string_equal(kv_plan_error_name(p.error_kind), "pool_oom");
-    assert_non_null(strstr(p.error, "CUDA out of memory allocating the KV cache"));
+    assert_non_null(strstr(p.error, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "));
+    int noted = 0;
+    for (int i = 0; i < p.num_notes; i++)
+        noted |= strstr(p.notes[i], "the KV cache of ") != NULL;
+    assert_true(noted);
     assert_true(p.num_fixes >= 1);
     assert_true(p.fixes[0].starts);
     assert_int_equal(p.fixes[0].kv_cache_tokens, tokens);
@@ -770,6 +775,58 @@ static void test_oom_paths(void **state)
     assert_int_equal(kv_args_set(&a, "activation-gib", "15", err, sizeof err), 0);
     assert_int_equal(kv_plan_compute(m, NULL, &a, &p, err, sizeof err), 0);
     assert_int_equal(p.error_kind, KV_PLAN_ERR_PROFILE_OOM);
+}
+
+static const char *log_having(const kv_plan *p, const char *what)
+{
+    for (int i = 0; i < p->num_log; i++)
+        if (strstr(p->log[i], what))
+            return p->log[i];
+    return NULL;
+}
+
+/* The OOMs in torch's words (kv_torch_oom.h): the allocation that fails
+ * (the 70B's fused gate_up: 2 x 28672 x 8192 bf16 = 896 MiB), torch's size
+ * format, and the allocator setting the release's torch names. Was kvlab's
+ * own sentence ("CUDA out of memory while loading the weights: 131.45 GiB
+ * needed"), which no torch prints. */
+static void test_oom_in_torch_words(void **state)
+{
+    (void)state;
+    char b[64];
+    kv_torch_format_size(512, b, sizeof b);
+    assert_string_equal(b, "512 bytes");
+    kv_torch_format_size(1536, b, sizeof b);
+    assert_string_equal(b, "1.50 KiB");
+    kv_torch_format_size(896.0 * 1048576, b, sizeof b);
+    assert_string_equal(b, "896.00 MiB");
+    kv_torch_format_size(1073741824.0 + 1, b, sizeof b);
+    assert_string_equal(b, "1.00 GiB");
+    kv_args a;
+    kv_plan p;
+    char err[512];
+    kv_model *m = load_model("meta-llama/Llama-3.1-70B-Instruct");
+    static const char *const rel[][2] = {{"0.6.4", "PYTORCH_CUDA_ALLOC_CONF="}, {"0.11.0", "PYTORCH_CUDA_ALLOC_CONF="},
+                                         {"0.11.1", " PYTORCH_ALLOC_CONF="}, {"0.33.0", " PYTORCH_ALLOC_CONF="}};
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+        kv_args_init(&a);
+        assert_int_equal(kv_args_set(&a, "vllm-version", rel[i][0], err, sizeof err), 0);
+        set_gib(&a, "gpu-memory-gib", 23.64);
+        assert_int_equal(kv_args_set(&a, "max-model-len", "8192", err, sizeof err), 0);
+        assert_int_equal(kv_plan_compute(m, NULL, &a, &p, err, sizeof err), 0);
+        assert_int_equal(p.error_kind, KV_PLAN_ERR_WEIGHTS_OOM);
+        assert_non_null(strstr(p.error, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 896.00 MiB. "
+                                        "GPU 0 has a total capacity of 23.64 GiB of which "));
+        const char *line = log_having(&p, "Tried to allocate 896.00 MiB");
+        assert_non_null(line);
+        assert_non_null(strstr(line, "Including non-PyTorch memory, this process has "));
+        assert_non_null(strstr(line, rel[i][1]));
+    }
+    /* the free figure is what is left before the tensor that fails: under it */
+    const char *f = strstr(p.error, "of which ");
+    assert_non_null(f);
+    double free_mib = atof(f + 9) * (strstr(f, "GiB") ? 1024 : 1);
+    assert_true(free_mib < 896.0 && free_mib >= 0);
 }
 
 static void test_terms_and_overrides(void **state)
@@ -1757,6 +1814,7 @@ int main(void)
         cmocka_unit_test(test_kv_per_token_head_dtypes),
         cmocka_unit_test(test_auto_fit),
         cmocka_unit_test(test_oom_paths),
+        cmocka_unit_test(test_oom_in_torch_words),
         cmocka_unit_test(test_terms_and_overrides),
         cmocka_unit_test(test_json_fields),
         cmocka_unit_test(test_activation_formula),
