@@ -1368,7 +1368,43 @@ int kv_args_check_release(const kv_args *a, char *err, size_t errlen)
                        row->since);
     if (given_has(a, GIVEN_DASH_O) && kv_release_compare(v, "0.6.5") < 0)
         return not_in_release("-O", v, "0.6.5", NULL, err, errlen);
+    /* a --no- form where the release's option is a plain switch (store_true) */
+    for (int k = 0; k < a->num_neg_given && ri >= 0; k++) {
+        const kv_vllm_flag *vf = &kv_vllm_flags[a->neg_given[k]];
+        int nargs, neg;
+        if (kv_vllm_flag_shape(vf, ri, &nargs, &neg) && !neg) {
+            int from = kv_vllm_flag_negatable_from(vf);
+            return kv_errf(err, errlen, KV_ARGS_EVALUE,
+                           "vllm serve: error: unrecognized arguments: --no-%s (vLLM %s has --%s without a --no- form; "
+                           "%s and later have it)",
+                           vf->name, v, vf->name, from >= 0 ? kv_vllm_releases[from] : "no release");
+        }
+    }
     return suffix_check_release(a, v, err, errlen);
+}
+
+/* The --no- form of vLLM option vf was given: remembered for the release
+ * check (kv_args_check_release). */
+static void neg_mark(kv_args *a, const kv_vllm_flag *vf)
+{
+    if (!vf)
+        return;
+    int16_t idx = (int16_t)(vf - kv_vllm_flags);
+    for (int k = 0; k < a->num_neg_given; k++)
+        if (a->neg_given[k] == idx)
+            return;
+    if (a->num_neg_given < (int32_t)(sizeof a->neg_given / sizeof a->neg_given[0]))
+        a->neg_given[a->num_neg_given++] = idx;
+}
+
+/* How vf takes values in the release a follows (its parser's nargs); the
+ * newest shape where that release lacks it (the release check refuses it). */
+static int release_nargs(const kv_args *a, const kv_vllm_flag *vf)
+{
+    int nargs, neg;
+    if (kv_vllm_flag_shape(vf, release_index_or_newest(a), &nargs, &neg))
+        return nargs;
+    return vf->nargs;
 }
 
 /* A flag kv_args_set accepted without modelling (KV_ARGS_IGNORED) leaves
@@ -1411,8 +1447,8 @@ int kv_args_parse(kv_args *a, int argc, char **argv, char *notes, size_t notesle
             continue; /* a pasted line continuation; end of options */
         if (!is_flag(arg)) {
             if (have_model)
-                return kv_errf(err, errlen, KV_ARGS_EUNKNOWN, "unexpected argument '%s' (MODEL is already '%s')", arg,
-                               a->model);
+                return kv_errf(err, errlen, KV_ARGS_EUNKNOWN,
+                               "vllm serve: error: unrecognized arguments: %s (MODEL is already '%s')", arg, a->model);
             snprintf(a->model, sizeof a->model, "%s", arg);
             have_model = 1;
             continue;
@@ -1467,10 +1503,13 @@ int kv_args_parse(kv_args *a, int argc, char **argv, char *notes, size_t notesle
             const kv_vllm_flag *vf = kv_vllm_flag_find(name, &vneg);
             if (!vf)
                 return unknown_flag(name, err, errlen);
-            if (!eq && !vneg && vf->nargs != KV_VLLM_NARGS_NONE) {
-                int more = vf->nargs == KV_VLLM_NARGS_MANY;
+            if (vneg)
+                neg_mark(a, vf);
+            int vnargs = release_nargs(a, vf);
+            if (!eq && !vneg && vnargs != KV_VLLM_NARGS_NONE) {
+                int more = vnargs == KV_VLLM_NARGS_MANY;
                 int have = i + 1 < argc && argv[i + 1] && !is_flag(argv[i + 1]);
-                if (!have && vf->nargs != KV_VLLM_NARGS_OPT)
+                if (!have && vnargs != KV_VLLM_NARGS_OPT)
                     return kv_errf(err, errlen, KV_ARGS_EMISSING,
                                    "vllm serve: error: argument --%s: expected %s", vf->name,
                                    more ? "at least one argument" : "one argument");
@@ -1488,6 +1527,14 @@ int kv_args_parse(kv_args *a, int argc, char **argv, char *notes, size_t notesle
         int takes_value = f->kind != KV_ARG_BOOL && f->kind != KV_ARG_NOTE_BOOL;
         if (!takes_value && eq && (f->kind == KV_ARG_NOTE_BOOL))
             value = NULL;
+        const kv_vllm_flag *vf = kv_vllm_flag_find(f->name, NULL);
+        if (neg && vf)
+            neg_mark(a, vf);
+        /* a switch the release's parser reads with an optional true/false
+         * (0.6.4's --enable-chunked-prefill, StoreBoolean with nargs "?") */
+        if (!takes_value && !eq && !neg && vf && release_nargs(a, vf) == KV_VLLM_NARGS_OPT && i + 1 < argc &&
+            argv[i + 1] && (!strcasecmp(argv[i + 1], "true") || !strcasecmp(argv[i + 1], "false")))
+            value = argv[++i];
         if (takes_value && !eq) {
             if (i + 1 >= argc || !argv[i + 1] || is_flag(argv[i + 1]))
                 return kv_errf(err, errlen, KV_ARGS_EMISSING, "--%s needs a value", f->name);

@@ -169,6 +169,11 @@ typedef struct kv_args {
      * option with argparse's int. */
     uint32_t suffix_given;
     char suffix_text[3][24]; /* each one's value as given, for argparse's words */
+    /* Options given in their --no- form: index into kv_vllm_flags, checked
+     * against the release's parser (its shape: a store_true switch has no
+     * --no- form). */
+    int16_t neg_given[16];
+    int32_t num_neg_given;
 } kv_args;
 
 /* Fill *a with vLLM's defaults (above). */

@@ -55,7 +55,7 @@ const kv_vllm_flag *kv_vllm_flag_find(const char *spelling, int *negated)
     const kv_vllm_flag *f = find_exact(n);
     if (f)
         return f;
-    if (!strncmp(n, "no-", 3) && (f = find_exact(n + 3)) != NULL && f->negatable) {
+    if (!strncmp(n, "no-", 3) && (f = find_exact(n + 3)) != NULL && kv_vllm_flag_negatable_from(f) >= 0) {
         if (negated)
             *negated = 1;
         return f;
@@ -68,6 +68,27 @@ int kv_vllm_flag_in(const kv_vllm_flag *f, int ri)
     if (!f || ri < 0 || ri >= kv_vllm_num_releases || ri >= 128)
         return 0;
     return (int)((f->releases[ri / 64] >> (ri % 64)) & 1u);
+}
+
+int kv_vllm_flag_shape(const kv_vllm_flag *f, int ri, int *nargs, int *negatable)
+{
+    if (!kv_vllm_flag_in(f, ri) || !f->shape || strlen(f->shape) <= (size_t)ri || f->shape[ri] < '0' ||
+        f->shape[ri] > '7')
+        return 0;
+    int c = f->shape[ri] - '0';
+    if (nargs)
+        *nargs = c & 3;
+    if (negatable)
+        *negatable = c >> 2;
+    return 1;
+}
+
+int kv_vllm_flag_negatable_from(const kv_vllm_flag *f)
+{
+    for (int i = 0; f && f->shape && f->shape[i]; i++)
+        if (f->shape[i] >= '4' && f->shape[i] <= '7')
+            return i;
+    return -1;
 }
 
 size_t kv_vllm_flag_spans(const kv_vllm_flag *f, char *buf, size_t n)

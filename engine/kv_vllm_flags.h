@@ -26,8 +26,9 @@ typedef struct kv_vllm_flag {
     const char *name;     /* long name without "--": "tensor-parallel-size" */
     const char *aliases;  /* other spellings without dashes, space-separated: "tp" ("" none) */
     uint8_t nargs;        /* KV_VLLM_NARGS_*, as in the newest release that has it */
-    uint8_t negatable;    /* 1: also --no-<name> (BooleanOptionalAction) */
+    uint8_t negatable;    /* 1: also --no-<name> (BooleanOptionalAction), in the newest release */
     uint64_t releases[2]; /* bit i: kv_vllm_releases[i] has it */
+    const char *shape;    /* per release i: '-' absent, else '0' + nargs + 4 if it has --no-<name> */
 } kv_vllm_flag;
 
 /* The generated data (engine/kv_vllm_flags_data.c). */
@@ -56,6 +57,15 @@ const kv_vllm_flag *kv_vllm_flag_prefix(const char *spelling, char *others, size
 
 /* 1 if release index ri has f. */
 int kv_vllm_flag_in(const kv_vllm_flag *f, int ri);
+
+/* f's shape in release index ri: 1 with *nargs (KV_VLLM_NARGS_*) and
+ * *negatable (a --no- form) as that release's parser has them (0.6.4's
+ * --enable-chunked-prefill takes an optional true/false, later releases'
+ * is a switch with --no-enable-chunked-prefill); 0 where ri lacks f. */
+int kv_vllm_flag_shape(const kv_vllm_flag *f, int ri, int *nargs, int *negatable);
+
+/* The first release index with a --no- form of f, -1 if none has it. */
+int kv_vllm_flag_negatable_from(const kv_vllm_flag *f);
 
 /* The releases that have f as spans ("0.6.4-0.10.2, 0.17.0-0.33.0") into buf. */
 size_t kv_vllm_flag_spans(const kv_vllm_flag *f, char *buf, size_t n);

@@ -16,395 +16,397 @@ const char *const kv_vllm_releases[] = {
 };
 
 /* name, short forms and other spellings (space-separated), takes a value
- * (KV_VLLM_NARGS_*), has a --no- form, releases (bit i = kv_vllm_releases[i]);
- * the comment gives the spans. */
+ * (KV_VLLM_NARGS_*), has a --no- form (both in the newest release that has
+ * it), releases (bit i = kv_vllm_releases[i]), and the shape in each release
+ * (one character per release: '-' absent, else nargs + 4 if it has a --no-
+ * form); the comment gives the spans. */
 const kv_vllm_flag kv_vllm_flags[] = {
-    {"additional-config", "", 1, 0, {0x07ffffffffffff00ull, 0x0000000000000000ull}}, /* 0.7.3-0.33.0 */
-    {"aggregate-engine-logging", "", 0, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}}, /* 0.11.1-0.33.0 */
-    {"all2all-backend", "", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}}, /* 0.11.1-0.33.0 */
-    {"allow-credentials", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"allow-deprecated-quantization", "", 0, 1, {0x07ffffffe0000000ull, 0x0000000000000000ull}}, /* 0.14.0-0.33.0 */
-    {"allowed-headers", "", 2, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"allowed-local-media-path", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"allowed-media-domains", "", 2, 0, {0x07ffffffff000000ull, 0x0000000000000000ull}}, /* 0.11.0-0.33.0 */
-    {"allowed-methods", "", 2, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"allowed-origins", "", 2, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"anthropic-disabled-thinking-effort", "", 1, 0, {0x0700000000000000ull, 0x0000000000000000ull}}, /* 0.31.0-0.33.0 */
-    {"api-key", "", 2, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"api-server-count", "asc", 1, 0, {0x07fffffffffc0000ull, 0x0000000000000000ull}}, /* 0.9.1-0.33.0 */
-    {"async-scheduling", "", 0, 1, {0x07fffffffff00000ull, 0x0000000000000000ull}}, /* 0.10.0-0.33.0 */
-    {"attention-backend", "", 1, 0, {0x07fffffff0000000ull, 0x0000000000000000ull}}, /* 0.13.0-0.33.0 */
-    {"attention-config", "ac", 1, 0, {0x07fffffff0000000ull, 0x0000000000000000ull}}, /* 0.13.0-0.33.0 */
-    {"aux-output-config", "", 1, 0, {0x0700000000000000ull, 0x0000000000000000ull}}, /* 0.31.0-0.33.0 */
-    {"block-size", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"calculate-kv-scales", "", 0, 1, {0x001fffffffffffe0ull, 0x0000000000000000ull}}, /* 0.7.0-0.27.1 */
-    {"chat-template", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"chat-template-content-format", "", 1, 0, {0x07fffffffffffffcull, 0x0000000000000000ull}}, /* 0.6.5-0.33.0 */
-    {"chat-template-text-format", "", 1, 0, {0x0000000000000003ull, 0x0000000000000000ull}}, /* 0.6.4-0.6.4.post1 */
-    {"code-revision", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"cohere-format", "", 1, 0, {0x07f8000000000000ull, 0x0000000000000000ull}}, /* 0.27.0-0.33.0 */
-    {"cohere-is-reasoning-model", "", 0, 1, {0x07f8000000000000ull, 0x0000000000000000ull}}, /* 0.27.0-0.33.0 */
-    {"collect-detailed-traces", "", 2, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"compilation-config", "O cc", 1, 0, {0x07fffffffffffffcull, 0x0000000000000000ull}}, /* 0.6.5-0.33.0 */
-    {"config", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"config-format", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"convert", "", 1, 0, {0x07ffffffffe00000ull, 0x0000000000000000ull}}, /* 0.10.1-0.33.0 */
-    {"cp-kv-cache-interleave-size", "", 1, 0, {0x07fffffff8000000ull, 0x0000000000000000ull}}, /* 0.12.0-0.33.0 */
-    {"cpu-distributed-timeout-seconds", "", 1, 0, {0x07fff00000000000ull, 0x0000000000000000ull}}, /* 0.22.0-0.33.0 */
-    {"cpu-offload-gb", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"cpu-offload-params", "", 1, 0, {0x07fffffc00000000ull, 0x0000000000000000ull}}, /* 0.17.0-0.33.0 */
-    {"cuda-graph-sizes", "", 2, 0, {0x000000000fff0000ull, 0x0000000000000000ull}}, /* 0.9.0-0.12.0 */
-    {"cudagraph-capture-sizes", "", 2, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}}, /* 0.11.1-0.33.0 */
-    {"cudagraph-metrics", "", 0, 1, {0x07fffffff0000000ull, 0x0000000000000000ull}}, /* 0.13.0-0.33.0 */
-    {"custom-histogram-buckets", "", 2, 0, {0x0600000000000000ull, 0x0000000000000000ull}}, /* 0.32.0-0.33.0 */
-    {"data-parallel-address", "dpa", 1, 0, {0x07ffffffffff0000ull, 0x0000000000000000ull}}, /* 0.9.0-0.33.0 */
-    {"data-parallel-backend", "dpb", 1, 0, {0x07fffffffffc0000ull, 0x0000000000000000ull}}, /* 0.9.1-0.33.0 */
-    {"data-parallel-external-lb", "dpe", 0, 1, {0x07fffffffe000000ull, 0x0000000000000000ull}}, /* 0.11.1-0.33.0 */
-    {"data-parallel-hybrid-lb", "dph", 0, 1, {0x07fffffffff00000ull, 0x0000000000000000ull}}, /* 0.10.0-0.33.0 */
-    {"data-parallel-multi-port-external-lb", "dpm", 0, 0, {0x07fff00000000000ull, 0x0000000000000000ull}}, /* 0.22.0-0.33.0 */
-    {"data-parallel-rank", "dpn", 1, 0, {0x07fffffffff80000ull, 0x0000000000000000ull}}, /* 0.9.2-0.33.0 */
-    {"data-parallel-rpc-port", "dpp", 1, 0, {0x07ffffffffff0000ull, 0x0000000000000000ull}}, /* 0.9.0-0.33.0 */
-    {"data-parallel-size", "dp", 1, 0, {0x07fffffffffff000ull, 0x0000000000000000ull}}, /* 0.8.3-0.33.0 */
-    {"data-parallel-size-local", "dpl", 1, 0, {0x07ffffffffff0000ull, 0x0000000000000000ull}}, /* 0.9.0-0.33.0 */
-    {"data-parallel-start-rank", "dpr", 1, 0, {0x07ffffffffff0000ull, 0x0000000000000000ull}}, /* 0.9.0-0.33.0 */
-    {"data-parallel-supervisor-port", "", 1, 0, {0x07fff00000000000ull, 0x0000000000000000ull}}, /* 0.22.0-0.33.0 */
-    {"dbo-decode-token-threshold", "", 1, 0, {0x07ffffffff000000ull, 0x0000000000000000ull}}, /* 0.11.0-0.33.0 */
-    {"dbo-prefill-token-threshold", "", 1, 0, {0x07ffffffff000000ull, 0x0000000000000000ull}}, /* 0.11.0-0.33.0 */
-    {"dcp-comm-backend", "", 1, 0, {0x07fffff000000000ull, 0x0000000000000000ull}}, /* 0.18.0-0.33.0 */
-    {"dcp-kv-cache-interleave-size", "", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}}, /* 0.11.1-0.33.0 */
-    {"dcp-q-replicate", "", 0, 1, {0x07c0000000000000ull, 0x0000000000000000ull}}, /* 0.29.0-0.33.0 */
-    {"decode-context-parallel-size", "dcp", 1, 0, {0x07ffffffff800000ull, 0x0000000000000000ull}}, /* 0.10.2-0.33.0 */
-    {"default-chat-template-kwargs", "", 1, 0, {0x07ffffffe0000000ull, 0x0000000000000000ull}}, /* 0.14.0-0.33.0 */
-    {"default-mm-loras", "", 1, 0, {0x07fffffffff00000ull, 0x0000000000000000ull}}, /* 0.10.0-0.33.0 */
-    {"device", "", 1, 0, {0x00000000000fffffull, 0x0000000000000000ull}}, /* 0.6.4-0.9.2 */
-    {"device-ids", "", 1, 0, {0x07ff800000000000ull, 0x0000000000000000ull}}, /* 0.24.0-0.33.0 */
-    {"diffusion-config", "dc", 1, 0, {0x07ff800000000000ull, 0x0000000000000000ull}}, /* 0.24.0-0.33.0 */
-    {"disable-access-log-for-endpoints", "", 1, 0, {0x07fffffe00000000ull, 0x0000000000000000ull}}, /* 0.16.0-0.33.0 */
-    {"disable-async-output-proc", "", 0, 0, {0x0000000000ffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.10.2 */
-    {"disable-cascade-attn", "", 0, 1, {0x07fffffffffff800ull, 0x0000000000000000ull}}, /* 0.8.2-0.33.0 */
-    {"disable-chunked-mm-input", "", 0, 1, {0x07ffffffffffe000ull, 0x0000000000000000ull}}, /* 0.8.4-0.33.0 */
-    {"disable-custom-all-reduce", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"disable-fastapi-docs", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"disable-frontend-multiprocessing", "", 0, 1, {0x0000003fffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.18.1 */
-    {"disable-hybrid-kv-cache-manager", "", 0, 1, {0x07fffffffffc0000ull, 0x0000000000000000ull}}, /* 0.9.1-0.33.0 */
-    {"disable-log-requests", "", 0, 1, {0x00000003ffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.16.0 */
-    {"disable-log-stats", "", 0, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"disable-logprobs-during-spec-decoding", "", 3, 0, {0x0000000000000fffull, 0x0000000000000000ull}}, /* 0.6.4-0.8.2 */
-    {"disable-mm-preprocessor-cache", "", 0, 0, {0x000000000ffffff8ull, 0x0000000000000000ull}}, /* 0.6.6-0.12.0 */
-    {"disable-nccl-for-dp-synchronization", "", 0, 1, {0x07fffffffe000000ull, 0x0000000000000000ull}}, /* 0.11.1-0.33.0 */
-    {"disable-sliding-window", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"disable-uvicorn-access-log", "", 0, 1, {0x07fffffffffff800ull, 0x0000000000000000ull}}, /* 0.8.2-0.33.0 */
-    {"distributed-executor-backend", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"distributed-timeout-seconds", "", 1, 0, {0x07fffff000000000ull, 0x0000000000000000ull}}, /* 0.18.0-0.33.0 */
-    {"download-dir", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"dp-supervisor-probe-failure-threshold", "", 1, 0, {0x07fff00000000000ull, 0x0000000000000000ull}}, /* 0.22.0-0.33.0 */
-    {"dp-supervisor-probe-interval-s", "", 1, 0, {0x07fff00000000000ull, 0x0000000000000000ull}}, /* 0.22.0-0.33.0 */
-    {"dp-supervisor-probe-timeout-s", "", 1, 0, {0x07fff00000000000ull, 0x0000000000000000ull}}, /* 0.22.0-0.33.0 */
-    {"dp-sync-interval", "", 1, 0, {0x0780000000000000ull, 0x0000000000000000ull}}, /* 0.30.0-0.33.0 */
-    {"dtype", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"ec-manager-config", "", 1, 0, {0x07e0000000000000ull, 0x0000000000000000ull}}, /* 0.28.0-0.33.0 */
-    {"ec-transfer-config", "", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}}, /* 0.11.1-0.33.0 */
-    {"elastic-ep-max-dp-size", "", 1, 0, {0x0780000000000000ull, 0x0000000000000000ull}}, /* 0.30.0-0.33.0 */
-    {"enable-auto-tool-choice", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"enable-batch-sharded-sampling", "", 0, 1, {0x07c0000000000000ull, 0x0000000000000000ull}}, /* 0.29.0-0.33.0 */
-    {"enable-bf16x3-router-gemm", "", 0, 1, {0x007c000000000000ull, 0x0000000000000000ull}}, /* 0.26.0-0.29.0 */
-    {"enable-chunked-prefill", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"enable-cumem-allocator", "", 0, 1, {0x07fff00000000000ull, 0x0000000000000000ull}}, /* 0.22.0-0.33.0 */
-    {"enable-dbo", "", 0, 1, {0x07ffffffff000000ull, 0x0000000000000000ull}}, /* 0.11.0-0.33.0 */
-    {"enable-elastic-ep", "", 0, 1, {0x07fffffc00000000ull, 0x0000000000000000ull}}, /* 0.17.0-0.33.0 */
-    {"enable-ep-weight-filter", "", 0, 1, {0x07fffff000000000ull, 0x0000000000000000ull}}, /* 0.18.0-0.33.0 */
-    {"enable-eplb", "", 0, 1, {0x07fffffffff80000ull, 0x0000000000000000ull}}, /* 0.9.2-0.33.0 */
-    {"enable-expert-parallel", "ep", 0, 1, {0x07fffffffffffe00ull, 0x0000000000000000ull}}, /* 0.8.0-0.33.0 */
-    {"enable-fault-tolerance", "", 0, 1, {0x07f8000000000000ull, 0x0000000000000000ull}}, /* 0.27.0-0.33.0 */
-    {"enable-flash-late-interaction", "", 0, 1, {0x07ffff0000000000ull, 0x0000000000000000ull}}, /* 0.20.0-0.33.0 */
-    {"enable-flashinfer-autotune", "", 0, 1, {0x07fffffe00000000ull, 0x0000000000000000ull}}, /* 0.16.0-0.33.0 */
-    {"enable-force-include-usage", "", 0, 1, {0x07fffffffff80000ull, 0x0000000000000000ull}}, /* 0.9.2-0.33.0 */
-    {"enable-hc-sp", "", 0, 1, {0x0600000000000000ull, 0x0000000000000000ull}}, /* 0.32.0-0.33.0 */
-    {"enable-layerwise-nvtx-tracing", "", 0, 1, {0x07fffffff0000000ull, 0x0000000000000000ull}}, /* 0.13.0-0.33.0 */
-    {"enable-log-deltas", "", 0, 1, {0x07ffffffe0000000ull, 0x0000000000000000ull}}, /* 0.14.0-0.33.0 */
-    {"enable-log-outputs", "", 0, 1, {0x07ffffffffe00000ull, 0x0000000000000000ull}}, /* 0.10.1-0.33.0 */
-    {"enable-log-requests", "", 0, 1, {0x07ffffffffe00000ull, 0x0000000000000000ull}}, /* 0.10.1-0.33.0 */
-    {"enable-logging-iteration-details", "", 0, 1, {0x07ffffffe0000000ull, 0x0000000000000000ull}}, /* 0.14.0-0.33.0 */
-    {"enable-lora", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"enable-lora-bias", "", 0, 1, {0x0000000001ffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.11.0 */
-    {"enable-mamba-cache-stochastic-rounding", "", 0, 1, {0x07ffff0000000000ull, 0x0000000000000000ull}}, /* 0.20.0-0.33.0 */
-    {"enable-mamba-fine-grained-prefix-cache", "", 0, 1, {0x0080000000000000ull, 0x0000000000000000ull}}, /* 0.30.0 */
-    {"enable-mamba-shared-prefix-checkpoint", "", 0, 1, {0x0700000000000000ull, 0x0000000000000000ull}}, /* 0.31.0-0.33.0 */
-    {"enable-mfu-metrics", "", 0, 1, {0x07ffffffe0000000ull, 0x0000000000000000ull}}, /* 0.14.0-0.33.0 */
-    {"enable-mixed-moe-lora-format", "", 0, 1, {0x07fff00000000000ull, 0x0000000000000000ull}}, /* 0.22.0-0.33.0 */
-    {"enable-mm-embeds", "", 0, 1, {0x07fffffffe000000ull, 0x0000000000000000ull}}, /* 0.11.1-0.33.0 */
-    {"enable-moe-shared-loras", "", 0, 1, {0x07fc000000000000ull, 0x0000000000000000ull}}, /* 0.26.0-0.33.0 */
-    {"enable-multimodal-encoder-data-parallel", "", 0, 0, {0x000000000ffc0000ull, 0x0000000000000000ull}}, /* 0.9.1-0.12.0 */
-    {"enable-nccl-comm-suspend", "", 0, 1, {0x0780000000000000ull, 0x0000000000000000ull}}, /* 0.30.0-0.33.0 */
-    {"enable-offline-docs", "", 0, 1, {0x07ffffffe0000000ull, 0x0000000000000000ull}}, /* 0.14.0-0.33.0 */
-    {"enable-per-request-metrics", "", 0, 1, {0x07ff000000000000ull, 0x0000000000000000ull}}, /* 0.25.0-0.33.0 */
-    {"enable-prefix-caching", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"enable-prompt-adapter", "", 0, 0, {0x00000000007fffffull, 0x0000000000000000ull}}, /* 0.6.4-0.10.1.1 */
-    {"enable-prompt-embeds", "", 0, 1, {0x07ffffffffff0000ull, 0x0000000000000000ull}}, /* 0.9.0-0.33.0 */
-    {"enable-prompt-tokens-details", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"enable-reasoning", "", 0, 1, {0x00000000000fffc0ull, 0x0000000000000000ull}}, /* 0.7.1-0.9.2 */
-    {"enable-request-id-headers", "", 0, 1, {0x07fffffffffffff8ull, 0x0000000000000000ull}}, /* 0.6.6-0.33.0 */
-    {"enable-return-routed-experts", "", 0, 1, {0x07ffffffe0000000ull, 0x0000000000000000ull}}, /* 0.14.0-0.33.0 */
-    {"enable-scale-out", "", 0, 1, {0x0780000000000000ull, 0x0000000000000000ull}}, /* 0.30.0-0.33.0 */
-    {"enable-server-load-tracking", "", 0, 1, {0x07fffffffffffe00ull, 0x0000000000000000ull}}, /* 0.8.0-0.33.0 */
-    {"enable-shm-tensor-arena", "", 0, 1, {0x0600000000000000ull, 0x0000000000000000ull}}, /* 0.32.0-0.33.0 */
-    {"enable-sleep-mode", "", 0, 1, {0x07ffffffffffffe0ull, 0x0000000000000000ull}}, /* 0.7.0-0.33.0 */
-    {"enable-ssl-refresh", "", 0, 1, {0x07fffffffffffe00ull, 0x0000000000000000ull}}, /* 0.8.0-0.33.0 */
-    {"enable-tokenizer-info-endpoint", "", 0, 1, {0x07fffffffff00000ull, 0x0000000000000000ull}}, /* 0.10.0-0.33.0 */
-    {"enable-tower-connector-lora", "", 0, 1, {0x07ffffffe0000000ull, 0x0000000000000000ull}}, /* 0.14.0-0.33.0 */
-    {"enable-trace-replay", "", 0, 1, {0x07c0000000000000ull, 0x0000000000000000ull}}, /* 0.29.0-0.33.0 */
-    {"enforce-eager", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"engram-config", "", 1, 0, {0x0780000000000000ull, 0x0000000000000000ull}}, /* 0.30.0-0.33.0 */
-    {"eplb-config", "", 1, 0, {0x07ffffffff800000ull, 0x0000000000000000ull}}, /* 0.10.2-0.33.0 */
-    {"eplb-log-balancedness", "", 0, 1, {0x0000000007f80000ull, 0x0000000000000000ull}}, /* 0.9.2-0.11.2 */
-    {"eplb-step-interval", "", 1, 0, {0x0000000007f80000ull, 0x0000000000000000ull}}, /* 0.9.2-0.11.2 */
-    {"eplb-window-size", "", 1, 0, {0x0000000007f80000ull, 0x0000000000000000ull}}, /* 0.9.2-0.11.2 */
-    {"exclude-tools-when-tool-choice-none", "", 0, 1, {0x07ffffffffe00000ull, 0x0000000000000000ull}}, /* 0.10.1-0.33.0 */
-    {"expand-tools-even-if-tool-choice-none", "", 0, 0, {0x0000000000080000ull, 0x0000000000000000ull}}, /* 0.9.2 */
-    {"expert-placement-strategy", "", 1, 0, {0x07ffffffff000000ull, 0x0000000000000000ull}}, /* 0.11.0-0.33.0 */
-    {"fail-on-environ-validation", "", 0, 1, {0x07fffffc00000000ull, 0x0000000000000000ull}}, /* 0.17.0-0.33.0 */
-    {"fault-tolerance-config", "", 1, 0, {0x07f8000000000000ull, 0x0000000000000000ull}}, /* 0.27.0-0.33.0 */
-    {"fingerprint-mode", "", 1, 0, {0x07fff80000000000ull, 0x0000000000000000ull}}, /* 0.21.0-0.33.0 */
-    {"fingerprint-value", "", 1, 0, {0x07fff80000000000ull, 0x0000000000000000ull}}, /* 0.21.0-0.33.0 */
-    {"fully-sharded-loras", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"gdn-prefill-backend", "", 1, 0, {0x07fffff000000000ull, 0x0000000000000000ull}}, /* 0.18.0-0.33.0 */
-    {"generation-config", "", 1, 0, {0x07fffffffffffff8ull, 0x0000000000000000ull}}, /* 0.6.6-0.33.0 */
-    {"gpu-memory-utilization", "device-memory-utilization", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"grpc", "", 0, 0, {0x07fffff000000000ull, 0x0000000000000000ull}}, /* 0.18.0-0.33.0 */
-    {"grpc-port", "", 1, 0, {0x0600000000000000ull, 0x0000000000000000ull}}, /* 0.32.0-0.33.0 */
-    {"guided-decoding-backend", "", 1, 0, {0x0000000000ffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.10.2 */
-    {"guided-decoding-disable-additional-properties", "", 0, 1, {0x0000000000ff0000ull, 0x0000000000000000ull}}, /* 0.9.0-0.10.2 */
-    {"guided-decoding-disable-any-whitespace", "", 0, 1, {0x0000000000ff0000ull, 0x0000000000000000ull}}, /* 0.9.0-0.10.2 */
-    {"guided-decoding-disable-fallback", "", 0, 1, {0x0000000000ff0000ull, 0x0000000000000000ull}}, /* 0.9.0-0.10.2 */
-    {"h11-max-header-count", "", 1, 0, {0x07ffffffffc00000ull, 0x0000000000000000ull}}, /* 0.10.1.1-0.33.0 */
-    {"h11-max-incomplete-event-size", "", 1, 0, {0x07ffffffffc00000ull, 0x0000000000000000ull}}, /* 0.10.1.1-0.33.0 */
-    {"headless", "", 0, 0, {0x07ffffffffff0000ull, 0x0000000000000000ull}}, /* 0.9.0-0.33.0 */
-    {"hf-config-path", "", 1, 0, {0x07fffffffffffe00ull, 0x0000000000000000ull}}, /* 0.8.0-0.33.0 */
-    {"hf-overrides", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"hf-token", "", 3, 0, {0x07ffffffffffe000ull, 0x0000000000000000ull}}, /* 0.8.4-0.33.0 */
-    {"host", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"ignore-patterns", "", 2, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"interleave-mm-strings", "", 0, 1, {0x07fffffffff00000ull, 0x0000000000000000ull}}, /* 0.10.0-0.33.0 */
-    {"io-processor-plugin", "", 1, 0, {0x07ffffffff800000ull, 0x0000000000000000ull}}, /* 0.10.2-0.33.0 */
-    {"ir-op-priority", "", 1, 0, {0x07ffff0000000000ull, 0x0000000000000000ull}}, /* 0.20.0-0.33.0 */
-    {"jit-monitor-mode", "", 1, 0, {0x07ff000000000000ull, 0x0000000000000000ull}}, /* 0.25.0-0.33.0 */
-    {"jit-monitor-verbose", "", 0, 1, {0x07ff800000000000ull, 0x0000000000000000ull}}, /* 0.24.0-0.33.0 */
-    {"kda-decode-backend", "", 1, 0, {0x0780000000000000ull, 0x0000000000000000ull}}, /* 0.30.0-0.33.0 */
-    {"kda-prefill-backend", "", 1, 0, {0x07f8000000000000ull, 0x0000000000000000ull}}, /* 0.27.0-0.33.0 */
-    {"kernel-config", "", 1, 0, {0x07fffffe00000000ull, 0x0000000000000000ull}}, /* 0.16.0-0.33.0 */
-    {"kv-cache-dtype", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"kv-cache-dtype-skip-layers", "", 2, 0, {0x07ffffc000000000ull, 0x0000000000000000ull}}, /* 0.19.0-0.33.0 */
-    {"kv-cache-memory-bytes", "", 1, 0, {0x07ffffffff800000ull, 0x0000000000000000ull}}, /* 0.10.2-0.33.0 */
-    {"kv-cache-metrics", "", 0, 1, {0x07fffffff8000000ull, 0x0000000000000000ull}}, /* 0.12.0-0.33.0 */
-    {"kv-cache-metrics-sample", "", 1, 0, {0x07fffffff8000000ull, 0x0000000000000000ull}}, /* 0.12.0-0.33.0 */
-    {"kv-events-config", "", 1, 0, {0x07ffffffffff0000ull, 0x0000000000000000ull}}, /* 0.9.0-0.33.0 */
-    {"kv-offloading-backend", "", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}}, /* 0.11.1-0.33.0 */
-    {"kv-offloading-size", "", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}}, /* 0.11.1-0.33.0 */
-    {"kv-sharing-fast-prefill", "", 0, 1, {0x07ffffffffe00000ull, 0x0000000000000000ull}}, /* 0.10.1-0.33.0 */
-    {"kv-transfer-config", "", 1, 0, {0x07fffffffffffffcull, 0x0000000000000000ull}}, /* 0.6.5-0.33.0 */
-    {"language-model-only", "", 0, 1, {0x07fffffc00000000ull, 0x0000000000000000ull}}, /* 0.17.0-0.33.0 */
-    {"limit-mm-per-prompt", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"linear-backend", "", 1, 0, {0x07fff00000000000ull, 0x0000000000000000ull}}, /* 0.22.0-0.33.0 */
-    {"load-format", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"log-config-file", "", 1, 0, {0x07fffffffffc0000ull, 0x0000000000000000ull}}, /* 0.9.1-0.33.0 */
-    {"log-error-stack", "", 0, 1, {0x07ffffffff800000ull, 0x0000000000000000ull}}, /* 0.10.2-0.33.0 */
-    {"log-level", "", 1, 0, {0x0700000000000000ull, 0x0000000000000000ull}}, /* 0.31.0-0.33.0 */
-    {"logging-config", "", 1, 0, {0x0700000000000000ull, 0x0000000000000000ull}}, /* 0.31.0-0.33.0 */
-    {"logits-processor-pattern", "", 1, 0, {0x00000003fffffffcull, 0x0000000000000000ull}}, /* 0.6.5-0.16.0 */
-    {"logits-processors", "", 2, 0, {0x07ffffffffe00000ull, 0x0000000000000000ull}}, /* 0.10.1-0.33.0 */
-    {"logprobs-mode", "", 1, 0, {0x07fffffffff00000ull, 0x0000000000000000ull}}, /* 0.10.0-0.33.0 */
-    {"long-lora-scaling-factors", "", 1, 0, {0x00000000000fffffull, 0x0000000000000000ull}}, /* 0.6.4-0.9.2 */
-    {"long-prefill-token-threshold", "", 1, 0, {0x07ffffffffffff00ull, 0x0000000000000000ull}}, /* 0.7.3-0.33.0 */
-    {"long-prefill-token-threshold-adaptive", "", 0, 1, {0x0700000000000000ull, 0x0000000000000000ull}}, /* 0.31.0-0.33.0 */
-    {"lora-dtype", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"lora-extra-vocab-size", "", 1, 0, {0x0000000007ffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.11.2 */
-    {"lora-modules", "", 2, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"lora-target-modules", "", 2, 0, {0x07ffffc000000000ull, 0x0000000000000000ull}}, /* 0.19.0-0.33.0 */
-    {"mamba-backend", "", 1, 0, {0x07ffff0000000000ull, 0x0000000000000000ull}}, /* 0.20.0-0.33.0 */
-    {"mamba-block-size", "", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}}, /* 0.11.1-0.33.0 */
-    {"mamba-cache-dtype", "", 1, 0, {0x07ffffffffe00000ull, 0x0000000000000000ull}}, /* 0.10.1-0.33.0 */
-    {"mamba-cache-mode", "", 1, 0, {0x07ffffff80000000ull, 0x0000000000000000ull}}, /* 0.15.0-0.33.0 */
-    {"mamba-cache-philox-rounds", "", 1, 0, {0x07ffff0000000000ull, 0x0000000000000000ull}}, /* 0.20.0-0.33.0 */
-    {"mamba-ssm-cache-dtype", "", 1, 0, {0x07ffffffffe00000ull, 0x0000000000000000ull}}, /* 0.10.1-0.33.0 */
-    {"mamba-ssu-algorithm", "", 1, 0, {0x07f8000000000000ull, 0x0000000000000000ull}}, /* 0.27.0-0.33.0 */
-    {"master-addr", "", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}}, /* 0.11.1-0.33.0 */
-    {"master-port", "", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}}, /* 0.11.1-0.33.0 */
-    {"max-cpu-loras", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"max-cudagraph-capture-size", "", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}}, /* 0.11.1-0.33.0 */
-    {"max-log-len", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"max-logprobs", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"max-long-partial-prefills", "", 1, 0, {0x0007ffffffffff00ull, 0x0000000000000000ull}}, /* 0.7.3-0.26.0 */
-    {"max-lora-cls-labels", "", 1, 0, {0x0700000000000000ull, 0x0000000000000000ull}}, /* 0.31.0-0.33.0 */
-    {"max-lora-rank", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"max-loras", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"max-model-len", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"max-num-active-seqs", "", 1, 0, {0x0700000000000000ull, 0x0000000000000000ull}}, /* 0.31.0-0.33.0 */
-    {"max-num-batched-tokens", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"max-num-partial-prefills", "", 1, 0, {0x0007ffffffffff00ull, 0x0000000000000000ull}}, /* 0.7.3-0.26.0 */
-    {"max-num-queued-reqs", "", 1, 0, {0x07c0000000000000ull, 0x0000000000000000ull}}, /* 0.29.0-0.33.0 */
-    {"max-num-queued-tokens", "", 1, 0, {0x07c0000000000000ull, 0x0000000000000000ull}}, /* 0.29.0-0.33.0 */
-    {"max-num-scheduled-tokens", "", 1, 0, {0x07fc000000000000ull, 0x0000000000000000ull}}, /* 0.26.0-0.33.0 */
-    {"max-num-seqs", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"max-parallel-loading-workers", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"max-prompt-adapter-token", "", 1, 0, {0x00000000000fffffull, 0x0000000000000000ull}}, /* 0.6.4-0.9.2 */
-    {"max-prompt-adapters", "", 1, 0, {0x00000000000fffffull, 0x0000000000000000ull}}, /* 0.6.4-0.9.2 */
-    {"max-seq-len-to-capture", "", 1, 0, {0x0000000000ffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.10.2 */
-    {"media-io-kwargs", "", 1, 0, {0x07fffffffff80000ull, 0x0000000000000000ull}}, /* 0.9.2-0.33.0 */
-    {"middleware", "", 2, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"mm-cache-preprocessor", "", 0, 0, {0x0000000000000004ull, 0x0000000000000000ull}}, /* 0.6.5 */
-    {"mm-device-do-normalize", "", 1, 0, {0x07e0000000000000ull, 0x0000000000000000ull}}, /* 0.28.0-0.33.0 */
-    {"mm-encoder-attn-backend", "", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}}, /* 0.11.1-0.33.0 */
-    {"mm-encoder-attn-dtype", "", 1, 0, {0x07fff80000000000ull, 0x0000000000000000ull}}, /* 0.21.0-0.33.0 */
-    {"mm-encoder-fp8-scale-path", "", 1, 0, {0x07fff80000000000ull, 0x0000000000000000ull}}, /* 0.21.0-0.33.0 */
-    {"mm-encoder-fp8-scale-save-margin", "", 1, 0, {0x07fff80000000000ull, 0x0000000000000000ull}}, /* 0.21.0-0.33.0 */
-    {"mm-encoder-fp8-scale-save-path", "", 1, 0, {0x07fff80000000000ull, 0x0000000000000000ull}}, /* 0.21.0-0.33.0 */
-    {"mm-encoder-only", "", 0, 1, {0x07ffffff80000000ull, 0x0000000000000000ull}}, /* 0.15.0-0.33.0 */
-    {"mm-encoder-tp-mode", "", 1, 0, {0x07ffffffff800000ull, 0x0000000000000000ull}}, /* 0.10.2-0.33.0 */
-    {"mm-hasher-algorithm", "", 1, 0, {0x07f8000000000000ull, 0x0000000000000000ull}}, /* 0.27.0-0.33.0 */
-    {"mm-ipc-gpu-memory-gb", "", 1, 0, {0x07ff000000000000ull, 0x0000000000000000ull}}, /* 0.25.0-0.33.0 */
-    {"mm-processor-cache-gb", "", 1, 0, {0x07ffffffffe00000ull, 0x0000000000000000ull}}, /* 0.10.1-0.33.0 */
-    {"mm-processor-cache-type", "", 1, 0, {0x07ffffffff000000ull, 0x0000000000000000ull}}, /* 0.11.0-0.33.0 */
-    {"mm-processor-device", "", 1, 0, {0x07e0000000000000ull, 0x0000000000000000ull}}, /* 0.28.0-0.33.0 */
-    {"mm-processor-kwargs", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"mm-shm-cache-max-object-size-mb", "", 1, 0, {0x07ffffffff000000ull, 0x0000000000000000ull}}, /* 0.11.0-0.33.0 */
-    {"mm-tensor-ipc", "", 1, 0, {0x07ffffc000000000ull, 0x0000000000000000ull}}, /* 0.19.0-0.33.0 */
-    {"model", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"model-class-overrides", "", 1, 0, {0x07ff000000000000ull, 0x0000000000000000ull}}, /* 0.25.0-0.33.0 */
-    {"model-impl", "", 1, 0, {0x07ffffffffffff80ull, 0x0000000000000000ull}}, /* 0.7.2-0.33.0 */
-    {"model-loader-extra-config", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"moe-backend", "", 1, 0, {0x07fffffc00000000ull, 0x0000000000000000ull}}, /* 0.17.0-0.33.0 */
-    {"monokernel", "", 0, 1, {0x0400000000000000ull, 0x0000000000000000ull}}, /* 0.33.0 */
-    {"multi-step-stream-outputs", "", 0, 1, {0x00000000001fffffull, 0x0000000000000000ull}}, /* 0.6.4-0.10.0 */
-    {"ngram-prompt-lookup-max", "", 1, 0, {0x0000000000000fffull, 0x0000000000000000ull}}, /* 0.6.4-0.8.2 */
-    {"ngram-prompt-lookup-min", "", 1, 0, {0x0000000000000fffull, 0x0000000000000000ull}}, /* 0.6.4-0.8.2 */
-    {"nnodes", "n", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}}, /* 0.11.1-0.33.0 */
-    {"node-rank", "r", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}}, /* 0.11.1-0.33.0 */
-    {"num-gpu-blocks-override", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"num-lookahead-slots", "", 1, 0, {0x0000000007ffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.11.2 */
-    {"num-redundant-experts", "", 1, 0, {0x0000000007f80000ull, 0x0000000000000000ull}}, /* 0.9.2-0.11.2 */
-    {"num-scheduler-steps", "", 1, 0, {0x00000000001fffffull, 0x0000000000000000ull}}, /* 0.6.4-0.10.0 */
-    {"num-speculative-tokens", "", 1, 0, {0x0000000000000fffull, 0x0000000000000000ull}}, /* 0.6.4-0.8.2 */
-    {"numa-bind", "", 0, 1, {0x07ffff0000000000ull, 0x0000000000000000ull}}, /* 0.20.0-0.33.0 */
-    {"numa-bind-cpus", "", 2, 0, {0x07ffff0000000000ull, 0x0000000000000000ull}}, /* 0.20.0-0.33.0 */
-    {"numa-bind-nodes", "", 2, 0, {0x07ffff0000000000ull, 0x0000000000000000ull}}, /* 0.20.0-0.33.0 */
-    {"offload-backend", "", 1, 0, {0x07fffffc00000000ull, 0x0000000000000000ull}}, /* 0.17.0-0.33.0 */
-    {"offload-group-size", "", 1, 0, {0x07fffffc00000000ull, 0x0000000000000000ull}}, /* 0.17.0-0.33.0 */
-    {"offload-num-in-group", "", 1, 0, {0x07fffffc00000000ull, 0x0000000000000000ull}}, /* 0.17.0-0.33.0 */
-    {"offload-params", "", 1, 0, {0x07fffffc00000000ull, 0x0000000000000000ull}}, /* 0.17.0-0.33.0 */
-    {"offload-prefetch-step", "", 1, 0, {0x07fffffc00000000ull, 0x0000000000000000ull}}, /* 0.17.0-0.33.0 */
-    {"optimization-level", "", 1, 0, {0x07fffffff8000000ull, 0x0000000000000000ull}}, /* 0.12.0-0.33.0 */
-    {"otlp-traces-endpoint", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"override-attention-dtype", "", 1, 0, {0x001ffffffff80000ull, 0x0000000000000000ull}}, /* 0.9.2-0.27.1 */
-    {"override-generation-config", "", 1, 0, {0x07ffffffffffffc0ull, 0x0000000000000000ull}}, /* 0.7.1-0.33.0 */
-    {"override-neuron-config", "", 1, 0, {0x00000000007fffffull, 0x0000000000000000ull}}, /* 0.6.4-0.10.1.1 */
-    {"override-pooler-config", "", 1, 0, {0x0000000007ffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.11.2 */
-    {"per-request-spec-decode-metrics", "", 1, 0, {0x07c0000000000000ull, 0x0000000000000000ull}}, /* 0.29.0-0.33.0 */
-    {"performance-mode", "", 1, 0, {0x07fffffc00000000ull, 0x0000000000000000ull}}, /* 0.17.0-0.33.0 */
-    {"pipeline-parallel-size", "pp", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"pooler-config", "", 1, 0, {0x07ffffffff000000ull, 0x0000000000000000ull}}, /* 0.11.0-0.33.0 */
-    {"port", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"preemption-mode", "", 1, 0, {0x0000000000ffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.10.2 */
-    {"prefill-context-parallel-size", "pcp", 1, 0, {0x07fffffff8000000ull, 0x0000000000000000ull}}, /* 0.12.0-0.33.0 */
-    {"prefill-schedule-interval", "", 1, 0, {0x07ff800000000000ull, 0x0000000000000000ull}}, /* 0.24.0-0.33.0 */
-    {"prefix-cache-retention-interval", "", 1, 0, {0x07c0000000000000ull, 0x0000000000000000ull}}, /* 0.29.0-0.33.0 */
-    {"prefix-caching-hash-algo", "", 1, 0, {0x07fffffffffff000ull, 0x0000000000000000ull}}, /* 0.8.3-0.33.0 */
-    {"prefix-match-unit", "", 1, 0, {0x07fc000000000000ull, 0x0000000000000000ull}}, /* 0.26.0-0.33.0 */
-    {"profiler-config", "", 1, 0, {0x07fffffff0000000ull, 0x0000000000000000ull}}, /* 0.13.0-0.33.0 */
-    {"prompt-adapters", "", 2, 0, {0x00000000000fffffull, 0x0000000000000000ull}}, /* 0.6.4-0.9.2 */
-    {"pt-load-map-location", "", 1, 0, {0x07ffffffffff0000ull, 0x0000000000000000ull}}, /* 0.9.0-0.33.0 */
-    {"qlora-adapter-name-or-path", "", 1, 0, {0x00000000000fffffull, 0x0000000000000000ull}}, /* 0.6.4-0.9.2 */
-    {"quantization", "q", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"quantization-config", "", 1, 0, {0x07fff00000000000ull, 0x0000000000000000ull}}, /* 0.22.0-0.33.0 */
-    {"quantization-param-path", "", 1, 0, {0x000000000000001full, 0x0000000000000000ull}}, /* 0.6.4-0.6.6.post1 */
-    {"ray-workers-use-nsight", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"reasoning-config", "", 1, 0, {0x07ffffc000000000ull, 0x0000000000000000ull}}, /* 0.19.0-0.33.0 */
-    {"reasoning-effort-map", "", 1, 0, {0x0400000000000000ull, 0x0000000000000000ull}}, /* 0.33.0 */
-    {"reasoning-parser", "", 1, 0, {0x07ffffffffffffc0ull, 0x0000000000000000ull}}, /* 0.7.1-0.33.0 */
-    {"reasoning-parser-plugin", "", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}}, /* 0.11.1-0.33.0 */
-    {"renderer-num-workers", "", 1, 0, {0x07ffffc000000000ull, 0x0000000000000000ull}}, /* 0.19.0-0.33.0 */
-    {"replayssm-buffer-len", "", 1, 0, {0x07f8000000000000ull, 0x0000000000000000ull}}, /* 0.27.0-0.33.0 */
-    {"response-role", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"return-sampling-mask", "", 0, 1, {0x07e0000000000000ull, 0x0000000000000000ull}}, /* 0.28.0-0.33.0 */
-    {"return-tokens-as-token-ids", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"revision", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"root-path", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"rope-scaling", "", 1, 0, {0x0000000001ffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.11.0 */
-    {"rope-theta", "", 1, 0, {0x0000000001ffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.11.0 */
-    {"runner", "", 1, 0, {0x07ffffffffe00000ull, 0x0000000000000000ull}}, /* 0.10.1-0.33.0 */
-    {"safetensors-load-strategy", "", 1, 0, {0x07ffffffff800000ull, 0x0000000000000000ull}}, /* 0.10.2-0.33.0 */
-    {"safetensors-prefetch-block-size", "", 1, 0, {0x07fff80000000000ull, 0x0000000000000000ull}}, /* 0.21.0-0.33.0 */
-    {"safetensors-prefetch-num-threads", "", 1, 0, {0x07fff80000000000ull, 0x0000000000000000ull}}, /* 0.21.0-0.33.0 */
-    {"scheduler-cls", "", 1, 0, {0x07ffffffffffff00ull, 0x0000000000000000ull}}, /* 0.7.3-0.33.0 */
-    {"scheduler-delay-factor", "", 1, 0, {0x0000000000ffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.10.2 */
-    {"scheduler-reserve-full-isl", "", 0, 1, {0x07ffffc000000000ull, 0x0000000000000000ull}}, /* 0.19.0-0.33.0 */
-    {"scheduling-policy", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"seed", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"served-model-name", "", 2, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"show-hidden-metrics-for-version", "", 1, 0, {0x07fffffffffffe00ull, 0x0000000000000000ull}}, /* 0.8.0-0.33.0 */
-    {"shutdown-timeout", "", 1, 0, {0x07fffff000000000ull, 0x0000000000000000ull}}, /* 0.18.0-0.33.0 */
-    {"skip-mm-profiling", "", 0, 1, {0x07ffffffffe00000ull, 0x0000000000000000ull}}, /* 0.10.1-0.33.0 */
-    {"skip-tokenizer-init", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"sleep-mode-backend", "", 1, 0, {0x0400000000000000ull, 0x0000000000000000ull}}, /* 0.33.0 */
-    {"sleep-mode-offload-cudagraph", "", 0, 1, {0x0600000000000000ull, 0x0000000000000000ull}}, /* 0.32.0-0.33.0 */
-    {"sleep-preserve-parameter-names", "", 2, 0, {0x0700000000000000ull, 0x0000000000000000ull}}, /* 0.31.0-0.33.0 */
-    {"sparse-indexer-topk-backend", "", 1, 0, {0x0780000000000000ull, 0x0000000000000000ull}}, /* 0.30.0-0.33.0 */
-    {"spec-decoding-acceptance-method", "", 1, 0, {0x0000000000000fffull, 0x0000000000000000ull}}, /* 0.6.4-0.8.2 */
-    {"spec-method", "", 1, 0, {0x07fff00000000000ull, 0x0000000000000000ull}}, /* 0.22.0-0.33.0 */
-    {"spec-model", "", 1, 0, {0x07fff00000000000ull, 0x0000000000000000ull}}, /* 0.22.0-0.33.0 */
-    {"spec-tokens", "", 1, 0, {0x07fff00000000000ull, 0x0000000000000000ull}}, /* 0.22.0-0.33.0 */
-    {"specialize-active-lora", "", 0, 1, {0x07fffffe00000000ull, 0x0000000000000000ull}}, /* 0.16.0-0.33.0 */
-    {"speculative-config", "sc", 1, 0, {0x07fffffffffff800ull, 0x0000000000000000ull}}, /* 0.8.2-0.33.0 */
-    {"speculative-disable-by-batch-size", "", 1, 0, {0x0000000000000fffull, 0x0000000000000000ull}}, /* 0.6.4-0.8.2 */
-    {"speculative-disable-mqa-scorer", "", 0, 0, {0x0000000000000fffull, 0x0000000000000000ull}}, /* 0.6.4-0.8.2 */
-    {"speculative-draft-tensor-parallel-size", "spec-draft-tp", 1, 0, {0x0000000000000fffull, 0x0000000000000000ull}}, /* 0.6.4-0.8.2 */
-    {"speculative-max-model-len", "", 1, 0, {0x0000000000000fffull, 0x0000000000000000ull}}, /* 0.6.4-0.8.2 */
-    {"speculative-model", "", 1, 0, {0x0000000000000fffull, 0x0000000000000000ull}}, /* 0.6.4-0.8.2 */
-    {"speculative-model-quantization", "", 1, 0, {0x0000000000000fffull, 0x0000000000000000ull}}, /* 0.6.4-0.8.2 */
-    {"sse-keep-alive-interval", "", 1, 0, {0x07c0000000000000ull, 0x0000000000000000ull}}, /* 0.29.0-0.33.0 */
-    {"ssl-ca-certs", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"ssl-cert-reqs", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"ssl-certfile", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"ssl-ciphers", "", 1, 0, {0x07ffffff80000000ull, 0x0000000000000000ull}}, /* 0.15.0-0.33.0 */
-    {"ssl-keyfile", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"stream-interval", "", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}}, /* 0.11.1-0.33.0 */
-    {"structured-outputs-config", "", 1, 0, {0x07ffffffff000000ull, 0x0000000000000000ull}}, /* 0.11.0-0.33.0 */
-    {"swa-bounded-replay", "", 0, 1, {0x0700000000000000ull, 0x0000000000000000ull}}, /* 0.31.0-0.33.0 */
-    {"swap-space", "", 1, 0, {0x0000000fffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.17.1 */
-    {"task", "", 1, 0, {0x000000000fffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.12.0 */
-    {"tensor-parallel-size", "tp", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"tokenizer", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"tokenizer-mode", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"tokenizer-pool-extra-config", "", 1, 0, {0x00000000000fffffull, 0x0000000000000000ull}}, /* 0.6.4-0.9.2 */
-    {"tokenizer-pool-size", "", 1, 0, {0x00000000000fffffull, 0x0000000000000000ull}}, /* 0.6.4-0.9.2 */
-    {"tokenizer-pool-type", "", 1, 0, {0x00000000000fffffull, 0x0000000000000000ull}}, /* 0.6.4-0.9.2 */
-    {"tokenizer-revision", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"tokens-only", "", 0, 1, {0x07fffffffe000000ull, 0x0000000000000000ull}}, /* 0.11.1-0.33.0 */
-    {"tool-call-parser", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"tool-parser-plugin", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"tool-server", "", 1, 0, {0x07ffffffffe00000ull, 0x0000000000000000ull}}, /* 0.10.1-0.33.0 */
-    {"tool-strict-level", "", 1, 0, {0x0700000000000000ull, 0x0000000000000000ull}}, /* 0.31.0-0.33.0 */
-    {"trust-remote-code", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"trust-request-chat-template", "", 0, 1, {0x07ffffffff000000ull, 0x0000000000000000ull}}, /* 0.11.0-0.33.0 */
-    {"trust-request-mm-kwargs", "", 0, 1, {0x0700000000000000ull, 0x0000000000000000ull}}, /* 0.31.0-0.33.0 */
-    {"typical-acceptance-sampler-posterior-alpha", "", 1, 0, {0x0000000000000fffull, 0x0000000000000000ull}}, /* 0.6.4-0.8.2 */
-    {"typical-acceptance-sampler-posterior-threshold", "", 1, 0, {0x0000000000000fffull, 0x0000000000000000ull}}, /* 0.6.4-0.8.2 */
-    {"ubatch-size", "", 1, 0, {0x07ffffffe0000000ull, 0x0000000000000000ull}}, /* 0.14.0-0.33.0 */
-    {"uds", "", 1, 0, {0x07ffffffffe00000ull, 0x0000000000000000ull}}, /* 0.10.1-0.33.0 */
-    {"use-fp64-gumbel", "", 0, 1, {0x07fff00000000000ull, 0x0000000000000000ull}}, /* 0.22.0-0.33.0 */
-    {"use-gpu-for-pooling-score", "", 0, 1, {0x0000000c00000000ull, 0x0000000000000000ull}}, /* 0.17.0-0.17.1 */
-    {"use-replayssm", "", 0, 1, {0x07f8000000000000ull, 0x0000000000000000ull}}, /* 0.27.0-0.33.0 */
-    {"use-tqdm-on-load", "", 0, 1, {0x07fffffffffffe00ull, 0x0000000000000000ull}}, /* 0.8.0-0.33.0 */
-    {"use-v2-block-manager", "", 0, 0, {0x00000000000fffffull, 0x0000000000000000ull}}, /* 0.6.4-0.9.2 */
-    {"uvicorn-log-level", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}}, /* 0.6.4-0.33.0 */
-    {"video-pruning-method", "", 1, 0, {0x07f8000000000000ull, 0x0000000000000000ull}}, /* 0.27.0-0.33.0 */
-    {"video-pruning-rate", "", 1, 0, {0x07ffffffff000000ull, 0x0000000000000000ull}}, /* 0.11.0-0.33.0 */
-    {"watchdog-config", "", 1, 0, {0x0400000000000000ull, 0x0000000000000000ull}}, /* 0.33.0 */
-    {"watermark", "", 1, 0, {0x07ff800000000000ull, 0x0000000000000000ull}}, /* 0.24.0-0.33.0 */
-    {"watermark-config", "", 1, 0, {0x0780000000000000ull, 0x0000000000000000ull}}, /* 0.30.0-0.33.0 */
-    {"weight-transfer-config", "", 1, 0, {0x07fffffe00000000ull, 0x0000000000000000ull}}, /* 0.16.0-0.33.0 */
-    {"worker-cls", "", 1, 0, {0x07fffffffffffffcull, 0x0000000000000000ull}}, /* 0.6.5-0.33.0 */
-    {"worker-extension-cls", "", 1, 0, {0x07fffffffffffe00ull, 0x0000000000000000ull}}, /* 0.8.0-0.33.0 */
-    {"worker-use-ray", "", 0, 0, {0x000000000000001full, 0x0000000000000000ull}}, /* 0.6.4-0.6.6.post1 */
+    {"additional-config", "", 1, 0, {0x07ffffffffffff00ull, 0x0000000000000000ull}, "--------111111111111111111111111111111111111111111111111111"}, /* 0.7.3-0.33.0 */
+    {"aggregate-engine-logging", "", 0, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}, "-------------------------0000000000000000000000000000000000"}, /* 0.11.1-0.33.0 */
+    {"all2all-backend", "", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}, "-------------------------1111111111111111111111111111111111"}, /* 0.11.1-0.33.0 */
+    {"allow-credentials", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}, "00000000000000000000444444444444444444444444444444444444444"}, /* 0.6.4-0.33.0 */
+    {"allow-deprecated-quantization", "", 0, 1, {0x07ffffffe0000000ull, 0x0000000000000000ull}, "-----------------------------444444444444444444444444444444"}, /* 0.14.0-0.33.0 */
+    {"allowed-headers", "", 2, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111222222222222222222222222222222222222222"}, /* 0.6.4-0.33.0 */
+    {"allowed-local-media-path", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"allowed-media-domains", "", 2, 0, {0x07ffffffff000000ull, 0x0000000000000000ull}, "------------------------22222222222222222222222222222222222"}, /* 0.11.0-0.33.0 */
+    {"allowed-methods", "", 2, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111222222222222222222222222222222222222222"}, /* 0.6.4-0.33.0 */
+    {"allowed-origins", "", 2, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111222222222222222222222222222222222222222"}, /* 0.6.4-0.33.0 */
+    {"anthropic-disabled-thinking-effort", "", 1, 0, {0x0700000000000000ull, 0x0000000000000000ull}, "--------------------------------------------------------111"}, /* 0.31.0-0.33.0 */
+    {"api-key", "", 2, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111122222222222222222222222222222222222222"}, /* 0.6.4-0.33.0 */
+    {"api-server-count", "asc", 1, 0, {0x07fffffffffc0000ull, 0x0000000000000000ull}, "------------------11111111111111111111111111111111111111111"}, /* 0.9.1-0.33.0 */
+    {"async-scheduling", "", 0, 1, {0x07fffffffff00000ull, 0x0000000000000000ull}, "--------------------444444444444444444444444444444444444444"}, /* 0.10.0-0.33.0 */
+    {"attention-backend", "", 1, 0, {0x07fffffff0000000ull, 0x0000000000000000ull}, "----------------------------1111111111111111111111111111111"}, /* 0.13.0-0.33.0 */
+    {"attention-config", "ac", 1, 0, {0x07fffffff0000000ull, 0x0000000000000000ull}, "----------------------------1111111111111111111111111111111"}, /* 0.13.0-0.33.0 */
+    {"aux-output-config", "", 1, 0, {0x0700000000000000ull, 0x0000000000000000ull}, "--------------------------------------------------------111"}, /* 0.31.0-0.33.0 */
+    {"block-size", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"calculate-kv-scales", "", 0, 1, {0x001fffffffffffe0ull, 0x0000000000000000ull}, "-----000000000444444444444444444444444444444444444444------"}, /* 0.7.0-0.27.1 */
+    {"chat-template", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"chat-template-content-format", "", 1, 0, {0x07fffffffffffffcull, 0x0000000000000000ull}, "--111111111111111111111111111111111111111111111111111111111"}, /* 0.6.5-0.33.0 */
+    {"chat-template-text-format", "", 1, 0, {0x0000000000000003ull, 0x0000000000000000ull}, "11---------------------------------------------------------"}, /* 0.6.4-0.6.4.post1 */
+    {"code-revision", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"cohere-format", "", 1, 0, {0x07f8000000000000ull, 0x0000000000000000ull}, "---------------------------------------------------11111111"}, /* 0.27.0-0.33.0 */
+    {"cohere-is-reasoning-model", "", 0, 1, {0x07f8000000000000ull, 0x0000000000000000ull}, "---------------------------------------------------44444444"}, /* 0.27.0-0.33.0 */
+    {"collect-detailed-traces", "", 2, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111112222222222222222222222222222222222222222222"}, /* 0.6.4-0.33.0 */
+    {"compilation-config", "O cc", 1, 0, {0x07fffffffffffffcull, 0x0000000000000000ull}, "--111111111111111111111111111111111111111111111111111111111"}, /* 0.6.5-0.33.0 */
+    {"config", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"config-format", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"convert", "", 1, 0, {0x07ffffffffe00000ull, 0x0000000000000000ull}, "---------------------11111111111111111111111111111111111111"}, /* 0.10.1-0.33.0 */
+    {"cp-kv-cache-interleave-size", "", 1, 0, {0x07fffffff8000000ull, 0x0000000000000000ull}, "---------------------------11111111111111111111111111111111"}, /* 0.12.0-0.33.0 */
+    {"cpu-distributed-timeout-seconds", "", 1, 0, {0x07fff00000000000ull, 0x0000000000000000ull}, "--------------------------------------------111111111111111"}, /* 0.22.0-0.33.0 */
+    {"cpu-offload-gb", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"cpu-offload-params", "", 1, 0, {0x07fffffc00000000ull, 0x0000000000000000ull}, "----------------------------------1111111111111111111111111"}, /* 0.17.0-0.33.0 */
+    {"cuda-graph-sizes", "", 2, 0, {0x000000000fff0000ull, 0x0000000000000000ull}, "----------------222222222222-------------------------------"}, /* 0.9.0-0.12.0 */
+    {"cudagraph-capture-sizes", "", 2, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}, "-------------------------2222222222222222222222222222222222"}, /* 0.11.1-0.33.0 */
+    {"cudagraph-metrics", "", 0, 1, {0x07fffffff0000000ull, 0x0000000000000000ull}, "----------------------------4444444444444444444444444444444"}, /* 0.13.0-0.33.0 */
+    {"custom-histogram-buckets", "", 2, 0, {0x0600000000000000ull, 0x0000000000000000ull}, "---------------------------------------------------------22"}, /* 0.32.0-0.33.0 */
+    {"data-parallel-address", "dpa", 1, 0, {0x07ffffffffff0000ull, 0x0000000000000000ull}, "----------------1111111111111111111111111111111111111111111"}, /* 0.9.0-0.33.0 */
+    {"data-parallel-backend", "dpb", 1, 0, {0x07fffffffffc0000ull, 0x0000000000000000ull}, "------------------11111111111111111111111111111111111111111"}, /* 0.9.1-0.33.0 */
+    {"data-parallel-external-lb", "dpe", 0, 1, {0x07fffffffe000000ull, 0x0000000000000000ull}, "-------------------------4444444444444444444444444444444444"}, /* 0.11.1-0.33.0 */
+    {"data-parallel-hybrid-lb", "dph", 0, 1, {0x07fffffffff00000ull, 0x0000000000000000ull}, "--------------------444444444444444444444444444444444444444"}, /* 0.10.0-0.33.0 */
+    {"data-parallel-multi-port-external-lb", "dpm", 0, 0, {0x07fff00000000000ull, 0x0000000000000000ull}, "--------------------------------------------000000000000000"}, /* 0.22.0-0.33.0 */
+    {"data-parallel-rank", "dpn", 1, 0, {0x07fffffffff80000ull, 0x0000000000000000ull}, "-------------------1111111111111111111111111111111111111111"}, /* 0.9.2-0.33.0 */
+    {"data-parallel-rpc-port", "dpp", 1, 0, {0x07ffffffffff0000ull, 0x0000000000000000ull}, "----------------1111111111111111111111111111111111111111111"}, /* 0.9.0-0.33.0 */
+    {"data-parallel-size", "dp", 1, 0, {0x07fffffffffff000ull, 0x0000000000000000ull}, "------------11111111111111111111111111111111111111111111111"}, /* 0.8.3-0.33.0 */
+    {"data-parallel-size-local", "dpl", 1, 0, {0x07ffffffffff0000ull, 0x0000000000000000ull}, "----------------1111111111111111111111111111111111111111111"}, /* 0.9.0-0.33.0 */
+    {"data-parallel-start-rank", "dpr", 1, 0, {0x07ffffffffff0000ull, 0x0000000000000000ull}, "----------------1111111111111111111111111111111111111111111"}, /* 0.9.0-0.33.0 */
+    {"data-parallel-supervisor-port", "", 1, 0, {0x07fff00000000000ull, 0x0000000000000000ull}, "--------------------------------------------111111111111111"}, /* 0.22.0-0.33.0 */
+    {"dbo-decode-token-threshold", "", 1, 0, {0x07ffffffff000000ull, 0x0000000000000000ull}, "------------------------11111111111111111111111111111111111"}, /* 0.11.0-0.33.0 */
+    {"dbo-prefill-token-threshold", "", 1, 0, {0x07ffffffff000000ull, 0x0000000000000000ull}, "------------------------11111111111111111111111111111111111"}, /* 0.11.0-0.33.0 */
+    {"dcp-comm-backend", "", 1, 0, {0x07fffff000000000ull, 0x0000000000000000ull}, "------------------------------------11111111111111111111111"}, /* 0.18.0-0.33.0 */
+    {"dcp-kv-cache-interleave-size", "", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}, "-------------------------1111111111111111111111111111111111"}, /* 0.11.1-0.33.0 */
+    {"dcp-q-replicate", "", 0, 1, {0x07c0000000000000ull, 0x0000000000000000ull}, "------------------------------------------------------44444"}, /* 0.29.0-0.33.0 */
+    {"decode-context-parallel-size", "dcp", 1, 0, {0x07ffffffff800000ull, 0x0000000000000000ull}, "-----------------------111111111111111111111111111111111111"}, /* 0.10.2-0.33.0 */
+    {"default-chat-template-kwargs", "", 1, 0, {0x07ffffffe0000000ull, 0x0000000000000000ull}, "-----------------------------111111111111111111111111111111"}, /* 0.14.0-0.33.0 */
+    {"default-mm-loras", "", 1, 0, {0x07fffffffff00000ull, 0x0000000000000000ull}, "--------------------111111111111111111111111111111111111111"}, /* 0.10.0-0.33.0 */
+    {"device", "", 1, 0, {0x00000000000fffffull, 0x0000000000000000ull}, "11111111111111111111---------------------------------------"}, /* 0.6.4-0.9.2 */
+    {"device-ids", "", 1, 0, {0x07ff800000000000ull, 0x0000000000000000ull}, "-----------------------------------------------111111111111"}, /* 0.24.0-0.33.0 */
+    {"diffusion-config", "dc", 1, 0, {0x07ff800000000000ull, 0x0000000000000000ull}, "-----------------------------------------------111111111111"}, /* 0.24.0-0.33.0 */
+    {"disable-access-log-for-endpoints", "", 1, 0, {0x07fffffe00000000ull, 0x0000000000000000ull}, "---------------------------------11111111111111111111111111"}, /* 0.16.0-0.33.0 */
+    {"disable-async-output-proc", "", 0, 0, {0x0000000000ffffffull, 0x0000000000000000ull}, "000000000000000000000000-----------------------------------"}, /* 0.6.4-0.10.2 */
+    {"disable-cascade-attn", "", 0, 1, {0x07fffffffffff800ull, 0x0000000000000000ull}, "-----------000004444444444444444444444444444444444444444444"}, /* 0.8.2-0.33.0 */
+    {"disable-chunked-mm-input", "", 0, 1, {0x07ffffffffffe000ull, 0x0000000000000000ull}, "-------------3444444444444444444444444444444444444444444444"}, /* 0.8.4-0.33.0 */
+    {"disable-custom-all-reduce", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}, "00000000000000444444444444444444444444444444444444444444444"}, /* 0.6.4-0.33.0 */
+    {"disable-fastapi-docs", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}, "00000000000000000000444444444444444444444444444444444444444"}, /* 0.6.4-0.33.0 */
+    {"disable-frontend-multiprocessing", "", 0, 1, {0x0000003fffffffffull, 0x0000000000000000ull}, "00000000000000000000444444444444444444---------------------"}, /* 0.6.4-0.18.1 */
+    {"disable-hybrid-kv-cache-manager", "", 0, 1, {0x07fffffffffc0000ull, 0x0000000000000000ull}, "------------------44444444444444444444444444444444444444444"}, /* 0.9.1-0.33.0 */
+    {"disable-log-requests", "", 0, 1, {0x00000003ffffffffull, 0x0000000000000000ull}, "0000000000000000000004444444444444-------------------------"}, /* 0.6.4-0.16.0 */
+    {"disable-log-stats", "", 0, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "00000000000000000000000000000000000000000000000000000000000"}, /* 0.6.4-0.33.0 */
+    {"disable-logprobs-during-spec-decoding", "", 3, 0, {0x0000000000000fffull, 0x0000000000000000ull}, "333333333333-----------------------------------------------"}, /* 0.6.4-0.8.2 */
+    {"disable-mm-preprocessor-cache", "", 0, 0, {0x000000000ffffff8ull, 0x0000000000000000ull}, "---0000000000000444440000000-------------------------------"}, /* 0.6.6-0.12.0 */
+    {"disable-nccl-for-dp-synchronization", "", 0, 1, {0x07fffffffe000000ull, 0x0000000000000000ull}, "-------------------------4444444444444444444444444444444444"}, /* 0.11.1-0.33.0 */
+    {"disable-sliding-window", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}, "00000000000000004444444444444444444444444444444444444444444"}, /* 0.6.4-0.33.0 */
+    {"disable-uvicorn-access-log", "", 0, 1, {0x07fffffffffff800ull, 0x0000000000000000ull}, "-----------000000000444444444444444444444444444444444444444"}, /* 0.8.2-0.33.0 */
+    {"distributed-executor-backend", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"distributed-timeout-seconds", "", 1, 0, {0x07fffff000000000ull, 0x0000000000000000ull}, "------------------------------------11111111111111111111111"}, /* 0.18.0-0.33.0 */
+    {"download-dir", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"dp-supervisor-probe-failure-threshold", "", 1, 0, {0x07fff00000000000ull, 0x0000000000000000ull}, "--------------------------------------------111111111111111"}, /* 0.22.0-0.33.0 */
+    {"dp-supervisor-probe-interval-s", "", 1, 0, {0x07fff00000000000ull, 0x0000000000000000ull}, "--------------------------------------------111111111111111"}, /* 0.22.0-0.33.0 */
+    {"dp-supervisor-probe-timeout-s", "", 1, 0, {0x07fff00000000000ull, 0x0000000000000000ull}, "--------------------------------------------111111111111111"}, /* 0.22.0-0.33.0 */
+    {"dp-sync-interval", "", 1, 0, {0x0780000000000000ull, 0x0000000000000000ull}, "-------------------------------------------------------1111"}, /* 0.30.0-0.33.0 */
+    {"dtype", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"ec-manager-config", "", 1, 0, {0x07e0000000000000ull, 0x0000000000000000ull}, "-----------------------------------------------------111111"}, /* 0.28.0-0.33.0 */
+    {"ec-transfer-config", "", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}, "-------------------------1111111111111111111111111111111111"}, /* 0.11.1-0.33.0 */
+    {"elastic-ep-max-dp-size", "", 1, 0, {0x0780000000000000ull, 0x0000000000000000ull}, "-------------------------------------------------------1111"}, /* 0.30.0-0.33.0 */
+    {"enable-auto-tool-choice", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}, "00000000000000000000444444444444444444444444444444444444444"}, /* 0.6.4-0.33.0 */
+    {"enable-batch-sharded-sampling", "", 0, 1, {0x07c0000000000000ull, 0x0000000000000000ull}, "------------------------------------------------------44444"}, /* 0.29.0-0.33.0 */
+    {"enable-bf16x3-router-gemm", "", 0, 1, {0x007c000000000000ull, 0x0000000000000000ull}, "--------------------------------------------------44444----"}, /* 0.26.0-0.29.0 */
+    {"enable-chunked-prefill", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}, "33333333333333444444444444444444444444444444444444444444444"}, /* 0.6.4-0.33.0 */
+    {"enable-cumem-allocator", "", 0, 1, {0x07fff00000000000ull, 0x0000000000000000ull}, "--------------------------------------------444444444444444"}, /* 0.22.0-0.33.0 */
+    {"enable-dbo", "", 0, 1, {0x07ffffffff000000ull, 0x0000000000000000ull}, "------------------------44444444444444444444444444444444444"}, /* 0.11.0-0.33.0 */
+    {"enable-elastic-ep", "", 0, 1, {0x07fffffc00000000ull, 0x0000000000000000ull}, "----------------------------------4444444444444444444444444"}, /* 0.17.0-0.33.0 */
+    {"enable-ep-weight-filter", "", 0, 1, {0x07fffff000000000ull, 0x0000000000000000ull}, "------------------------------------44444444444444444444444"}, /* 0.18.0-0.33.0 */
+    {"enable-eplb", "", 0, 1, {0x07fffffffff80000ull, 0x0000000000000000ull}, "-------------------4444444444444444444444444444444444444444"}, /* 0.9.2-0.33.0 */
+    {"enable-expert-parallel", "ep", 0, 1, {0x07fffffffffffe00ull, 0x0000000000000000ull}, "---------00000444444444444444444444444444444444444444444444"}, /* 0.8.0-0.33.0 */
+    {"enable-fault-tolerance", "", 0, 1, {0x07f8000000000000ull, 0x0000000000000000ull}, "---------------------------------------------------44444444"}, /* 0.27.0-0.33.0 */
+    {"enable-flash-late-interaction", "", 0, 1, {0x07ffff0000000000ull, 0x0000000000000000ull}, "----------------------------------------4444444444444444444"}, /* 0.20.0-0.33.0 */
+    {"enable-flashinfer-autotune", "", 0, 1, {0x07fffffe00000000ull, 0x0000000000000000ull}, "---------------------------------44444444444444444444444444"}, /* 0.16.0-0.33.0 */
+    {"enable-force-include-usage", "", 0, 1, {0x07fffffffff80000ull, 0x0000000000000000ull}, "-------------------0444444444444444444444444444444444444444"}, /* 0.9.2-0.33.0 */
+    {"enable-hc-sp", "", 0, 1, {0x0600000000000000ull, 0x0000000000000000ull}, "---------------------------------------------------------44"}, /* 0.32.0-0.33.0 */
+    {"enable-layerwise-nvtx-tracing", "", 0, 1, {0x07fffffff0000000ull, 0x0000000000000000ull}, "----------------------------4444444444444444444444444444444"}, /* 0.13.0-0.33.0 */
+    {"enable-log-deltas", "", 0, 1, {0x07ffffffe0000000ull, 0x0000000000000000ull}, "-----------------------------444444444444444444444444444444"}, /* 0.14.0-0.33.0 */
+    {"enable-log-outputs", "", 0, 1, {0x07ffffffffe00000ull, 0x0000000000000000ull}, "---------------------44444444444444444444444444444444444444"}, /* 0.10.1-0.33.0 */
+    {"enable-log-requests", "", 0, 1, {0x07ffffffffe00000ull, 0x0000000000000000ull}, "---------------------44444444444444444444444444444444444444"}, /* 0.10.1-0.33.0 */
+    {"enable-logging-iteration-details", "", 0, 1, {0x07ffffffe0000000ull, 0x0000000000000000ull}, "-----------------------------444444444444444444444444444444"}, /* 0.14.0-0.33.0 */
+    {"enable-lora", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}, "00000000000000444444444444444444444444444444444444444444444"}, /* 0.6.4-0.33.0 */
+    {"enable-lora-bias", "", 0, 1, {0x0000000001ffffffull, 0x0000000000000000ull}, "0000000000000044444444444----------------------------------"}, /* 0.6.4-0.11.0 */
+    {"enable-mamba-cache-stochastic-rounding", "", 0, 1, {0x07ffff0000000000ull, 0x0000000000000000ull}, "----------------------------------------4444444444444444444"}, /* 0.20.0-0.33.0 */
+    {"enable-mamba-fine-grained-prefix-cache", "", 0, 1, {0x0080000000000000ull, 0x0000000000000000ull}, "-------------------------------------------------------4---"}, /* 0.30.0 */
+    {"enable-mamba-shared-prefix-checkpoint", "", 0, 1, {0x0700000000000000ull, 0x0000000000000000ull}, "--------------------------------------------------------444"}, /* 0.31.0-0.33.0 */
+    {"enable-mfu-metrics", "", 0, 1, {0x07ffffffe0000000ull, 0x0000000000000000ull}, "-----------------------------444444444444444444444444444444"}, /* 0.14.0-0.33.0 */
+    {"enable-mixed-moe-lora-format", "", 0, 1, {0x07fff00000000000ull, 0x0000000000000000ull}, "--------------------------------------------444444444444444"}, /* 0.22.0-0.33.0 */
+    {"enable-mm-embeds", "", 0, 1, {0x07fffffffe000000ull, 0x0000000000000000ull}, "-------------------------4444444444444444444444444444444444"}, /* 0.11.1-0.33.0 */
+    {"enable-moe-shared-loras", "", 0, 1, {0x07fc000000000000ull, 0x0000000000000000ull}, "--------------------------------------------------444444444"}, /* 0.26.0-0.33.0 */
+    {"enable-multimodal-encoder-data-parallel", "", 0, 0, {0x000000000ffc0000ull, 0x0000000000000000ull}, "------------------4444400000-------------------------------"}, /* 0.9.1-0.12.0 */
+    {"enable-nccl-comm-suspend", "", 0, 1, {0x0780000000000000ull, 0x0000000000000000ull}, "-------------------------------------------------------4444"}, /* 0.30.0-0.33.0 */
+    {"enable-offline-docs", "", 0, 1, {0x07ffffffe0000000ull, 0x0000000000000000ull}, "-----------------------------444444444444444444444444444444"}, /* 0.14.0-0.33.0 */
+    {"enable-per-request-metrics", "", 0, 1, {0x07ff000000000000ull, 0x0000000000000000ull}, "------------------------------------------------44444444444"}, /* 0.25.0-0.33.0 */
+    {"enable-prefix-caching", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}, "00444444444444444444444444444444444444444444444444444444444"}, /* 0.6.4-0.33.0 */
+    {"enable-prompt-adapter", "", 0, 0, {0x00000000007fffffull, 0x0000000000000000ull}, "00000000000000444444000------------------------------------"}, /* 0.6.4-0.10.1.1 */
+    {"enable-prompt-embeds", "", 0, 1, {0x07ffffffffff0000ull, 0x0000000000000000ull}, "----------------4444444444444444444444444444444444444444444"}, /* 0.9.0-0.33.0 */
+    {"enable-prompt-tokens-details", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}, "00000000000000000000444444444444444444444444444444444444444"}, /* 0.6.4-0.33.0 */
+    {"enable-reasoning", "", 0, 1, {0x00000000000fffc0ull, 0x0000000000000000ull}, "------00000000004444---------------------------------------"}, /* 0.7.1-0.9.2 */
+    {"enable-request-id-headers", "", 0, 1, {0x07fffffffffffff8ull, 0x0000000000000000ull}, "---00000000000000000444444444444444444444444444444444444444"}, /* 0.6.6-0.33.0 */
+    {"enable-return-routed-experts", "", 0, 1, {0x07ffffffe0000000ull, 0x0000000000000000ull}, "-----------------------------444444444444444444444444444444"}, /* 0.14.0-0.33.0 */
+    {"enable-scale-out", "", 0, 1, {0x0780000000000000ull, 0x0000000000000000ull}, "-------------------------------------------------------4444"}, /* 0.30.0-0.33.0 */
+    {"enable-server-load-tracking", "", 0, 1, {0x07fffffffffffe00ull, 0x0000000000000000ull}, "---------00000000000444444444444444444444444444444444444444"}, /* 0.8.0-0.33.0 */
+    {"enable-shm-tensor-arena", "", 0, 1, {0x0600000000000000ull, 0x0000000000000000ull}, "---------------------------------------------------------44"}, /* 0.32.0-0.33.0 */
+    {"enable-sleep-mode", "", 0, 1, {0x07ffffffffffffe0ull, 0x0000000000000000ull}, "-----000000000004444444444444444444444444444444444444444444"}, /* 0.7.0-0.33.0 */
+    {"enable-ssl-refresh", "", 0, 1, {0x07fffffffffffe00ull, 0x0000000000000000ull}, "---------00000000000444444444444444444444444444444444444444"}, /* 0.8.0-0.33.0 */
+    {"enable-tokenizer-info-endpoint", "", 0, 1, {0x07fffffffff00000ull, 0x0000000000000000ull}, "--------------------444444444444444444444444444444444444444"}, /* 0.10.0-0.33.0 */
+    {"enable-tower-connector-lora", "", 0, 1, {0x07ffffffe0000000ull, 0x0000000000000000ull}, "-----------------------------444444444444444444444444444444"}, /* 0.14.0-0.33.0 */
+    {"enable-trace-replay", "", 0, 1, {0x07c0000000000000ull, 0x0000000000000000ull}, "------------------------------------------------------44444"}, /* 0.29.0-0.33.0 */
+    {"enforce-eager", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}, "00000000000000004444444444444444444444444444444444444444444"}, /* 0.6.4-0.33.0 */
+    {"engram-config", "", 1, 0, {0x0780000000000000ull, 0x0000000000000000ull}, "-------------------------------------------------------1111"}, /* 0.30.0-0.33.0 */
+    {"eplb-config", "", 1, 0, {0x07ffffffff800000ull, 0x0000000000000000ull}, "-----------------------111111111111111111111111111111111111"}, /* 0.10.2-0.33.0 */
+    {"eplb-log-balancedness", "", 0, 1, {0x0000000007f80000ull, 0x0000000000000000ull}, "-------------------44444444--------------------------------"}, /* 0.9.2-0.11.2 */
+    {"eplb-step-interval", "", 1, 0, {0x0000000007f80000ull, 0x0000000000000000ull}, "-------------------11111111--------------------------------"}, /* 0.9.2-0.11.2 */
+    {"eplb-window-size", "", 1, 0, {0x0000000007f80000ull, 0x0000000000000000ull}, "-------------------11111111--------------------------------"}, /* 0.9.2-0.11.2 */
+    {"exclude-tools-when-tool-choice-none", "", 0, 1, {0x07ffffffffe00000ull, 0x0000000000000000ull}, "---------------------44444444444444444444444444444444444444"}, /* 0.10.1-0.33.0 */
+    {"expand-tools-even-if-tool-choice-none", "", 0, 0, {0x0000000000080000ull, 0x0000000000000000ull}, "-------------------0---------------------------------------"}, /* 0.9.2 */
+    {"expert-placement-strategy", "", 1, 0, {0x07ffffffff000000ull, 0x0000000000000000ull}, "------------------------11111111111111111111111111111111111"}, /* 0.11.0-0.33.0 */
+    {"fail-on-environ-validation", "", 0, 1, {0x07fffffc00000000ull, 0x0000000000000000ull}, "----------------------------------4444444444444444444444444"}, /* 0.17.0-0.33.0 */
+    {"fault-tolerance-config", "", 1, 0, {0x07f8000000000000ull, 0x0000000000000000ull}, "---------------------------------------------------11111111"}, /* 0.27.0-0.33.0 */
+    {"fingerprint-mode", "", 1, 0, {0x07fff80000000000ull, 0x0000000000000000ull}, "-------------------------------------------1111111111111111"}, /* 0.21.0-0.33.0 */
+    {"fingerprint-value", "", 1, 0, {0x07fff80000000000ull, 0x0000000000000000ull}, "-------------------------------------------1111111111111111"}, /* 0.21.0-0.33.0 */
+    {"fully-sharded-loras", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}, "00000000000000444444444444444444444444444444444444444444444"}, /* 0.6.4-0.33.0 */
+    {"gdn-prefill-backend", "", 1, 0, {0x07fffff000000000ull, 0x0000000000000000ull}, "------------------------------------11111111111111111111111"}, /* 0.18.0-0.33.0 */
+    {"generation-config", "", 1, 0, {0x07fffffffffffff8ull, 0x0000000000000000ull}, "---11111111111111111111111111111111111111111111111111111111"}, /* 0.6.6-0.33.0 */
+    {"gpu-memory-utilization", "device-memory-utilization", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"grpc", "", 0, 0, {0x07fffff000000000ull, 0x0000000000000000ull}, "------------------------------------00000000000000000000000"}, /* 0.18.0-0.33.0 */
+    {"grpc-port", "", 1, 0, {0x0600000000000000ull, 0x0000000000000000ull}, "---------------------------------------------------------11"}, /* 0.32.0-0.33.0 */
+    {"guided-decoding-backend", "", 1, 0, {0x0000000000ffffffull, 0x0000000000000000ull}, "111111111111111111111111-----------------------------------"}, /* 0.6.4-0.10.2 */
+    {"guided-decoding-disable-additional-properties", "", 0, 1, {0x0000000000ff0000ull, 0x0000000000000000ull}, "----------------44444444-----------------------------------"}, /* 0.9.0-0.10.2 */
+    {"guided-decoding-disable-any-whitespace", "", 0, 1, {0x0000000000ff0000ull, 0x0000000000000000ull}, "----------------44444444-----------------------------------"}, /* 0.9.0-0.10.2 */
+    {"guided-decoding-disable-fallback", "", 0, 1, {0x0000000000ff0000ull, 0x0000000000000000ull}, "----------------44444444-----------------------------------"}, /* 0.9.0-0.10.2 */
+    {"h11-max-header-count", "", 1, 0, {0x07ffffffffc00000ull, 0x0000000000000000ull}, "----------------------1111111111111111111111111111111111111"}, /* 0.10.1.1-0.33.0 */
+    {"h11-max-incomplete-event-size", "", 1, 0, {0x07ffffffffc00000ull, 0x0000000000000000ull}, "----------------------1111111111111111111111111111111111111"}, /* 0.10.1.1-0.33.0 */
+    {"headless", "", 0, 0, {0x07ffffffffff0000ull, 0x0000000000000000ull}, "----------------0000000000000000000000000000000000000000000"}, /* 0.9.0-0.33.0 */
+    {"hf-config-path", "", 1, 0, {0x07fffffffffffe00ull, 0x0000000000000000ull}, "---------11111111111111111111111111111111111111111111111111"}, /* 0.8.0-0.33.0 */
+    {"hf-overrides", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"hf-token", "", 3, 0, {0x07ffffffffffe000ull, 0x0000000000000000ull}, "-------------3333333333333333333333333333333333333333333333"}, /* 0.8.4-0.33.0 */
+    {"host", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"ignore-patterns", "", 2, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111112222222222222222222222222222222222222222222"}, /* 0.6.4-0.33.0 */
+    {"interleave-mm-strings", "", 0, 1, {0x07fffffffff00000ull, 0x0000000000000000ull}, "--------------------444444444444444444444444444444444444444"}, /* 0.10.0-0.33.0 */
+    {"io-processor-plugin", "", 1, 0, {0x07ffffffff800000ull, 0x0000000000000000ull}, "-----------------------111111111111111111111111111111111111"}, /* 0.10.2-0.33.0 */
+    {"ir-op-priority", "", 1, 0, {0x07ffff0000000000ull, 0x0000000000000000ull}, "----------------------------------------1111111111111111111"}, /* 0.20.0-0.33.0 */
+    {"jit-monitor-mode", "", 1, 0, {0x07ff000000000000ull, 0x0000000000000000ull}, "------------------------------------------------11111111111"}, /* 0.25.0-0.33.0 */
+    {"jit-monitor-verbose", "", 0, 1, {0x07ff800000000000ull, 0x0000000000000000ull}, "-----------------------------------------------444444444444"}, /* 0.24.0-0.33.0 */
+    {"kda-decode-backend", "", 1, 0, {0x0780000000000000ull, 0x0000000000000000ull}, "-------------------------------------------------------1111"}, /* 0.30.0-0.33.0 */
+    {"kda-prefill-backend", "", 1, 0, {0x07f8000000000000ull, 0x0000000000000000ull}, "---------------------------------------------------11111111"}, /* 0.27.0-0.33.0 */
+    {"kernel-config", "", 1, 0, {0x07fffffe00000000ull, 0x0000000000000000ull}, "---------------------------------11111111111111111111111111"}, /* 0.16.0-0.33.0 */
+    {"kv-cache-dtype", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"kv-cache-dtype-skip-layers", "", 2, 0, {0x07ffffc000000000ull, 0x0000000000000000ull}, "--------------------------------------222222222222222222222"}, /* 0.19.0-0.33.0 */
+    {"kv-cache-memory-bytes", "", 1, 0, {0x07ffffffff800000ull, 0x0000000000000000ull}, "-----------------------111111111111111111111111111111111111"}, /* 0.10.2-0.33.0 */
+    {"kv-cache-metrics", "", 0, 1, {0x07fffffff8000000ull, 0x0000000000000000ull}, "---------------------------44444444444444444444444444444444"}, /* 0.12.0-0.33.0 */
+    {"kv-cache-metrics-sample", "", 1, 0, {0x07fffffff8000000ull, 0x0000000000000000ull}, "---------------------------11111111111111111111111111111111"}, /* 0.12.0-0.33.0 */
+    {"kv-events-config", "", 1, 0, {0x07ffffffffff0000ull, 0x0000000000000000ull}, "----------------1111111111111111111111111111111111111111111"}, /* 0.9.0-0.33.0 */
+    {"kv-offloading-backend", "", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}, "-------------------------1111111111111111111111111111111111"}, /* 0.11.1-0.33.0 */
+    {"kv-offloading-size", "", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}, "-------------------------1111111111111111111111111111111111"}, /* 0.11.1-0.33.0 */
+    {"kv-sharing-fast-prefill", "", 0, 1, {0x07ffffffffe00000ull, 0x0000000000000000ull}, "---------------------44444444444444444444444444444444444444"}, /* 0.10.1-0.33.0 */
+    {"kv-transfer-config", "", 1, 0, {0x07fffffffffffffcull, 0x0000000000000000ull}, "--111111111111111111111111111111111111111111111111111111111"}, /* 0.6.5-0.33.0 */
+    {"language-model-only", "", 0, 1, {0x07fffffc00000000ull, 0x0000000000000000ull}, "----------------------------------4444444444444444444444444"}, /* 0.17.0-0.33.0 */
+    {"limit-mm-per-prompt", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"linear-backend", "", 1, 0, {0x07fff00000000000ull, 0x0000000000000000ull}, "--------------------------------------------111111111111111"}, /* 0.22.0-0.33.0 */
+    {"load-format", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"log-config-file", "", 1, 0, {0x07fffffffffc0000ull, 0x0000000000000000ull}, "------------------11111111111111111111111111111111111111111"}, /* 0.9.1-0.33.0 */
+    {"log-error-stack", "", 0, 1, {0x07ffffffff800000ull, 0x0000000000000000ull}, "-----------------------444444444444444444444444444444444444"}, /* 0.10.2-0.33.0 */
+    {"log-level", "", 1, 0, {0x0700000000000000ull, 0x0000000000000000ull}, "--------------------------------------------------------111"}, /* 0.31.0-0.33.0 */
+    {"logging-config", "", 1, 0, {0x0700000000000000ull, 0x0000000000000000ull}, "--------------------------------------------------------111"}, /* 0.31.0-0.33.0 */
+    {"logits-processor-pattern", "", 1, 0, {0x00000003fffffffcull, 0x0000000000000000ull}, "--11111111111111111111111111111111-------------------------"}, /* 0.6.5-0.16.0 */
+    {"logits-processors", "", 2, 0, {0x07ffffffffe00000ull, 0x0000000000000000ull}, "---------------------22222222222222222222222222222222222222"}, /* 0.10.1-0.33.0 */
+    {"logprobs-mode", "", 1, 0, {0x07fffffffff00000ull, 0x0000000000000000ull}, "--------------------111111111111111111111111111111111111111"}, /* 0.10.0-0.33.0 */
+    {"long-lora-scaling-factors", "", 1, 0, {0x00000000000fffffull, 0x0000000000000000ull}, "11111111111111111111---------------------------------------"}, /* 0.6.4-0.9.2 */
+    {"long-prefill-token-threshold", "", 1, 0, {0x07ffffffffffff00ull, 0x0000000000000000ull}, "--------111111111111111111111111111111111111111111111111111"}, /* 0.7.3-0.33.0 */
+    {"long-prefill-token-threshold-adaptive", "", 0, 1, {0x0700000000000000ull, 0x0000000000000000ull}, "--------------------------------------------------------444"}, /* 0.31.0-0.33.0 */
+    {"lora-dtype", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"lora-extra-vocab-size", "", 1, 0, {0x0000000007ffffffull, 0x0000000000000000ull}, "111111111111111111111111111--------------------------------"}, /* 0.6.4-0.11.2 */
+    {"lora-modules", "", 2, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "22222222222222222222222222222222222222222222222222222222222"}, /* 0.6.4-0.33.0 */
+    {"lora-target-modules", "", 2, 0, {0x07ffffc000000000ull, 0x0000000000000000ull}, "--------------------------------------222222222222222222222"}, /* 0.19.0-0.33.0 */
+    {"mamba-backend", "", 1, 0, {0x07ffff0000000000ull, 0x0000000000000000ull}, "----------------------------------------1111111111111111111"}, /* 0.20.0-0.33.0 */
+    {"mamba-block-size", "", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}, "-------------------------1111111111111111111111111111111111"}, /* 0.11.1-0.33.0 */
+    {"mamba-cache-dtype", "", 1, 0, {0x07ffffffffe00000ull, 0x0000000000000000ull}, "---------------------11111111111111111111111111111111111111"}, /* 0.10.1-0.33.0 */
+    {"mamba-cache-mode", "", 1, 0, {0x07ffffff80000000ull, 0x0000000000000000ull}, "-------------------------------1111111111111111111111111111"}, /* 0.15.0-0.33.0 */
+    {"mamba-cache-philox-rounds", "", 1, 0, {0x07ffff0000000000ull, 0x0000000000000000ull}, "----------------------------------------1111111111111111111"}, /* 0.20.0-0.33.0 */
+    {"mamba-ssm-cache-dtype", "", 1, 0, {0x07ffffffffe00000ull, 0x0000000000000000ull}, "---------------------11111111111111111111111111111111111111"}, /* 0.10.1-0.33.0 */
+    {"mamba-ssu-algorithm", "", 1, 0, {0x07f8000000000000ull, 0x0000000000000000ull}, "---------------------------------------------------11111111"}, /* 0.27.0-0.33.0 */
+    {"master-addr", "", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}, "-------------------------1111111111111111111111111111111111"}, /* 0.11.1-0.33.0 */
+    {"master-port", "", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}, "-------------------------1111111111111111111111111111111111"}, /* 0.11.1-0.33.0 */
+    {"max-cpu-loras", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"max-cudagraph-capture-size", "", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}, "-------------------------1111111111111111111111111111111111"}, /* 0.11.1-0.33.0 */
+    {"max-log-len", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"max-logprobs", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"max-long-partial-prefills", "", 1, 0, {0x0007ffffffffff00ull, 0x0000000000000000ull}, "--------1111111111111111111111111111111111111111111--------"}, /* 0.7.3-0.26.0 */
+    {"max-lora-cls-labels", "", 1, 0, {0x0700000000000000ull, 0x0000000000000000ull}, "--------------------------------------------------------111"}, /* 0.31.0-0.33.0 */
+    {"max-lora-rank", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"max-loras", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"max-model-len", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"max-num-active-seqs", "", 1, 0, {0x0700000000000000ull, 0x0000000000000000ull}, "--------------------------------------------------------111"}, /* 0.31.0-0.33.0 */
+    {"max-num-batched-tokens", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"max-num-partial-prefills", "", 1, 0, {0x0007ffffffffff00ull, 0x0000000000000000ull}, "--------1111111111111111111111111111111111111111111--------"}, /* 0.7.3-0.26.0 */
+    {"max-num-queued-reqs", "", 1, 0, {0x07c0000000000000ull, 0x0000000000000000ull}, "------------------------------------------------------11111"}, /* 0.29.0-0.33.0 */
+    {"max-num-queued-tokens", "", 1, 0, {0x07c0000000000000ull, 0x0000000000000000ull}, "------------------------------------------------------11111"}, /* 0.29.0-0.33.0 */
+    {"max-num-scheduled-tokens", "", 1, 0, {0x07fc000000000000ull, 0x0000000000000000ull}, "--------------------------------------------------111111111"}, /* 0.26.0-0.33.0 */
+    {"max-num-seqs", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"max-parallel-loading-workers", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"max-prompt-adapter-token", "", 1, 0, {0x00000000000fffffull, 0x0000000000000000ull}, "11111111111111111111---------------------------------------"}, /* 0.6.4-0.9.2 */
+    {"max-prompt-adapters", "", 1, 0, {0x00000000000fffffull, 0x0000000000000000ull}, "11111111111111111111---------------------------------------"}, /* 0.6.4-0.9.2 */
+    {"max-seq-len-to-capture", "", 1, 0, {0x0000000000ffffffull, 0x0000000000000000ull}, "111111111111111111111111-----------------------------------"}, /* 0.6.4-0.10.2 */
+    {"media-io-kwargs", "", 1, 0, {0x07fffffffff80000ull, 0x0000000000000000ull}, "-------------------1111111111111111111111111111111111111111"}, /* 0.9.2-0.33.0 */
+    {"middleware", "", 2, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111222222222222222222222222222222222222222"}, /* 0.6.4-0.33.0 */
+    {"mm-cache-preprocessor", "", 0, 0, {0x0000000000000004ull, 0x0000000000000000ull}, "--0--------------------------------------------------------"}, /* 0.6.5 */
+    {"mm-device-do-normalize", "", 0, 1, {0x07e0000000000000ull, 0x0000000000000000ull}, "-----------------------------------------------------444444"}, /* 0.28.0-0.33.0 */
+    {"mm-encoder-attn-backend", "", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}, "-------------------------1111111111111111111111111111111111"}, /* 0.11.1-0.33.0 */
+    {"mm-encoder-attn-dtype", "", 1, 0, {0x07fff80000000000ull, 0x0000000000000000ull}, "-------------------------------------------1111111111111111"}, /* 0.21.0-0.33.0 */
+    {"mm-encoder-fp8-scale-path", "", 1, 0, {0x07fff80000000000ull, 0x0000000000000000ull}, "-------------------------------------------1111111111111111"}, /* 0.21.0-0.33.0 */
+    {"mm-encoder-fp8-scale-save-margin", "", 1, 0, {0x07fff80000000000ull, 0x0000000000000000ull}, "-------------------------------------------1111111111111111"}, /* 0.21.0-0.33.0 */
+    {"mm-encoder-fp8-scale-save-path", "", 1, 0, {0x07fff80000000000ull, 0x0000000000000000ull}, "-------------------------------------------1111111111111111"}, /* 0.21.0-0.33.0 */
+    {"mm-encoder-only", "", 0, 1, {0x07ffffff80000000ull, 0x0000000000000000ull}, "-------------------------------4444444444444444444444444444"}, /* 0.15.0-0.33.0 */
+    {"mm-encoder-tp-mode", "", 1, 0, {0x07ffffffff800000ull, 0x0000000000000000ull}, "-----------------------111111111111111111111111111111111111"}, /* 0.10.2-0.33.0 */
+    {"mm-hasher-algorithm", "", 1, 0, {0x07f8000000000000ull, 0x0000000000000000ull}, "---------------------------------------------------11111111"}, /* 0.27.0-0.33.0 */
+    {"mm-ipc-gpu-memory-gb", "", 1, 0, {0x07ff000000000000ull, 0x0000000000000000ull}, "------------------------------------------------11111111111"}, /* 0.25.0-0.33.0 */
+    {"mm-processor-cache-gb", "", 1, 0, {0x07ffffffffe00000ull, 0x0000000000000000ull}, "---------------------11111111111111111111111111111111111111"}, /* 0.10.1-0.33.0 */
+    {"mm-processor-cache-type", "", 1, 0, {0x07ffffffff000000ull, 0x0000000000000000ull}, "------------------------11111111111111111111111111111111111"}, /* 0.11.0-0.33.0 */
+    {"mm-processor-device", "", 1, 0, {0x07e0000000000000ull, 0x0000000000000000ull}, "-----------------------------------------------------111111"}, /* 0.28.0-0.33.0 */
+    {"mm-processor-kwargs", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"mm-shm-cache-max-object-size-mb", "", 1, 0, {0x07ffffffff000000ull, 0x0000000000000000ull}, "------------------------11111111111111111111111111111111111"}, /* 0.11.0-0.33.0 */
+    {"mm-tensor-ipc", "", 1, 0, {0x07ffffc000000000ull, 0x0000000000000000ull}, "--------------------------------------111111111111111111111"}, /* 0.19.0-0.33.0 */
+    {"model", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"model-class-overrides", "", 1, 0, {0x07ff000000000000ull, 0x0000000000000000ull}, "------------------------------------------------11111111111"}, /* 0.25.0-0.33.0 */
+    {"model-impl", "", 1, 0, {0x07ffffffffffff80ull, 0x0000000000000000ull}, "-------1111111111111111111111111111111111111111111111111111"}, /* 0.7.2-0.33.0 */
+    {"model-loader-extra-config", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"moe-backend", "", 1, 0, {0x07fffffc00000000ull, 0x0000000000000000ull}, "----------------------------------1111111111111111111111111"}, /* 0.17.0-0.33.0 */
+    {"monokernel", "", 0, 1, {0x0400000000000000ull, 0x0000000000000000ull}, "----------------------------------------------------------4"}, /* 0.33.0 */
+    {"multi-step-stream-outputs", "", 0, 1, {0x00000000001fffffull, 0x0000000000000000ull}, "333333333333334444444--------------------------------------"}, /* 0.6.4-0.10.0 */
+    {"ngram-prompt-lookup-max", "", 1, 0, {0x0000000000000fffull, 0x0000000000000000ull}, "111111111111-----------------------------------------------"}, /* 0.6.4-0.8.2 */
+    {"ngram-prompt-lookup-min", "", 1, 0, {0x0000000000000fffull, 0x0000000000000000ull}, "111111111111-----------------------------------------------"}, /* 0.6.4-0.8.2 */
+    {"nnodes", "n", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}, "-------------------------1111111111111111111111111111111111"}, /* 0.11.1-0.33.0 */
+    {"node-rank", "r", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}, "-------------------------1111111111111111111111111111111111"}, /* 0.11.1-0.33.0 */
+    {"num-gpu-blocks-override", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"num-lookahead-slots", "", 1, 0, {0x0000000007ffffffull, 0x0000000000000000ull}, "111111111111111111111111111--------------------------------"}, /* 0.6.4-0.11.2 */
+    {"num-redundant-experts", "", 1, 0, {0x0000000007f80000ull, 0x0000000000000000ull}, "-------------------11111111--------------------------------"}, /* 0.9.2-0.11.2 */
+    {"num-scheduler-steps", "", 1, 0, {0x00000000001fffffull, 0x0000000000000000ull}, "111111111111111111111--------------------------------------"}, /* 0.6.4-0.10.0 */
+    {"num-speculative-tokens", "", 1, 0, {0x0000000000000fffull, 0x0000000000000000ull}, "111111111111-----------------------------------------------"}, /* 0.6.4-0.8.2 */
+    {"numa-bind", "", 0, 1, {0x07ffff0000000000ull, 0x0000000000000000ull}, "----------------------------------------4444444444444444444"}, /* 0.20.0-0.33.0 */
+    {"numa-bind-cpus", "", 2, 0, {0x07ffff0000000000ull, 0x0000000000000000ull}, "----------------------------------------2222222222222222222"}, /* 0.20.0-0.33.0 */
+    {"numa-bind-nodes", "", 2, 0, {0x07ffff0000000000ull, 0x0000000000000000ull}, "----------------------------------------2222222222222222222"}, /* 0.20.0-0.33.0 */
+    {"offload-backend", "", 1, 0, {0x07fffffc00000000ull, 0x0000000000000000ull}, "----------------------------------1111111111111111111111111"}, /* 0.17.0-0.33.0 */
+    {"offload-group-size", "", 1, 0, {0x07fffffc00000000ull, 0x0000000000000000ull}, "----------------------------------1111111111111111111111111"}, /* 0.17.0-0.33.0 */
+    {"offload-num-in-group", "", 1, 0, {0x07fffffc00000000ull, 0x0000000000000000ull}, "----------------------------------1111111111111111111111111"}, /* 0.17.0-0.33.0 */
+    {"offload-params", "", 1, 0, {0x07fffffc00000000ull, 0x0000000000000000ull}, "----------------------------------1111111111111111111111111"}, /* 0.17.0-0.33.0 */
+    {"offload-prefetch-step", "", 1, 0, {0x07fffffc00000000ull, 0x0000000000000000ull}, "----------------------------------1111111111111111111111111"}, /* 0.17.0-0.33.0 */
+    {"optimization-level", "", 1, 0, {0x07fffffff8000000ull, 0x0000000000000000ull}, "---------------------------11111111111111111111111111111111"}, /* 0.12.0-0.33.0 */
+    {"otlp-traces-endpoint", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"override-attention-dtype", "", 1, 0, {0x001ffffffff80000ull, 0x0000000000000000ull}, "-------------------1111111111111111111111111111111111------"}, /* 0.9.2-0.27.1 */
+    {"override-generation-config", "", 1, 0, {0x07ffffffffffffc0ull, 0x0000000000000000ull}, "------11111111111111111111111111111111111111111111111111111"}, /* 0.7.1-0.33.0 */
+    {"override-neuron-config", "", 1, 0, {0x00000000007fffffull, 0x0000000000000000ull}, "11111111111111111111111------------------------------------"}, /* 0.6.4-0.10.1.1 */
+    {"override-pooler-config", "", 1, 0, {0x0000000007ffffffull, 0x0000000000000000ull}, "111111111111111111111111111--------------------------------"}, /* 0.6.4-0.11.2 */
+    {"per-request-spec-decode-metrics", "", 1, 0, {0x07c0000000000000ull, 0x0000000000000000ull}, "------------------------------------------------------11111"}, /* 0.29.0-0.33.0 */
+    {"performance-mode", "", 1, 0, {0x07fffffc00000000ull, 0x0000000000000000ull}, "----------------------------------1111111111111111111111111"}, /* 0.17.0-0.33.0 */
+    {"pipeline-parallel-size", "pp", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"pooler-config", "", 1, 0, {0x07ffffffff000000ull, 0x0000000000000000ull}, "------------------------11111111111111111111111111111111111"}, /* 0.11.0-0.33.0 */
+    {"port", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"preemption-mode", "", 1, 0, {0x0000000000ffffffull, 0x0000000000000000ull}, "111111111111111111111111-----------------------------------"}, /* 0.6.4-0.10.2 */
+    {"prefill-context-parallel-size", "pcp", 1, 0, {0x07fffffff8000000ull, 0x0000000000000000ull}, "---------------------------11111111111111111111111111111111"}, /* 0.12.0-0.33.0 */
+    {"prefill-schedule-interval", "", 1, 0, {0x07ff800000000000ull, 0x0000000000000000ull}, "-----------------------------------------------111111111111"}, /* 0.24.0-0.33.0 */
+    {"prefix-cache-retention-interval", "", 1, 0, {0x07c0000000000000ull, 0x0000000000000000ull}, "------------------------------------------------------11111"}, /* 0.29.0-0.33.0 */
+    {"prefix-caching-hash-algo", "", 1, 0, {0x07fffffffffff000ull, 0x0000000000000000ull}, "------------11111111111111111111111111111111111111111111111"}, /* 0.8.3-0.33.0 */
+    {"prefix-match-unit", "", 1, 0, {0x07fc000000000000ull, 0x0000000000000000ull}, "--------------------------------------------------111111111"}, /* 0.26.0-0.33.0 */
+    {"profiler-config", "", 1, 0, {0x07fffffff0000000ull, 0x0000000000000000ull}, "----------------------------1111111111111111111111111111111"}, /* 0.13.0-0.33.0 */
+    {"prompt-adapters", "", 2, 0, {0x00000000000fffffull, 0x0000000000000000ull}, "22222222222222222222---------------------------------------"}, /* 0.6.4-0.9.2 */
+    {"pt-load-map-location", "", 1, 0, {0x07ffffffffff0000ull, 0x0000000000000000ull}, "----------------1111111111111111111111111111111111111111111"}, /* 0.9.0-0.33.0 */
+    {"qlora-adapter-name-or-path", "", 1, 0, {0x00000000000fffffull, 0x0000000000000000ull}, "11111111111111111111---------------------------------------"}, /* 0.6.4-0.9.2 */
+    {"quantization", "q", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"quantization-config", "", 1, 0, {0x07fff00000000000ull, 0x0000000000000000ull}, "--------------------------------------------111111111111111"}, /* 0.22.0-0.33.0 */
+    {"quantization-param-path", "", 1, 0, {0x000000000000001full, 0x0000000000000000ull}, "11111------------------------------------------------------"}, /* 0.6.4-0.6.6.post1 */
+    {"ray-workers-use-nsight", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}, "00000000000000444444444444444444444444444444444444444444444"}, /* 0.6.4-0.33.0 */
+    {"reasoning-config", "", 1, 0, {0x07ffffc000000000ull, 0x0000000000000000ull}, "--------------------------------------111111111111111111111"}, /* 0.19.0-0.33.0 */
+    {"reasoning-effort-map", "", 1, 0, {0x0400000000000000ull, 0x0000000000000000ull}, "----------------------------------------------------------1"}, /* 0.33.0 */
+    {"reasoning-parser", "", 1, 0, {0x07ffffffffffffc0ull, 0x0000000000000000ull}, "------11111111111111111111111111111111111111111111111111111"}, /* 0.7.1-0.33.0 */
+    {"reasoning-parser-plugin", "", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}, "-------------------------1111111111111111111111111111111111"}, /* 0.11.1-0.33.0 */
+    {"renderer-num-workers", "", 1, 0, {0x07ffffc000000000ull, 0x0000000000000000ull}, "--------------------------------------111111111111111111111"}, /* 0.19.0-0.33.0 */
+    {"replayssm-buffer-len", "", 1, 0, {0x07f8000000000000ull, 0x0000000000000000ull}, "---------------------------------------------------11111111"}, /* 0.27.0-0.33.0 */
+    {"response-role", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"return-sampling-mask", "", 0, 1, {0x07e0000000000000ull, 0x0000000000000000ull}, "-----------------------------------------------------444444"}, /* 0.28.0-0.33.0 */
+    {"return-tokens-as-token-ids", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}, "00000000000000000000444444444444444444444444444444444444444"}, /* 0.6.4-0.33.0 */
+    {"revision", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"root-path", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"rope-scaling", "", 1, 0, {0x0000000001ffffffull, 0x0000000000000000ull}, "1111111111111111111111111----------------------------------"}, /* 0.6.4-0.11.0 */
+    {"rope-theta", "", 1, 0, {0x0000000001ffffffull, 0x0000000000000000ull}, "1111111111111111111111111----------------------------------"}, /* 0.6.4-0.11.0 */
+    {"runner", "", 1, 0, {0x07ffffffffe00000ull, 0x0000000000000000ull}, "---------------------11111111111111111111111111111111111111"}, /* 0.10.1-0.33.0 */
+    {"safetensors-load-strategy", "", 1, 0, {0x07ffffffff800000ull, 0x0000000000000000ull}, "-----------------------111111111111111111111111111111111111"}, /* 0.10.2-0.33.0 */
+    {"safetensors-prefetch-block-size", "", 1, 0, {0x07fff80000000000ull, 0x0000000000000000ull}, "-------------------------------------------1111111111111111"}, /* 0.21.0-0.33.0 */
+    {"safetensors-prefetch-num-threads", "", 1, 0, {0x07fff80000000000ull, 0x0000000000000000ull}, "-------------------------------------------1111111111111111"}, /* 0.21.0-0.33.0 */
+    {"scheduler-cls", "", 1, 0, {0x07ffffffffffff00ull, 0x0000000000000000ull}, "--------111111111111111111111111111111111111111111111111111"}, /* 0.7.3-0.33.0 */
+    {"scheduler-delay-factor", "", 1, 0, {0x0000000000ffffffull, 0x0000000000000000ull}, "111111111111111111111111-----------------------------------"}, /* 0.6.4-0.10.2 */
+    {"scheduler-reserve-full-isl", "", 0, 1, {0x07ffffc000000000ull, 0x0000000000000000ull}, "--------------------------------------444444444444444444444"}, /* 0.19.0-0.33.0 */
+    {"scheduling-policy", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"seed", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"served-model-name", "", 2, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "22222222222222222222222222222222222222222222222222222222222"}, /* 0.6.4-0.33.0 */
+    {"show-hidden-metrics-for-version", "", 1, 0, {0x07fffffffffffe00ull, 0x0000000000000000ull}, "---------11111111111111111111111111111111111111111111111111"}, /* 0.8.0-0.33.0 */
+    {"shutdown-timeout", "", 1, 0, {0x07fffff000000000ull, 0x0000000000000000ull}, "------------------------------------11111111111111111111111"}, /* 0.18.0-0.33.0 */
+    {"skip-mm-profiling", "", 0, 1, {0x07ffffffffe00000ull, 0x0000000000000000ull}, "---------------------44444444444444444444444444444444444444"}, /* 0.10.1-0.33.0 */
+    {"skip-tokenizer-init", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}, "00000000000000004444444444444444444444444444444444444444444"}, /* 0.6.4-0.33.0 */
+    {"sleep-mode-backend", "", 1, 0, {0x0400000000000000ull, 0x0000000000000000ull}, "----------------------------------------------------------1"}, /* 0.33.0 */
+    {"sleep-mode-offload-cudagraph", "", 0, 1, {0x0600000000000000ull, 0x0000000000000000ull}, "---------------------------------------------------------44"}, /* 0.32.0-0.33.0 */
+    {"sleep-preserve-parameter-names", "", 2, 0, {0x0700000000000000ull, 0x0000000000000000ull}, "--------------------------------------------------------222"}, /* 0.31.0-0.33.0 */
+    {"sparse-indexer-topk-backend", "", 1, 0, {0x0780000000000000ull, 0x0000000000000000ull}, "-------------------------------------------------------1111"}, /* 0.30.0-0.33.0 */
+    {"spec-decoding-acceptance-method", "", 1, 0, {0x0000000000000fffull, 0x0000000000000000ull}, "111111111111-----------------------------------------------"}, /* 0.6.4-0.8.2 */
+    {"spec-method", "", 1, 0, {0x07fff00000000000ull, 0x0000000000000000ull}, "--------------------------------------------111111111111111"}, /* 0.22.0-0.33.0 */
+    {"spec-model", "", 1, 0, {0x07fff00000000000ull, 0x0000000000000000ull}, "--------------------------------------------111111111111111"}, /* 0.22.0-0.33.0 */
+    {"spec-tokens", "", 1, 0, {0x07fff00000000000ull, 0x0000000000000000ull}, "--------------------------------------------111111111111111"}, /* 0.22.0-0.33.0 */
+    {"specialize-active-lora", "", 0, 1, {0x07fffffe00000000ull, 0x0000000000000000ull}, "---------------------------------44444444444444444444444444"}, /* 0.16.0-0.33.0 */
+    {"speculative-config", "sc", 1, 0, {0x07fffffffffff800ull, 0x0000000000000000ull}, "-----------111111111111111111111111111111111111111111111111"}, /* 0.8.2-0.33.0 */
+    {"speculative-disable-by-batch-size", "", 1, 0, {0x0000000000000fffull, 0x0000000000000000ull}, "111111111111-----------------------------------------------"}, /* 0.6.4-0.8.2 */
+    {"speculative-disable-mqa-scorer", "", 0, 0, {0x0000000000000fffull, 0x0000000000000000ull}, "000000000000-----------------------------------------------"}, /* 0.6.4-0.8.2 */
+    {"speculative-draft-tensor-parallel-size", "spec-draft-tp", 1, 0, {0x0000000000000fffull, 0x0000000000000000ull}, "111111111111-----------------------------------------------"}, /* 0.6.4-0.8.2 */
+    {"speculative-max-model-len", "", 1, 0, {0x0000000000000fffull, 0x0000000000000000ull}, "111111111111-----------------------------------------------"}, /* 0.6.4-0.8.2 */
+    {"speculative-model", "", 1, 0, {0x0000000000000fffull, 0x0000000000000000ull}, "111111111111-----------------------------------------------"}, /* 0.6.4-0.8.2 */
+    {"speculative-model-quantization", "", 1, 0, {0x0000000000000fffull, 0x0000000000000000ull}, "111111111111-----------------------------------------------"}, /* 0.6.4-0.8.2 */
+    {"sse-keep-alive-interval", "", 1, 0, {0x07c0000000000000ull, 0x0000000000000000ull}, "------------------------------------------------------11111"}, /* 0.29.0-0.33.0 */
+    {"ssl-ca-certs", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"ssl-cert-reqs", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"ssl-certfile", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"ssl-ciphers", "", 1, 0, {0x07ffffff80000000ull, 0x0000000000000000ull}, "-------------------------------1111111111111111111111111111"}, /* 0.15.0-0.33.0 */
+    {"ssl-keyfile", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"stream-interval", "", 1, 0, {0x07fffffffe000000ull, 0x0000000000000000ull}, "-------------------------1111111111111111111111111111111111"}, /* 0.11.1-0.33.0 */
+    {"structured-outputs-config", "", 1, 0, {0x07ffffffff000000ull, 0x0000000000000000ull}, "------------------------11111111111111111111111111111111111"}, /* 0.11.0-0.33.0 */
+    {"swa-bounded-replay", "", 0, 1, {0x0700000000000000ull, 0x0000000000000000ull}, "--------------------------------------------------------444"}, /* 0.31.0-0.33.0 */
+    {"swap-space", "", 1, 0, {0x0000000fffffffffull, 0x0000000000000000ull}, "111111111111111111111111111111111111-----------------------"}, /* 0.6.4-0.17.1 */
+    {"task", "", 1, 0, {0x000000000fffffffull, 0x0000000000000000ull}, "1111111111111111111111111111-------------------------------"}, /* 0.6.4-0.12.0 */
+    {"tensor-parallel-size", "tp", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"tokenizer", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"tokenizer-mode", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"tokenizer-pool-extra-config", "", 1, 0, {0x00000000000fffffull, 0x0000000000000000ull}, "11111111111111111111---------------------------------------"}, /* 0.6.4-0.9.2 */
+    {"tokenizer-pool-size", "", 1, 0, {0x00000000000fffffull, 0x0000000000000000ull}, "11111111111111111111---------------------------------------"}, /* 0.6.4-0.9.2 */
+    {"tokenizer-pool-type", "", 1, 0, {0x00000000000fffffull, 0x0000000000000000ull}, "11111111111111111111---------------------------------------"}, /* 0.6.4-0.9.2 */
+    {"tokenizer-revision", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"tokens-only", "", 0, 1, {0x07fffffffe000000ull, 0x0000000000000000ull}, "-------------------------4444444444444444444444444444444444"}, /* 0.11.1-0.33.0 */
+    {"tool-call-parser", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"tool-parser-plugin", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"tool-server", "", 1, 0, {0x07ffffffffe00000ull, 0x0000000000000000ull}, "---------------------11111111111111111111111111111111111111"}, /* 0.10.1-0.33.0 */
+    {"tool-strict-level", "", 1, 0, {0x0700000000000000ull, 0x0000000000000000ull}, "--------------------------------------------------------111"}, /* 0.31.0-0.33.0 */
+    {"trust-remote-code", "", 0, 1, {0x07ffffffffffffffull, 0x0000000000000000ull}, "00000000000000004444444444444444444444444444444444444444444"}, /* 0.6.4-0.33.0 */
+    {"trust-request-chat-template", "", 0, 1, {0x07ffffffff000000ull, 0x0000000000000000ull}, "------------------------44444444444444444444444444444444444"}, /* 0.11.0-0.33.0 */
+    {"trust-request-mm-kwargs", "", 0, 1, {0x0700000000000000ull, 0x0000000000000000ull}, "--------------------------------------------------------444"}, /* 0.31.0-0.33.0 */
+    {"typical-acceptance-sampler-posterior-alpha", "", 1, 0, {0x0000000000000fffull, 0x0000000000000000ull}, "111111111111-----------------------------------------------"}, /* 0.6.4-0.8.2 */
+    {"typical-acceptance-sampler-posterior-threshold", "", 1, 0, {0x0000000000000fffull, 0x0000000000000000ull}, "111111111111-----------------------------------------------"}, /* 0.6.4-0.8.2 */
+    {"ubatch-size", "", 1, 0, {0x07ffffffe0000000ull, 0x0000000000000000ull}, "-----------------------------111111111111111111111111111111"}, /* 0.14.0-0.33.0 */
+    {"uds", "", 1, 0, {0x07ffffffffe00000ull, 0x0000000000000000ull}, "---------------------11111111111111111111111111111111111111"}, /* 0.10.1-0.33.0 */
+    {"use-fp64-gumbel", "", 0, 1, {0x07fff00000000000ull, 0x0000000000000000ull}, "--------------------------------------------444444444444444"}, /* 0.22.0-0.33.0 */
+    {"use-gpu-for-pooling-score", "", 0, 1, {0x0000000c00000000ull, 0x0000000000000000ull}, "----------------------------------44-----------------------"}, /* 0.17.0-0.17.1 */
+    {"use-replayssm", "", 0, 1, {0x07f8000000000000ull, 0x0000000000000000ull}, "---------------------------------------------------44444444"}, /* 0.27.0-0.33.0 */
+    {"use-tqdm-on-load", "", 0, 1, {0x07fffffffffffe00ull, 0x0000000000000000ull}, "---------44444444444444444444444444444444444444444444444444"}, /* 0.8.0-0.33.0 */
+    {"use-v2-block-manager", "", 0, 0, {0x00000000000fffffull, 0x0000000000000000ull}, "00000000000000000000---------------------------------------"}, /* 0.6.4-0.9.2 */
+    {"uvicorn-log-level", "", 1, 0, {0x07ffffffffffffffull, 0x0000000000000000ull}, "11111111111111111111111111111111111111111111111111111111111"}, /* 0.6.4-0.33.0 */
+    {"video-pruning-method", "", 1, 0, {0x07f8000000000000ull, 0x0000000000000000ull}, "---------------------------------------------------11111111"}, /* 0.27.0-0.33.0 */
+    {"video-pruning-rate", "", 1, 0, {0x07ffffffff000000ull, 0x0000000000000000ull}, "------------------------11111111111111111111111111111111111"}, /* 0.11.0-0.33.0 */
+    {"watchdog-config", "", 1, 0, {0x0400000000000000ull, 0x0000000000000000ull}, "----------------------------------------------------------1"}, /* 0.33.0 */
+    {"watermark", "", 1, 0, {0x07ff800000000000ull, 0x0000000000000000ull}, "-----------------------------------------------111111111111"}, /* 0.24.0-0.33.0 */
+    {"watermark-config", "", 1, 0, {0x0780000000000000ull, 0x0000000000000000ull}, "-------------------------------------------------------1111"}, /* 0.30.0-0.33.0 */
+    {"weight-transfer-config", "", 1, 0, {0x07fffffe00000000ull, 0x0000000000000000ull}, "---------------------------------11111111111111111111111111"}, /* 0.16.0-0.33.0 */
+    {"worker-cls", "", 1, 0, {0x07fffffffffffffcull, 0x0000000000000000ull}, "--111111111111111111111111111111111111111111111111111111111"}, /* 0.6.5-0.33.0 */
+    {"worker-extension-cls", "", 1, 0, {0x07fffffffffffe00ull, 0x0000000000000000ull}, "---------11111111111111111111111111111111111111111111111111"}, /* 0.8.0-0.33.0 */
+    {"worker-use-ray", "", 0, 0, {0x000000000000001full, 0x0000000000000000ull}, "00000------------------------------------------------------"}, /* 0.6.4-0.6.6.post1 */
 };
 const int kv_vllm_num_flags = 386;
 

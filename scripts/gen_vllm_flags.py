@@ -62,6 +62,9 @@ def parse(path):
 
 def annotation_shape(ann):
     """get_kwargs' rule for a dataclass field's annotation (engine/arg_utils.py _compute_kwargs)."""
+    # get_type_hints sees through Annotated[X, ...] and pydantic's SkipValidation[X]
+    while isinstance(ann, ast.Subscript) and ast.unparse(ann.value).split(".")[-1] in ("Annotated", "SkipValidation"):
+        ann = ann.slice.elts[0] if isinstance(ann.slice, ast.Tuple) else ann.slice
     text = ast.unparse(ann) if ann is not None else ""
     text = text.replace("Optional[", "").replace("typing.", "")
     names = set(re.findall(r"[A-Za-z_]+", text))
@@ -136,8 +139,10 @@ def kwargs_var_classes(tree):
 def shape_of_call(call, kwvars, fields):
     nargs, neg = NARGS_ONE, 0
     for kw in call.keywords:
-        if kw.arg is None:  # **model_kwargs["field"]
+        if kw.arg is None:  # **model_kwargs["field"], or **{**model_kwargs["field"], "default": None}
             v = kw.value
+            if isinstance(v, ast.Dict):
+                v = next((val for key, val in zip(v.keys, v.values) if key is None), v)
             if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) and v.value.id in kwvars:
                 sl = v.slice
                 if isinstance(sl, ast.Constant) and isinstance(sl.value, str):
@@ -337,8 +342,10 @@ def main():
     w("};")
     w("")
     w("/* name, short forms and other spellings (space-separated), takes a value")
-    w(" * (KV_VLLM_NARGS_*), has a --no- form, releases (bit i = kv_vllm_releases[i]);")
-    w(" * the comment gives the spans. */")
+    w(" * (KV_VLLM_NARGS_*), has a --no- form (both in the newest release that has")
+    w(" * it), releases (bit i = kv_vllm_releases[i]), and the shape in each release")
+    w(" * (one character per release: '-' absent, else nargs + 4 if it has a --no-")
+    w(" * form); the comment gives the spans. */")
     w("const kv_vllm_flag kv_vllm_flags[] = {")
     for n in names:
         have = [i for i, r in enumerate(rels) if n in per[r]]
@@ -354,8 +361,9 @@ def main():
             if not on and start is not None:
                 spans.append(rels[start] + ("" if i - 1 == start else "-" + rels[i - 1]))
                 start = None
+        shape = "".join(str(per[r][n]["nargs"] + 4 * per[r][n]["neg"]) if n in per[r] else "-" for r in rels)
         w(f"    {{{c_str(n)}, {c_str(' '.join(aliases))}, {newest['nargs']}, {newest['neg']}, "
-          f"{{0x{lo:016x}ull, 0x{hi:016x}ull}}}}, /* {', '.join(spans)} */")
+          f"{{0x{lo:016x}ull, 0x{hi:016x}ull}}, {c_str(shape)}}}, /* {', '.join(spans)} */")
     w("};")
     w(f"const int kv_vllm_num_flags = {len(names)};")
     w("")

@@ -48,7 +48,7 @@ bad "Total number of attention heads (64) must be divisible by tensor parallel s
   serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 3
 bad "vllm serve: error: unrecognized arguments: --frobnicate (unknown flag: no vLLM release from 0.6.4 to" serve $L8 --frobnicate 3
 bad "--max-model-len needs a value" serve $L8 --max-model-len
-bad "unexpected argument 'extra'" serve $L8 extra
+bad "vllm serve: error: unrecognized arguments: extra (MODEL is already" serve $L8 extra
 bad "User-specified max_model_len (1000000) is greater than the derived max_model_len" serve $L8 --max-model-len 1m
 bad "must be greater than or equal to max_num_seqs (4096)" serve $L8 --max-num-batched-tokens 2048 --max-num-seqs 4096
 bad "vllm serve: error: argument --kv-cache-dtype: invalid choice: 'int2' (choose from 'auto', 'float16', 'bfloat16', 'fp8'," serve $L8 --kv-cache-dtype int2

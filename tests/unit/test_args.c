@@ -213,7 +213,7 @@ static void test_parse_argv(void **state)
                              "--gpu-memory-utilization?)");
     char *bad4[] = {"m1", "m2"};
     assert_int_equal(kv_args_parse(&a, 2, bad4, NULL, 0, err, sizeof err), KV_ARGS_EUNKNOWN);
-    assert_non_null(strstr(err, "unexpected argument 'm2'"));
+    assert_non_null(strstr(err, "vllm serve: error: unrecognized arguments: m2 (MODEL is already"));
     char *model_flag[] = {"--model", "x/y"};
     kv_args_init(&a);
     assert_int_equal(kv_args_parse(&a, 2, model_flag, NULL, 0, err, sizeof err), 0);
@@ -354,6 +354,38 @@ static void test_real_vllm_flags(void **state)
         if (suffixed[i][4]) {
             assert_int_equal(rc, KV_ARGS_EVALUE);
             assert_non_null(strstr(err, suffixed[i][4]));
+        } else {
+            assert_int_equal(rc, 0);
+        }
+    }
+    /* each release's own shape of an option: 0.6.4's --enable-chunked-prefill
+     * takes an optional true/false (StoreBoolean, nargs "?"), later ones are
+     * switches; --no- forms only where the parser is BooleanOptionalAction
+     * (store_true before: --no-enable-prefix-caching in 0.6.4,
+     * --no-enforce-eager before 0.9.0 are unrecognized) */
+    char *cp_old[] = {"m", "--enable-chunked-prefill", "false", "--vllm-version", "0.6.4"};
+    kv_args_init(&a);
+    assert_int_equal(kv_args_parse(&a, 5, cp_old, notes, sizeof notes, err, sizeof err), 0);
+    assert_int_equal(a.enable_chunked_prefill, 0);
+    char *cp_new[] = {"m", "--enable-chunked-prefill", "false", "--vllm-version", "0.33.0"};
+    kv_args_init(&a);
+    assert_int_equal(kv_args_parse(&a, 5, cp_new, notes, sizeof notes, err, sizeof err), KV_ARGS_EUNKNOWN);
+    assert_non_null(strstr(err, "vllm serve: error: unrecognized arguments: false"));
+    static const char *const negs[][3] = {
+        {"--no-enable-prefix-caching", "0.6.4", "unrecognized arguments: --no-enable-prefix-caching (vLLM 0.6.4 has "
+                                                "--enable-prefix-caching without a --no- form; 0.6.5 and later have it)"},
+        {"--no-enforce-eager", "0.8.5", "unrecognized arguments: --no-enforce-eager (vLLM 0.8.5"},
+        {"--no-enable-prefix-caching", "0.6.5", NULL},
+        {"--no-enforce-eager", "0.9.0", NULL},
+        {"--no-enable-chunked-prefill", "0.10.0", NULL},
+    };
+    for (size_t i = 0; i < sizeof negs / sizeof negs[0]; i++) {
+        char *argv[4] = {"m", (char *)negs[i][0], "--vllm-version", (char *)negs[i][1]};
+        kv_args_init(&a);
+        int rc = kv_args_parse(&a, 4, argv, notes, sizeof notes, err, sizeof err);
+        if (negs[i][2]) {
+            assert_int_equal(rc, KV_ARGS_EVALUE);
+            assert_non_null(strstr(err, negs[i][2]));
         } else {
             assert_int_equal(rc, 0);
         }
