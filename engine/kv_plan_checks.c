@@ -205,9 +205,25 @@ static int check_fp8_blocks(const plan_ctx *c, kv_plan *p)
     return 0;
 }
 
+/* How an AWQ checkpoint meets a group that does not divide a layer's rows
+ * where vLLM runs it through Marlin (a card at awq_marlin's minimum, the
+ * method not forced to plain awq by --quantization awq): up to 0.7.2
+ * marlin_utils.py verify_marlin_supports_shape raises its own error; from
+ * 0.7.3 the layer falls back to the plain AWQ kernel with a warning
+ * (awq_marlin.py, from 0.24 auto_awq.py), whose create_weights then raises
+ * the plain error. One row per range of releases. */
+static const struct {
+    const char *first, *last; /* releases (last NULL: still so) */
+    const char *fallback;     /* the Marlin method's name in the warning; NULL: Marlin raises */
+} AWQ_MARLIN_GROUPS[] = {
+    {"0.6.4", "0.7.2", NULL},
+    {"0.7.3", "0.23.99", "AWQMarlin"},
+    {"0.24.0", NULL, "AutoAWQMarlin"},
+};
+
 /* AWQ/GPTQ: a row-parallel layer's input rows per rank must hold whole
  * groups (o_proj first, then down_proj; the experts' own kernels are
- * not checked here). */
+ * not checked here), in the words of the kernel the release runs. */
 static int check_groups(const plan_ctx *c, kv_plan *p, kv_quant q)
 {
     const kv_model *m = c->m;
@@ -216,10 +232,32 @@ static int check_groups(const plan_ctx *c, kv_plan *p, kv_quant q)
         return 0;
     int64_t o_in = (int64_t)m->num_attention_heads * m->head_dim / c->tp;
     int64_t d_in = m->num_experts > 0 && m->first_k_dense_replace <= 0 ? 0 : m->intermediate_size / c->tp;
-    if (o_in % g || (d_in > 0 && d_in % g))
-        return load_fail(p, "The input size is not aligned with the quantized weight shape. This can be caused by "
-                            "too large tensor parallel size.");
-    return 0;
+    if (!(o_in % g || (d_in > 0 && d_in % g)))
+        return 0;
+    const char *plain = "The input size is not aligned with the quantized weight shape. This can be caused by too "
+                        "large tensor parallel size.";
+    int cc = c->gpu ? c->gpu->compute_capability : 0;
+    int min = plan_min_capability("awq_marlin", p->vllm_version);
+    int marlin = q == KV_QUANT_AWQ && strcmp(c->a->quantization_text, "awq") && cc > 0 && min > 0 && cc >= min;
+    for (size_t i = 0; marlin && i < sizeof AWQ_MARLIN_GROUPS / sizeof AWQ_MARLIN_GROUPS[0]; i++) {
+        if (kv_release_compare(p->vllm_version, AWQ_MARLIN_GROUPS[i].first) < 0 ||
+            (AWQ_MARLIN_GROUPS[i].last && kv_release_compare(p->vllm_version, AWQ_MARLIN_GROUPS[i].last) > 0))
+            continue;
+        int64_t rows = o_in % g ? o_in : d_in;
+        const char *layer = o_in % g ? "model.layers.0.self_attn.o_proj" : "model.layers.0.mlp.down_proj";
+        char msg[256];
+        if (!AWQ_MARLIN_GROUPS[i].fallback) {
+            snprintf(msg, sizeof msg,
+                     "Weight input_size_per_partition = %lld is not divisible by group_size = %d.Consider reducing "
+                     "tensor_parallel_size or running with --quantization gptq.",
+                     (long long)rows, g);
+            return load_fail(p, msg);
+        }
+        snprintf(msg, sizeof msg, "Layer '%s' is not supported by %s. Falling back to unoptimized AWQ kernels.",
+                 layer, AWQ_MARLIN_GROUPS[i].fallback);
+        plan_log(p, "WARNING", msg);
+    }
+    return load_fail(p, plain);
 }
 
 int plan_check_load(const plan_ctx *c, kv_plan *p)

@@ -1184,6 +1184,21 @@ static void test_load_checks(void **state)
     plan_of(&p, &w, "h100-80gb", "0.19.0", tp2);
     assert_int_equal(p.error_kind, KV_PLAN_ERR_LOAD_CHECK);
     assert_non_null(strstr(p.error, "The input size is not aligned with the quantized weight shape"));
+    /* in the words of the kernel the release runs: Marlin raised its own
+     * error up to 0.7.2, later releases fall back to plain AWQ with a
+     * warning naming the layer (was the plain error in every release) */
+    plan_of(&p, &w, "h100-80gb", "0.6.4", tp2);
+    assert_int_equal(p.error_kind, KV_PLAN_ERR_LOAD_CHECK);
+    assert_string_equal(p.error, "Weight input_size_per_partition = 14784 is not divisible by group_size = 128."
+                                 "Consider reducing tensor_parallel_size or running with --quantization gptq.");
+    plan_of(&p, &w, "h100-80gb", "0.23.0", tp2);
+    assert_non_null(log_having(&p, "Layer 'model.layers.0.mlp.down_proj' is not supported by AWQMarlin. Falling back"));
+    plan_of(&p, &w, "h100-80gb", "0.24.0", tp2);
+    assert_non_null(log_having(&p, "Layer 'model.layers.0.mlp.down_proj' is not supported by AutoAWQMarlin."));
+    const char *const tp2_half[] = {"tensor-parallel-size", "2", "dtype", "float16", NULL};
+    plan_of(&p, &w, "t4-16gb", "0.6.4", tp2_half); /* below Marlin's 8.0: plain AWQ */
+    assert_int_equal(p.error_kind, KV_PLAN_ERR_LOAD_CHECK);
+    assert_non_null(strstr(p.error, "The input size is not aligned with the quantized weight shape"));
     w.intermediate_size = 29696; /* Qwen's AWQ checkpoint pads it */
     plan_of(&p, &w, "h100-80gb", "0.19.0", tp2);
     assert_int_not_equal(p.error_kind, KV_PLAN_ERR_LOAD_CHECK);
