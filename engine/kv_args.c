@@ -21,7 +21,7 @@ enum {
     F_VLLM_VERSION, F_ACCOUNTING, F_FI_SAMPLER, F_RESERVE_ISL, F_WATERMARK, F_MXFP4_BACKEND, F_CPU_OFFLOAD,
     F_OPT_LEVEL, F_MAX_CG_SIZE, F_CG_SIZES, F_COMPILE_CACHE, F_KV_OFFLOAD, F_KV_OFFLOAD_BACKEND, F_KV_TRANSFER,
     F_HF_OVERRIDES, F_ENABLE_LORA, F_MAX_LORAS, F_MAX_LORA_RANK,
-    F_LIMIT_MM, F_MM_KWARGS, F_SKIP_MM,
+    F_LIMIT_MM, F_MM_KWARGS, F_SKIP_MM, F_NO_SLIDING,
     F_FIRST_NOTE
 };
 
@@ -130,6 +130,8 @@ static const kv_args_flag flags[] = {
                      "multimodal processor overrides (JSON); max_pixels sizes the largest image or video frame", 1},
     [F_SKIP_MM] = {"skip-mm-profiling", "skip_mm_profiling", KV_ARG_BOOL, NULL, "false",
                    "no encoder profile run (its memory is then not set aside)", 1, "0.10.1"},
+    [F_NO_SLIDING] = {"disable-sliding-window", "disable_sliding_window", KV_ARG_BOOL, NULL, "false",
+                      "every layer attends to the whole context; max_model_len is capped at the window", 1},
     /* Real vLLM flags that do not change the memory plan. */
     {"port", "port", KV_ARG_NOTE, NULL, "8000", "API server port", 0},
     {"host", "host", KV_ARG_NOTE, NULL, "", "API server host", 0},
@@ -718,7 +720,6 @@ static const struct {
     {"num-redundant-experts", "redundant experts per GPU"},
     {"num-scheduler-steps", "V0's multi-step scheduling buffers (one output per step kept on the GPU)"},
     {"preemption-mode", "V0: swap keeps preempted blocks in --swap-space host memory (the GPU pool is the same)"},
-    {"disable-sliding-window", "the sliding-window layers' KV (vLLM then caps max_model_len to the window)"},
     {"disable-hybrid-kv-cache-manager", "how full and sliding-window layers share the pool (one group of all "
                                         "layers)"},
     {"long-lora-scaling-factors", "the LoRA slots"},
@@ -873,6 +874,8 @@ int kv_args_set(kv_args *a, const char *name, const char *value, char *err, size
             a->enable_lora = b;
         else if (i == F_SKIP_MM)
             a->skip_mm_profiling = b;
+        else if (i == F_NO_SLIDING)
+            a->disable_sliding_window = b;
         else
             a->enforce_eager = b;
         a->set_mask |= 1ull << i;
@@ -1188,6 +1191,7 @@ int kv_args_get(const kv_args *a, const char *name, char *b, size_t n)
     case F_LIMIT_MM: snprintf(b, n, "%s", a->limit_mm_text); break;
     case F_MM_KWARGS: snprintf(b, n, "%s", a->mm_kwargs_text); break;
     case F_SKIP_MM: snprintf(b, n, "%s", (a->skip_mm_profiling != 0) != neg ? "true" : "false"); break;
+    case F_NO_SLIDING: snprintf(b, n, "%s", (a->disable_sliding_window != 0) != neg ? "true" : "false"); break;
     case F_UTIL: snprintf(b, n, "%g", a->gpu_memory_utilization); break;
     case F_MAX_MODEL_LEN:
         if (a->max_model_len == KV_MAX_MODEL_LEN_AUTO)

@@ -150,6 +150,7 @@ typedef struct kv_args {
     int32_t mm_limit_video;         /* --limit-mm-per-prompt video count (-1 = unset) */
     int64_t mm_max_pixels;          /* --mm-processor-kwargs max_pixels (0 = the checkpoint's) */
     int32_t skip_mm_profiling;      /* --skip-mm-profiling (vLLM 0.10.1+) */
+    int32_t disable_sliding_window; /* --disable-sliding-window: kv_model_disable_sliding_window */
     char limit_mm_text[128];        /* the two JSON flags as given ("" = unset) */
     char mm_kwargs_text[128];
 

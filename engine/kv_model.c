@@ -333,13 +333,16 @@ static int derive_max_len(const ctx *c, kv_model *m)
     static const char *keys[] = {"max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
                                  "max_sequence_length", "max_seq_length", "seq_len"};
     int64_t best = 0;
+    snprintf(m->max_len_key, sizeof m->max_len_key, "%s", keys[0]);
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         int64_t v = 0;
         int r = get_int(c, keys[i], 1, (int64_t)1 << 40, &v);
         if (r < 0)
             return -1;
-        if (r == 1 && (best == 0 || v < best))
+        if (r == 1 && (best == 0 || v < best)) {
             best = v;
+            snprintf(m->max_len_key, sizeof m->max_len_key, "%s", keys[i]);
+        }
     }
     if (best == 0) {
         if (strstr(m->model_type, "gemma3"))
@@ -1086,6 +1089,19 @@ static void suggest_models(const char *name, const char *assets_dir, char *out, 
 int kv_model_load(const char *name, const char *assets_dir, kv_model *out, char *err, size_t errlen)
 {
     return kv_model_load_overrides(name, assets_dir, NULL, out, err, errlen);
+}
+
+void kv_model_disable_sliding_window(kv_model *m)
+{
+    if (!m || m->sliding_window <= 0)
+        return;
+    if (m->sliding_window < m->max_position_embeddings) {
+        m->max_position_embeddings = m->sliding_window;
+        snprintf(m->max_len_key, sizeof m->max_len_key, "sliding_window");
+    }
+    m->sliding_window = 0;
+    m->num_sliding_layers = 0;
+    memset(m->layer_is_sliding, 0, sizeof m->layer_is_sliding);
 }
 
 int kv_model_load_overrides(const char *name, const char *assets_dir, const char *overrides, kv_model *out,

@@ -58,6 +58,7 @@ typedef struct kv_model {
     int32_t tie_word_embeddings; /* 1: lm_head shares the embedding table (HF default when absent) */
     int32_t attention_bias;      /* q/k/v (and o for gpt-oss) carry biases; Qwen2 always has qkv bias */
     int64_t max_position_embeddings; /* vLLM's derived max_model_len (rope scaling applied as vLLM does) */
+    char max_len_key[32];        /* the config key it comes from ("max_position_embeddings", "sliding_window") */
     char torch_dtype[16];        /* "bfloat16", "float16", "float32" ("bfloat16" when absent) */
     int32_t dtype_bytes;         /* bytes per value of torch_dtype (2 or 4) */
 
@@ -134,6 +135,13 @@ typedef struct kv_model {
  * catalogue id holding the typed name, else a small edit distance). */
 int kv_model_load(const char *name_or_path, const char *assets_dir, kv_model *out,
                   char *err, size_t errlen);
+
+/* vLLM's --disable-sliding-window (config/model.py _get_and_verify_max_len,
+ * every release): the derived max_model_len is capped at the window (its
+ * key then "sliding_window") and the config's sliding_window is cleared, so
+ * every layer attends to the whole context. Nothing for a model without
+ * one. */
+void kv_model_disable_sliding_window(kv_model *m);
 
 /* kv_model_load with vLLM's --hf-overrides applied to the config before it
  * is read (overrides: a JSON object, NULL or "" for none; each key replaces

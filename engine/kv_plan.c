@@ -226,6 +226,29 @@ static int fail_tpl(kv_plan *p, kv_plan_error kind, const char *tpl, const kv_re
     return KV_PLAN_OK;
 }
 
+/* The words of config/model.py _get_and_verify_max_len for a --max-model-len
+ * past the model's derived length, by the release that first said them: the
+ * message's tail, what the ValueError adds, and what the warning under
+ * VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 adds. */
+#define LONG_LEN_CAUTION                                                                                           \
+    "VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. If the model uses relative position "        \
+    "encoding (RoPE), positions exceeding derived_max_model_len lead to nan. If the model uses absolute position " \
+    "encoding, positions exceeding derived_max_model_len will cause a CUDA array out-of-bounds error."
+static const struct {
+    const char *first, *msg_tail, *error_tail, *warning_tail;
+    int float_len; /* the length prints as a float ("2048.0"): from 0.12 every RoPE model's length is multiplied
+                      by its scaling factor (1.0 by default; not Gemma 3's), as the 0.19 log of
+                      tests/vectors/logs/planner-0190-microsoft-phi-2-*.FAILED.log shows */
+} LONG_LEN_TEXT[] = {
+    {"0.6.4", " This may lead to incorrect model outputs or CUDA errors.",
+     " To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
+     " Make sure the value is correct and within the model context size.", 0},
+    {"0.10.2", "", " To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. " LONG_LEN_CAUTION,
+     " " LONG_LEN_CAUTION, 0},
+    {"0.12.0", "", " To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. " LONG_LEN_CAUTION,
+     " " LONG_LEN_CAUTION, 1},
+};
+
 /* ---------------------------------------------------------- the phases */
 
 /* Input checks that vLLM makes before anything runs (config/parallel.py,
@@ -372,23 +395,26 @@ static int phase_inputs(const plan_ctx *c, kv_plan *p)
         p->max_model_len_default = 1;
     else {
         /* config/model.py _get_and_verify_max_len: an error, or with
-         * VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 a warning and the length as given */
-        if (a->max_model_len > m->max_position_embeddings && a->allow_long_max_model_len) {
-            char line[700];
-            snprintf(line, sizeof line,
-                     "User-specified max_model_len (%lld) is greater than the derived max_model_len "
-                     "(max_position_embeddings=%lld in model's config.json). VLLM_ALLOW_LONG_MAX_MODEL_LEN must be "
-                     "used with extreme caution. If the model uses relative position encoding (RoPE), positions "
-                     "exceeding derived_max_model_len lead to nan. If the model uses absolute position encoding, "
-                     "positions exceeding derived_max_model_len will cause a CUDA array out-of-bounds error.",
-                     (long long)a->max_model_len, (long long)m->max_position_embeddings);
+         * VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 a warning and the length as given,
+         * in the release's words (LONG_LEN_TEXT) */
+        if (a->max_model_len > m->max_position_embeddings) {
+            const char *ver = a->vllm_version[0] ? a->vllm_version : kv_release_newest()->first;
+            int row = 0;
+            for (int k = 0; k < (int)(sizeof LONG_LEN_TEXT / sizeof LONG_LEN_TEXT[0]); k++)
+                if (kv_release_compare(ver, LONG_LEN_TEXT[k].first) >= 0)
+                    row = k;
+            char msg[300], line[1000];
+            int as_float = LONG_LEN_TEXT[row].float_len && !strstr(m->model_type, "gemma3");
+            snprintf(msg, sizeof msg,
+                     "User-specified max_model_len (%lld) is greater than the derived max_model_len (%s=%lld%s or "
+                     "model_max_length=None in model's config.json).%s",
+                     (long long)a->max_model_len, m->max_len_key[0] ? m->max_len_key : "max_position_embeddings",
+                     (long long)m->max_position_embeddings, as_float ? ".0" : "", LONG_LEN_TEXT[row].msg_tail);
+            if (!a->allow_long_max_model_len)
+                return kv_errf(c->err, c->errlen, KV_PLAN_EINVAL, "%s%s", msg, LONG_LEN_TEXT[row].error_tail);
+            snprintf(line, sizeof line, "%s%s", msg, LONG_LEN_TEXT[row].warning_tail);
             plan_log(p, "WARNING", line);
-        } else if (a->max_model_len > m->max_position_embeddings)
-            return kv_errf(c->err, c->errlen, KV_PLAN_EINVAL,
-                           "User-specified max_model_len (%lld) is greater than the derived max_model_len "
-                           "(max_position_embeddings=%lld in model's config.json). To allow overriding this maximum, "
-                           "set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.",
-                           (long long)a->max_model_len, (long long)m->max_position_embeddings);
+        }
         mml = a->max_model_len;
     }
     p->max_model_len = mml;

@@ -49,7 +49,9 @@ bad "Total number of attention heads (64) must be divisible by tensor parallel s
 bad "vllm serve: error: unrecognized arguments: --frobnicate (unknown flag: no vLLM release from 0.6.4 to" serve $L8 --frobnicate 3
 bad "--max-model-len needs a value" serve $L8 --max-model-len
 bad "vllm serve: error: unrecognized arguments: extra (MODEL is already" serve $L8 extra
-bad "User-specified max_model_len (1000000) is greater than the derived max_model_len" serve $L8 --max-model-len 1m
+bad "User-specified max_model_len (1000000) is greater than the derived max_model_len (max_position_embeddings=131072.0 or model_max_length=None in model's config.json). To allow" serve $L8 --max-model-len 1m
+# --disable-sliding-window caps the length at the window (Gemma 3's length is not scaled: a whole number)
+bad "derived max_model_len (sliding_window=1024 or model_max_length=None in model's config.json)" serve google/gemma-3-27b-it --disable-sliding-window --max-model-len 32768
 bad "must be greater than or equal to max_num_seqs (4096)" serve $L8 --max-num-batched-tokens 2048 --max-num-seqs 4096
 bad "vllm serve: error: argument --kv-cache-dtype: invalid choice: 'int2' (choose from 'auto', 'float16', 'bfloat16', 'fp8'," serve $L8 --kv-cache-dtype int2
 bad "vLLM has no float32 KV cache" serve $L8 --kv-cache-dtype float32

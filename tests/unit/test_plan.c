@@ -785,6 +785,44 @@ static const char *log_having(const kv_plan *p, const char *what)
     return NULL;
 }
 
+/* --disable-sliding-window: the derived length is capped at the window and
+ * every layer is full attention (config/model.py _get_and_verify_max_len);
+ * a longer --max-model-len is refused in the release's words, naming the
+ * key (was: noted "not modelled" and planned with the window). */
+static void test_disable_sliding_window(void **state)
+{
+    (void)state;
+    static kv_model g;
+    g = *load_model("google/gemma-2-9b-it");
+    assert_true(g.num_sliding_layers > 0);
+    kv_model_disable_sliding_window(&g);
+    assert_int_equal(g.num_sliding_layers, 0);
+    assert_int_equal(g.sliding_window, 0);
+    assert_int_equal(g.max_position_embeddings, 4096);
+    assert_string_equal(g.max_len_key, "sliding_window");
+    kv_args a;
+    kv_plan p;
+    char err[1024];
+    kv_args_init(&a);
+    assert_int_equal(kv_args_set(&a, "vllm-version", "0.8.5", err, sizeof err), 0);
+    assert_int_equal(kv_args_set(&a, "max-model-len", "8192", err, sizeof err), 0);
+    set_gib(&a, "gpu-memory-gib", 79.2);
+    assert_int_equal(kv_plan_compute(&g, NULL, &a, &p, err, sizeof err), KV_PLAN_EINVAL);
+    assert_string_equal(err, "User-specified max_model_len (8192) is greater than the derived max_model_len "
+                             "(sliding_window=4096 or model_max_length=None in model's config.json). This may lead "
+                             "to incorrect model outputs or CUDA errors. To allow overriding this maximum, set the "
+                             "env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1");
+    assert_int_equal(kv_args_set(&a, "vllm-version", "0.19.0", err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute(&g, NULL, &a, &p, err, sizeof err), KV_PLAN_EINVAL);
+    assert_non_null(strstr(err, "(sliding_window=4096.0 or model_max_length=None in model's config.json). To allow "
+                                "overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. "
+                                "VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution."));
+    assert_int_equal(kv_args_set(&a, "max-model-len", "4096", err, sizeof err), 0);
+    assert_int_equal(kv_plan_compute(&g, NULL, &a, &p, err, sizeof err), 0);
+    assert_true(p.starts);
+    assert_int_equal(p.num_kv_groups, 1); /* one group: every layer full */
+}
+
 /* The OOMs in torch's words (kv_torch_oom.h): the allocation that fails
  * (the 70B's fused gate_up: 2 x 28672 x 8192 bf16 = 896 MiB), torch's size
  * format, and the allocator setting the release's torch names. Was kvlab's
@@ -1830,6 +1868,7 @@ int main(void)
         cmocka_unit_test(test_auto_fit),
         cmocka_unit_test(test_oom_paths),
         cmocka_unit_test(test_oom_in_torch_words),
+        cmocka_unit_test(test_disable_sliding_window),
         cmocka_unit_test(test_terms_and_overrides),
         cmocka_unit_test(test_json_fields),
         cmocka_unit_test(test_activation_formula),

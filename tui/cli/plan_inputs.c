@@ -17,6 +17,8 @@ kvlab_inputs_step kvlab_inputs_load(const kv_args *a, const char *assets, kv_mod
     }
     if (kv_model_load_overrides(a->model, assets, a->hf_overrides, m, err, errlen) != KV_MODEL_OK)
         return KVLAB_INPUTS_MODEL;
+    if (a->disable_sliding_window)
+        kv_model_disable_sliding_window(m);
     if (cat && kv_gpu_catalog_load(assets, cat, err, errlen) != KV_GPU_OK)
         return KVLAB_INPUTS_CATALOG;
     return KVLAB_INPUTS_OK;
