@@ -1285,13 +1285,30 @@ static void compute_fixes(kv_plan *p, const kv_model *m, const kv_gpu *g, const 
     }
 }
 
+/* The fixes that start first, each group in the order tried (cheapest
+ * first): a row that still fails says why but never stands before one that
+ * works (a 70B on a 4090 listed fp8 and AWQ weights, both still OOM, above
+ * the tensor-parallel sizes that start). */
+static void fixes_working_first(kv_plan *p)
+{
+    kv_plan_fix sorted[KV_PLAN_MAX_FIXES];
+    int n = 0;
+    for (int pass = 1; pass >= 0; pass--)
+        for (int i = 0; i < p->num_fixes; i++)
+            if ((p->fixes[i].starts != 0) == pass)
+                sorted[n++] = p->fixes[i];
+    memcpy(p->fixes, sorted, (size_t)n * sizeof sorted[0]);
+}
+
 int kv_plan_compute(const kv_model *m, const kv_gpu *gpu, const kv_args *a, kv_plan *out, char *err, size_t errlen)
 {
     int rc = kv_plan_compute_nofix(m, gpu, a, out, err, errlen);
     if (rc != KV_PLAN_OK)
         return rc;
-    if (!out->starts)
+    if (!out->starts) {
         compute_fixes(out, m, gpu, a);
+        fixes_working_first(out);
+    }
     /* The other compile-cache state, when a cold compile costs anything. */
     if (out->compile_cold_bytes > 0 || a->compile_cache_warm) {
         kv_args b = *a;
