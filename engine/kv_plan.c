@@ -5,6 +5,7 @@
 #include "kv_plan_fields.h"
 #include "kv_plan_int.h"
 #include "kv_torch_oom.h"
+#include "kv_vllm_flags.h"
 #include "kv_util.h"
 
 #include <cjson/cJSON.h>
@@ -282,18 +283,27 @@ static int phase_validate(const plan_ctx *c)
                            "method specified in the `quantization` argument (%s).",
                            m->quant_method, flag);
     }
-    /* --quantization awq/gptq on a checkpoint without its quantization
-     * config: vLLM's get_quant_config (model_executor/model_loader/
-     * weight_utils.py, every release) finds no quantize_config.json to read
-     * the scales' layout from and stops loading. The textbook sizes such a
-     * checkpoint of the same shape (the course's "what AWQ would give"). */
-    if (!c->textbook && m->quant == KV_QUANT_NONE && !m->has_quantize_config &&
-        (a->quantization == KV_ARGS_QUANT_AWQ || a->quantization == KV_ARGS_QUANT_GPTQ)) {
-        const char *q = a->quantization_text[0] ? a->quantization_text : kv_args_quant_name(a->quantization);
+    /* --quantization X on a checkpoint without its quantization config, for
+     * a method whose config is read from a file beside config.json (the
+     * release's get_config_filenames lists one: awq, gptq, modelopt, hqq,
+     * marlin, ...; kv_vllm_quantization_need_file): vLLM's get_quant_config
+     * (model_executor/model_loader/weight_utils.py) finds none and stops.
+     * The textbook sizes an AWQ/GPTQ checkpoint of the same shape (the
+     * course's "what AWQ would give"). */
+    const char *qt = a->quantization_text[0] ? a->quantization_text : kv_args_quant_name(a->quantization);
+    int ri = kv_vllm_release_index(a->vllm_version);
+    if (!c->textbook && m->quant == KV_QUANT_NONE && !m->has_quantize_config && ri >= 0 && strcmp(qt, "none") &&
+        kv_vllm_list_has(kv_vllm_quantization_need_file[ri], qt)) {
+        int awq = a->quantization == KV_ARGS_QUANT_AWQ, gptq = a->quantization == KV_ARGS_QUANT_GPTQ;
+        if (awq || gptq)
+            return kv_errf(c->err, c->errlen, KV_PLAN_EINVAL,
+                           "ValueError: Cannot find the config file for %s (%s has no quantization_config: "
+                           "--quantization %s needs an %s checkpoint of the model; --accounting textbook sizes one)",
+                           qt, m->id, qt, awq ? "AWQ" : "GPTQ");
         return kv_errf(c->err, c->errlen, KV_PLAN_EINVAL,
-                       "Cannot find the config file for %s (%s has no quantization_config: --quantization %s needs "
-                       "an %s checkpoint of the model; --accounting textbook sizes one)",
-                       q, m->id, q, a->quantization == KV_ARGS_QUANT_AWQ ? "AWQ" : "GPTQ");
+                       "ValueError: Cannot find the config file for %s (%s has no quantization_config: --quantization "
+                       "%s reads the scales' layout from a quantized checkpoint)",
+                       qt, m->id, qt);
     }
     if (a->kv_cache_dtype == KV_ARGS_KV_FP8_DS_MLA && !m->is_mla)
         return kv_errf(c->err, c->errlen, KV_PLAN_EINVAL,

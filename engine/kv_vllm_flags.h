@@ -39,6 +39,7 @@ extern const kv_vllm_flag kv_vllm_flags[];      /* sorted by name */
 extern const char *const kv_vllm_quantization_methods[]; /* per release, '|'-separated */
 extern const char *const kv_vllm_kv_cache_dtypes[];      /* per release, '|'-separated */
 extern const unsigned char kv_vllm_quantization_argparse[]; /* per release: 1 argparse choices, 0 ValueError */
+extern const char *const kv_vllm_quantization_need_file[]; /* per release: methods read from a file beside config.json */
 
 /* The index of the read release for version X.Y[.Z] ("" or NULL: the
  * newest): the newest read release at or below it; -1 below the oldest. */

@@ -253,6 +253,77 @@ def quant_methods(base):
     return found.get("QuantizationMethods") or found.get("QUANTIZATION_METHODS") or []
 
 
+def quant_needs_file(base):
+    """The --quantization methods whose config class reads a file beside
+    config.json when the checkpoint has no quantization_config (its
+    get_config_filenames() lists one): model_loader/weight_utils.py
+    get_quant_config then raises "Cannot find the config file for X" on an
+    unquantized checkpoint. Methods that list none quantize online."""
+    qdir = os.path.join(base, "vllm", "model_executor", "layers", "quantization")
+    tree = parse(os.path.join(qdir, "__init__.py"))
+    if tree is None:
+        return []
+    imports = {}  # class name -> module path
+    mapping = {}  # method -> class name
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module is not None:
+            mod = node.module
+            if node.level:
+                mod = "vllm.model_executor.layers.quantization." + mod
+            for a in node.names:
+                imports[a.asname or a.name] = mod
+        if isinstance(node, ast.Dict):
+            for k, v in zip(node.keys, node.values):
+                if isinstance(k, ast.Constant) and isinstance(k.value, str) and isinstance(v, ast.Name):
+                    mapping[k.value] = v.id
+    cache = {}
+
+    def class_node(mod, name):
+        path = os.path.join(base, *mod.split(".")) + ".py"
+        tree = cache.get(path) or parse(path)
+        cache[path] = tree
+        for n in ast.walk(tree) if tree else []:
+            if isinstance(n, ast.ClassDef) and n.name == name:
+                return n, tree, mod
+        return None, None, None
+
+    def needs(mod, name, depth=0):
+        """1 lists a file, 0 lists none, None unknown."""
+        cls, tree, mod = class_node(mod, name)
+        if cls is None or depth > 6:
+            return None
+        for fn in cls.body:
+            if isinstance(fn, ast.FunctionDef) and fn.name == "get_config_filenames":
+                for st in ast.walk(fn):
+                    if isinstance(st, ast.Return) and isinstance(st.value, (ast.List, ast.Tuple)):
+                        return 1 if st.value.elts else 0
+                return None
+        local = {}
+        for n in ast.walk(tree):
+            if isinstance(n, ast.ImportFrom) and n.module is not None:
+                m2 = n.module if not n.level else ".".join(mod.split(".")[:-n.level] + [n.module])
+                for a in n.names:
+                    local[a.asname or a.name] = m2
+        for b in cls.bases:
+            bname = b.id if isinstance(b, ast.Name) else None
+            if bname and bname != "QuantizationConfig":
+                r = needs(local.get(bname, mod), bname, depth + 1)
+                if r is not None:
+                    return r
+        return None
+
+    # methods get_quant_config answers before it looks for the file (gguf,
+    # bitsandbytes: "if model_config.quantization == ..." returns early)
+    early = set()
+    wu = os.path.join(base, "vllm", "model_executor", "model_loader", "weight_utils.py")
+    text = open(wu, encoding="utf-8").read() if os.path.isfile(wu) else ""
+    i = text.find("def get_quant_config")
+    j = text.find("get_config_filenames()", i)
+    if i >= 0 and j > i:
+        early = set(re.findall(r'quantization == "(\w+)"', text[i:j]))
+    return sorted(m for m, c in mapping.items() if c in imports and m not in early and needs(imports[c], c) == 1)
+
+
 def kv_dtypes(base):
     paths = [os.path.join(base, "vllm", "config", "cache.py"), os.path.join(base, "vllm", "config.py")]
     for p in paths:
@@ -327,6 +398,7 @@ def main():
     quant = [quant_methods(os.path.join(SRC, r)) for r in rels]
     kvd = [kv_dtypes(os.path.join(SRC, r)) for r in rels]
     qarg = [quant_checked_by_argparse(os.path.join(SRC, r)) for r in rels]
+    qfile = [quant_needs_file(os.path.join(SRC, r)) for r in rels]
     names = sorted({k for r in rels for k in per[r]})
     lines = []
     w = lines.append
@@ -381,6 +453,14 @@ def main():
     w("const unsigned char kv_vllm_quantization_argparse[] = {")
     for i in range(0, len(rels), 16):
         w("    " + ", ".join(str(q) for q in qarg[i:i + 16]) + ",")
+    w("};")
+    w("/* Per release: the --quantization methods whose config is read from a file")
+    w(" * beside config.json when the checkpoint has none (get_config_filenames of")
+    w(" * the method's config class lists one; model_loader/weight_utils.py")
+    w(" * get_quant_config: \"Cannot find the config file for X\"), '|'-separated. */")
+    w("const char *const kv_vllm_quantization_need_file[] = {")
+    for r, q in zip(rels, qfile):
+        w(f"    /* {r} */ {c_str('|'.join(q))},")
     w("};")
     w("const char *const kv_vllm_kv_cache_dtypes[] = {")
     for r, q in zip(rels, kvd):

@@ -1773,6 +1773,30 @@ static void test_serve_findings(void **state)
         awq_ckpt.has_quantize_config = 1; /* a folder with quantize_config.json */
         a.accounting = KV_ACCOUNTING_RELEASE;
         assert_int_equal(kv_plan_compute(&awq_ckpt, g, &a, &p, err, sizeof err), KV_PLAN_OK);
+        /* every method whose config class reads a file beside config.json,
+         * as the release lists them (kv_vllm_quantization_need_file): was
+         * planned as 16-bit weights for modelopt, hqq, marlin, torchao */
+        static const char *const need[][3] = {
+            {"modelopt", "0.33.0", "ValueError: Cannot find the config file for modelopt"},
+            {"hqq", "0.9.2", "ValueError: Cannot find the config file for hqq"},
+            {"marlin", "0.6.4", "ValueError: Cannot find the config file for marlin"},
+            {"torchao", "0.10.0", "ValueError: Cannot find the config file for torchao"},
+            {"fp8", "0.33.0", NULL},          /* quantized online */
+            {"bitsandbytes", "0.9.2", NULL},  /* quantized in flight: get_quant_config answers first */
+            {"fbgemm_fp8", "0.10.0", NULL},
+        };
+        for (size_t i = 0; i < sizeof need / sizeof need[0]; i++) {
+            kv_args_init(&a);
+            assert_int_equal(kv_args_set(&a, "vllm-version", need[i][1], err, sizeof err), 0);
+            assert_int_equal(kv_args_set(&a, "quantization", need[i][0], err, sizeof err), 0);
+            int rc = kv_plan_compute(load_model("meta-llama/Llama-3.1-8B-Instruct"), g, &a, &p, err, sizeof err);
+            if (need[i][2]) {
+                assert_int_equal(rc, KV_PLAN_EINVAL);
+                assert_non_null(strstr(err, need[i][2]));
+            } else {
+                assert_int_equal(rc, KV_PLAN_OK);
+            }
+        }
     }
 
     /* bfloat16 below compute capability 8.0 (T4, 7.5): --dtype bfloat16 is
