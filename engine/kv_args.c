@@ -228,7 +228,7 @@ void kv_args_init(kv_args *a)
     a->optimization_level = -1;
     a->max_loras = 1;         /* vllm/config/lora.py LoRAConfig */
     a->max_lora_rank = 16;
-    a->use_v2_model_runner = a->estimate_cudagraphs = -1;
+    a->use_v2_model_runner = a->estimate_cudagraphs = a->use_v1 = -1;
     a->mm_limit_image = a->mm_limit_video = -1;
 }
 

@@ -139,6 +139,8 @@ typedef struct kv_args {
                                        (kv_model_load_overrides); "" = none */
     int32_t allow_long_max_model_len; /* VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: a --max-model-len above the model's
                                          maximum is a warning, not an error (config/model.py) */
+    int32_t use_v1;                 /* VLLM_USE_V1: -1 unset, 0 the V0 engine where the release still has it
+                                       (0.8.0-0.10.1.x: kv_release_v0_fallback), 1 V1 */
     int32_t use_v2_model_runner;    /* VLLM_USE_V2_MODEL_RUNNER: -1 unset (the release's choice per model), 0 runner
                                        V1, 1 runner V2 (config/vllm.py use_v2_model_runner; read where the release
                                        has the variable: kv_release_reads_env) */

@@ -365,6 +365,8 @@ static int phase_inputs(const plan_ctx *c, kv_plan *p)
     p->engine_v1 = mem->engine_v1;
     if (c->v0_for_offload)
         plan_log(p, "WARNING", "--cpu-offload-gb is not supported by the V1 Engine. Falling back to V0.");
+    else if (!c->textbook && !mem->engine_v1 && a->use_v1 == 0 && kv_release_compare(c->r->first, "0.8.0") >= 0)
+        plan_note(p, "VLLM_USE_V1=0: vLLM %s runs its V0 engine", p->vllm_version);
     else if (!c->textbook && !mem->engine_v1 && gpu && kv_release_compare(c->r->first, "0.8.0") >= 0)
         plan_note(p, "%s has compute capability %d.%d: vLLM %s falls back to its V0 engine below 8.0",
                   gpu->name, gpu->compute_capability / 10, gpu->compute_capability % 10, p->vllm_version);
@@ -873,6 +875,11 @@ int kv_plan_compute_nofix(const kv_model *m, const kv_gpu *gpu, const kv_args *a
             c.r = kv_release_v0_fallback(c.r);
             c.v0_for_offload = 1;
         }
+        /* VLLM_USE_V1=0: the V0 engine, in the releases that still ship it
+         * beside V1 (engine/arg_utils.py _is_v1_supported_oracle: try_v1 is
+         * off when the user sets it to 0) */
+        if (a->use_v1 == 0 && c.r->mem->v0_fallback_below_cc)
+            c.r = kv_release_v0_fallback(c.r);
     }
     c.act_bytes = a->dtype == KV_ARGS_DTYPE_FP32 ? 4 : 2;
     int rc = phase_validate(&c);

@@ -7,7 +7,7 @@ set -u
 : "${KVLAB_SOURCE_DIR:?set KVLAB_SOURCE_DIR}"
 export KVLAB_DATA_DIR="$KVLAB_SOURCE_DIR"
 command -v python3 >/dev/null || { echo "python3 not found: skipped"; exit 77; }
-unset VLLM_ALLOW_LONG_MAX_MODEL_LEN VLLM_USE_FLASHINFER_SAMPLER VLLM_USE_V2_MODEL_RUNNER VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS
+unset VLLM_ALLOW_LONG_MAX_MODEL_LEN VLLM_USE_FLASHINFER_SAMPLER VLLM_USE_V2_MODEL_RUNNER VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS VLLM_USE_V1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -87,5 +87,13 @@ run "$tmp/v14.json" 0 env VLLM_USE_V2_MODEL_RUNNER=1 "$KVLAB" $S --vllm-version 
 [ "$(field "$tmp/v14.json" model_runner)" = V2 ] || { echo "FAIL: 0.14 opts into runner V2"; fail=1; }
 run "$tmp/o" 2 env VLLM_USE_V2_MODEL_RUNNER=true "$KVLAB" serve $L8 --gpu h100
 grep -q "VLLM_USE_V2_MODEL_RUNNER: ValueError: invalid literal for int()" "$tmp/err" || { echo "FAIL: int() refuses 'true'"; fail=1; }
+# VLLM_USE_V1=0: the V0 engine where the release ships both (0.8.0-0.10.1.x; was ignored)
+run "$tmp/e1.json" 0 "$KVLAB" serve $L8 --max-model-len 8192 --gpu h100 --vllm-version 0.9.2 --json
+run "$tmp/e0.json" 0 env VLLM_USE_V1=0 "$KVLAB" serve $L8 --max-model-len 8192 --gpu h100 --vllm-version 0.9.2 --json
+[ "$(field "$tmp/e1.json" engine)" = V1 ] && [ "$(field "$tmp/e0.json" engine)" = V0 ] ||
+  { echo "FAIL: VLLM_USE_V1=0 runs V0 under 0.9.2"; fail=1; }
+grep -q "VLLM_USE_V1=0: vLLM 0.9.2 runs its V0 engine" "$tmp/e0.json" || { echo "FAIL: the note says why V0"; fail=1; }
+run "$tmp/e2.json" 0 env VLLM_USE_V1=0 "$KVLAB" serve $L8 --max-model-len 8192 --gpu h100 --vllm-version 0.33.0 --json
+[ "$(field "$tmp/e2.json" engine)" = V1 ] || { echo "FAIL: 0.33 has one engine"; fail=1; }
 [ $fail = 0 ] && echo "all env and --hf-overrides checks passed"
 exit $fail

@@ -91,8 +91,9 @@ static void serve_usage(FILE *f)
                "--hf-overrides JSON is applied to config.json before planning.\n"
                "environment: VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (a length past the model's maximum\n"
                "warns instead of failing), VLLM_USE_FLASHINFER_SAMPLER=0/1 (the profile's sampler),\n"
-               "VLLM_USE_V2_MODEL_RUNNER=0/1 (the model runner),\n"
-               "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0/1 (the graph estimate off the budget).\n");
+               "VLLM_USE_V2_MODEL_RUNNER=0/1 (the model runner), VLLM_USE_V1=0 (the V0 engine,\n"
+               "0.8.0-0.10.1.x), VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0/1 (the graph estimate\n"
+               "off the budget).\n");
 }
 
 static const char *term_label(int i)

@@ -345,6 +345,7 @@ int kvlab_vllm_env_apply(kv_args *a, char *notes, size_t noteslen, char *err, si
         {"VLLM_USE_V2_MODEL_RUNNER", "model runner V2 for every model", "model runner V1 for every model"},
         {"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "the CUDA-graph estimate is subtracted before the pool is sized",
          "the CUDA-graph estimate is not subtracted (graphs are captured after the pool)"},
+        {"VLLM_USE_V1", "the V1 engine", "the V0 engine (0.8.0-0.10.1.x; other releases have one engine)"},
     };
     for (size_t i = 0; i < sizeof levers / sizeof levers[0]; i++) {
         v = getenv(levers[i].name);
@@ -359,8 +360,10 @@ int kvlab_vllm_env_apply(kv_args *a, char *notes, size_t noteslen, char *err, si
                            levers[i].name, v);
         if (i == 0)
             a->use_v2_model_runner = x != 0;
-        else
+        else if (i == 1)
             a->estimate_cudagraphs = x != 0;
+        else
+            a->use_v1 = x != 0;
         snprintf(line, sizeof line, "note: %s=%.20s from the environment: %s, where the release reads it",
                  levers[i].name, v, x ? levers[i].on : levers[i].off);
         add_line(notes, noteslen, line);
