@@ -457,6 +457,49 @@ static int suffix_check(kv_args *a, int i, const char *name, const char *value, 
                    name, value);
 }
 
+static int given_has(const kv_args *a, int i);
+
+/* The LoRA ranks a release allows (config.py, from 0.10.2 config/lora.py):
+ * LoRAConfig.__post_init__'s possible_max_ranks, a ValueError when LoRA is
+ * on, up to 0.11.0; from 0.11.1 MaxLoRARanks, a Literal the parser turns
+ * into argparse choices (refused whether LoRA is on or not). */
+static const struct {
+    const char *first;
+    const char *ranks; /* as Python prints the tuple / the choices */
+    int argparse;
+} LORA_RANKS[] = {
+    {"0.6.4", "(8, 16, 32, 64, 128, 256)", 0},
+    {"0.8.0", "(8, 16, 32, 64, 128, 256, 320, 512)", 0},
+    {"0.11.1", "1, 8, 16, 32, 64, 128, 256, 320, 512", 1},
+};
+
+/* 0, or KV_ARGS_EVALUE in the release's words for a --max-lora-rank it does
+ * not allow. */
+static int lora_rank_check(const kv_args *a, const char *v, char *err, size_t errlen)
+{
+    if (!given_has(a, F_MAX_LORA_RANK))
+        return 0;
+    int row = 0;
+    for (int k = 0; k < (int)(sizeof LORA_RANKS / sizeof LORA_RANKS[0]); k++)
+        if (kv_release_compare(v, LORA_RANKS[k].first) >= 0)
+            row = k;
+    if (!LORA_RANKS[row].argparse && !a->enable_lora)
+        return 0; /* no LoRAConfig is made */
+    char want[16];
+    snprintf(want, sizeof want, "%d", a->max_lora_rank);
+    const char *r = LORA_RANKS[row].ranks;
+    for (const char *q = strstr(r, want); q; q = strstr(q + 1, want))
+        if ((q == r || q[-1] == ' ' || q[-1] == '(') && (q[strlen(want)] == ',' || q[strlen(want)] == ')' ||
+                                                         !q[strlen(want)]))
+            return 0;
+    if (LORA_RANKS[row].argparse)
+        return kv_errf(err, errlen, KV_ARGS_EVALUE,
+                       "vllm serve: error: argument --max-lora-rank: invalid choice: %d (choose from %s)",
+                       a->max_lora_rank, r);
+    return kv_errf(err, errlen, KV_ARGS_EVALUE, "ValueError: max_lora_rank (%d) must be one of %s.", a->max_lora_rank,
+                   r);
+}
+
 /* The release check of the suffixes suffix_check let through: 0, or
  * KV_ARGS_EVALUE where release v read the option with argparse's int. */
 static int suffix_check_release(const kv_args *a, const char *v, char *err, size_t errlen)
@@ -1384,6 +1427,8 @@ int kv_args_check_release(const kv_args *a, char *err, size_t errlen)
                            vf->name, v, vf->name, from >= 0 ? kv_vllm_releases[from] : "no release");
         }
     }
+    if (lora_rank_check(a, v, err, errlen))
+        return KV_ARGS_EVALUE;
     return suffix_check_release(a, v, err, errlen);
 }
 
@@ -1450,6 +1495,11 @@ int kv_args_parse(kv_args *a, int argc, char **argv, char *notes, size_t notesle
         if (!strcmp(arg, "\\") || !strcmp(arg, "--"))
             continue; /* a pasted line continuation; end of options */
         if (!is_flag(arg)) {
+            /* argparse reads any other "-x" (not a number) as an option it lacks */
+            char *numend;
+            if (arg[0] == '-' && arg[1] && (strtod(arg, &numend), *numend))
+                return kv_errf(err, errlen, KV_ARGS_EUNKNOWN,
+                               "vllm serve: error: unrecognized arguments: %.60s (no option of vLLM's parser)", arg);
             if (have_model)
                 return kv_errf(err, errlen, KV_ARGS_EUNKNOWN,
                                "vllm serve: error: unrecognized arguments: %s (MODEL is already '%s')", arg, a->model);

@@ -390,6 +390,35 @@ static void test_real_vllm_flags(void **state)
             assert_int_equal(rc, 0);
         }
     }
+    /* --max-lora-rank as each release allows it: LoRAConfig's ValueError
+     * (only with LoRA on) up to 0.11.0, argparse choices from 0.11.1 */
+    static const char *const ranks[][4] = {
+        {"7", "0.6.4", "1", "ValueError: max_lora_rank (7) must be one of (8, 16, 32, 64, 128, 256)."},
+        {"320", "0.7.3", "1", "ValueError: max_lora_rank (320) must be one of (8, 16, 32, 64, 128, 256)."},
+        {"320", "0.8.0", "1", NULL},
+        {"7", "0.9.2", "0", NULL},
+        {"7", "0.33.0", "0", "argument --max-lora-rank: invalid choice: 7 (choose from 1, 8, 16, 32, 64, 128, 256, 320, 512)"},
+        {"1", "0.33.0", "1", NULL},
+    };
+    for (size_t i = 0; i < sizeof ranks / sizeof ranks[0]; i++) {
+        char *argv[6] = {"m", "--max-lora-rank", (char *)ranks[i][0], "--vllm-version", (char *)ranks[i][1],
+                         "--enable-lora"};
+        kv_args_init(&a);
+        int rc = kv_args_parse(&a, ranks[i][2][0] == '1' ? 6 : 5, argv, notes, sizeof notes, err, sizeof err);
+        if (ranks[i][3]) {
+            assert_int_equal(rc, KV_ARGS_EVALUE);
+            assert_non_null(strstr(err, ranks[i][3]));
+        } else {
+            assert_int_equal(rc, 0);
+        }
+    }
+    /* an option-looking token argparse does not know is an unknown option,
+     * not a second MODEL */
+    char *dashx[] = {"m", "-x"};
+    kv_args_init(&a);
+    assert_true(kv_args_parse(&a, 2, dashx, notes, sizeof notes, err, sizeof err) < 0);
+    assert_non_null(strstr(err, "unrecognized arguments: -x"));
+    assert_null(strstr(err, "MODEL is already"));
     /* the value given last decides: a plain number after a suffixed one */
     char *again[] = {"m", "--max-model-len", "32k", "--max-model-len", "32768", "--vllm-version", "0.6.4"};
     kv_args_init(&a);
