@@ -55,7 +55,7 @@ typedef struct ui_mouse_req {
 typedef struct ui_model {
     const kv_frame *frame;   /* the engine as of this frame */
     const lsn_scene *scene;  /* what the lesson asks to show (never NULL) */
-    lsn_runner *lsn;         /* the lesson runtime, for its read-only queries (course list, state); NULL = none */
+    const lsn_runner *lsn;   /* the lesson runtime, for its read-only queries (course list, state); NULL = none */
     ui_view_state *st;       /* the app's copy of the views' own figures */
 
     /* Screen and run state. */
