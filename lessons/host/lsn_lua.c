@@ -1746,18 +1746,18 @@ static int f_what_if(lua_State *L)
 #define SPLIT_MAX_REQUESTS 4096
 
 /* One request of lab.split's list at stack index t (a table). */
+static int32_t opt_int_field(lua_State *L, int idx, const char *k, int32_t dflt);
+
 static void split_spec(lua_State *L, int t, kv_request_spec *sp)
 {
     memset(sp, 0, sizeof *sp);
-    lua_getfield(L, t, "prompt_tokens");
-    sp->prompt_tokens = (int32_t)luaL_optinteger(L, -1, 1);
-    lua_getfield(L, t, "output_tokens");
-    sp->output_tokens = (int32_t)luaL_optinteger(L, -1, 1);
+    /* token counts range-checked, not cast: 2^32 + 100 is no 100-token prompt */
+    sp->prompt_tokens = opt_int_field(L, t, "prompt_tokens", 1);
+    sp->output_tokens = opt_int_field(L, t, "output_tokens", 1);
+    sp->prefix_tokens = opt_int_field(L, t, "prefix_tokens", 0);
     lua_getfield(L, t, "arrival_s");
     sp->arrival_s = luaL_optnumber(L, -1, 0.0);
-    lua_getfield(L, t, "prefix_tokens");
-    sp->prefix_tokens = (int32_t)luaL_optinteger(L, -1, 0);
-    lua_pop(L, 4);
+    lua_pop(L, 1);
     lua_getfield(L, t, "prefix_id"); /* the string stays reachable from the table */
     sp->prefix_id = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
     lua_pop(L, 1);
@@ -2049,9 +2049,12 @@ static int f_model(lua_State *L)
     return push_model(L, lsn_server_model(vm->env.server));
 }
 
-/* A JSON value as a Lua value (objects -> tables, arrays -> lists, null -> nil). */
+/* A JSON value as a Lua value (objects -> tables, arrays -> lists, null -> nil).
+ * Each level holds its table and a child on the stack: the stack is grown
+ * (or a Lua error raised) before it is used. */
 static void push_json(lua_State *L, const cJSON *j, int depth)
 {
+    luaL_checkstack(L, 3, "lab.config: config.json nests too deep");
     if (depth > 32) {
         lua_pushnil(L);
     } else if (cJSON_IsObject(j) || cJSON_IsArray(j)) {
@@ -2081,8 +2084,20 @@ static void push_json(lua_State *L, const cJSON *j, int depth)
     }
 }
 
+/* push_json under lua_pcall: (lightuserdata cJSON) -> the value. */
+static int push_json_call(lua_State *L)
+{
+    const cJSON *j = lua_touserdata(L, 1);
+    push_json(L, j, 0);
+    return 1;
+}
+
 /* lab.config(): the config.json the running model was read from, as a table
- * (the file as written: absent fields stay absent), and its path. */
+ * (the file as written: absent fields stay absent), and its path. The file
+ * is read as every input is (kv_read_file: regular files only, 8 MiB at
+ * most); the parsed tree lives on the C heap, so it is built into Lua under
+ * a pcall and freed before any error (the heap cap, a nesting too deep) is
+ * raised again. */
 static int f_config(lua_State *L)
 {
     const kv_model *m = lsn_server_model(V(L)->env.server);
@@ -2090,35 +2105,20 @@ static int f_config(lua_State *L)
         lua_pushnil(L);
         return 1;
     }
-    FILE *f = fopen(m->path, "rb");
-    if (!f)
-        return luaL_error(L, "lab.config: cannot read %s", m->path);
-    char *text = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 16384;
-            char *t = cap <= (8u << 20) ? realloc(text, cap) : NULL;
-            if (!t) {
-                free(text);
-                fclose(f);
-                return luaL_error(L, "lab.config: %s is too big", m->path);
-            }
-            text = t;
-        }
-        size_t n = fread(text + len, 1, 4096, f);
-        len += n;
-        if (n < 4096)
-            break;
-    }
-    fclose(f);
-    text[len] = '\0';
-    cJSON *j = cJSON_Parse(text);
+    char *text = NULL, err[300];
+    size_t len = 0;
+    if (kv_read_file(m->path, 8u << 20, &text, &len, err, sizeof err) < 0)
+        return luaL_error(L, "lab.config: %s", err);
+    cJSON *j = cJSON_ParseWithLength(text, len);
     free(text);
     if (!j)
         return luaL_error(L, "lab.config: %s is not JSON", m->path);
-    push_json(L, j, 0);
+    lua_pushcfunction(L, push_json_call);
+    lua_pushlightuserdata(L, j);
+    int rc = lua_pcall(L, 1, 1, 0);
     cJSON_Delete(j);
+    if (rc != LUA_OK)
+        return lua_error(L);
     lua_pushstring(L, m->path);
     return 2;
 }

@@ -52,6 +52,41 @@ tui_keys Escape
 tui_quit_clean || fail "compare loop: q did not quit cleanly"
 tui_stop
 
+# Under en_US.UTF-8 (built here when glibc's locale sources are there, else
+# C.UTF-8): the rest of the set, one after another in one app (l NN Enter),
+# each ends with its message (the 3 s wall time bounds those that loop) and
+# the app still answers keys; lesson 21 sees byte order ("B" < "a"), as
+# kvlab check does.
+LOC="$TUI_TMP/locale"
+mkdir -p "$LOC"
+locenv=(LC_ALL=C.UTF-8)
+if command -v localedef >/dev/null && localedef -i en_US -f UTF-8 "$LOC/en_US.UTF-8" >/dev/null 2>&1; then
+    locenv=(LOCPATH="$LOC" LC_ALL=en_US.UTF-8)
+fi
+echo "locale: ${locenv[*]}"
+tui_start 80 24 "${locenv[@]}" -- --lessons "$H" --lesson 13
+for n in 13 15 16 17 18 19 20; do
+    if [ "$n" != 13 ]; then
+        tui_keys l
+        tui_wait "Lesson" 5
+        tui_keys "${n:0:1}" "${n:1:1}" Enter
+    fi
+    t0=$SECONDS
+    tui_wait "hostile/$n-" 5 || fail "lesson $n: no message naming its file"
+    echo "lesson $n: its message after $((SECONDS - t0)) s"
+    tui_screen | grep -q "The lesson stopped with an error" || fail "lesson $n: not shown as an error"
+    tui_keys '?'
+    tui_wait "Block pool" 5 || fail "lesson $n: the app does not answer keys"
+    tui_keys Escape
+    tui_wait_gone "Block pool" 5
+done
+tui_keys l
+tui_wait "Lesson" 5
+tui_keys 2 1 Enter
+tui_wait 'string order: byte order' 5 || fail "lesson 21: strings do not compare byte by byte in the app"
+tui_quit_clean || fail "en_US set: q did not quit cleanly"
+tui_stop
+
 # SIGTERM while comparing them: the app ends promptly, terminal restored.
 tui_start 80 24 -- --lessons "$H" --lesson 14
 tui_wait "Lesson 14/" 10
