@@ -2,6 +2,11 @@
 # A follower that comes before its presenter (80x24): the waiting text names
 # the room as typed (USER/ROOM), x says there is nothing to explore yet and
 # does not break away; once the presenter opens a lesson, x does break away.
+# A follower never opens the GPU (#26): with KVLAB_DEVICE unset, a build
+# with a GPU backend makes the presenter say which backend it took on
+# stderr ("CUDA backend on ...", or "no NVIDIA driver ...; using the host
+# backend"); the follower says neither, because it never tries (checked when
+# the presenter's line shows the build has a GPU backend).
 # (kvlab --follow of a user this machine does not have: test_rooms_cli.sh.)
 . "$(dirname "$0")/tui_lib.sh"
 LESSONS="$(cd "$(dirname "$0")" && pwd)/tui_lessons_room"
@@ -17,7 +22,8 @@ room_start() {
     cat > "$TUI_TMP/run-$s.sh" <<EOS
 #!/bin/sh
 export XDG_STATE_HOME='$TUI_STATE' KVLAB_LESSONS_DIR='$LESSONS' KVLAB_ROOMS_DIR='$ROOMS' XDG_RUNTIME_DIR='$TUI_TMP/run'
-'$KVLAB'$args
+unset KVLAB_DEVICE
+'$KVLAB'$args 2>'$TUI_TMP/stderr-$s'
 printf 'EXIT:%s\n' "\$?"
 stty -a | tr ' ;' '\n\n' | grep -E '^-?(icanon|echo)\$' | tr '\n' ' '
 printf '\nSTTY-DONE\n'
@@ -51,4 +57,14 @@ on fol tui_keys x
 on fol tui_wait "On your own from here" 5
 on fol tui_quit_clean
 on pres tui_quit_clean
+# the backend lines (stderr, before each screen opened)
+backend_re='backend on |using the host backend|opening the GPU'
+if grep -qE "$backend_re" "$TUI_TMP/stderr-pres"; then
+    echo "presenter: $(grep -E "$backend_re" "$TUI_TMP/stderr-pres" | head -1)"
+    if grep -qE "$backend_re" "$TUI_TMP/stderr-fol"; then
+        fail "the follower tried the GPU: $(grep -E "$backend_re" "$TUI_TMP/stderr-fol" | head -1)"
+    fi
+else
+    echo "this build has no GPU backend: the follower's device not checked"
+fi
 echo "PASS"
