@@ -567,6 +567,86 @@ static void test_slow_follower_skips(void **state)
     room_pres_close(p, NULL);
 }
 
+/* A follower that is behind when the presenter quits (its socket full, a
+ * frame half sent) still gets the goodbye, after the rest of that frame:
+ * it must say the presenter quit, not that it is gone. The follower is a
+ * child that starts reading only as the presenter closes. */
+static void test_goodbye_after_backlog(void **state)
+{
+    (void)state;
+    char err[512];
+    room_pres *p = room_pres_open("class5", NULL, err, sizeof err);
+    assert_non_null(p);
+    room_state *s = new_state(5, 0);
+    s->ninputs = 300;
+    for (int i = 0; i < s->ninputs; i++) {
+        s->inputs[i] = (room_input){.wait = i, .kind = ROOM_IN_ANSWER};
+        memset(s->inputs[i].value, 'x', 200);
+    }
+    room_pres_publish(p, s);
+    int h = raw_connect(room_pres_path(p));
+    assert_true(h >= 0);
+    send_hello(h);
+    double t = now_s();
+    for (int i = 0; i < 20; i++)
+        room_pres_poll(p, t += 0.001);
+    assert_int_equal(room_pres_followers(p), 1);
+    /* publish until a frame waits half sent */
+    room_pres_stats ps = {0};
+    for (int i = 1; i <= 400 && ps.skipped == 0; i++) {
+        s->step = i;
+        room_pres_publish(p, s);
+        room_pres_poll(p, t += 0.001);
+        room_pres_get_stats(p, &ps);
+    }
+    assert_true(ps.skipped > 0);
+    int go[2];
+    assert_int_equal(pipe(go), 0);
+    pid_t kid = fork();
+    if (kid == 0) {
+        /* the presenter's end of the connection came along with the fork:
+         * only the follower's end and the pipe stay open here */
+        for (int fd = 3; fd < 1024; fd++)
+            if (fd != h && fd != go[0])
+                close(fd);
+        char c;
+        if (read(go[0], &c, 1) != 1)
+            _exit(3);
+        /* read to the end of the stream: the last frame must be the goodbye */
+        uint8_t *buf = malloc(1 << 20);
+        size_t have = 0;
+        int lt = 0;
+        uint64_t ls = 0;
+        double end = now_s() + CHILD_WAIT_S;
+        for (;;) {
+            struct pollfd pfd = {h, POLLIN, 0};
+            if (now_s() > end)
+                _exit(4);
+            if (poll(&pfd, 1, 100) <= 0)
+                continue;
+            if (pfd.revents & POLLHUP && !(pfd.revents & POLLIN))
+                break;
+            int got = drain_frames(h, buf, 1 << 20, &have, &lt, &ls);
+            char peek;
+            if (got == 0 && recv(h, &peek, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+                break; /* end of stream */
+        }
+        _exit(lt == ROOM_T_BYE && have == 0 ? 0 : 5);
+    }
+    close(go[0]);
+    close(h); /* the child holds the follower's end now */
+    assert_int_equal(write(go[1], "g", 1), 1);
+    close(go[1]);
+    room_pres_close(p, "the presenter quit");
+    int st;
+    assert_int_equal(waitpid(kid, &st, 0), kid);
+    assert_true(WIFEXITED(st));
+    if (WEXITSTATUS(st) == 5)
+        fail_msg("the follower's stream did not end with the goodbye");
+    assert_int_equal(WEXITSTATUS(st), 0);
+    free(s);
+}
+
 /* ---- access ---------------------------------------------------------------- */
 
 static void test_access_rule(void **state)
@@ -832,6 +912,7 @@ int main(void)
         cmocka_unit_test(test_follow_state_and_deltas),
         cmocka_unit_test(test_hostile_followers),
         cmocka_unit_test(test_slow_follower_skips),
+        cmocka_unit_test(test_goodbye_after_backlog),
         cmocka_unit_test(test_access_rule),
         cmocka_unit_test(test_peer_credentials),
         cmocka_unit_test(test_refusal_before_hello),

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -773,19 +774,58 @@ int room_pres_send_image(room_pres *p, const uint8_t *image, size_t len)
 
 /* ---- the rest ------------------------------------------------------------ */
 
+/* How long closing a room may wait, in all, for followers to take what is
+ * left of their last frame and the goodbye (ms). */
+#define CLOSE_FLUSH_MS 500
+
+static double mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* Flush every follower's waiting output, waiting for their sockets until
+ * the monotonic time `until` (ms) at most. */
+static void flush_until(room_pres *p, double until)
+{
+    for (;;) {
+        struct pollfd fds[ROOM_MAX_FOLLOWERS];
+        nfds_t n = 0;
+        for (int i = 0; i < p->nfol && n < ROOM_MAX_FOLLOWERS; i++) {
+            pfollower *f = p->fol[i];
+            if (f->dead || !pending(f))
+                continue;
+            flush(p, f);
+            if (!f->dead && pending(f))
+                fds[n++] = (struct pollfd){f->fd, POLLOUT, 0};
+        }
+        double left = until - mono_ms();
+        if (n == 0 || left <= 0)
+            return;
+        if (poll(fds, n, (int)left + 1) < 0 && errno != EINTR)
+            return;
+    }
+}
+
 void room_pres_close(room_pres *p, const char *why)
 {
     if (!p)
         return;
+    /* A follower that is behind (a busy machine, a slow terminal) is in the
+     * middle of a frame: it gets the rest of it first, then the goodbye,
+     * within CLOSE_FLUSH_MS in all (a follower that reads nothing for that
+     * long notices the closed socket instead; a goodbye behind a half-sent
+     * frame would be cut off). Without the wait such a follower said
+     * "presenter gone" for a presenter that had quit. */
+    double until = mono_ms() + CLOSE_FLUSH_MS;
+    flush_until(p, until);
     for (int i = 0; i < p->nfol; i++) {
         pfollower *f = p->fol[i];
-        if (f->phase == P_FOLLOW && !f->dead) {
-            /* Behind a half-sent frame a goodbye would be cut off: followers
-             * notice the closed socket instead. */
-            if (!pending(f))
-                send_text(p, f, ROOM_T_BYE, why ? why : "the presenter quit");
-        }
+        if (f->phase == P_FOLLOW && !f->dead && !pending(f))
+            send_text(p, f, ROOM_T_BYE, why ? why : "the presenter quit");
     }
+    flush_until(p, until);
     while (p->nfol > 0)
         drop(p, p->nfol - 1);
     if (p->lfd >= 0) {

@@ -43,8 +43,9 @@ typedef struct room_pres room_pres;
 room_pres *room_pres_open(const char *name, const char *allow_group, char *err, size_t errlen);
 
 /* Say goodbye to every follower (a BYE with `why`, e.g. "the presenter
- * quit"; NULL = that), remove the socket, release the lock, free. NULL is
- * allowed. */
+ * quit"; NULL = that), remove the socket, release the lock, free. A
+ * follower in the middle of a frame gets its rest before the goodbye: this
+ * waits for followers' sockets 500 ms at most in all. NULL is allowed. */
 void room_pres_close(room_pres *p, const char *why);
 
 const char *room_pres_name(const room_pres *p);   /* the room's name */
