@@ -6,7 +6,8 @@
 # do not move the presenter; a follower breaks away and rejoins; q on the
 # presenter asks first while followers are attached; a presenter back after
 # kill -9 with a shorter run is shown at once; the presenter's typed
-# answer, a wrong answer's verdict and a rewind show on the followers; a killed
+# answer, a wrong answer's verdict, a hint, a flag value being typed and a
+# rewind show on the followers; a killed
 # presenter leaves its followers running with a message, and they re-attach
 # when it comes back; a follower of another uid (65534, via setpriv, when run
 # as root) is let in only with the room's group, else told why.
@@ -134,6 +135,36 @@ same_figures f1 f2
 on pres tui_keys End
 on pres tui_wait_gone "replay, step" 5
 for f in f1 f2; do on $f tui_wait_gone "replay, step" 10 || fail "$f stays in the replay after the presenter's End"; done
+
+# A hint the presenter asks for, and a flag value it is typing but has not
+# applied, show on the followers as the presenter's; leaving the edit with
+# Esc changes nothing.
+on pres tui_keys C-u h
+on pres tui_wait "Hint: The flags view lists" 5 || fail "the presenter got no hint"
+tui_wait_each "Hint: The flags view lists" 10 f1 f2
+on pres tui_keys f
+on pres tui_wait "Esc: done" 5
+seqs_row() { screen_of pres | grep -oE 'max-num-seqs +[0-9]+' | head -1 | tr -s ' '; }
+was=$(seqs_row)
+[ -n "$was" ] || fail "the presenter's flags view shows no max-num-seqs"
+on pres tui_keys Enter C-u 1 2
+typing_shown() { # SESSION: its flags view shows max-num-seqs 12 being typed
+    local end=$((SECONDS + 10 * ${TUI_TIMEOUT_SCALE:-3}))
+    until screen_of "$1" | grep -qE 'max-num-seqs +12( |│|\||_|$)'; do
+        [ $SECONDS -le $end ] || { screen_of "$1" >&2; fail "$1 does not show the presenter typing max-num-seqs 12"; }
+        sleep 0.2
+    done
+}
+for s in pres f1 f2; do typing_shown $s; done
+on pres tui_keys Escape   # leaves the edit: the flag's own value again
+end=$((SECONDS + 5 * ${TUI_TIMEOUT_SCALE:-3}))
+until [ "$(seqs_row)" = "$was" ]; do
+    [ $SECONDS -le $end ] || fail "Esc did not leave the edit: '$(seqs_row)', was '$was'"
+    sleep 0.2
+done
+on pres tui_keys Escape   # closes the flags view
+on pres tui_wait_gone "Esc: done" 5 || fail "the flags view did not close"
+screen_of pres | grep -q "max-num-seqs = 12" && fail "Esc applied the value being typed"
 
 # q with followers attached asks first; n keeps the class going.
 on pres tui_keys q

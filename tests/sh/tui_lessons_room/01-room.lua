@@ -42,7 +42,7 @@ return {
     m = lab.metrics()
     lab.say("Restarted run over.\n\n  run3 step=%d done=%d preempted=%d", m.step, m.request_success, m.num_preemptions)
     lab.ask({ prompt = "How many tokens does one block hold?", answer = lab.plan().block_size, unit = "tokens",
-              expect = "block_size",
+              expect = "block_size", hints = { "The flags view lists block-size." },
               script = tostring(lab.plan().block_size) })
     lab.page("Running on")
     lab.autorun(true)
