@@ -26,8 +26,7 @@ live_header=$(header)
 # just before the preemption
 found=0
 for i in $(seq 12); do
-    tui_keys '{'
-    sleep 0.3
+    tui_press '{' || true # (no change: the same step again)
     if header | grep -q "request #$victim is preempted"; then found=1; break; fi
 done
 [ $found = 1 ] || fail "{ did not land before request $victim's preemption"
@@ -37,7 +36,7 @@ tui_wait "End present" 3 || fail "the footer does not list the replay keys"
 # select the victim's row (t cycles through the requests): it runs and holds blocks
 for i in $(seq 64); do
     req_row "$victim" | grep -q . && break
-    tui_keys t; sleep 0.05
+    tui_press t || true
 done
 row=$(req_row "$victim")
 grep -qE "#$victim +run +[0-9]+/[0-9]+ +tok +[0-9]+" <<<"$row" || fail "at step $n request $victim should run with blocks: '$row'"
@@ -47,15 +46,15 @@ before_pool=$(pool_rows)
 # ] : one step on, the preemption itself
 tui_keys ']'
 tui_wait "replay, step $((n + 1)) of $m" 5 || fail "] did not step to $((n + 1))"
-sleep 0.3
-row=$(req_row "$victim")
-grep -qE "#$victim +wait! +0/" <<<"$row" || fail "after the preemption request $victim should wait with nothing: '$row'"
-pool_rows | grep -q '!' || fail "the victim's freed blocks do not flash"
+victim_waits() { req_row "$victim" | grep -qE "#$victim +wait! +0/"; }
+tui_until 5 victim_waits || fail "after the preemption request $victim should wait with nothing: '$(req_row "$victim")'"
+flashes() { pool_rows | grep -q '!'; }
+tui_until 5 flashes || fail "the victim's freed blocks do not flash"
 # [ : back again, the same picture as before
 tui_keys '['
 tui_wait "replay, step $n of $m" 5 || fail "[ did not step back to $n"
-sleep 0.3
-[ "$(pool_rows)" = "$before_pool" ] || fail "step $n looks different the second time"
+same_pool() { [ "$(pool_rows)" = "$before_pool" ]; }
+tui_until 5 same_pool || fail "step $n looks different the second time"
 # Tab and scrolling only look: still replaying
 tui_keys Tab
 sleep 0.3

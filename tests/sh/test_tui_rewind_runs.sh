@@ -23,8 +23,7 @@ tui_l16_answers
 choose() {
     local i
     for i in $(seq 8); do
-        tui_keys m
-        sleep 0.3
+        tui_press m || true
         if tui_screen | grep -qE "(\{ \} $1 |previous / next $1)"; then return 0; fi
     done
     fail "m never chose '$1'"
@@ -36,7 +35,7 @@ seqs_row() {
     for i in $(seq 8); do
         seqs=$(tui_screen | sed -n '/┌ flags/,/└/p' | sed -nE 's/.*│ max-num-seqs +([0-9]+).*/\1/p' | head -1)
         [ -n "$seqs" ] && return 0
-        tui_keys Tab; sleep 0.3
+        tui_press Tab || true
     done
 }
 # One { must land just before request $victim's preemption.

@@ -53,7 +53,9 @@ on fol tui_wait "following" 5
 
 # The presenter quits: the follower says plainly that the presenter left.
 on pres tui_keys q
-sleep 0.5
+# q asks first while the follower is attached (or quits at once without one)
+asked_or_quit() { screen_of pres | grep -qE "Quit kvlab\?|EXIT:"; }
+tui_until 10 asked_or_quit || fail "q neither asked nor quit"
 if screen_of pres | grep -qF "Quit kvlab?"; then on pres tui_keys y; fi
 on pres tui_wait "EXIT:" 10
 on fol tui_wait "presenter left" 10

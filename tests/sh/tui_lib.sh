@@ -132,6 +132,33 @@ tui_wait_gone() {
 
 tui_keys() { tui_tmux send-keys -t "$TUI_SESSION" "$@"; }
 
+# tui_press KEY...: send the keys and wait until the screen changes (a
+# scaled deadline; returns 1 if it never did). For keys pressed in a loop
+# that checks the screen after each: on a busy machine a fixed sleep lets
+# the next press go out before the app took this one, and the loop then
+# steps past what it looks for.
+tui_press() {
+    local before end
+    before=$(tui_screen)
+    tui_keys "$@"
+    end=$((SECONDS + 2 * ${TUI_TIMEOUT_SCALE:-3}))
+    while [ "$(tui_screen)" = "$before" ]; do
+        [ $SECONDS -lt $end ] || return 1
+        sleep 0.05
+    done
+}
+
+# tui_until DEADLINE_S CMD...: run CMD until it succeeds, up to DEADLINE_S
+# seconds times TUI_TIMEOUT_SCALE; returns 1 when it never did.
+tui_until() {
+    local end=$((SECONDS + $1 * ${TUI_TIMEOUT_SCALE:-3}))
+    shift
+    until "$@"; do
+        [ $SECONDS -lt $end ] || return 1
+        sleep 0.1
+    done
+}
+
 # tui_signal_restores SIG: start the app at 80x24, send it SIG and check the
 # shell after it: exit code 128 + SIG, the terminal back in canonical mode
 # with echo (tui_start's wrapper prints stty and EXIT:rc, then STTY-DONE).
