@@ -234,8 +234,10 @@ return {
                 "sent again.", name, value == "" and "(default)" or value, fmt.int(q.kv_cache_tokens),
                 q.kv_cache_tokens // peak_tokens())
       elseif q then
-        lab.say("--%s %s: the server does not start (%s).", name, value == "" and "(default)" or value,
-                q.error_kind)
+        -- vLLM's own words for why are in the box under the text (and the
+        -- log): not kvlab's error kind ("max_model_len")
+        lab.say("--%s %s: the server does not start; vLLM's error is under this text.", name,
+                value == "" and "(default)" or value)
       end
       if (tonumber(lab.flag("gpu-memory-utilization")) or util0) > util0 + 1e-9 then
         lab.say("Utilization above %.2f does not count here: it is the last resort (lessons 7 and 8). " ..
