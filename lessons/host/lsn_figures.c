@@ -120,9 +120,48 @@ static int check_moves(const char *page, char *msg, size_t msglen)
     return 0;
 }
 
+/* The figure (digits, commas, one point) that ends just before end, or
+ * starts at p: its text in out (empty when there is none). */
+static void figure_before(const char *page, const char *end, char *out, size_t outl)
+{
+    const char *b = end;
+    while (b > page && (isdigit((unsigned char)b[-1]) || b[-1] == ',' || b[-1] == '.'))
+        b--;
+    while (b < end && !isdigit((unsigned char)*b))
+        b++;
+    snprintf(out, outl, "%.*s", (int)(end - b), b);
+}
+
+static void figure_at(const char *p, char *out, size_t outl)
+{
+    const char *e = p;
+    while (isdigit((unsigned char)*e) || ((*e == ',' || *e == '.') && isdigit((unsigned char)e[1])))
+        e++;
+    snprintf(out, outl, "%.*s", (int)(e - p), p);
+}
+
+/* "A, not A": a page that sets a figure against itself (lesson 5 said
+ * "106,944 x 4 = 427,776, not 427,776" where the blocks divided evenly). */
+static int not_itself(const char *page, char *msg, size_t msglen)
+{
+    for (const char *p = strstr(page, ", not "); p; p = strstr(p + 1, ", not ")) {
+        char a[40], b[40];
+        figure_before(page, p, a, sizeof a);
+        figure_at(p + 6, b, sizeof b);
+        if (a[0] && !strcmp(a, b)) {
+            snprintf(msg, msglen, "the page says %s, not %s: a figure set against itself (say what differs, or "
+                                  "that nothing does)", a, b);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int lsn_figures_check(const char *page, char *msg, size_t msglen)
 {
     if (page && check_moves(page, msg, msglen) < 0)
+        return -1;
+    if (page && not_itself(page, msg, msglen) < 0)
         return -1;
     figure *f = malloc(MAX_FIGURES * sizeof *f);
     if (!f)

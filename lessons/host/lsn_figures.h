@@ -9,7 +9,8 @@
  * answer: ...", "You predicted ...") is not the page's. A move from a
  * figure to itself ("went from 2.53 to 2.53 GiB") fails too: it claims a
  * change its own figures deny. kvlab check applies it to every page and to
- * every reply a refused answer gets. Plain C. */
+ * every reply a refused answer gets. A figure set against itself
+ * ("427,776, not 427,776") fails too. Plain C. */
 #ifndef LSN_FIGURES_H
 #define LSN_FIGURES_H
 

@@ -12,7 +12,7 @@
 # the server's own lines, a cut quote and a named release's wording. Probe
 # 13 shows one quantity at two precisions on one page; probe 14's near-miss
 # reply says a figure went from a value to itself; probe 15's page title is
-# cut at 80 columns.
+# cut at 80 columns; probe 16 sets a figure against itself ("B, not B").
 set -uo pipefail
 [ "${KVLAB_LESSONS:-1}" = "0" ] && exit 77
 P="$KVLAB_SOURCE_DIR/tests/lessons/probes"
@@ -43,4 +43,5 @@ expect 12 0 "^PASS lesson 12 "
 expect 13 1 "ERROR .*13-two-figures.lua:10: lab.say: the page shows [0-9.]+ GiB and [0-9.]+ GiB: the same figure at two precisions"
 expect 14 1 "FAIL question 1 .*the reply to .*went from ([0-9.]+) to \\1: a move to the same figure is no move"
 expect 15 1 "ERROR .*15-long-title.lua:7: lab.page: the title .* is 35 characters; 34 fit"
+expect 16 1 "ERROR .*16-not-itself.lua:9: lab.say: the page says [0-9]+, not [0-9]+: a figure set against itself"
 exit $fail

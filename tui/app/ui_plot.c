@@ -65,7 +65,7 @@ static void plot_draw(const ui_view_ctx *c, WINDOW *win)
         }
     }
     if (!(xmax >= xmin) || !(ymax >= ymin)) {
-        ui_puts(win, 2, 2, iw, "No points yet.", ui_attr(UI_R_DIM));
+        ui_puts(win, py, 2, iw, "No points yet.", ui_attr(UI_R_DIM)); /* below the y label when it took row 2 */
         return;
     }
     if (!pl->logy && ymin > 0) ymin = 0;
