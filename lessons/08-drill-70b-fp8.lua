@@ -21,13 +21,26 @@ local function misses(a, layers, heads, kv, extra, vb)
   return t
 end
 
+-- Why plan p did not start, in a few words from its own figures.
+local function why_not(p)
+  if p.error_kind == "max_model_len" then
+    return string.format("one %s-token request needs %s of cache and the pool is %s", fmt.int(p.max_model_len),
+                         fmt.gib(p.needed_gib), fmt.gib(p.kv_cache_gib))
+  elseif p.error_kind == "sampler_oom" then
+    return string.format("the pool is allocated (%s tokens), then the sampler's warm-up with %s dummy " ..
+                         "requests runs out of memory", fmt.int(p.kv_cache_tokens), fmt.int(p.max_num_seqs))
+  end
+  return "the log's last line says why"
+end
+
 return {
   id = 8,
   title = "Drill: 70B with an fp8 cache",
   flags = { "kv-cache-dtype" },
   run = function(lab)
-    -- Example C: 70B with FP8 weights on one H100, pushed to 0.96 so it starts
-    -- (the lesson says why, and that lesson 7's advice still holds).
+    -- Example C: 70B with FP8 weights on one H100, pushed to 0.96 (the lesson
+    -- says why, and that lesson 7's advice still holds); whether it starts
+    -- there depends on the release, and the pages say what it did.
     course.start(lab, "C", { ["gpu-memory-utilization"] = 0.96 })
     local m, cfg = lab.model(), lab.config()
     local bf = lab.plan()
@@ -45,10 +58,13 @@ return {
       lab.say("At utilization 0.90 this server does not start: the weights take %s of the %s " ..
               "budget, and what is left does not cover the other terms. Lesson 7 put raising utilization last, and for a real service you would add a " ..
               "second GPU or take a 4-bit checkpoint. This drill only needs the model's shape, so it " ..
-              "takes the quick way and runs at %.2f, with little headroom left.",
-              fmt.gib(at90.weights_gib), fmt.gib(at90.budget_gib), bf.gpu_memory_utilization)
+              "takes the quick way and %s %.2f%s",
+              fmt.gib(at90.weights_gib), fmt.gib(at90.budget_gib), bf.starts and "runs at" or "tries",
+              bf.gpu_memory_utilization, bf.starts and ", with little headroom left." or
+              string.format(". Under %s even that does not start: %s. The sums below need no running server.",
+                            course.release_name(lab), why_not(bf)))
     end
-    lab.say("Answers take units: 96 KiB, 98304 bytes, 2.5 GB and 3 GiB all mean what they say; " ..
+    lab.say("Answers take units: 96 KiB, 98304 bytes, 2.5 GB and 4 GiB all mean what they say; " ..
             "a bare number is read in the unit the question names. Sizes per token must be " ..
             "exact (they are products of whole numbers); sizes of a conversation count within 1%.")
     lab.pause()
@@ -153,11 +169,22 @@ return {
     lab.restart{ ["kv-cache-dtype"] = "fp8" }
     local now = lab.plan()
     lab.page("On the card")
-    lab.say("The server now runs with --kv-cache-dtype fp8. The pool in GiB did not move (%.2f GiB), " ..
-            "but it holds %s tokens instead of %s.", now.kv_cache_gib, fmt.int(now.kv_cache_tokens),
+    -- what the engine did with the fp8 cache, not what it should have done
+    local allocated = now.starts or now.error_kind == "sampler_oom"   -- the pool was allocated
+    lab.say("%s --kv-cache-dtype fp8. The pool in GiB did not move (%.2f GiB), but it %s %s tokens " ..
+            "instead of %s.", now.starts and "The server now runs with" or "The server restarted with",
+            now.kv_cache_gib, allocated and "holds" or "would hold", fmt.int(now.kv_cache_tokens),
             fmt.int(bf.kv_cache_tokens))
-    lab.show("log", { upto = "allocate" })
-    lab.highlight("log", "GPU KV cache size")
+    if now.starts then
+      lab.show("log", { upto = "allocate" })
+      lab.highlight("log", "GPU KV cache size")
+    else
+      lab.say("It still does not start under %s: %s. An fp8 cache halves the price of a token; the " ..
+              "terms taken before the pool stay where they were.", course.release_name(lab), why_not(now))
+      lab.show("log")
+      local last = lab.log()[#lab.log()]
+      if last then lab.highlight("log", last.text:sub(1, 60)) end
+    end
     lab.pause()
   end,
 }
