@@ -19,9 +19,34 @@ local FIX_FLAGS = { "max-model-len", "kv-cache-dtype", "quantization", "tensor-p
 
 local function cost_of(what)
   if COST[what] then return COST[what] end
+  if what:find("CUDA graphs") then return "slower decoding, most at small batches" end
   if what:find("4%-bit") then return "a bigger quality question" end
   if what:find("GPUs") then return "another card: costs most" end
-  return ""
+  return "see the flag's help"
+end
+
+-- The order the page lists the fixes in: by what they cost the service
+-- (the engine tries the levers that change its measured terms first).
+local function cost_rank(what)
+  local order = { "lower max_model_len", "fp8 KV cache", "CUDA graphs", "fp8 weights", "4%-bit", "GPUs",
+                  "utilization" }
+  for i, w in ipairs(order) do
+    if what:find(w) then return i end
+  end
+  return #order + 1
+end
+
+local function by_cost(fixes)
+  local t = {}
+  for i, f in ipairs(fixes or {}) do t[#t + 1] = { f = f, i = i } end
+  table.sort(t, function(a, b)
+    local ra, rb = cost_rank(a.f.what), cost_rank(b.f.what)
+    if ra ~= rb then return ra < rb end
+    return a.i < b.i
+  end)
+  local out = {}
+  for _, e in ipairs(t) do out[#out + 1] = e.f end
+  return out
 end
 
 return {
@@ -64,7 +89,7 @@ return {
     lab.page("Fixes, cheapest first")
     lab.say("kvlab tried each fix on the engine. In the order you should reach for them:")
     local lines = {}
-    for i, f in ipairs(p.fixes or {}) do
+    for i, f in ipairs(by_cost(p.fixes)) do
       local result = f.starts and string.format("starts: %s tokens", fmt.int(f.kv_cache_tokens))
                      or string.format("still fails (pool %.2f GiB)", f.kv_cache_gib)
       lines[#lines + 1] = fmt.quote(string.format("%d. %s", i, f.what), 36, "  ", "     ")
