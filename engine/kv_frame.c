@@ -102,11 +102,17 @@ static int read_stats(kv_frame *f, const kv_engine *e, const kv_engine_config *c
     return 0;
 }
 
+/* A start-up line of the plan, copied into the engine's log: whole, or cut
+ * where the engine's log cuts a line (kv_engine_log keeps 255 bytes: vLLM
+ * 0.21+'s CUDA-graph note is longer, and its cut copy showed a second time
+ * under the whole one in the log view). */
 static int is_plan_line(const kv_frame *f, const char *text)
 {
     if (!f->has_plan) return 0;
+    size_t n = strlen(text);
     for (int i = 0; i < f->plan.num_log && i < KV_PLAN_MAX_LOG; i++)
-        if (!strcmp(f->plan.log[i], text)) return 1;
+        if (!strcmp(f->plan.log[i], text) || (n >= KV_FRAME_PLAN_CUT && !strncmp(f->plan.log[i], text, n)))
+            return 1;
     return 0;
 }
 

@@ -29,6 +29,7 @@
 #define KV_FRAME_TIMELINE 512    /* newest timeline samples kept (one per step) */
 #define KV_FRAME_LOG_LINES 64    /* newest engine log lines kept */
 #define KV_FRAME_LOG_LEN 200     /* bytes per kept line, incl. the NUL (longer lines are cut) */
+#define KV_FRAME_PLAN_CUT 255    /* an engine log line this long may be a plan line cut (kv_engine_log) */
 #define KV_FRAME_MAX_WAITING 4096 /* waiting requests copied (the count is exact beyond) */
 #define KV_FRAME_STATS_LEN 400   /* bytes of the stats line, incl. the NUL */
 

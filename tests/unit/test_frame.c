@@ -95,6 +95,12 @@ static void test_known_state(void **state)
     snprintf(plan.log[0], sizeof plan.log[0], "INFO a start-up line of the plan");
     kv_engine_log(e, 0, "INFO a start-up line of the plan");
     kv_engine_log(e, 1, "WARNING the engine's own line");
+    /* a plan line longer than the engine's log keeps: its cut copy is the plan's too */
+    plan.num_log = 2;
+    memset(plan.log[1], 'x', 400);
+    memcpy(plan.log[1], "INFO long", 9);
+    plan.log[1][400] = '\0';
+    kv_engine_log(e, 0, "%s", plan.log[1]);
 
     static kv_frame f;
     kv_frame_init(&f);
@@ -197,6 +203,7 @@ static void test_known_state(void **state)
     /* Log: the engine's line, not the plan's own. */
     assert_true(has_log(&f, "WARNING the engine's own line", 1));
     assert_false(has_log(&f, "INFO a start-up line of the plan", 0));
+    for (int i = 0; i < f.nlog; i++) assert_false(!strncmp(f.log[i], "INFO long", 9));
 
     /* The engine moves on: the frame still shows the step it was taken at. */
     kv_engine_abort_all(e);
