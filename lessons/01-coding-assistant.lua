@@ -159,8 +159,12 @@ return {
       plan.block_size, plan.num_layers, plan.block_size, fmt.bytes(plan.kv_bytes_per_token),
       fmt.int(plan.num_blocks))
     lab.say("%s", log_lines(lab, "allocate"))
-    local held = plan.weights_gib + plan.activation_gib + plan.cudagraph_gib + plan.cuda_context_gib +
-        plan.kv_pool_gib
+    -- every term the plan lists, taken off the budget or not (the context,
+    -- graphs captured after the pool), and the pool as its blocks take it
+    local held = plan.kv_pool_gib
+    for _, t in ipairs(plan.terms or {}) do
+      if t.name ~= "budget" and t.name ~= "kv_cache" then held = held + t.gib end
+    end
     lab.say("Not one request has arrived, yet the process holds %s of the card's %s (%s). " ..
       "nvidia-smi would show the GPU almost full. That is the healthy state: the free memory was " ..
       "turned into capacity on purpose, so nothing else can take it later.",
@@ -265,10 +269,13 @@ return {
       return r == nil or r.state == "finished"
     end, 5000)
     local blocks = lab.blocks()
-    lab.say("At its largest it held %d blocks (%s tokens), %s of the %s usable blocks. " ..
+    local null_note = blocks.usable < plan.num_blocks and string.format(" (of the %s, %s vLLM's null " ..
+      "block, never handed out)", fmt.int(plan.num_blocks), plan.num_blocks - blocks.usable == 1 and "one is" or
+      fmt.int(plan.num_blocks - blocks.usable) .. " are") or ""
+    lab.say("At its largest it held %d blocks (room for %s tokens), %s of the %s usable blocks%s. " ..
       "Capacity is about how many such requests can be in flight together: that is what the rest of " ..
       "the course is about.", peak, fmt.int(peak * plan.block_size), fmt.pct(peak / blocks.usable, 2),
-      fmt.int(blocks.usable))
+      fmt.int(blocks.usable), null_note)
     lab.pause()
   end,
 }
