@@ -26,9 +26,21 @@ return {
 
     local n_gqa, n_mha = math.floor(gqa.max_concurrency), math.floor(mha.max_concurrency)
     lab.page("70B on four GPUs")
-    lab.say("%s has %d layers, %d query heads and %d KV heads (from its config.json). In bf16 its " ..
-            "weights need four H100s; with --tensor-parallel-size %d each card holds a quarter of " ..
-            "the weights and a quarter of every token's K/V.", m.id, m.layers, m.heads, m.kv_heads, TP)
+    -- why four cards: what two would do, from the engine
+    local at2 = lab.what_if{ ["tensor-parallel-size"] = TP // 2 }
+    local why4, two = nil, ({ [2] = "two", [1] = "one" })[TP // 2] or tostring(TP // 2)
+    if at2 and at2.starts then
+      why4 = string.format("%s H100s can serve it with %s tokens of cache each; %d leave room for more",
+                           two, fmt.int(at2.kv_cache_tokens), TP)
+    elseif at2 and (at2.error_kind == "weights_oom" or at2.error_kind == "free_memory") then
+      why4 = string.format("its weights do not fit on %s H100s", two)
+    else
+      why4 = string.format("%s H100s hold its weights (%s each) but leave no room for the KV cache",
+                           two, fmt.gib(at2 and at2.weights_gib or 0))
+    end
+    lab.say("%s has %d layers, %d query heads and %d KV heads (from its config.json). In bf16, %s; " ..
+            "with --tensor-parallel-size %d each card holds a quarter of " ..
+            "the weights and a quarter of every token's K/V.", m.id, m.layers, m.heads, m.kv_heads, why4, TP)
     lab.say("Now imagine the same model trained with one K/V pair per query head (MHA). kvlab " ..
             "started both on the same four cards, weights unchanged, requests of %s tokens:", fmt.int(LEN))
     lab.say(fmt.table{
