@@ -33,7 +33,7 @@ return {
 
     lab.page("How many at once")
     lab.say("Example B again, from lesson 7: %s on an RTX 4090 that reports %.2f GiB, now with " ..
-            "--max-model-len %d so that it starts. The last start-up line turns the pool into requests:",
+            "--max-model-len %d so that it starts. The start-up line with 'Maximum concurrency' turns the pool into requests:",
             lab.model().id, p.gpu_total_gib, LEN)
     lab.show("log", { upto = "allocate" })
     lab.highlight("log", "Maximum concurrency")
