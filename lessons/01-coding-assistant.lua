@@ -80,6 +80,13 @@ return {
     lab.say("Next vLLM runs a dummy batch of %s tokens (max-num-batched-tokens) through the model " ..
       "and records the peak. The activations are freed afterwards, but their space is held back " ..
       "for real batches: %s.", fmt.int(plan.max_num_batched_tokens), fmt.gib(plan.activation_gib))
+    local nt = term(plan, "non_torch")
+    if nt.gib and nt.gib >= 0.005 then
+      lab.say("The same pass measures what grew outside PyTorch's allocator, vLLM's non-torch memory " ..
+        "(T in the bar): %s, %s. kvlab's figure for it: %s.", fmt.gib(nt.gib),
+        nt.counted and "taken off the budget as well" or "not taken off the budget",
+        (nt.how:gsub(" %(measured%)", ", as measured")))
+    end
     lab.pause()
 
     lab.page("3. CUDA graphs")

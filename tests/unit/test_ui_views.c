@@ -15,8 +15,10 @@
 
 #include "app.h"
 #include "kv_frame.h"
+#include "kv_util.h"
 #include "ui_chrome.h"
 #include "ui_layout.h"
+#include "ui_mem.h"
 #include "ui_views.h"
 
 static app A;
@@ -619,6 +621,52 @@ static void test_colour_has_letters(void **state)
     kv_engine_destroy(e);
 }
 
+/* The memory view's running subtraction takes off only the terms the
+ * release takes off the budget (kv_plan_term.counted) and counts non-torch
+ * memory: under vLLM 0.9.1+ the CUDA context is used but not subtracted.
+ * The old view subtracted the context and left non-torch out (lesson 1
+ * under 0.33.0: 52.84 GiB left before a 52.22 GiB pool). */
+static void test_memory_left_of_budget(void **state)
+{
+    (void)state;
+    static kv_plan p;
+    memset(&p, 0, sizeof p);
+    static const struct { int t; const char *name; double gib; int counted; } T[] = {
+        { KV_PLAN_TERM_BUDGET, "budget", 10.0, 1 },        { KV_PLAN_TERM_WEIGHTS, "weights", 2.0, 1 },
+        { KV_PLAN_TERM_ACTIVATION, "activation", 1.0, 1 }, { KV_PLAN_TERM_CUDAGRAPH, "cudagraph", 0.5, 1 },
+        { KV_PLAN_TERM_CUDA_CONTEXT, "cuda_context", 0.6, 0 }, { KV_PLAN_TERM_NCCL, "nccl", 0.0, 1 },
+        { KV_PLAN_TERM_NON_TORCH, "non_torch", 0.4, 1 },   { KV_PLAN_TERM_KV_CACHE, "kv_cache", 6.1, 1 },
+    };
+    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
+        snprintf(p.terms[T[i].t].name, sizeof p.terms[0].name, "%s", T[i].name);
+        p.terms[T[i].t].bytes = T[i].gib * KV_GIB;
+        p.terms[T[i].t].counted = T[i].counted;
+    }
+    p.starts = 1;
+    p.gpu_total_bytes = 12.0 * KV_GIB;
+    p.gpu_memory_utilization = 10.0 / 12.0;
+    p.budget_bytes = 10.0 * KV_GIB;
+    p.weights_bytes = 2.0 * KV_GIB;
+    p.activation_bytes = 1.0 * KV_GIB;
+    p.cudagraph_bytes = 0.5 * KV_GIB;
+    p.cuda_context_bytes = 0.6 * KV_GIB;
+    p.non_torch_bytes = 0.4 * KV_GIB;
+    p.available_kv_bytes = 6.1 * KV_GIB;
+    char err[256];
+    kv_frame_forget(&A.frame);
+    assert_int_equal(kv_frame_capture(&A.frame, NULL, &p, NULL, err, sizeof err), 0);
+    A.plan = &p;
+    app_model_update(&A);
+    A.model.mem_terms = ((1u << UI_MEM_NT) - 1) & ~(1u << UI_MEM_T_KV); /* all but the pool revealed */
+    WINDOW *w = newwin(10, 60, 0, 0);
+    ui_views_draw(&A.model, UI_PANE_MEMORY, w);
+    assert_win_has(w, "T non-torch 0.40");
+    assert_win_has(w, "left of the budget so far: 6.10 GiB"); /* 10 - 2 - 1 - 0.5 - 0.4; not the context */
+    delwin(w);
+    A.plan = NULL;
+    kv_frame_forget(&A.frame);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -632,6 +680,7 @@ int main(void)
         cmocka_unit_test(test_stats_line_and_latency),
         cmocka_unit_test(test_flags_help_and_command),
         cmocka_unit_test(test_colour_has_letters),
+        cmocka_unit_test(test_memory_left_of_budget),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -61,7 +61,7 @@ int app_log_target(const app *a)
 
 static const int term_phase[UI_MEM_NT] = {
     [UI_MEM_T_CONTEXT] = 0, [UI_MEM_T_WEIGHTS] = 1, [UI_MEM_T_ACTIVATION] = 2,
-    [UI_MEM_T_CUDAGRAPH] = 3, [UI_MEM_T_NCCL] = 2, [UI_MEM_T_KV] = 4,
+    [UI_MEM_T_CUDAGRAPH] = 3, [UI_MEM_T_NCCL] = 2, [UI_MEM_T_NON_TORCH] = 2, [UI_MEM_T_KV] = 4,
 };
 
 unsigned app_mem_terms(const app *a)

@@ -325,7 +325,7 @@ static const help_line help_lines[] = {
     { HG_SELECTED, "the selected request's blocks (underlined)" },
     { HG_TEXT, "" },
     { HG_HEAD, "GPU memory bar" },
-    { HG_TERMS, "weights, activation, CUDA graphs, context, NCCL, KV cache" },
+    { HG_TERMS, "weights, activation, graphs, context, NCCL, non-torch, KV" },
     { HG_KV_FREE, "the free part of a KV pool bar (ranks view)" },
     { HG_UNUSED, "outside gpu-memory-utilization" },
     { HG_BUDGET, "where the budget (total x utilization) ends" },
@@ -401,7 +401,7 @@ static int help_glyphs(help_glyph id, wchar_t *c, attr_t *at)
     case HG_TERMS: {
         static const struct { wchar_t l; ui_role r; } t[] = {
             { L'W', UI_R_TERM0 }, { L'A', UI_R_TERM1 }, { L'G', UI_R_TERM2 },
-            { L'C', UI_R_TERM3 }, { L'N', UI_R_TERM4 }, { L'K', UI_R_TERM5 },
+            { L'C', UI_R_TERM3 }, { L'N', UI_R_TERM4 }, { L'T', UI_R_TERM4 }, { L'K', UI_R_TERM5 },
         };
         for (unsigned i = 0; i < sizeof t / sizeof t[0]; i++) PUT(t[i].l, ui_letter_attr(t[i].r));
         break;

@@ -24,8 +24,24 @@ static const term_def terms[UI_MEM_NT] = {
     [UI_MEM_T_ACTIVATION] = { "activation", "activation", L'A', UI_R_TERM1 },
     [UI_MEM_T_CUDAGRAPH]  = { "CUDA graphs", "cudagraph", L'G', UI_R_TERM2 },
     [UI_MEM_T_NCCL]       = { "NCCL", "nccl", L'N', UI_R_TERM4 },
+    [UI_MEM_T_NON_TORCH]  = { "non-torch", "non_torch", L'T', UI_R_TERM4 },
     [UI_MEM_T_KV]         = { "KV cache", "kv", L'K', UI_R_TERM5 },
 };
+
+/* Does the plan's accounting take term t off the budget (kv_plan_term.counted)?
+ * vLLM 0.9.1+ measures from a snapshot taken after the CUDA context exists,
+ * so the context is used but not subtracted. */
+static int term_counted(const kv_plan *p, int t)
+{
+    static const int plan_term[UI_MEM_NT] = {
+        [UI_MEM_T_CONTEXT] = KV_PLAN_TERM_CUDA_CONTEXT, [UI_MEM_T_WEIGHTS] = KV_PLAN_TERM_WEIGHTS,
+        [UI_MEM_T_ACTIVATION] = KV_PLAN_TERM_ACTIVATION, [UI_MEM_T_CUDAGRAPH] = KV_PLAN_TERM_CUDAGRAPH,
+        [UI_MEM_T_NCCL] = KV_PLAN_TERM_NCCL, [UI_MEM_T_NON_TORCH] = KV_PLAN_TERM_NON_TORCH,
+        [UI_MEM_T_KV] = KV_PLAN_TERM_KV_CACHE,
+    };
+    const kv_plan_term *pt = &p->terms[plan_term[t]];
+    return !pt->name[0] || pt->counted;
+}
 
 static double term_bytes(const kv_plan *p, int t)
 {
@@ -35,6 +51,7 @@ static double term_bytes(const kv_plan *p, int t)
     case UI_MEM_T_ACTIVATION: return p->activation_bytes;
     case UI_MEM_T_CUDAGRAPH:  return p->cudagraph_bytes;
     case UI_MEM_T_NCCL:       return p->nccl_bytes;
+    case UI_MEM_T_NON_TORCH:  return p->non_torch_bytes;
     case UI_MEM_T_KV:         return p->available_kv_bytes;
     default:                  return 0;
     }
@@ -158,7 +175,7 @@ static int legend(const ui_view_ctx *c, WINDOW *win, int y, int x, int width, in
         int t = order[oi];
         double b = term_bytes(p, t);
         if (!(got & (1u << t))) continue; /* never measured: the start stopped before */
-        if (t == UI_MEM_T_NCCL && b <= 0) continue;
+        if ((t == UI_MEM_T_NCCL || t == UI_MEM_T_NON_TORCH) && b <= 0) continue;
         if (t == UI_MEM_T_CUDAGRAPH && b <= 0 && !p->enforce_eager) continue;
         char s[96], q[48] = "";
         double v = vs_bytes(c->m, t, b);
@@ -309,10 +326,12 @@ static void mem_draw(const ui_view_ctx *c, WINDOW *win)
     unsigned reached = ui_mem_reached(p) & all;
     int stopped = !p->starts && reached != all && (mask & all) == reached;
     if ((mask & all) != all && !stopped) {
-        /* The subtraction so far: what is left of the budget for the KV cache. */
+        /* The subtraction so far: what is left of the budget for the KV
+         * cache, less only the terms this accounting takes off it (the page's
+         * table leaves the others in parentheses). */
         double left = p->budget_bytes;
         for (int t = 0; t < UI_MEM_NT; t++)
-            if (t != UI_MEM_T_KV && (mask & (1u << t))) left -= term_bytes(p, t);
+            if (t != UI_MEM_T_KV && (mask & (1u << t)) && term_counted(p, t)) left -= term_bytes(p, t);
         ui_printf(win, y, 2, iw, ui_attr(UI_R_DIM), "left of the budget so far: %.2f GiB", kv_gib(left));
     } else if (!p->starts && p->error_kind != KV_PLAN_ERR_MAX_MODEL_LEN && p->error_kind != KV_PLAN_ERR_NO_KV_MEMORY) {
         /* Stopped before the pool was sized: say where, in a few words. */

@@ -1,6 +1,7 @@
 /* ui_mem: the memory view: one GPU's memory as a stacked bar, the
  * subtraction of the plan term by term (weights, activation peak, CUDA
- * graphs, CUDA context, NCCL, and what is left for the KV cache), filling
+ * graphs, CUDA context, NCCL, non-torch memory, and what is left for the KV
+ * cache), filling
  * in during the start-up replay. Every term has its own colour and, without
  * colour, its own letter. */
 #ifndef UI_MEM_H
@@ -19,7 +20,7 @@ void ui_mem_bar(WINDOW *win, int y, int x, int width, const kv_plan *p, unsigned
 
 /* Terms in the order the bar reveals them. */
 enum { UI_MEM_T_CONTEXT = 0, UI_MEM_T_WEIGHTS, UI_MEM_T_ACTIVATION, UI_MEM_T_CUDAGRAPH,
-       UI_MEM_T_NCCL, UI_MEM_T_KV, UI_MEM_NT };
+       UI_MEM_T_NCCL, UI_MEM_T_NON_TORCH, UI_MEM_T_KV, UI_MEM_NT };
 
 /* ui_model.mem_vs_stated: the second plan states its KV token count. */
 #define UI_MEM_VS_TOKENS (1u << UI_MEM_NT)

@@ -33,7 +33,7 @@ typedef enum ui_role {
     UI_R_FLASH_EVICT,  /* cached block evicted */
     UI_R_FLASH_PREEMPT,/* a preemption victim's blocks */
     UI_R_FLASH_ALLOC,  /* freshly allocated */
-    UI_R_TERM0,        /* memory terms: weights, activation, cudagraph, context, nccl, kv */
+    UI_R_TERM0,        /* memory terms: weights, activation, cudagraph, context, nccl (and non-torch), kv */
     UI_R_TERM1, UI_R_TERM2, UI_R_TERM3, UI_R_TERM4, UI_R_TERM5,
     UI_R_UNUSED,       /* memory left outside the utilization budget */
     UI_R_REQ0,         /* requests cycle through UI_NREQ_COLORS roles */
