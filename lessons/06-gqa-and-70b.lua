@@ -30,8 +30,8 @@ return {
     local at2 = lab.what_if{ ["tensor-parallel-size"] = TP // 2 }
     local why4, two = nil, ({ [2] = "two", [1] = "one" })[TP // 2] or tostring(TP // 2)
     if at2 and at2.starts then
-      why4 = string.format("%s H100s can serve it with %s tokens of cache each; %d leave room for more",
-                           two, fmt.int(at2.kv_cache_tokens), TP)
+      why4 = string.format("%s H100s can serve it with %s tokens of cache each; %s leave room for more",
+                           two, fmt.int(at2.kv_cache_tokens), ({ [4] = "four" })[TP] or tostring(TP))
     elseif at2 and (at2.error_kind == "weights_oom" or at2.error_kind == "free_memory") then
       why4 = string.format("its weights do not fit on %s H100s", two)
     else
