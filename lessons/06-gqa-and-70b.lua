@@ -38,8 +38,8 @@ return {
       why4 = string.format("%s H100s hold its weights (%s each) but leave no room for the KV cache",
                            two, fmt.gib(at2 and at2.weights_gib or 0))
     end
-    lab.say("%s has %d layers, %d query heads and %d KV heads (from its config.json). In bf16, %s; " ..
-            "with --tensor-parallel-size %d each card holds a quarter of " ..
+    lab.say("%s has %d layers, %d query heads and %d KV heads (from its config.json). In bf16, %s. " ..
+            "With --tensor-parallel-size %d each card holds a quarter of " ..
             "the weights and a quarter of every token's K/V.", m.id, m.layers, m.heads, m.kv_heads, why4, TP)
     lab.say("Now imagine the same model trained with one K/V pair per query head (MHA). kvlab " ..
             "started both on the same four cards, weights unchanged, requests of %s tokens:", fmt.int(LEN))
