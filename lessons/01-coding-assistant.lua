@@ -77,9 +77,20 @@ return {
     lab.show("memory", { upto = "profile" })
     lab.show("log", { upto = "profile" })
     lab.highlight("memory", "activation")
-    lab.say("Next vLLM runs a dummy batch of %s tokens (max-num-batched-tokens) through the model " ..
-      "and records the peak. The activations are freed afterwards, but their space is held back " ..
-      "for real batches: %s.", fmt.int(plan.max_num_batched_tokens), fmt.gib(plan.activation_gib))
+    if (plan.forward_gib or 0) > 0 and (plan.sampler_gib or 0) > 0 then
+      -- the release's profile: a forward pass, then a sampling step; the larger peak is kept
+      local fwd_wins = plan.forward_gib >= plan.sampler_gib
+      lab.say("Next vLLM runs a dummy batch of %s tokens (max-num-batched-tokens) through the model " ..
+        "(%s at its peak), then a dummy sampling step for %s requests (max-num-seqs) over the whole " ..
+        "vocabulary (%s). The activations are freed afterwards, but the larger peak, the %s's, is held " ..
+        "back for real batches: %s.", fmt.int(plan.max_num_batched_tokens), fmt.gib(plan.forward_gib),
+        fmt.int(plan.max_num_seqs), fmt.gib(plan.sampler_gib), fwd_wins and "forward pass" or "sampler",
+        fmt.gib(plan.activation_gib))
+    else
+      lab.say("Next vLLM runs a dummy batch of %s tokens (max-num-batched-tokens) through the model " ..
+        "and records the peak. The activations are freed afterwards, but their space is held back " ..
+        "for real batches: %s.", fmt.int(plan.max_num_batched_tokens), fmt.gib(plan.activation_gib))
+    end
     local nt = term(plan, "non_torch")
     if nt.gib and nt.gib >= 0.005 then
       lab.say("The same pass measures what grew outside PyTorch's allocator, vLLM's non-torch memory " ..
