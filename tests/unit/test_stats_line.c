@@ -32,6 +32,12 @@ static void test_names(void **state)
     assert_string_equal(rm_of("0.10.2", 1)->itl, "vllm:inter_token_latency_seconds");
     assert_string_equal(rm_of("0.33.0", 1)->itl, "vllm:inter_token_latency_seconds");
     assert_string_equal(rm_of("0.6.4", 0)->itl, "vllm:time_per_output_token_seconds");
+    /* the usage gauge: renamed in V1 0.9.2 (the metrics view's row, lesson 10 under 0.8.5) */
+    assert_string_equal(rm_of("0.8.5", 1)->usage, "vllm:gpu_cache_usage_perc");
+    assert_string_equal(rm_of("0.9.1", 1)->usage, "vllm:gpu_cache_usage_perc");
+    assert_string_equal(rm_of("0.9.2", 1)->usage, "vllm:kv_cache_usage_perc");
+    assert_string_equal(rm_of("0.10.1", 0)->usage, "vllm:gpu_cache_usage_perc");
+    assert_string_equal(rm_of("0.33.0", 1)->usage, "vllm:kv_cache_usage_perc");
     /* a V1 row's fallback to V0 on an old card reads V0's words */
     assert_int_equal(rm_of("0.9.1", 0)->engine_v1, 0);
     assert_non_null(rm_of("0.9.1", 0)->stats_hits);
