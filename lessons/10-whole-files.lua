@@ -127,8 +127,11 @@ return {
     expect.holds(lab, "queue with a full cache leaves the step budget mostly unused",
                  usage / steps >= 0.9 and waiting / steps >= 5 and used < 0.5)
     lab.page("Waiting with work to spare")
-    lab.say("At %g requests per second the cache is %s full, %d requests run and %d wait.",
-            rate(lab), fmt.pct(m.kv_cache_usage_perc, 0), m.num_requests_running, m.num_requests_waiting)
+    lab.say("At %g requests per second the cache is %s full, %d requests run and %d wait.%s",
+            rate(lab), fmt.pct(m.kv_cache_usage_perc, 0), m.num_requests_running, m.num_requests_waiting,
+            m.num_requests_running > math.floor(fits) and string.format(" That is more than the %d of page 1: " ..
+              "a request in flight holds only the tokens it has so far, fewer than a finished one.",
+              math.floor(fits)) or "")
     lab.say("Over the last %d steps each step computed %s tokens on average, %s of the %s a step may " ..
             "take (max-num-batched-tokens). The GPU could take on more work per step; the waiting " ..
             "requests cannot start because there is nowhere to put their K and V.",
