@@ -78,9 +78,12 @@ return {
     lab.say("Read it from the end. Without --max-model-len vLLM takes the model's own limit, %s " ..
             "tokens (max_position_embeddings in config.json). It then insists that one request of " ..
             "that length fit in the pool: %s tokens x %s = %.1f GiB. The pool is %.2f GiB, which " ..
-            "holds about %s tokens, and vLLM prints that as the estimated maximum length.",
+            "holds about %s tokens, and vLLM prints that as %s.",
             fmt.int(p.max_model_len), fmt.int(p.max_model_len), fmt.bytes(p.kv_bytes_per_token),
-            p.needed_gib, p.kv_cache_gib, fmt.int(p.estimated_max_model_len))
+            p.needed_gib, p.kv_cache_gib, fmt.int(p.estimated_max_model_len),
+            -- the release's own words for that figure (V0 names the pool's tokens, V1 an estimate)
+            (p.error or ""):find("estimated maximum model length", 1, true) and "the estimated maximum length"
+              or "the most tokens the KV cache can store")
     lab.say("max-model-len is a limit on one request; the pool is shared by all of them. The check " ..
             "is only about the first: a server that cannot hold even one full-length request refuses " ..
             "to start.")
