@@ -25,14 +25,6 @@ local function log_lines(lab, phase)
   return table.concat(out, "\n")
 end
 
--- The log line that contains `what`, as the log has it.
-local function log_line(lab, what)
-  for _, l in ipairs(lab.log()) do
-    if l.text:find(what, 1, true) then return l.text end
-  end
-  return ""
-end
-
 -- A GiB figure as the table below prints it (two decimals), back as a number.
 local function r2(gib)
   return tonumber(string.format("%.2f", gib))
@@ -170,12 +162,13 @@ return {
     lab.show("memory", { upto = "ready" })
     lab.show("log", { upto = "ready" })
     lab.show("pool")
-    lab.highlight("log", "GPU KV cache size")
+    local size_key, size_line, in_tokens = course.pool_line(lab)
+    lab.highlight("log", size_key)
     lab.say("The pool is cut into blocks of %d tokens. Each block holds, for every one of the %d layers, " ..
       "the keys and values of %d tokens: %s per token, so %s blocks fit. vLLM allocates them all now, " ..
-      "in one go, and prints the pool's size in tokens.",
+      "in one go, and prints the pool's size in %s.",
       plan.block_size, plan.num_layers, plan.block_size, fmt.bytes(plan.kv_bytes_per_token),
-      fmt.int(plan.num_blocks))
+      fmt.int(plan.num_blocks), in_tokens and "tokens" or "blocks")
     lab.say("%s", log_lines(lab, "allocate"))
     -- every term the plan lists, taken off the budget or not (the context,
     -- graphs captured after the pool), and the pool as its blocks take it
@@ -191,9 +184,9 @@ return {
 
     lab.page("How big is the pool?")
     lab.unhighlight("memory")
-    lab.highlight("log", "GPU KV cache size")
+    lab.highlight("log", size_key)
     lab.say("The line vLLM printed when it allocated the pool:")
-    lab.say("%s", fmt.quote(log_line(lab, "GPU KV cache size")))
+    lab.say("%s", fmt.quote(size_line))
     ask.tokens(lab, {
       prompt = "Read it off the screen: how many tokens of KV cache does this server hold? " ..
         "(Exactly: it is a count.)",
@@ -203,7 +196,9 @@ return {
       exact = true,
       wrong = { fmt.int(plan.kv_cache_tokens - 1) },
       hints = {
-        "The start-up log says it in tokens: look for \"GPU KV cache size\" in the line above.",
+        in_tokens and "The start-up log says it in tokens: look for \"GPU KV cache size\" in the line above."
+          or string.format("The start-up log says it in blocks (\"# GPU blocks\" in the line above), of %d " ..
+            "tokens each.", plan.block_size),
         string.format("It is num_blocks x block_size: %s blocks of %d tokens.", fmt.int(plan.num_blocks),
           plan.block_size),
       },

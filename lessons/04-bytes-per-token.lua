@@ -103,7 +103,7 @@ return {
     lab.say("Query heads do not appear: queries are used once, in the step that computes them, and " ..
             "never stored.")
     lab.show("log", { upto = "allocate" })
-    lab.highlight("log", "GPU KV cache size")
+    lab.highlight("log", (course.pool_line(lab)))
     lab.pause()
 
     lab.page("Work it out")
@@ -149,9 +149,11 @@ return {
             fmt.bytes(bpt))
     lab.say("  %s / %s\n  = %s tokens", fmt.int(p.kv_cache_bytes), fmt.int(bpt),
             string.format("%s.%d", fmt.int(math.floor(exact)), math.floor((exact % 1) * 10)))
+    local _, _, log_tokens = course.pool_line(lab)
     lab.say("vLLM hands the pool out in whole blocks of %d tokens and drops the part of a block " ..
-            "left over at the end: %s blocks x %d = %s tokens, the figure in the log.",
-            p.block_size, fmt.int(p.num_blocks), p.block_size, fmt.int(p.kv_cache_tokens))
+            "left over at the end: %s blocks x %d = %s tokens, %s.",
+            p.block_size, fmt.int(p.num_blocks), p.block_size, fmt.int(p.kv_cache_tokens),
+            log_tokens and "the figure in the log" or "the log's '# GPU blocks' times the block size")
     lab.show("memory")
     lab.highlight("memory", "kv", nil, fmt.int(p.kv_cache_tokens) .. " tokens")
     local conv = 8192

@@ -177,7 +177,7 @@ return {
             fmt.int(bf.kv_cache_tokens))
     if now.starts then
       lab.show("log", { upto = "allocate" })
-      lab.highlight("log", "GPU KV cache size")
+      lab.highlight("log", (course.pool_line(lab)))
     else
       lab.say("It still does not start under %s: %s. An fp8 cache halves the price of a token; the " ..
               "terms taken before the pool stay where they were.", course.release_name(lab), why_not(now))

@@ -248,6 +248,19 @@ function course.error_text(plan)
   return err
 end
 
+-- The start-up line that states the pool's size, as the release words it:
+-- V1's "GPU KV cache size: N tokens", or V0's "# GPU blocks: N, # CPU
+-- blocks: M" (0.6-0.7). Returns the text to highlight it by, the whole
+-- line ("" when the log has neither) and true when it counts tokens.
+function course.pool_line(lab)
+  for _, key in ipairs({ "GPU KV cache size", "# GPU blocks" }) do
+    for _, l in ipairs(lab.log()) do
+      if l.text:find(key, 1, true) then return key, l.text, key == "GPU KV cache size" end
+    end
+  end
+  return "GPU KV cache size", "", true
+end
+
 -- Why a higher max-num-seqs took pool at start-up, from the two plans'
 -- counted terms (before a, after b): "CUDA graphs are captured for batches
 -- up to it, and the sampler is profiled with that many requests", or nil
