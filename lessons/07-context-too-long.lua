@@ -49,6 +49,21 @@ local function by_cost(fixes)
   return out
 end
 
+-- How the release's error gives the tokens the pool holds: V1's estimate
+-- of the longest max_model_len, V0's count of what the cache can store, or
+-- (0.8.x) a sentence that begins to give the estimate and drops the figure.
+local function said_as(lab, err)
+  if err:find("estimated maximum model length", 1, true) then
+    return "and vLLM prints that as the estimated maximum length"
+  elseif err:find("maximum number of tokens that can be stored", 1, true) then
+    return "and vLLM prints that as the most tokens the KV cache can store"
+  elseif err:find("Based on the available memory,", 1, true) then
+    return string.format("which %s's error means to give as the estimated maximum length, but its message " ..
+                         "drops the figure after 'Based on the available memory,'", course.release_name(lab))
+  end
+  return "a figure this release's error does not print"
+end
+
 return {
   id = 7,
   title = "Break it: a context the cache can't hold",
@@ -78,12 +93,9 @@ return {
     lab.say("Read it from the end. Without --max-model-len vLLM takes the model's own limit, %s " ..
             "tokens (max_position_embeddings in config.json). It then insists that one request of " ..
             "that length fit in the pool: %s tokens x %s = %.1f GiB. The pool is %.2f GiB, which " ..
-            "holds about %s tokens, and vLLM prints that as %s.",
+            "holds about %s tokens, %s.",
             fmt.int(p.max_model_len), fmt.int(p.max_model_len), fmt.bytes(p.kv_bytes_per_token),
-            p.needed_gib, p.kv_cache_gib, fmt.int(p.estimated_max_model_len),
-            -- the release's own words for that figure (V0 names the pool's tokens, V1 an estimate)
-            (p.error or ""):find("estimated maximum model length", 1, true) and "the estimated maximum length"
-              or "the most tokens the KV cache can store")
+            p.needed_gib, p.kv_cache_gib, fmt.int(p.estimated_max_model_len), said_as(lab, p.error or ""))
     lab.say("max-model-len is a limit on one request; the pool is shared by all of them. The check " ..
             "is only about the first: a server that cannot hold even one full-length request refuses " ..
             "to start.")
