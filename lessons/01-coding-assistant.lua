@@ -124,7 +124,7 @@ return {
     local rows, sum, outside = { { "budget", string.format("%.2f", plan.budget_gib) } }, r2(plan.budget_gib), false
     for _, t in ipairs(plan.terms or {}) do
       if t.name ~= "budget" and t.name ~= "kv_cache" and (t.counted or t.gib > 0) and
-         not (t.name == "nccl" and t.gib == 0) then
+         not ((t.name == "nccl" or t.name == "non_torch") and t.gib < 0.005) then
         local label = t.name == "activation" and "activation peak" or course.term_label(t.name)
         if t.counted then
           rows[#rows + 1] = { "- " .. label, string.format("%.2f", t.gib) }
