@@ -105,9 +105,15 @@ return {
       lab.say("Unless --enforce-eager is given, vLLM estimates what capturing CUDA graphs will cost " ..
         "and holds that back too: %s.", fmt.gib(plan.cudagraph_gib))
     else
-      lab.say("Unless --enforce-eager is given, vLLM captures CUDA graphs. %s captures them after it " ..
-        "has sized the pool, so it holds nothing back for them: their %s come out of the headroom " ..
-        "outside the budget.", course.release_name(lab), fmt.gib(plan.cudagraph_gib))
+      -- 0.12-0.20 measure an estimate and log it, but apply it only with
+      -- VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 (v1/worker/gpu_worker.py)
+      local estimated = log_lines(lab, "cudagraph"):find("Estimated CUDA graph memory", 1, true)
+      lab.say("Unless --enforce-eager is given, vLLM captures CUDA graphs. %s%s captures them after it " ..
+        "has sized the pool, so %sit holds nothing back for them: their %s come out of the headroom " ..
+        "outside the budget.", estimated and string.format("%s estimates their memory first (the line " ..
+        "below) but takes the estimate off the budget only when VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 " ..
+        "is set. It", course.release_name(lab)) or course.release_name(lab), "", estimated and "by default " or "",
+        fmt.gib(plan.cudagraph_gib))
     end
     lab.say("%s", log_lines(lab, "cudagraph"))
     lab.pause()
