@@ -105,7 +105,7 @@ return {
       lab.say("Unless --enforce-eager is given, vLLM estimates what capturing CUDA graphs will cost " ..
         "and holds that back too: %s.", fmt.gib(plan.cudagraph_gib))
     else
-      -- 0.12-0.20 measure an estimate and log it, but apply it only with
+      -- 0.18-0.19 measure an estimate and log it, but apply it only with
       -- VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 (v1/worker/gpu_worker.py)
       local estimated = log_lines(lab, "cudagraph"):find("Estimated CUDA graph memory", 1, true)
       lab.say("Unless --enforce-eager is given, vLLM captures CUDA graphs. %s%s captures them after it " ..
