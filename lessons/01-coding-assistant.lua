@@ -25,6 +25,12 @@ local function log_lines(lab, phase)
   return table.concat(out, "\n")
 end
 
+-- The phase's log lines on the page, when the release logs any there.
+local function say_log(lab, phase)
+  local text = log_lines(lab, phase)
+  if text ~= "" then lab.say("%s", text) end
+end
+
 -- A GiB figure as the table below prints it (two decimals), back as a number.
 local function r2(gib)
   return tonumber(string.format("%.2f", gib))
@@ -61,7 +67,7 @@ return {
       fmt.gib(plan.weights_gib), w.how)
     lab.say("The CUDA context (%s) is already there: it appeared when the worker first touched the GPU.",
       fmt.gib(plan.cuda_context_gib))
-    lab.say("%s", log_lines(lab, "load"))
+    say_log(lab, "load")
     lab.pause()
 
     lab.page("2. Profile a forward pass")
@@ -115,7 +121,7 @@ return {
         "is set. It", course.release_name(lab)) or course.release_name(lab), "", estimated and "by default " or "",
         fmt.gib(plan.cudagraph_gib))
     end
-    lab.say("%s", log_lines(lab, "cudagraph"))
+    say_log(lab, "cudagraph")
     lab.pause()
 
     lab.page("4. Size the pool")
@@ -151,7 +157,7 @@ return {
       lab.say("(Each figure is rounded to two decimals, so the column works out to %.2f; vLLM subtracts " ..
         "the exact figures and gets %.2f.)", sum, plan.kv_cache_gib)
     end
-    lab.say("%s", log_lines(lab, "kv"))
+    say_log(lab, "kv")
     lab.pause()
 
     lab.page("5. The length check")
@@ -175,7 +181,7 @@ return {
       "in one go, and prints the pool's size in %s.",
       plan.block_size, plan.num_layers, plan.block_size, fmt.bytes(plan.kv_bytes_per_token),
       fmt.int(plan.num_blocks), in_tokens and "tokens" or "blocks")
-    lab.say("%s", log_lines(lab, "allocate"))
+    say_log(lab, "allocate")
     -- every term the plan lists, taken off the budget or not (the context,
     -- graphs captured after the pool), and the pool as its blocks take it
     local held = plan.kv_pool_gib

@@ -488,6 +488,10 @@ const char *lsn_server_log_phase(const char *line)
         {"Free memory on device", "init"},
         {"Model loading", "load"},
         {"Memory profiling", "profile"},
+        /* 0.18+: the note on the graph estimate follows "Available KV cache
+         * memory", as 0.19's "In v0.19, CUDA graph memory profiling will be ..."
+         * does (v1/worker/gpu_worker.py determine_available_memory) */
+        {"CUDA graph memory profiling", "kv"},
         {"profil", "profile"},
         {"weights", "load"},
         {"Graph capturing", "ready"},

@@ -486,6 +486,42 @@ static void test_server_device_fallback(void **st)
     small->ops->destroy(small);
 }
 
+/* The start-up log's phases (lab.log()'s phase, the order lesson 1's log
+ * view reveals lines in) never go back within a release's log: vLLM 0.18+
+ * prints its note on the CUDA-graph estimate ("CUDA graph memory profiling
+ * is enabled ...") after "Available KV cache memory", and the note read as
+ * the profile phase showed on lesson 1's profile page ahead of the line it
+ * follows. */
+static void test_log_phases_in_order(void **st)
+{
+    (void)st;
+    static const char *const order[] = { "init", "load", "profile", "cudagraph", "kv", "check", "allocate",
+                                          "ready" };
+    static const char *const rels[] = { "0.6.4", "0.8.5", "0.11.0", "0.19.0", "0.33.0" };
+    char err[512] = "";
+    for (size_t r = 0; r < sizeof rels / sizeof rels[0]; r++) {
+        lsn_server *s = lsn_server_new(KVLAB_SOURCE_DIR "/assets", NULL, 1, err, sizeof err);
+        assert_non_null(s);
+        assert_int_equal(lsn_server_set(s, "model", "meta-llama/Llama-3.1-8B-Instruct", err, sizeof err), 0);
+        assert_int_equal(lsn_server_set(s, "gpu", "h100-80gb", err, sizeof err), 0);
+        assert_int_equal(lsn_server_set(s, "vllm-version", rels[r], err, sizeof err), 0);
+        if (lsn_server_start(s, err, sizeof err) != 1)
+            fail_msg("%s: start: %s", rels[r], err);
+        const kv_plan *p = lsn_server_plan(s);
+        assert_non_null(p);
+        int last = 0;
+        for (int i = 0; i < p->num_log; i++) {
+            const char *ph = lsn_server_log_phase(p->log[i]);
+            int k = 0;
+            while (k < (int)(sizeof order / sizeof order[0]) && strcmp(order[k], ph)) k++;
+            if (k < last)
+                fail_msg("%s: '%.60s' is in phase %s, after a line of phase %s", rels[r], p->log[i], ph, order[last]);
+            last = k;
+        }
+        lsn_server_free(s);
+    }
+}
+
 static void test_waits(void **st)
 {
     (void)st;
@@ -542,6 +578,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_corrupt_progress, setup, teardown),
         cmocka_unit_test_setup_teardown(test_waits, setup, teardown),
         cmocka_unit_test(test_server_device_fallback),
+        cmocka_unit_test(test_log_phases_in_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
