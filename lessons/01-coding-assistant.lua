@@ -294,9 +294,13 @@ return {
       return r == nil or r.state == "finished"
     end, 5000)
     local blocks = lab.blocks()
-    local null_note = blocks.usable < plan.num_blocks and string.format(" (of the %s, %s vLLM's null " ..
-      "block, never handed out)", fmt.int(plan.num_blocks), plan.num_blocks - blocks.usable == 1 and "one is" or
-      fmt.int(plan.num_blocks - blocks.usable) .. " are") or ""
+    -- V1 keeps block 0 as its null block; V0 hands out every block, where
+    -- kvlab's engine still holds one back
+    local held_back = plan.num_blocks - blocks.usable
+    local null_note = held_back > 0 and string.format(" (of the %s, %s %s)", fmt.int(plan.num_blocks),
+      held_back == 1 and "one is" or fmt.int(held_back) .. " are",
+      plan.engine == "V0" and "held back by kvlab's engine as V1's null block; V0 vLLM hands out every block"
+        or "vLLM's null block, never handed out") or ""
     lab.say("At its largest it held %d blocks (room for %s tokens), %s of the %s usable blocks%s. " ..
       "Capacity is about how many such requests can be in flight together: that is what the rest of " ..
       "the course is about.", peak, fmt.int(peak * plan.block_size), fmt.pct(peak / blocks.usable, 2),
