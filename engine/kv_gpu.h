@@ -32,6 +32,8 @@ typedef struct kv_gpu {
     int32_t fp8;                 /* 1: fp8 tensor cores (Ada, Hopper, Blackwell, MI300) */
     int32_t compute_capability;  /* CUDA compute capability x 10 (75 = 7.5, 90 = 9.0); 0 unknown or not NVIDIA */
     int32_t is_custom;           /* 1: made by kv_gpu_custom, not from the catalogue */
+    int32_t unified_memory;      /* 1: CPU and GPU share one memory (GB10; gpus.json "unified_memory"):
+                                    vLLM's memory snapshots then count what the host side grows by */
 } kv_gpu;
 
 typedef struct kv_gpu_catalog {

@@ -956,6 +956,16 @@ void plan_budget(const plan_ctx *c, kv_plan *p)
                 plan_set_term(p, KV_PLAN_TERM_NON_TORCH, "non_torch", p->non_torch_bytes, 0, 1,
                               "workspaces the profile run adds (measured)");
         }
+        /* utils/mem_utils.py MemorySnapshot.measure: on an integrated GPU
+         * the free memory is the host's (psutil's available memory from
+         * 0.12, cudaMemGetInfo before), so the host side's growth between
+         * the snapshots is non-torch memory too */
+        if (c->gpu && c->gpu->unified_memory)
+            plan_note(p, "%s shares its memory with the host (unified memory): vLLM counts what the host side takes while the model "
+                         "loads and is profiled (the engine's own process, compile workers, page cache of a cold "
+                         "load) as non-torch memory, which kvlab does not model (2.2 GiB in a 0.27.1 run of "
+                         "Qwen3-0.6B): the pool comes out smaller than this and changes from one start to the next",
+                      c->gpu->id);
     } else {
         plan_set_term(p, KV_PLAN_TERM_NON_TORCH, "non_torch", 0, 0, 0, "not a textbook term");
     }

@@ -994,6 +994,30 @@ static void release_plan(kv_plan *p, const char *model, const char *gpu, const c
     plan_of(p, load_model(model), gpu, ver, flags);
 }
 
+static int has_note(const kv_plan *p, const char *text)
+{
+    for (int i = 0; i < p->num_notes; i++)
+        if (strstr(p->notes[i], text))
+            return 1;
+    return 0;
+}
+
+/* A unified-memory card (GB10): vLLM's snapshots read the host's free
+ * memory (utils/mem_utils.py), so the host's growth is non-torch memory
+ * kvlab does not model; the plan says so there and only there. */
+static void test_unified_memory_note(void **state)
+{
+    (void)state;
+    kv_plan p;
+    const char *const f[] = {"gpu-memory-utilization", "0.6", NULL};
+    release_plan(&p, "Qwen/Qwen3-0.6B", "gb10", "0.27.1", f);
+    assert_true(p.starts);
+    assert_true(has_note(&p, "shares its memory with the host (unified memory)"));
+    check_near("gb10", "total", p.gpu_total_bytes / KV_GIB, 121.69, 1e-9); /* as 2026 builds log it */
+    release_plan(&p, "Qwen/Qwen3-0.6B", "rtx-pro-6000", "0.27.1", f);
+    assert_false(has_note(&p, "unified memory"));
+}
+
 /* --compile-cache: a cold start's compile adds 126 bytes per element of the
  * [T, hidden] activation (T up to 2,048) beside the forward from 0.20, and
  * leaves as much again as non-torch memory from 0.27
@@ -1903,6 +1927,7 @@ int main(void)
         cmocka_unit_test(test_oom_paths),
         cmocka_unit_test(test_oom_in_torch_words),
         cmocka_unit_test(test_disable_sliding_window),
+        cmocka_unit_test(test_unified_memory_note),
         cmocka_unit_test(test_terms_and_overrides),
         cmocka_unit_test(test_json_fields),
         cmocka_unit_test(test_activation_formula),
