@@ -390,6 +390,13 @@ static const kv_release_sched S_V1_033 = {1, 0.0, 1, 1, 1, 1, 1, 0, 1};
 #define SAMPLER_TOPK 38.0
 #define SAMPLER_FI 16.0
 #define SAMPLER_V2 6.0
+/* From 0.26 V2's sampler copies the logits to fp32 only for requests whose
+ * parameters process them (0.26 v1/worker/gpu/sample/sampler.py
+ * apply_sampling_params works in place; 0.27 _requires_logits_processing;
+ * 0.28 on needs_logits_processing). The dummy requests carry none
+ * (temperature 0, top-k the vocabulary, top-p 1: states.py's initial
+ * values), so the dummy pass keeps only the 16-bit logits: 2 bytes. */
+#define SAMPLER_V2_IN_PLACE 2.0
 /* 0.17.0 replaced the sort with a Triton top-k/top-p kernel
  * (v1/sample/ops/topk_topp_triton.py, used from 8 requests up): the 16-bit
  * logits, their fp32 copy, the probabilities and the exponential noise of
@@ -562,12 +569,15 @@ static const kv_release_memory M_V1_025 = {
  * DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES of each release). */
 #define V2_ARCHES_026 "DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM", \
     "InklingForConditionalGeneration", "LongcatFlashNgramForCausalLM", "Qwen2MoeForCausalLM"
-static const kv_release_memory M_V1_026 = {V1_021, .v2_runner = KV_V2_LISTED_OR_DENSE, .v2_arches = {V2_ARCHES_026}, FI_CC_024};
+static const kv_release_memory M_V1_026 = {V1_021, .v2_runner = KV_V2_LISTED_OR_DENSE, .v2_arches = {V2_ARCHES_026},
+                                           .sampler_v2_bytes_per_elem = SAMPLER_V2_IN_PLACE, FI_CC_024};
 #define COLD_027 .compile_cold_non_torch_frac = COMPILE_COLD_NT_027
-static const kv_release_memory M_V1_027 = {V1_021, COLD_027, .v2_runner = KV_V2_LISTED_OR_DENSE,
+static const kv_release_memory M_V1_027 = {V1_021, COLD_027, .sampler_v2_bytes_per_elem = SAMPLER_V2_IN_PLACE,
+                                           .v2_runner = KV_V2_LISTED_OR_DENSE,
                                            .v2_arches = {V2_ARCHES_026, "KimiK3ForConditionalGeneration"}, FI_CC_024};
 static const kv_release_memory M_V1_028 = {
-    V1_021, COLD_027, .card_classes = CARDS_028, .v2_runner = KV_V2_LISTED_OR_DENSE,
+    V1_021, COLD_027, .sampler_v2_bytes_per_elem = SAMPLER_V2_IN_PLACE, .card_classes = CARDS_028,
+    .v2_runner = KV_V2_LISTED_OR_DENSE,
     .v2_arches = {V2_ARCHES_026, "KimiK3ForConditionalGeneration", "DeepseekV4ForCausalLM"}, FI_CC_024};
 /* 0.29.0: V2 for every generative model, with a real graph estimate; the
  * standalone FlashInfer all-reduce on by default (envs.py
@@ -575,7 +585,8 @@ static const kv_release_memory M_V1_028 = {
  * the compile pass; the length check and auto-fit first take off the null block
  * (kv_cache_utils.py "Reserve the null block BlockPool permanently holds
  * back"). */
-static const kv_release_memory M_V1_029 = {V1_021, COLD_027, .card_classes = CARDS_028, .v2_runner = KV_V2_ALL,
+static const kv_release_memory M_V1_029 = {V1_021, COLD_027, .sampler_v2_bytes_per_elem = SAMPLER_V2_IN_PLACE,
+                                           .card_classes = CARDS_028, .v2_runner = KV_V2_ALL,
                                            .fusion_needs_compile = 0,
                                            .cudagraph_estimate_v2 = 1, .check_reserves_null_block = 1, FI_CC_024};
 /* 0.31.0: the OffloadingConnector's LRU ranks keys per request
@@ -588,7 +599,8 @@ static const kv_release_memory M_V1_031 = {V1_021, COLD_027, .card_classes = CAR
 /* 0.33.0: V2's profile also samples with the warm-up's parameters
  * (gpu/model_runner.py _dummy_sampler_run "Warmup-param pass"); the LRU
  * gives a running request's keys a provisional rank (lru.py _RequestRank). */
-static const kv_release_memory M_V1_033 = {V1_021, COLD_027, .card_classes = CARDS_028, .v2_runner = KV_V2_ALL,
+static const kv_release_memory M_V1_033 = {V1_021, COLD_027, .sampler_v2_bytes_per_elem = SAMPLER_V2_IN_PLACE,
+                                           .card_classes = CARDS_028, .v2_runner = KV_V2_ALL,
                                            .fusion_needs_compile = 0,
                                            .cudagraph_estimate_v2 = 1, .check_reserves_null_block = 1,
                                            .v2_profiles_warmup = 1, FI_CC_024,

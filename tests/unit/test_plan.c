@@ -1002,6 +1002,27 @@ static int has_note(const kv_plan *p, const char *text)
     return 0;
 }
 
+/* Model runner V2's dummy sampler pass: 0.12-0.25 copy the logits to fp32
+ * for every request (6 bytes per element with the 16-bit logits); from 0.26
+ * only requests whose parameters process the logits get the copy, and the
+ * dummy requests carry none (v1/worker/gpu/sample/sampler.py): 2 bytes. */
+static void test_v2_dummy_sampler(void **state)
+{
+    (void)state;
+    kv_plan p;
+    const char *const f[] = {"max-model-len", "8192", "compile-cache", "warm", NULL};
+    static const struct { const char *ver; double bpe; } cases[] = {
+        {"0.22.0", 6}, {"0.25.0", 6}, {"0.26.0", 2}, {"0.27.1", 2}, {"0.30.0", 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        release_plan(&p, "Qwen/Qwen3-0.6B", "h100-80gb", cases[i].ver, f);
+        assert_true(p.model_runner_v2);
+        double S = (double)p.max_num_seqs, T = (double)p.max_num_batched_tokens;
+        double logits = p.sampler_bytes - (S + T) * 1024 * 2; /* hidden 1024, bfloat16 */
+        check_near(cases[i].ver, "V2 dummy sampler bytes per logit", logits / (S * 151936), cases[i].bpe, 1e-9);
+    }
+}
+
 /* A unified-memory card (GB10): vLLM's snapshots read the host's free
  * memory (utils/mem_utils.py), so the host's growth is non-torch memory
  * kvlab does not model; the plan says so there and only there. */
@@ -1928,6 +1949,7 @@ int main(void)
         cmocka_unit_test(test_oom_in_torch_words),
         cmocka_unit_test(test_disable_sliding_window),
         cmocka_unit_test(test_unified_memory_note),
+        cmocka_unit_test(test_v2_dummy_sampler),
         cmocka_unit_test(test_terms_and_overrides),
         cmocka_unit_test(test_json_fields),
         cmocka_unit_test(test_activation_formula),
