@@ -99,6 +99,7 @@ int kv_gpu_catalog_parse(const char *json, size_t len, kv_gpu_catalog *out, char
         g->nvlink_gbps = num_or(e, "nvlink_gbps", 0);
         g->fp8 = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "fp8"));
         g->unified_memory = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "unified_memory"));
+        g->nvml_memory_info = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(e, "nvml_memory_info"));
         double cc = num_or(e, "compute_capability", 0);
         g->compute_capability = cc > 0 && cc < 100 ? (int32_t)(cc * 10.0 + 0.5) : 0;
         out->count++;

@@ -34,6 +34,8 @@ typedef struct kv_gpu {
     int32_t is_custom;           /* 1: made by kv_gpu_custom, not from the catalogue */
     int32_t unified_memory;      /* 1: CPU and GPU share one memory (GB10; gpus.json "unified_memory"):
                                     vLLM's memory snapshots then count what the host side grows by */
+    int32_t nvml_memory_info;    /* 0: NVML answers "Not Supported" for the card's memory (GB10;
+                                    gpus.json "nvml_memory_info": false), 1 otherwise (the default) */
 } kv_gpu;
 
 typedef struct kv_gpu_catalog {

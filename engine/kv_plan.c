@@ -431,9 +431,17 @@ static int phase_inputs(const plan_ctx *c, kv_plan *p)
     }
     p->max_model_len = mml;
 
-    /* Scheduler defaults by card class; V0 by its SchedulerConfig rule. */
+    /* Scheduler defaults by card class; V0 by its SchedulerConfig rule.
+     * engine/arg_utils.py reads the total from NVML and, where NVML has no
+     * memory figure for the card, takes a card of 0 GiB (until 0.33). */
     int64_t mns, mnbt;
-    kv_release_card_defaults(c->r, c->total / KV_GIB, gpu ? gpu->name : NULL, &mns, &mnbt);
+    int no_total = gpu && !gpu->nvml_memory_info && !mem->card_total_from_torch && !c->textbook;
+    kv_release_card_defaults(c->r, no_total ? 0 : c->total / KV_GIB, gpu ? gpu->name : NULL, &mns, &mnbt);
+    if (no_total && mem->engine_v1 && (!kv_args_is_set(a, "max-num-seqs") || !kv_args_is_set(a, "max-num-batched-tokens")))
+        plan_note(p, "NVML has no memory figure for this card (nvidia-smi: Not Supported), so vLLM's defaults are a "
+                     "small card's: max_num_seqs %lld, max_num_batched_tokens %lld (engine/arg_utils.py; 0.33 reads "
+                     "torch's total instead)",
+                  (long long)mns, (long long)mnbt);
     int chunked = a->enable_chunked_prefill;
     if (!mem->engine_v1) {
         /* arg_utils.py: chunked prefill on by default when max_model_len > 32K

@@ -598,12 +598,14 @@ static const kv_release_memory M_V1_031 = {V1_021, COLD_027, .card_classes = CAR
                                            .offload_lru = KV_OFFLOAD_LRU_FINISH};
 /* 0.33.0: V2's profile also samples with the warm-up's parameters
  * (gpu/model_runner.py _dummy_sampler_run "Warmup-param pass"); the LRU
- * gives a running request's keys a provisional rank (lru.py _RequestRank). */
+ * gives a running request's keys a provisional rank (lru.py _RequestRank); a
+ * card whose NVML gives no memory figure (GB10) is classed by torch's total
+ * (platforms/cuda.py get_device_total_memory). */
 static const kv_release_memory M_V1_033 = {V1_021, COLD_027, .sampler_v2_bytes_per_elem = SAMPLER_V2_IN_PLACE,
                                            .card_classes = CARDS_028, .v2_runner = KV_V2_ALL,
                                            .fusion_needs_compile = 0,
                                            .cudagraph_estimate_v2 = 1, .check_reserves_null_block = 1,
-                                           .v2_profiles_warmup = 1, FI_CC_024,
+                                           .v2_profiles_warmup = 1, .card_total_from_torch = 1, FI_CC_024,
                                            .offload_lru = KV_OFFLOAD_LRU_PROVISIONAL};
 /* The V0 engine that 0.8.0 - 0.10.1.x fall back to on cards below compute
  * capability 8.0 (T4, V100, RTX 20xx): 0.7's V0 accounting

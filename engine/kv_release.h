@@ -171,6 +171,11 @@ typedef struct kv_release_memory {
     int sampler_fi_cc[2];
     double sampler_v2_bytes_per_elem; /* model runner V2's dummy pass (no top-k/top-p) */
     int v2_profiles_warmup;           /* V2's profile also runs the warm-up's sampling parameters (0.33) */
+    /* The card class takes torch's total when NVML has no memory figure for
+     * the card (platforms/cuda.py NvmlCudaPlatform.get_device_total_memory,
+     * 0.33); before, engine/arg_utils.py catches NVML's error and uses the
+     * defaults of a card of 0 GiB (kv_gpu.nvml_memory_info). */
+    int card_total_from_torch;
     kv_release_v2 v2_runner;
     const char *v2_arches[KV_RELEASE_MAX_V2_ARCHES]; /* NULL-terminated */
     /* V0's max_num_batched_tokens when not given: with chunked prefill

@@ -1035,8 +1035,19 @@ static void test_unified_memory_note(void **state)
     assert_true(p.starts);
     assert_true(has_note(&p, "shares its memory with the host (unified memory)"));
     check_near("gb10", "total", p.gpu_total_bytes / KV_GIB, 121.69, 1e-9); /* as 2026 builds log it */
+    /* NVML has no memory figure for GB10: engine/arg_utils.py takes a 0 GiB
+     * card's defaults until 0.33 reads torch's total (platforms/cuda.py) */
+    assert_int_equal(p.max_num_seqs, 256);
+    assert_int_equal(p.max_num_batched_tokens, 2048);
+    assert_true(has_note(&p, "NVML has no memory figure for this card"));
+    release_plan(&p, "Qwen/Qwen3-0.6B", "gb10", "0.33.0", f);
+    assert_int_equal(p.max_num_seqs, 1024);
+    assert_int_equal(p.max_num_batched_tokens, 8192);
+    assert_false(has_note(&p, "NVML has no memory figure"));
     release_plan(&p, "Qwen/Qwen3-0.6B", "rtx-pro-6000", "0.27.1", f);
     assert_false(has_note(&p, "unified memory"));
+    assert_false(has_note(&p, "NVML has no memory figure"));
+    assert_int_equal(p.max_num_seqs, 1024); /* 95.01 GiB: the >= 70 GiB class */
 }
 
 /* --compile-cache: a cold start's compile adds 126 bytes per element of the
