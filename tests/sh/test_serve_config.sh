@@ -66,5 +66,13 @@ printf 'num-scheduler-steps: 8\n' >"$tmp/old.yaml"
 bad "unrecognized arguments: --num-scheduler-steps (vLLM 0.33.0 has no such flag" serve $L8 --config "$tmp/old.yaml"
 "$KVLAB" serve $L8 --config "$tmp/old.yaml" --vllm-version 0.6.4 --gpu h100 >/dev/null 2>"$tmp/err"
 [ $? -le 1 ] || { echo "FAIL: num-scheduler-steps in a 0.6.4 config: $(cat "$tmp/err")"; fail=1; }
+# "key: false" is --no-key only where the release's parser has that form;
+# 0.6.4's store_true --enable-prefix-caching has none, so the key is dropped
+printf 'enable-prefix-caching: false\nenforce-eager: false\n' >"$tmp/off.yaml"
+for v in 0.6.4 0.8.5 0.33.0; do
+  "$KVLAB" serve $L8 --config "$tmp/off.yaml" --vllm-version $v --gpu h100 --max-model-len 8192 --json >"$tmp/off.json" 2>"$tmp/err" ||
+    { echo "FAIL: false keys in a $v config: $(cat "$tmp/err")"; fail=1; continue; }
+  [ "$(field "$tmp/off.json" enable_prefix_caching)" = False ] || { echo "FAIL: prefix caching on under $v"; fail=1; }
+done
 [ $fail = 0 ] && echo "all --config checks passed"
 exit $fail

@@ -124,16 +124,23 @@ static cJSON *yaml_to_json(yaml_document_t *doc, yaml_node_t *n, int depth)
 }
 
 /* Does --no-<key> exist (kvlab's switches, or a BooleanOptionalAction of vLLM's)? */
-static int has_no_form(const char *key)
+/* Whether release index ri's parser has a --no- form of key (a kvlab flag's
+ * own --no-X otherwise): load_config_file turns "key: false" into --no-key
+ * where it exists and drops it where the option is a plain store_true
+ * switch (0.6.4's enable-prefix-caching). */
+static int has_no_form(const char *key, int ri)
 {
     char no[160];
     snprintf(no, sizeof no, "no-%s", key);
-    int neg = 0;
-    return kv_args_flag_find(no) != NULL || (kv_vllm_flag_find(no, &neg) && neg);
+    int neg = 0, nargs = 0;
+    const kv_vllm_flag *vf = kv_vllm_flag_find(no, &neg);
+    if (vf && neg)
+        return !kv_vllm_flag_shape(vf, ri, &nargs, &neg) || neg;
+    return kv_args_flag_find(no) != NULL;
 }
 
 /* The file's arguments, in load_config_file's order. */
-static int load_config(const char *path, strv *out, char *err, size_t errlen)
+static int load_config(const char *path, int ri, strv *out, char *err, size_t errlen)
 {
     const char *dot = strrchr(path, '.');
     const char *ext = dot ? dot + 1 : path;
@@ -179,7 +186,7 @@ static int load_config(const char *path, strv *out, char *err, size_t errlen)
         if (yaml_bool(v, &b)) {
             if (b && strv_push(out, flag))
                 goto oom;
-            if (!b && has_no_form(key)) {
+            if (!b && has_no_form(key, ri)) {
                 snprintf(flag, sizeof flag, "--no-%s", key);
                 if (strv_push(out, flag))
                     goto oom;
@@ -224,6 +231,21 @@ done:
 }
 #endif
 
+/* The read release the line's --vllm-version names (kv_vllm_release_index;
+ * the newest without one). */
+static int release_of(int argc, char **argv)
+{
+    const char *v = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (!strncmp(argv[i], "--vllm-version=", 15) || !strncmp(argv[i], "--vllm_version=", 15))
+            v = argv[i] + 15;
+        else if ((!strcmp(argv[i], "--vllm-version") || !strcmp(argv[i], "--vllm_version")) && i + 1 < argc)
+            v = argv[i + 1];
+    }
+    int ri = kv_vllm_release_index(v);
+    return ri < 0 ? kv_vllm_num_releases - 1 : ri;
+}
+
 int kvlab_vllm_config_expand(int argc, char **argv, char ***out, char *err, size_t errlen)
 {
     strv s = {0};
@@ -258,7 +280,7 @@ int kvlab_vllm_config_expand(int argc, char **argv, char ***out, char *err, size
             goto oom;
     if (count) {
 #ifdef KVLAB_HAVE_YAML
-        if (load_config(path, &s, err, errlen) != 0) {
+        if (load_config(path, release_of(argc, argv), &s, err, errlen) != 0) {
             kvlab_vllm_config_free(s.v, s.n);
             return -1;
         }
