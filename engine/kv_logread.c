@@ -113,7 +113,8 @@ static const lr_rule RULES[] = {
     {"# GPU blocks: {i}", {F_BLOCKS}, NULL, "0.8.0", 0, 0, "gpu_blocks"},
 
     /* The card. */
-    {"GPU {i} has a total capacity of {f} GiB", {F_SKIP, F_TOTAL}, NULL, NULL, 0, 0, NULL},
+    /* torch's OOM text carries the total too: R_MORE lets "CUDA out of memory" see it. */
+    {"GPU {i} has a total capacity of {f} GiB", {F_SKIP, F_TOTAL}, NULL, NULL, 0, R_MORE, NULL},
     {"total_memory={f}GiB", {F_TOTAL}, NULL, NULL, 0, 0, NULL},
 
     /* Errors. */

@@ -110,6 +110,12 @@ if [ $rc != 0 ] || ! grep -q "cannot plan: the log does not name the model" <<<"
   echo "FAIL a log without its model (exit $rc)"; echo "$out" | tail -3; fail=1
 fi
 
+# torch's OOM line also names the card's total ("GPU 0 has a total capacity of
+# 79.19 GiB"): both are read, and the log fails with an out-of-memory kind.
+grep -v -e "warming up sampler" -e "Model loading took" "$LOGS/planner-0190-openai-gpt-oss-20b--h100-80gb--tp1pp1dp1--8192.FAILED.log" >"$tmp/torch-oom.log"
+got=$("$KVLAB" explain "$tmp/torch-oom.log" --json | python3 -c 'import json,sys; d=json.load(sys.stdin)["logged"]; print(d.get("error_kind"), d.get("gpu_total_gib"))')
+[ "$got" = "weights_oom 79.19" ] || { echo "FAIL torch's OOM line read as: $got (want weights_oom 79.19)"; fail=1; }
+
 # 4. Not a vLLM log: exit 2, one line, nothing on stdout.
 notlog() { # what file
   "$KVLAB" explain "$2" >"$tmp/out" 2>"$tmp/err"
