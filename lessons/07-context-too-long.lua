@@ -88,8 +88,10 @@ return {
             m.id, p.gpu_total_gib, p.gpu_memory_utilization, fmt.int(p.max_num_batched_tokens))
     lab.show("log")
     lab.highlight("log", "To serve at least one request")
+    -- the error whole, even at 80x24 (kvlab check's page rule); the memory
+    -- bar takes the rows left, or Tab, and is pointed at on the next page
+    lab.focus("log")
     lab.show("memory")
-    lab.highlight("memory", "kv", nil, string.format("%.2f GiB", p.kv_cache_gib))
     lab.say("Read it from the end. Without --max-model-len vLLM takes the model's own limit, %s " ..
             "tokens (max_position_embeddings in config.json). It then insists that one request of " ..
             "that length fit in the pool: %s tokens x %s = %.1f GiB. The pool is %.2f GiB, which " ..
@@ -102,6 +104,9 @@ return {
     lab.pause()
 
     lab.page("Fixes, cheapest first")
+    lab.unhighlight("log")
+    lab.focus("memory")
+    lab.highlight("memory", "kv", nil, string.format("%.2f GiB", p.kv_cache_gib))
     lab.say("kvlab tried each fix on the engine. In the order you should reach for them:")
     local lines = {}
     for i, f in ipairs(by_cost(p.fixes)) do

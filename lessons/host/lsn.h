@@ -439,4 +439,14 @@ const char *lsn_lua_version(void);
  * lesson afterwards and never touches the progress file. */
 int lsn_check(lsn_runner *r, int number, FILE *log);
 
+/* A rule on what the learner sees, for kvlab check to apply at every wait
+ * for the learner (a pause, a question, a goal): the program hands one in
+ * (tui/app/ui_fit.h: the views a page highlights or focuses are on screen
+ * at every terminal size the app supports), since the runtime knows no
+ * terminal. It reads the runner (lsn_scene_get, lsn_engine, lsn_plan) and
+ * returns 0, or -1 with one line in msg; kvlab check then fails the lesson
+ * with that line. NULL: no such rule (builds without the app). */
+typedef int (*lsn_page_rule)(lsn_runner *r, void *ctx, char *msg, size_t msglen);
+void lsn_check_set_page_rule(lsn_runner *r, lsn_page_rule rule, void *ctx);
+
 #endif

@@ -386,6 +386,23 @@ static void check_goal(lsn_runner *r)
         check_fail(r, "goal %d (\"%s\") not reached after its scripted changes", ng, text);
 }
 
+/* Every wait for the learner: the program's rule on the screen (a view the
+ * page points at that the terminal does not show), once per page and wait. */
+static void check_page(lsn_runner *r)
+{
+    if (!r->chk.page_rule)
+        return;
+    char msg[512];
+    if (r->chk.page_rule(r, r->chk.page_ctx, msg, sizeof msg) < 0)
+        check_fail(r, "page %d \"%s\": %s", lsn_page_number(r), lsn_page_title(r), msg);
+}
+
+void lsn_check_set_page_rule(lsn_runner *r, lsn_page_rule rule, void *ctx)
+{
+    r->chk.page_rule = rule;
+    r->chk.page_ctx = ctx;
+}
+
 int lsn_check(lsn_runner *r, int number, FILE *log)
 {
     FILE *old = r->chk.log;
@@ -393,6 +410,7 @@ int lsn_check(lsn_runner *r, int number, FILE *log)
     r->chk.on = 1;
     r->chk.question = check_question;
     r->chk.goal = check_goal;
+    r->chk.page = check_page;
     r->chk.failed = 0;
     r->chk.n_questions = r->chk.n_goals = r->chk.n_predictions = 0;
     r->chk.waits = r->chk.engine_steps = 0;

@@ -691,6 +691,12 @@ void lsn_run_drive(lsn_runner *r, int target)
         if (p->replaying && p->stop_early && p->step >= target && r->srv.step_starts >= p->stop_early - 1 &&
             (p->wait == W_STEPS || p->wait == W_RUN_UNTIL || p->wait == W_COND))
             return; /* lsn_replay: the follower runs the engine from here */
+        /* kvlab check: the page as the learner would see it while it waits */
+        if (r->chk.on && r->chk.page && (p->wait == W_NEXT || p->wait == W_ANSWER || p->wait == W_GOAL)) {
+            r->chk.page(r);
+            if (r->chk.failed)
+                return;
+        }
         switch (p->wait) {
         case W_STEPS:
             finish_steps(r);

@@ -82,6 +82,9 @@ typedef struct lsn_checking {
      * so the runner calls nothing in lsn_check.c: calls go one way). */
     void (*question)(lsn_runner *r);  /* a question waits: give wrong answers, then the scripted one */
     void (*goal)(lsn_runner *r);      /* a goal waits: try the wrong levers, then the scripted changes */
+    void (*page)(lsn_runner *r);      /* any wait for the learner: the page rule (page_rule) on the screen */
+    lsn_page_rule page_rule;          /* lsn_check_set_page_rule, NULL none */
+    void *page_ctx;
 } lsn_checking;
 
 struct lsn_runner {

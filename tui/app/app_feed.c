@@ -11,23 +11,16 @@
 
 #include "app_rewind.h"
 #include "lsn_server.h"
+#include "ui_fit.h"
 #include "ui_mem.h"
 #include "ui_pool.h"
 #include "ui_style.h"
 
 /* ---- helpers the views use -------------------------------------------- */
 
-/* Start-up phases in order (lessons/API.md, lab.log); a line's phase comes
- * from the runner's reading of vLLM's wording (lsn_server_log_phase). */
-static const char *const phases[] = { "init", "load", "profile", "cudagraph", "kv", "check", "allocate", "ready" };
-#define NPHASES ((int)(sizeof phases / sizeof phases[0]))
-
-static int phase_rank(const char *phase)
-{
-    for (int i = 0; phase && i < NPHASES; i++)
-        if (!strcmp(phase, phases[i])) return i;
-    return NPHASES - 1;
-}
+/* Start-up phases in order (ui_fit.h, shared with kvlab check's rule). */
+#define NPHASES UI_FIT_NPHASES
+static int phase_rank(const char *phase) { return ui_fit_phase_rank(phase); }
 
 int app_line_phase(const char *line) { return phase_rank(lsn_server_log_phase(line)); }
 

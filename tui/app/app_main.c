@@ -30,6 +30,7 @@
 #include "lsn_server.h"
 #include "paths.h"
 #include "ui_chrome.h"
+#include "ui_fit.h"
 #include "ui_style.h"
 #include "ui_views.h"
 
@@ -129,23 +130,10 @@ static void on_device_progress(void *ctx, const char *what)
 
 /* ---- layout and windows ------------------------------------------------ */
 
-static const char *const view_names[UI_PANE_COUNT] = {
-    [UI_PANE_MEMORY] = "memory", [UI_PANE_POOL] = "pool", [UI_PANE_REQUESTS] = "requests",
-    [UI_PANE_TP] = "tp", [UI_PANE_PLOT] = "plot", [UI_PANE_FLAGS] = "flags",
-    [UI_PANE_METRICS] = "metrics", [UI_PANE_LOG] = "log",
-};
-
 unsigned app_shown_panes(const app *a, int *lesson_focus)
 {
-    unsigned m = 0;
-    *lesson_focus = -1;
-    if (a->lsn) {
-        for (int p = UI_PANE_MEMORY; p < UI_PANE_COUNT; p++) {
-            const lsn_view *v = lsn_view_find(a->lsn, view_names[p]);
-            if (v && v->shown) m |= UI_PANE_BIT(p);
-            if (v && v->focus) *lesson_focus = p;
-        }
-    }
+    /* the lesson's panes, as kvlab check's rule lays them out (ui_fit.h) */
+    unsigned m = ui_fit_shown(a->lsn ? lsn_scene_get(a->lsn) : NULL, lesson_focus);
     if (a->key_focus == UI_PANE_FLAGS) m |= UI_PANE_BIT(UI_PANE_FLAGS);
     if (a->sel_req >= 0) m |= UI_PANE_BIT(UI_PANE_REQUESTS);
     /* The ranks of a tensor-parallel server, wherever the learner asks for

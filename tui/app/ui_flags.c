@@ -87,11 +87,23 @@ static int extra_rows(const ui_view_ctx *c, int iw)
 /* Every flag, a row each; the layout gives them all only while the learner
  * edits them (f) or when the pictures have their room (ui_layout.c), and
  * the rows scroll to the flag the lesson highlights. */
+static int flag_hilited(const ui_view_ctx *c, const char *name);
+
 static int flags_want_h(const ui_view_ctx *c, int w)
 {
     /* with the keys: the selected flag's whole help and the command too */
     int extra = c->m->key_focus == UI_PANE_FLAGS ? extra_rows(c, w - 4) : 0;
     return c->s->nflags + 3 + extra;
+}
+
+/* The lesson's highlighted flags whole: a row each, the hint under them and
+ * the border (flags_draw keeps every highlighted flag in view when they fit). */
+static int flags_must_h(const ui_view_ctx *c, int w)
+{
+    (void)w;
+    int n = 0;
+    for (int i = 0; i < c->s->nflags; i++) n += flag_hilited(c, c->s->flags[i].name);
+    return n ? n + 3 : 0;
 }
 
 /* The flag on row y of the window at the last draw, or -1. */
@@ -300,5 +312,5 @@ static unsigned flags_mouse(const ui_view_ctx *c, int y, int x, ui_mouse m)
 
 const ui_view_class ui_view_flags = {
     .pane = UI_PANE_FLAGS, .name = "flags", .focusable = 1,
-    .want_h = flags_want_h, .draw = flags_draw, .on_mouse = flags_mouse,
+    .want_h = flags_want_h, .must_h = flags_must_h, .draw = flags_draw, .on_mouse = flags_mouse,
 };

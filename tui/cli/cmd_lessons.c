@@ -9,6 +9,9 @@
 #include "lsn.h"
 #include "lsn_course.h"
 #include "paths.h"
+#ifdef KVLAB_HAVE_TUI
+#include "ui_fit.h" /* the page rule: what a page points at is on screen */
+#endif
 
 static void check_usage(FILE *f)
 {
@@ -18,7 +21,8 @@ static void check_usage(FILE *f)
                "  every lesson's server follows vLLM release V (default the newest), or the textbook\n"
                "  arithmetic with --accounting textbook;\n"
                "  every question must refuse its wrong answers and accept its script; every goal\n"
-               "  must be reached by its scripted flag changes. Exit 0 when all pass, 1 otherwise,\n"
+               "  must be reached by its scripted flag changes; every view a page focuses or highlights\n"
+               "  must be on screen whole at 80x24, 100x30, 140x45 and 200x50. Exit 0 when all pass, 1 otherwise,\n"
                "  2 for a number the course does not have.\n"
                "  --seconds S: wall time one call into a lesson may take (default 3, as in the app); the\n"
                "  other limits (instructions, memory) do not depend on how busy the machine is.\n"
@@ -116,6 +120,11 @@ int cmd_check(int argc, char **argv)
             lsn_course_free(&c);
         }
     }
+#ifdef KVLAB_HAVE_TUI
+    static kv_frame fit_frame;
+    kv_frame_init(&fit_frame);
+    lsn_check_set_page_rule(r, ui_fit_rule, &fit_frame);
+#endif
     for (int i = 0; i < n; i++) {
         const lsn_info *l = lsn_info_of(r, nums[i]);
         if (!l->available) {
@@ -138,6 +147,9 @@ int cmd_check(int argc, char **argv)
         printf(" (%d lesson%s not written yet)", skipped, skipped == 1 ? "" : "s");
     printf("\n");
     lsn_free(r);
+#ifdef KVLAB_HAVE_TUI
+    kv_frame_free(&fit_frame);
+#endif
     return failed ? 1 : 0;
 }
 
