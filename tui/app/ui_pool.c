@@ -279,8 +279,11 @@ static void pool_draw(const ui_view_ctx *c, WINDOW *win)
                 /* Shared blocks in the cell: the highest reference count. */
                 ch = maxref > 9 ? g->more_refs : (wchar_t)(L'0' + maxref);
                 at = ui_attr(ui_req_role(blk[owner_b].owner)) | A_REVERSE | A_BOLD;
-            } else if (u == 0 && empty_in > 0) {
-                ch = g->empty_blk; /* reserved, all empty */
+            } else if (empty_in > 0 && empty_in >= u) {
+                /* reserved, mostly empty: a zoomed slab shows what most of
+                 * it is (lesson 12's waste), by glyph, not by colour or a
+                 * low fill level alone */
+                ch = g->empty_blk;
                 at = ui_attr(ui_req_role(blk[owner_b].owner));
             } else if (u == 0) {
                 ch = cached ? g->cached_blk : (nul ? g->null_blk : g->free_blk);
