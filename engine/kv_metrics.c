@@ -272,7 +272,17 @@ typedef struct stats_iv {
     double dt, prompt, gen;
 } stats_iv;
 
+static int span_at(const kv_release_metrics *rm, const kv_timeline_sample *tl, int n, double start, double end,
+                   stats_iv *o);
+
 static int interval_at(const kv_release_metrics *rm, const kv_timeline_sample *tl, int n, double end, stats_iv *o)
+{
+    return span_at(rm, tl, n, end - rm->interval_s, end, o);
+}
+
+/* The span (start, end] of the engine clock, as interval_at. */
+static int span_at(const kv_release_metrics *rm, const kv_timeline_sample *tl, int n, double start, double end,
+                   stats_iv *o)
 {
     int ie = -1;
     for (int i = 0; i < n && tl[i].clock_s <= end + 1e-9; i++)
@@ -281,7 +291,7 @@ static int interval_at(const kv_release_metrics *rm, const kv_timeline_sample *t
         return 0;
     double t0;
     o->e = &tl[ie];
-    o->s = interval_start(tl, n, end - rm->interval_s, &t0);
+    o->s = interval_start(tl, n, start, &t0);
     if (t0 < 0 || end - t0 <= 0)
         return 0;
     o->dt = end - t0;
@@ -290,6 +300,26 @@ static int interval_at(const kv_release_metrics *rm, const kv_timeline_sample *t
     o->prompt = (double)(p1 - p0) / o->dt;
     o->gen = (double)(o->e->generation_tokens_total - (o->s ? o->s->generation_tokens_total : 0)) / o->dt;
     return 1;
+}
+
+/* The line (and V0's prefix-cache line) for the span v, in row rm's words. */
+static void format_stats(const kv_release_metrics *rm, const stats_iv *v, int prefix_caching, char *line, size_t len,
+                         char *hits, size_t hlen)
+{
+    const kv_timeline_sample *e = v->e;
+    int64_t pre = e->num_preemptions_total - (v->s ? v->s->num_preemptions_total : 0);
+    char pre_part[48] = "";
+    if (rm->preemptions_part && pre > 0)
+        snprintf(pre_part, sizeof pre_part, "Preemptions: %lld, ", (long long)pre);
+    kv_release_arg args[] = {
+        {"prompt", v->prompt, NULL}, {"gen", v->gen, NULL}, {"running", e->num_running, NULL},
+        {"waiting", e->num_waiting, NULL}, {"usage", e->kv_usage * 100.0, NULL},
+        {"hit_rate", e->prefix_hit_rate * 100.0, NULL}, {"preemptions", 0, pre_part},
+    };
+    int na = (int)(sizeof args / sizeof args[0]);
+    kv_release_format(line, len, rm->stats, args, na);
+    if (rm->stats_hits && prefix_caching && hlen)
+        kv_release_format(hits, hlen, rm->stats_hits, args, na);
 }
 
 int kv_metrics_stats_line(const kv_release_metrics *rm, const kv_timeline_sample *tl, int n, int prefix_caching,
@@ -312,21 +342,31 @@ int kv_metrics_stats_line(const kv_release_metrics *rm, const kv_timeline_sample
         if (rm->quiet_when_idle && v.prompt <= 0 && v.gen <= 0 &&
             !(k >= 2 && interval_at(rm, tl, n, (double)(k - 1) * iv, &prev) && (prev.prompt > 0 || prev.gen > 0)))
             continue;
-        const kv_timeline_sample *e = v.e;
-        int64_t pre = e->num_preemptions_total - (v.s ? v.s->num_preemptions_total : 0);
-        char pre_part[48] = "";
-        if (rm->preemptions_part && pre > 0)
-            snprintf(pre_part, sizeof pre_part, "Preemptions: %lld, ", (long long)pre);
-        kv_release_arg args[] = {
-            {"prompt", v.prompt, NULL}, {"gen", v.gen, NULL}, {"running", e->num_running, NULL},
-            {"waiting", e->num_waiting, NULL}, {"usage", e->kv_usage * 100.0, NULL},
-            {"hit_rate", e->prefix_hit_rate * 100.0, NULL}, {"preemptions", 0, pre_part},
-        };
-        int na = (int)(sizeof args / sizeof args[0]);
-        kv_release_format(line, len, rm->stats, args, na);
-        if (rm->stats_hits && prefix_caching && hlen)
-            kv_release_format(hits, hlen, rm->stats_hits, args, na);
+        format_stats(rm, &v, prefix_caching, line, len, hits, hlen);
         return 1;
     }
     return 0;
+}
+
+int kv_metrics_stats_span(const kv_release_metrics *rm, const kv_timeline_sample *tl, int n, int prefix_caching,
+                          double t0, double t1, int *active, int was_active, char *line, size_t len, char *hits,
+                          size_t hlen)
+{
+    if (len)
+        line[0] = '\0';
+    if (hlen)
+        hits[0] = '\0';
+    if (active)
+        *active = 0;
+    stats_iv v;
+    if (!rm || !tl || n <= 0 || !(t1 > t0) || !span_at(rm, tl, n, t0, t1, &v))
+        return 0;
+    int busy = v.prompt > 0 || v.gen > 0;
+    if (active)
+        *active = busy;
+    /* quiet while this span and the one before had no throughput */
+    if (rm->quiet_when_idle && !busy && !was_active)
+        return 0;
+    format_stats(rm, &v, prefix_caching, line, len, hits, hlen);
+    return 1;
 }

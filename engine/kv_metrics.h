@@ -69,6 +69,19 @@ size_t kv_metrics_prometheus(const kv_engine_metrics *m, const kv_hist *hists, i
 int kv_metrics_stats_line(const kv_release_metrics *rm, const kv_timeline_sample *tl, int n, int prefix_caching,
                           char *line, size_t len, char *hits, size_t hlen);
 
+/* The same line for the span (t0, t1] of the engine clock instead of a
+ * whole logging interval: for a caller whose logger runs on another clock
+ * than the engine's (the lesson app logs every rm->interval_s of the
+ * learner's time, so a page that runs the engine slowly still shows the
+ * line as vLLM would, every interval: tui/app/app_stats.c). *active (may be
+ * NULL) gets 1 when the span had throughput; was_active: the span before
+ * had (rm->quiet_when_idle: two idle spans running log nothing). Returns 1
+ * with the lines, 0 with "" (t1 <= t0, the timeline does not reach into
+ * the span, or quiet). */
+int kv_metrics_stats_span(const kv_release_metrics *rm, const kv_timeline_sample *tl, int n, int prefix_caching,
+                          double t0, double t1, int *active, int was_active, char *line, size_t len, char *hits,
+                          size_t hlen);
+
 /* The histograms alone, as kv_metrics_prometheus writes them. */
 size_t kv_metrics_prometheus_hists(const kv_hist *hists, int nhists, const char *model_name, char *buf, size_t len);
 

@@ -139,6 +139,47 @@ static void test_quiet_when_idle(void **state)
     if (!strstr(line, "Running: 30 reqs")) fail_msg("0.8.0: %s", line);
 }
 
+/* A span of the engine clock shorter than an interval (the app logs every
+ * interval of the learner's time: tui/app/app_stats.c): the rates over the
+ * span, the counts at its end; (10 s, 20 s] reads as the interval's own
+ * line; an empty span or one the timeline does not reach gives nothing;
+ * quiet after an idle span only where the release is. */
+static void test_span(void **state)
+{
+    (void)state;
+    kv_timeline_sample tl[40];
+    int n = busy_timeline(tl, 25);
+    const kv_release_metrics *rm = kv_release_metrics_of(kv_release_find("0.33.0", NULL, 0), 1);
+    char line[600], hits[200], whole[600], wh[200];
+    int act = -1;
+    assert_int_equal(kv_metrics_stats_span(rm, tl, n, 1, 0.0, 2.0, &act, 0, line, sizeof line, hits, sizeof hits), 1);
+    assert_int_equal(act, 1);
+    /* 0.16 on: the prompt tokens computed (600 of the 1,000 a second) */
+    if (!strstr(line, "Engine 000: Avg prompt throughput: 600.0 tokens/s, Avg generation throughput: 100.0 tokens/s"))
+        fail_msg("(0, 2 s]: %s", line);
+    /* the counts at the span's end: two preemptions at 15 s are in (14, 16] */
+    tl[15].num_running = 7; /* the sample at 16 s */
+    assert_int_equal(kv_metrics_stats_span(rm, tl, n, 1, 14.0, 16.0, &act, 1, line, sizeof line, hits, sizeof hits), 1);
+    if (!strstr(line, "Running: 7 reqs") || !strstr(line, "Preemptions: 2")) fail_msg("(14, 16 s]: %s", line);
+    tl[15].num_running = 3;
+    assert_int_equal(kv_metrics_stats_span(rm, tl, 20, 1, 10.0, 20.0, &act, 1, line, sizeof line, hits, sizeof hits), 1);
+    assert_int_equal(kv_metrics_stats_line(rm, tl, 20, 1, whole, sizeof whole, wh, sizeof wh), 1);
+    assert_string_equal(line, whole);
+    assert_int_equal(kv_metrics_stats_span(rm, tl, n, 1, 5.0, 5.0, &act, 1, line, sizeof line, hits, sizeof hits), 0);
+    assert_string_equal(line, "");
+    /* idle: tokens stop at 10 s */
+    for (int i = 0; i < n; i++) {
+        int t = (int)tl[i].clock_s < 10 ? (int)tl[i].clock_s : 10;
+        tl[i].generation_tokens_total = 100 * t;
+        tl[i].prompt_tokens_total = tl[i].prompt_computed_total = 1000 * t;
+    }
+    assert_int_equal(kv_metrics_stats_span(rm, tl, n, 1, 12.0, 14.0, &act, 1, line, sizeof line, hits, sizeof hits), 1);
+    assert_int_equal(act, 0);
+    assert_int_equal(kv_metrics_stats_span(rm, tl, n, 1, 14.0, 16.0, &act, 0, line, sizeof line, hits, sizeof hits), 0);
+    assert_int_equal(kv_metrics_stats_span(rm_of("0.8.0", 1), tl, n, 1, 14.0, 16.0, &act, 0, line, sizeof line, hits,
+                                           sizeof hits), 1);
+}
+
 /* An engine run: the line's generation rate is the generated tokens of the
  * interval over its 10 s, and the counts are the engine's at its end. */
 static void test_engine_run(void **state)
@@ -189,6 +230,7 @@ int main(void)
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_words),
         cmocka_unit_test(test_quiet_when_idle),
+        cmocka_unit_test(test_span),
         cmocka_unit_test(test_engine_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

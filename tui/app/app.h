@@ -12,6 +12,7 @@
 #include "kv_engine.h"
 #include "kv_frame.h"
 #include "kv_plan.h"
+#include "app_stats.h"
 #include "lsn.h"
 #include "ui_layout.h"
 #include "ui_model.h"
@@ -96,6 +97,7 @@ typedef struct app {
     double split_clock;      /* seconds of it played (at the app's speed, not while paused) */
     int split_frame;         /* its frame shown now (ui_model.split_frame), -1 none */
     int64_t host_stored_seen, host_loaded_seen; /* the tier's counters as last fed */
+    app_stats stats;         /* vLLM's periodic stats line, every interval of the learner's time */
     int64_t victim;          /* last preempted request (-1 none) */
     double victim_until;
     double startup_next;     /* when the next start-up log line appears */

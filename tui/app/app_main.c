@@ -328,6 +328,9 @@ void app_model_update(app *a)
     m->startup_shown = a->startup_shown;
     m->log_target = app_log_target(a);
     m->engine_log_visible = app_engine_log_visible(a);
+    /* the stats line as the learner's clock logs it; a replayed step: the frame's */
+    m->stats_line = app_rewind_active(a) ? NULL : a->stats.line;
+    m->stats_hits = app_rewind_active(a) ? NULL : a->stats.hits;
     m->starting = app_starting(a);
     m->mem_terms = app_mem_terms(a);
     memset(m->log_visible, 0, sizeof m->log_visible);
@@ -814,6 +817,8 @@ int app_main(int argc, char **argv)
         app_feed_events(a);
         app_update_flashing(a);
         split_tick(a, dt);
+        if (!app_rewind_active(a) && app_stats_tick(&a->stats, a->eng, a->plan, a->now))
+            a->dirty |= UI_PANE_BIT(UI_PANE_LOG);
         if (a->plan) {
             /* Reveal the start-up log one line every 0.3 s (at speed 1); the
              * memory bar follows it term by term. */
@@ -895,6 +900,7 @@ int app_main(int argc, char **argv)
     app_rewind_free(a);
     lsn_free(a->lsn);
     if (dev) dev->ops->destroy(dev);
+    app_stats_free(&a->stats);
     free(a->flash_kind);
     free(a->flash_until);
     free(a->vs_plan);

@@ -104,11 +104,14 @@ static int build(const ui_view_ctx *c, int iw, int all, wrapped *w, int *first, 
             else add_line(w, f->log[i], lv, role, iw, 0, &ef, &el);
         }
     }
-    if (a->engine_log_visible && f->has_engine && f->stats_line[0]) {
-        /* vLLM's periodic stats line in the release's words (kv_frame.h) */
+    const char *sl = a->stats_line ? a->stats_line : f->stats_line;
+    const char *sh = a->stats_line && a->stats_hits ? a->stats_hits : f->stats_hits;
+    if (a->engine_log_visible && f->has_engine && sl[0]) {
+        /* vLLM's periodic stats line in the release's words (kv_frame.h),
+         * as the app logs it every interval of the learner's time (app_stats.h) */
         char buf[KV_FRAME_STATS_LEN + 8];
         {
-            const char *ls[2] = { f->stats_line, f->stats_hits };
+            const char *ls[2] = { sl, sh };
             for (int k = 0; k < 2 && ls[k][0]; k++) {
                 snprintf(buf, sizeof buf, "INFO %s", ls[k]);
                 int hi = hilite(c, buf);

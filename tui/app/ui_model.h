@@ -110,6 +110,9 @@ typedef struct ui_model {
     unsigned mem_terms;      /* bit t: memory term t (UI_MEM_T_*) shown */
     uint64_t log_visible[(KV_PLAN_MAX_LOG + 63) / 64]; /* bit i: plan log line i is within "upto" */
     unsigned shown_panes;    /* UI_PANE_BIT of the side panes to place */
+    const char *stats_line;  /* vLLM's periodic stats line as the app logs it (app_stats.h), "" none yet;
+                                NULL: the frame's (one per interval of engine time) */
+    const char *stats_hits;  /* V0's prefix-cache line beside it, or NULL as stats_line */
 
     /* Memory view: a second plan drawn above the frame's, term by term (v
      * keeps the plan of the moment; kvlab --log: the log's own figures), or
