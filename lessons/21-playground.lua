@@ -519,6 +519,8 @@ return {
     lab.plot{ title = "Output against offered load", xlabel = "offered req/s",
               ylabel = "output tokens/s", series = { "served", "asked" } }
     lab.show("plot"); lab.focus("plot")
+    -- the plot is the page's claim: challenge 5's flag gives its rows back (80x24)
+    lab.unhighlight("flags")
     lab.on_step(nil)   -- no crash model while measuring
     lab.say("kvlab now runs this server, your flags, at %d offered loads from %g to %g requests per " ..
       "second, %d s of serving each, and plots the output tokens per second it served against what " ..
