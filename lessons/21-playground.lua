@@ -255,8 +255,9 @@ return {
     -- 1. The length check
     challenge_page(lab, 1, "the length check")
     restart(lab)
+    -- the lever; max-model-len is the one the page says cannot reach it (a
+    -- second highlighted row would push the failed start's log off 80x24)
     lab.highlight("flags", "gpu")
-    lab.highlight("flags", "max-model-len")
     local limit = lab.plan().model_max_model_len
     lab.say("vLLM refuses to start when one request of max-model-len tokens does not fit in the pool. " ..
       "Here the pool holds %s tokens, and max-model-len cannot grow past the model's own %s (vLLM " ..
