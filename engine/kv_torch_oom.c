@@ -6,16 +6,18 @@
 #include "kv_release.h"
 
 /* The allocator setting torch's message names, by the vLLM release that
- * first pinned that torch (its requirements/cuda.txt): torch 2.9 renamed
- * PYTORCH_CUDA_ALLOC_CONF to the device-neutral PYTORCH_ALLOC_CONF (the
- * H100 log tests/vectors/logs/planner-0190-openai-gpt-oss-20b-*.FAILED.log
- * of 0.19 shows it; 0.6-0.8 logs show the old name). */
+ * first pinned that torch (the wheel's Requires-Dist): torch 2.9 deprecated
+ * PYTORCH_CUDA_ALLOC_CONF but its OOM text still names it (a vLLM 0.11.1
+ * log on torch 2.9.0 does); the text names PYTORCH_ALLOC_CONF from torch
+ * 2.10, which vLLM pins from 0.17.0 (0.16.0: torch 2.9.1). The H100 log
+ * tests/vectors/logs/planner-0190-openai-gpt-oss-20b-*.FAILED.log of 0.19
+ * shows the new name; 0.6-0.8 logs show the old one. */
 static const struct {
     const char *since; /* vLLM release */
     const char *alloc_conf;
 } TORCH_ROWS[] = {
-    {"0.6.4", "PYTORCH_CUDA_ALLOC_CONF"}, /* torch 2.5.1 to 2.8 */
-    {"0.11.1", "PYTORCH_ALLOC_CONF"},     /* torch 2.9 on */
+    {"0.6.4", "PYTORCH_CUDA_ALLOC_CONF"}, /* torch 2.5.1 to 2.9.1 */
+    {"0.17.0", "PYTORCH_ALLOC_CONF"},     /* torch 2.10 on */
 };
 
 void kv_torch_format_size(double b, char *out, size_t n)

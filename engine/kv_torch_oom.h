@@ -28,7 +28,7 @@ void kv_torch_format_size(double bytes, char *out, size_t n);
  * "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate ... See
  * documentation for Memory Management  (https://...)") with the allocator
  * setting the release's torch names (PYTORCH_CUDA_ALLOC_CONF up to vLLM
- * 0.11.0's torch 2.8, PYTORCH_ALLOC_CONF from 0.11.1's torch 2.9: the table
+ * 0.16.0's torch 2.9.1, PYTORCH_ALLOC_CONF from 0.17.0's torch 2.10: the table
  * in kv_torch_oom.c). vllm_version "" or NULL is the newest. brief = 1 stops
  * after "... of which F is free." (the error line kvlab shows; the log gets
  * the whole text). Returns snprintf's count. */

@@ -845,7 +845,8 @@ static void test_oom_in_torch_words(void **state)
     char err[512];
     kv_model *m = load_model("meta-llama/Llama-3.1-70B-Instruct");
     static const char *const rel[][2] = {{"0.6.4", "PYTORCH_CUDA_ALLOC_CONF="}, {"0.11.0", "PYTORCH_CUDA_ALLOC_CONF="},
-                                         {"0.11.1", " PYTORCH_ALLOC_CONF="}, {"0.33.0", " PYTORCH_ALLOC_CONF="}};
+                                         {"0.16.0", "PYTORCH_CUDA_ALLOC_CONF="}, {"0.17.0", " PYTORCH_ALLOC_CONF="},
+                                         {"0.33.0", " PYTORCH_ALLOC_CONF="}};
     for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
         kv_args_init(&a);
         assert_int_equal(kv_args_set(&a, "vllm-version", rel[i][0], err, sizeof err), 0);
