@@ -76,20 +76,6 @@ static void drop_rec(kv_offload *o, req_rec *q)
     free(q);
 }
 
-void kv_offload_destroy(kv_offload *o)
-{
-    if (!o)
-        return;
-    entry *e, *t;
-    HASH_ITER(hh, o->map, e, t) {
-        HASH_DEL(o->map, e);
-        free(e);
-    }
-    req_rec *q, *qt;
-    HASH_ITER(hh, o->reqs, q, qt)
-        drop_rec(o, q);
-    free(o);
-}
 
 static void unlink_entry(kv_offload *o, entry *e)
 {
@@ -409,6 +395,14 @@ static void clear_all(kv_offload *o)
     o->lru = o->mru = NULL;
     o->used = 0;
     o->next_rank = 0;
+}
+
+void kv_offload_destroy(kv_offload *o)
+{
+    if (!o)
+        return;
+    clear_all(o);
+    free(o);
 }
 
 int kv_offload_restore(kv_offload *o, const kv_offload_entry *e, int64_t n, int64_t next_rank,
