@@ -467,6 +467,9 @@ static void capture_with_release(kv_engine *e, const char *version)
     assert_int_equal(kv_frame_capture(&A.frame, e, &p, NULL, err, sizeof err), 0);
     app_model_update(&A);
     A.model.engine_log_visible = 1;
+    /* the frame's stats line: the app's own, logged on the learner's clock,
+     * is test_tui_stats_line's (app_stats.h) */
+    A.model.stats_line = A.model.stats_hits = NULL;
 }
 
 /* The log view ends with vLLM's periodic stats line in the release's
