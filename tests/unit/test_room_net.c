@@ -514,6 +514,18 @@ static void test_hostile_followers(void **state)
     room_pres_close(p, NULL);
 }
 
+/* A big state (300 inputs with long values): it fills socket buffers fast. */
+static room_state *big_state(void)
+{
+    room_state *s = new_state(5, 0);
+    s->ninputs = 300;
+    for (int i = 0; i < s->ninputs; i++) {
+        s->inputs[i] = (room_input){.wait = i, .kind = ROOM_IN_ANSWER};
+        memset(s->inputs[i].value, 'x', 200);
+    }
+    return s;
+}
+
 /* A follower that stops reading: the presenter queues at most one frame for
  * it, and when it reads again it gets the latest state, not every message. */
 static void test_slow_follower_skips(void **state)
@@ -522,13 +534,7 @@ static void test_slow_follower_skips(void **state)
     char err[512];
     room_pres *p = room_pres_open("class3", NULL, err, sizeof err);
     assert_non_null(p);
-    room_state *s = new_state(5, 0);
-    /* A big state (inputs with long values) fills socket buffers fast. */
-    s->ninputs = 300;
-    for (int i = 0; i < s->ninputs; i++) {
-        s->inputs[i] = (room_input){.wait = i, .kind = ROOM_IN_ANSWER};
-        memset(s->inputs[i].value, 'x', 200);
-    }
+    room_state *s = big_state();
     room_pres_publish(p, s);
     int h = raw_connect(room_pres_path(p));
     send_hello(h);
@@ -577,12 +583,7 @@ static void test_goodbye_after_backlog(void **state)
     char err[512];
     room_pres *p = room_pres_open("class5", NULL, err, sizeof err);
     assert_non_null(p);
-    room_state *s = new_state(5, 0);
-    s->ninputs = 300;
-    for (int i = 0; i < s->ninputs; i++) {
-        s->inputs[i] = (room_input){.wait = i, .kind = ROOM_IN_ANSWER};
-        memset(s->inputs[i].value, 'x', 200);
-    }
+    room_state *s = big_state();
     room_pres_publish(p, s);
     int h = raw_connect(room_pres_path(p));
     assert_true(h >= 0);
