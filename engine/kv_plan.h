@@ -60,7 +60,8 @@ typedef enum kv_plan_error {
 
 /* Short machine names for kv_plan_error: "", "free_memory",
  * "no_memory_for_cache_blocks", "max_model_len", "auto_fit", "weights_oom",
- * "profile_oom", "sampler_oom", "quantization_capability", "load_check". */
+ * "profile_oom", "sampler_oom", "quantization_capability", "load_check",
+ * "pool_oom". */
 const char *kv_plan_error_name(kv_plan_error e);
 
 /* One subtracted term of the plan. */
