@@ -106,12 +106,15 @@ return {
             "and a capital K as 1,024 (32K = 32,768)." or "")
       end
     end)
+    -- releases before 0.8.4 read a plain integer there and refuse both
+    local suffixes = lab.flag_in_release("max-model-len", "32K")
     lab.goal{
       text = "Raise max-model-len to 32768 (32K) in the flags view.",
       check = function() return lab.running() and lab.plan().max_model_len >= 32768 end,
-      hints = { "Select max-model-len in the flags view and type 32768 (or 32K: a capital K)." },
+      hints = { "Select max-model-len in the flags view and type 32768"
+        .. (suffixes and " (or 32K: a capital K)." or " (this release takes digits only: no k or K).") },
       script = { { "max-model-len", "32768" } },
-      wrong = { { { "max-model-len", "32k" }, says = "vLLM reads a lowercase k as 1,000" } },
+      wrong = suffixes and { { { "max-model-len", "32k" }, says = "vLLM reads a lowercase k as 1,000" } } or nil,
     }
     lab.on_flag(nil)
     lab.unhighlight()

@@ -1608,8 +1608,9 @@ static int f_flag(lua_State *L)
     return 1;
 }
 
-/* lab.flag_in_release(name): whether the release the server follows has the
- * vLLM flag (its own parser's table, kv_args_flag_in_release); the textbook
+/* lab.flag_in_release(name[, value]): whether the release the server follows has the
+ * vLLM flag (its own parser's table, kv_args_flag_in_release), and with a
+ * value whether it takes that value (false and the refusal's line); the textbook
  * accounting follows the newest. */
 static int f_flag_in_release(lua_State *L)
 {
@@ -1621,8 +1622,19 @@ static int f_flag_in_release(lua_State *L)
     char v[64] = "";
     if (lsn_server_get(vm->env.server, "vllm-version", v, sizeof v) < 0)
         v[0] = '\0';
-    lua_pushboolean(L, kv_args_flag_in_release(f, v));
-    return 1;
+    if (!kv_args_flag_in_release(f, v) || lua_isnoneornil(L, 2)) {
+        lua_pushboolean(L, kv_args_flag_in_release(f, v));
+        return 1;
+    }
+    /* with a value: would that release's parser take it ("32k" before 0.8.4 is refused) */
+    char err[256];
+    if (lsn_server_accepts(vm->env.server, name, luaL_checkstring(L, 2), err, sizeof err) == 0) {
+        lua_pushboolean(L, 1);
+        return 1;
+    }
+    lua_pushboolean(L, 0);
+    lua_pushstring(L, err);
+    return 2;
 }
 
 static int f_running(lua_State *L)

@@ -194,6 +194,34 @@ static int rebuild(lsn_server *s, char *err, size_t errlen)
     return 0;
 }
 
+/* Whether flag n (canonical) may take value: applied to a scratch copy, so
+ * a bad value changes nothing, then the whole line checked against the
+ * release the server follows, as `vllm serve` would refuse it ("--max-model-len
+ * 32k" before 0.8.4, a flag it lacks, a --no- form). */
+static int validate(lsn_server *s, const char *n, const char *value, char *err, size_t errlen)
+{
+    kv_args scratch = s->args;
+    int nc = s->no_cache, ct = s->contiguous, kh = s->kv_heads;
+    double rr = s->request_rate;
+    int bad = apply(s, &scratch, &nc, &ct, n, value, err, errlen) < 0;
+    if (!bad && kv_args_check_release(&scratch, err, errlen) != 0)
+        bad = 1;
+    s->kv_heads = kh;
+    s->request_rate = rr;
+    return bad ? -1 : 0;
+}
+
+int lsn_server_accepts(lsn_server *s, const char *name, const char *value, char *err, size_t errlen)
+{
+    char n[64];
+    canon(name ? name : "", n, sizeof n);
+    if (!n[0] || !lsn_server_flag_info(n, NULL, NULL, NULL)) {
+        snprintf(err, errlen, "unknown flag --%s", n);
+        return -1;
+    }
+    return value && value[0] ? validate(s, n, value, err, errlen) : 0;
+}
+
 int lsn_server_set(lsn_server *s, const char *name, const char *value, char *err, size_t errlen)
 {
     char n[64];
@@ -210,17 +238,8 @@ int lsn_server_set(lsn_server *s, const char *name, const char *value, char *err
         snprintf(err, errlen, "value of --%s is too long", n);
         return -1;
     }
-    /* Validate on a scratch copy so a bad value changes nothing. */
-    if (value && value[0]) {
-        kv_args scratch = s->args;
-        int nc = s->no_cache, ct = s->contiguous, kh = s->kv_heads;
-        double rr = s->request_rate;
-        int bad = apply(s, &scratch, &nc, &ct, n, value, err, errlen) < 0;
-        s->kv_heads = kh;
-        s->request_rate = rr;
-        if (bad)
-            return -1;
-    }
+    if (value && value[0] && validate(s, n, value, err, errlen) < 0)
+        return -1;
     int k = -1;
     for (int i = 0; i < s->nset; i++)
         if (!strcmp(s->set[i].name, n))

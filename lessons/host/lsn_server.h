@@ -38,8 +38,14 @@ void lsn_server_reset_args(lsn_server *s);
 
 /* Set one flag by name (dashed or underscored; "model", "gpu", vLLM flags,
  * "kv-cache", "contiguous"). value "" restores the default. Returns 0, or -1
- * with one line in err. Takes effect at the next lsn_server_start. */
+ * with one line in err, also when the release the server follows would
+ * refuse the command line it makes (kv_args_check_release: a flag that
+ * release lacks, "32k" where it reads a plain int, a --no- form it has
+ * not). Takes effect at the next lsn_server_start. */
 int lsn_server_set(lsn_server *s, const char *name, const char *value, char *err, size_t errlen);
+/* Whether lsn_server_set(s, name, value) would take the value, changing
+ * nothing: 0, or -1 with its one line in err. */
+int lsn_server_accepts(lsn_server *s, const char *name, const char *value, char *err, size_t errlen);
 
 /* Current value of a flag as text ("" = default/unset). -1 if unknown. */
 int lsn_server_get(const lsn_server *s, const char *name, char *buf, size_t buflen);

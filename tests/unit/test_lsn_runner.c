@@ -567,6 +567,32 @@ static void test_waits(void **st)
     lsn_free(r);
 }
 
+/* A flag a lesson or the learner sets is refused where the release the
+ * server follows would refuse the command line, as `kvlab serve` refuses it:
+ * "32k" before 0.8.4 (argparse's int), a flag the release lacks; the value
+ * stays what it was, and lsn_server_accepts says the same without setting. */
+static void test_set_follows_release(void **st)
+{
+    (void)st;
+    char err[512] = "", v[64] = "";
+    lsn_server *s = lsn_server_new(KVLAB_SOURCE_DIR "/assets", NULL, 1, err, sizeof err);
+    assert_non_null(s);
+    assert_int_equal(lsn_server_set(s, "vllm-version", "0.8.0", err, sizeof err), 0);
+    assert_int_equal(lsn_server_set(s, "max-model-len", "8192", err, sizeof err), 0);
+    assert_int_equal(lsn_server_accepts(s, "max-model-len", "32k", err, sizeof err), -1);
+    assert_int_equal(lsn_server_set(s, "max-model-len", "32k", err, sizeof err), -1);
+    assert_non_null(strstr(err, "invalid int value: '32k'"));
+    assert_int_equal(lsn_server_get(s, "max-model-len", v, sizeof v), 0);
+    assert_string_equal(v, "8192");
+    assert_int_equal(lsn_server_set(s, "kv-offloading-size", "8", err, sizeof err), -1);
+    assert_int_equal(lsn_server_set(s, "max-model-len", "32768", err, sizeof err), 0);
+    /* a release that reads k/K suffixes takes it */
+    assert_int_equal(lsn_server_set(s, "vllm-version", "0.8.4", err, sizeof err), 0);
+    assert_int_equal(lsn_server_accepts(s, "max-model-len", "32k", err, sizeof err), 0);
+    assert_int_equal(lsn_server_set(s, "max-model-len", "32k", err, sizeof err), 0);
+    lsn_server_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -579,6 +605,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_waits, setup, teardown),
         cmocka_unit_test(test_server_device_fallback),
         cmocka_unit_test(test_log_phases_in_order),
+        cmocka_unit_test(test_set_follows_release),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
