@@ -5,18 +5,26 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 jobs=$(nproc)
+# ctest runs one CPU-bound test per core ("cpu" slots) and, beside them, one
+# tmux test ("tui" slot): those mostly wait on the screen (tests/CMakeLists.txt).
+resources() {
+  mkdir -p "$1"
+  printf '{"version":{"major":1,"minor":0},"local":[{"cpu":[{"id":"0","slots":%d}],"tui":[{"id":"0","slots":1}]}]}\n' \
+    "$jobs" >"$1/ctest-resources.json"
+  echo "$PWD/$1/ctest-resources.json"
+}
 
 echo "== build (warnings are errors here) =="
 # The kvlab: lines say whether the CUDA backend is built (it is wherever nvcc is).
 cmake --preset default -DCMAKE_C_FLAGS="-Werror" -DCMAKE_CUDA_FLAGS="-Xcompiler=-Werror" | grep -E '^-- kvlab:'
 cmake --build --preset default -j"$jobs"
 echo "== tests =="
-ctest --preset default -j"$jobs"
+ctest --preset default -j"$((jobs + 1))" --resource-spec-file "$(resources build)"
 
 echo "== ASan + UBSan build and tests =="
 cmake --preset asan >/dev/null
 cmake --build --preset asan -j"$jobs"
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --preset asan -j"$jobs"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --preset asan -j"$((jobs + 1))" --resource-spec-file "$(resources build-asan)"
 
 echo "== fuzzers =="
 cmake --preset fuzz >/dev/null
