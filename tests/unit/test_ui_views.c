@@ -15,6 +15,7 @@
 
 #include "app.h"
 #include "kv_frame.h"
+#include "kv_history.h"
 #include "kv_util.h"
 #include "ui_chrome.h"
 #include "ui_layout.h"
@@ -670,6 +671,75 @@ static void test_memory_left_of_budget(void **state)
     kv_frame_forget(&A.frame);
 }
 
+/* The header and the lesson list draw the runner's and the history's
+ * figures from the model alone (no runner, no history here): the replay
+ * timeline's cells show the marks the app put in rw_marks, cell by cell,
+ * and the cells cover first..present with no gap; the list shows each
+ * lesson's row with its progress. */
+static void test_chrome_from_model(void **state)
+{
+    (void)state;
+    app_model_update(&A);
+    ui_model *m = &A.model;
+    /* replay, step 5 of 99: the label ends at column 29, '[' there, ']' at 77 */
+    m->rw_active = 1;
+    m->rw_pos = 5;
+    m->rw_first = 0;
+    m->rw_present = 99;
+    int cells = ui_chrome_timeline_cells(80, m->rw_pos, m->rw_present);
+    assert_int_equal(cells, 80 - 29 - 2 - 2);
+    int64_t from, to, next = 0;
+    for (int c = 0; c < cells; c++) {
+        ui_chrome_timeline_span(m->rw_first, m->rw_present, cells, c, &from, &to);
+        assert_true(from == next && to > from);
+        next = to;
+    }
+    assert_int_equal(next, 100);
+    m->rw_ncells = cells;
+    memset(m->rw_marks, 0, sizeof m->rw_marks);
+    m->rw_marks[10] = KV_MARK_PREEMPT | KV_MARK_HIT; /* the most telling wins */
+    m->rw_marks[20] = KV_MARK_RESTART;
+    m->rw_marks[30] = KV_MARK_FINISH;
+    WINDOW *w = newwin(1, 80, 0, 0);
+    ui_views_draw(m, UI_PANE_HEADER, w);
+    const char *r = row_text(w, 0);
+    if (strncmp(r, " kvlab  replay, step 5 of 99 [", 30) || r[29 + 1 + cells] != ']') dump(w);
+    assert_int_equal(strncmp(r, " kvlab  replay, step 5 of 99 [", 30), 0);
+    assert_int_equal(r[29 + 1 + cells], ']');
+    for (int c = 0; c < cells; c++) {
+        char want = c == 10 ? '!' : c == 20 ? '|' : c == 30 ? '.' : '-';
+        if (r[30 + c] != want) { dump(w); fail_msg("timeline cell %d is '%c', want '%c'", c, r[30 + c], want); }
+    }
+    m->rw_active = 0;
+    delwin(w);
+
+    /* the lesson list and the header's "Lesson N/M" from the model's rows */
+    static lsn_scene sc = { .title = "Two", .lesson = 2, .state = LSN_WAIT_NEXT, .text = "", .page_title = "" };
+    m->scene = &sc;
+    m->has_runner = 1;
+    m->lesson_current = 2;
+    m->nlessons = 3;
+    m->lessons[0] = (lsn_info){ .number = 1, .title = "One", .available = 1, .done = 1 };
+    m->lessons[1] = (lsn_info){ .number = 2, .title = "Two", .available = 1, .step = 3 };
+    m->lessons[2] = (lsn_info){ .number = 3, .title = "Three" };
+    w = newwin(1, 80, 0, 0);
+    ui_views_draw(m, UI_PANE_HEADER, w);
+    assert_win_has(w, "Lesson 2/3  Two");
+    delwin(w);
+    m->overlay = UI_OV_LESSONS;
+    int h, ww;
+    ui_chrome_overlay_size(m, 24, 80, &h, &ww);
+    assert_int_equal(h, 3 + 4);
+    w = newwin(h, ww, 0, 0);
+    ui_chrome_overlay(m, w);
+    assert_win_has(w, "[x]  1  One");
+    assert_win_has(w, "[~]  2  Two");
+    assert_win_has(w, "[ ]  3  Three  (not written yet)");
+    delwin(w);
+    A.overlay = UI_OV_NONE;
+    app_model_update(&A);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -684,6 +754,7 @@ int main(void)
         cmocka_unit_test(test_flags_help_and_command),
         cmocka_unit_test(test_colour_has_letters),
         cmocka_unit_test(test_memory_left_of_budget),
+        cmocka_unit_test(test_chrome_from_model),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

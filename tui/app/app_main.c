@@ -285,7 +285,6 @@ void app_model_update(app *a)
     ui_model *m = &a->model;
     m->frame = &a->frame;
     m->scene = app_rewind_scene(a, a->lsn ? lsn_scene_get(a->lsn) : &no_scene); /* a replay: its run's flags */
-    m->lsn = a->lsn;
     m->st = &a->vst;
     m->rows = a->rows;
     m->cols = a->cols;
@@ -296,6 +295,15 @@ void app_model_update(app *a)
     m->speed = a->speed;
     m->now = a->now;
     m->overlay = a->overlay;
+    /* the runner's figures the header, the footer and the lesson list show */
+    m->has_runner = a->lsn != NULL;
+    m->lesson_current = a->lsn ? lsn_current(a->lsn) : 0;
+    m->engine_runs = a->lsn ? lsn_engine_runs(a->lsn) : 0;
+    m->nlessons = 0;
+    for (int i = 0; a->lsn && i < lsn_count(a->lsn) && m->nlessons < UI_MAX_LESSONS; i++) {
+        const lsn_info *li = lsn_info_at(a->lsn, i);
+        if (li) m->lessons[m->nlessons++] = *li;
+    }
     m->loading = a->loading;
     m->input_active = a->input_active;
     m->input = a->input;
@@ -349,8 +357,18 @@ void app_model_update(app *a)
     m->room_drives = app_room_drives(a);
     m->presenter_left = app_room_presenter_left(a);
     m->room_idle = app_room_idle_text(a);
-    app_rewind_view(a, &m->rw_hist, &m->rw_pos);
-    m->rw_active = m->rw_hist != NULL;
+    const kv_history *h;
+    app_rewind_view(a, &h, &m->rw_pos);
+    m->rw_active = h != NULL;
+    /* the header's replay timeline: its cells at this width and the marks in each */
+    m->rw_first = h ? kv_history_first(h) : 0;
+    m->rw_present = h ? kv_history_present(h) : 0;
+    m->rw_ncells = h ? ui_chrome_timeline_cells(a->cols, m->rw_pos, m->rw_present) : 0;
+    for (int c = 0; c < m->rw_ncells && c < UI_RW_MAX_CELLS && m->rw_present > m->rw_first; c++) {
+        int64_t from, to;
+        ui_chrome_timeline_span(m->rw_first, m->rw_present, m->rw_ncells, c, &from, &to);
+        m->rw_marks[c] = kv_history_marks_between(h, from, to);
+    }
     m->rw_kind = app_rewind_kind_name(a);
 }
 

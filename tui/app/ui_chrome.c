@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kv_history.h" /* KV_MARK_* */
 #include "ui_style.h"
 #include "ui_text.h"
 
@@ -75,8 +76,8 @@ static void header_right(const ui_view_ctx *c, int compact, char *out, size_t le
     lsn_state st = c->s->state;
     /* While the learner reads, answers or edits flags the lesson usually
      * holds the engine still on purpose: say so, so it does not look stuck. */
-    int runs = a->lsn && lsn_engine_runs(a->lsn);
-    int held = a->lsn && !runs && c->f->has_engine &&
+    int runs = a->has_runner && a->engine_runs;
+    int held = a->has_runner && !runs && c->f->has_engine &&
                (st == LSN_WAIT_NEXT || st == LSN_WAIT_ANSWER || st == LSN_WAIT_GOAL);
     const char *state = a->paused ? "paused" : st == LSN_RUNNING || st == LSN_WAIT_COND || runs ? "running"
                        : st == LSN_DONE ? "done" : st == LSN_ERROR ? "error"
@@ -94,7 +95,7 @@ static void header_right(const ui_view_ctx *c, int compact, char *out, size_t le
 static void header_mid(const ui_view_ctx *c, int with_title, char *out, size_t len)
 {
     int num = c->s->lesson;
-    int total = c->m->lsn ? lsn_count(c->m->lsn) : 0;
+    int total = c->m->nlessons;
     if (num > 0) snprintf(out, len, "  Lesson %d/%d  %s", num, total, with_title ? c->s->title : "");
     else snprintf(out, len, "  no lesson  ");
 }
@@ -146,7 +147,7 @@ void ui_chrome_footer(const ui_view_ctx *c, WINDOW *win)
     }
     int room = a->room_footer, p = a->paused;
     /* x breaks away only from a lesson: none is offered while the presenter has none open */
-    int skip_x = room == 1 && !(a->lsn && lsn_current(a->lsn));
+    int skip_x = room == 1 && !a->lesson_current;
     if (room == 1) draw_keys(win, w, keys_follow + skip_x, (int)(sizeof keys_follow / sizeof keys_follow[0]) - skip_x, p);
     else if (a->input_active) draw_keys(win, w, keys_answer, 6, p);
     else if (a->key_focus == UI_PANE_FLAGS && a->flag_editing) draw_keys(win, w, keys_edit, 4, p);
@@ -174,17 +175,50 @@ static void mark_cell(uint32_t k, wchar_t *c, attr_t *at)
     else { *c = g->hline; *at = ui_attr(UI_R_HEADER) | A_DIM; }
 }
 
+/* The replay line's label and the column it starts at: after "kvlab" and
+ * two blanks (header_draw). */
+#define RW_X (1 + 5 + 2)
+static void rewind_label(int64_t pos, int64_t present, char *out, size_t len)
+{
+    snprintf(out, len, "replay, step %lld of %lld ", (long long)pos, (long long)present);
+}
+
+/* Columns the timeline has, '[' and ']' included, after the label at w columns. */
+static int timeline_width(int w, const char *lbl)
+{
+    int lw = text_cols(lbl);
+    if (lw > w - RW_X) lw = w - RW_X > 0 ? w - RW_X : 0;
+    return w - (RW_X + lw) - 2;
+}
+
+int ui_chrome_timeline_cells(int cols, int64_t pos, int64_t present)
+{
+    char lbl[96];
+    rewind_label(pos, present, lbl, sizeof lbl);
+    int tw = timeline_width(cols, lbl);
+    return tw < 8 ? 0 : tw - 2;
+}
+
+void ui_chrome_timeline_span(int64_t first, int64_t present, int cells, int c, int64_t *from, int64_t *to)
+{
+    double span = (double)(present - first + 1);
+    *from = first + (int64_t)(c * span / cells);
+    *to = first + (int64_t)((c + 1) * span / cells);
+    if (*to <= *from) *to = *from + 1;
+}
+
 /* The header's replay line ("replay, step N of M" and the timeline with the
- * history's marks), into row 0 of win from column x to the right edge. */
-static void rewind_header(const ui_model *a, WINDOW *win, int x, int w)
+ * history's marks, as the app read them into the model), into row 0 of win
+ * from column RW_X to the right edge. */
+static void rewind_header(const ui_model *a, WINDOW *win, int w)
 {
     attr_t hd = ui_attr(UI_R_HEADER);
-    int64_t first = kv_history_first(a->rw_hist), present = kv_history_present(a->rw_hist);
+    int64_t first = a->rw_first, present = a->rw_present;
     char lbl[96];
-    snprintf(lbl, sizeof lbl, "replay, step %lld of %lld ", (long long)a->rw_pos, (long long)present);
-    x += ui_puts(win, 0, x, w - x, lbl, hd | A_BOLD);
+    rewind_label(a->rw_pos, present, lbl, sizeof lbl);
+    int x = RW_X + ui_puts(win, 0, RW_X, w - RW_X, lbl, hd | A_BOLD);
     int st_on = a->status[0] && a->status_until > a->now;
-    int tw = w - x - 2;
+    int tw = timeline_width(w, lbl);
     if (st_on && tw > 12) { /* a message takes the timeline's place while it lasts */
         ui_puts(win, 0, x + 1, tw, a->status, hd | A_BOLD);
         return;
@@ -195,11 +229,10 @@ static void rewind_header(const ui_model *a, WINDOW *win, int x, int w)
     double span = (double)(present - first + 1);
     int cur = (int)((double)(a->rw_pos - first) * cells / span);
     for (int c = 0; c < cells; c++) {
-        int64_t from = first + (int64_t)(c * span / cells), to = first + (int64_t)((c + 1) * span / cells);
-        if (to <= from) to = from + 1;
         wchar_t g;
         attr_t at;
-        mark_cell(kv_history_marks_between(a->rw_hist, from, to), &g, &at);
+        /* the app filled rw_marks for this width; a cell it has none for is plain */
+        mark_cell(cells == a->rw_ncells && c < UI_RW_MAX_CELLS ? a->rw_marks[c] : 0, &g, &at);
         if (c == cur) at = ui_attr(UI_R_SELECT) | A_BOLD;
         ui_put(win, 0, x + c, g, at);
     }
@@ -217,7 +250,7 @@ static void header_draw(const ui_view_ctx *c, WINDOW *win)
     int x = 1;
     x += ui_puts(win, 0, x, w - x, "kvlab", hd | A_BOLD);
     if (a->rw_active) { /* "replay, step N of M" and the timeline take the row */
-        rewind_header(a, win, x + 2, w);
+        rewind_header(a, win, w);
         return;
     }
     char right[192], mid[256];
@@ -363,7 +396,7 @@ void ui_chrome_overlay_size(const ui_model *a, int rows, int cols, int *h, int *
 {
     int want_h = 10, want_w = 60;
     if (a->overlay == UI_OV_HELP) { want_h = HELP_N + 2; want_w = 74; }
-    else if (a->overlay == UI_OV_LESSONS) { want_h = (a->lsn ? lsn_count(a->lsn) : 0) + 4; want_w = 72; }
+    else if (a->overlay == UI_OV_LESSONS) { want_h = a->nlessons + 4; want_w = 72; }
     else { want_h = 5; want_w = 52; }
     if (want_h > rows - 2) want_h = rows - 2;
     if (want_w > cols - 4) want_w = cols - 4;
@@ -494,15 +527,14 @@ void ui_chrome_overlay(const ui_model *a, WINDOW *win)
         }
     } else if (a->overlay == UI_OV_LESSONS) {
         ui_box(win, "lessons", "Enter opens", 1);
-        int n = a->lsn ? lsn_count(a->lsn) : 0;
+        int n = a->nlessons;
         int rows = h - 2;
         ui_view_state *st = a->st;
         if (st->list_sel >= n) st->list_sel = n - 1;
         if (st->list_sel < 0) st->list_sel = 0;
         int first = a->st->list_sel >= rows ? a->st->list_sel - rows + 1 : 0;
         for (int r = 0; r < rows && first + r < n; r++) {
-            const lsn_info *li = lsn_info_at(a->lsn, first + r);
-            if (!li) continue;
+            const lsn_info *li = &a->lessons[first + r];
             int sel = first + r == a->st->list_sel;
             char line[256];
             snprintf(line, sizeof line, "%s %2d  %s%s", li->done ? "[x]" : li->step > 0 ? "[~]" : "[ ]",
@@ -514,7 +546,7 @@ void ui_chrome_overlay(const ui_model *a, WINDOW *win)
     } else {
         char q[96];
         if (a->overlay == UI_OV_CONFIRM_RESET)
-            snprintf(q, sizeof q, "Start lesson %d again from step 1?", a->lsn ? lsn_current(a->lsn) : 0);
+            snprintf(q, sizeof q, "Start lesson %d again from step 1?", a->lesson_current);
         else if (a->room_followers > 0)
             snprintf(q, sizeof q, "Quit kvlab? %d follower%s see%s the room close.", a->room_followers,
                      a->room_followers == 1 ? "" : "s", a->room_followers == 1 ? "s" : "");

@@ -18,6 +18,14 @@ void ui_chrome_footer(const ui_view_ctx *c, WINDOW *win);
  * not fit the header beside the lesson and the run state at a->cols. */
 int ui_chrome_status_in_footer(const ui_view_ctx *c);
 
+/* The replay timeline in the header at cols columns while step pos of
+ * present is shown: how many cells it has (0: no room for one), and the
+ * steps [*from, *to) of the history's first..present that cell c covers.
+ * The app fills the model's marks with them (kv_history_marks_between);
+ * pure arithmetic, no history. */
+int ui_chrome_timeline_cells(int cols, int64_t pos, int64_t present);
+void ui_chrome_timeline_span(int64_t first, int64_t present, int cells, int c, int64_t *from, int64_t *to);
+
 /* The whole-terminal screen shown below UI_MIN_COLS x UI_MIN_ROWS. */
 void ui_chrome_small(const ui_model *m, WINDOW *win);
 

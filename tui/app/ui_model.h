@@ -1,7 +1,8 @@
 /* ui_model: what the views draw besides the frame and the scene: a small
  * view model the app fills once per frame (app_model_update in app_main.c)
- * from its own state, the room and the rewind. The views read it and call
- * nothing in app_*: calls go one way, app -> views (docs/DESIGN.md).
+ * from its own state, the lesson runtime, the room and the rewind. The
+ * views read it, call nothing in app_* and query no runner, engine or
+ * history (it holds none): calls go one way, app -> views (docs/DESIGN.md).
  *
  * What a view changes as it draws or takes a click goes to ui_view_state
  * (its own scroll and selection figures, kept by the app between frames)
@@ -12,7 +13,6 @@
 #include <stdint.h>
 
 #include "kv_frame.h"
-#include "kv_history.h"
 #include "kv_plan.h"
 #include "lsn.h"
 #include "ui_layout.h"
@@ -20,6 +20,8 @@
 
 #define UI_MAX_HINTS 8
 #define UI_HINT_MAX 512
+#define UI_MAX_LESSONS 64     /* rows of the lesson list the model holds (the course has 21) */
+#define UI_RW_MAX_CELLS 1024  /* replay timeline cells the model holds (a wider header draws fewer marks) */
 
 /* Overlays drawn above the views. */
 enum { UI_OV_NONE = 0, UI_OV_HELP, UI_OV_CONFIRM_RESET, UI_OV_LESSONS, UI_OV_CONFIRM_QUIT };
@@ -55,7 +57,6 @@ typedef struct ui_mouse_req {
 typedef struct ui_model {
     const kv_frame *frame;   /* the engine as of this frame */
     const lsn_scene *scene;  /* what the lesson asks to show (never NULL) */
-    const lsn_runner *lsn;   /* the lesson runtime, for its read-only queries (course list, state); NULL = none */
     ui_view_state *st;       /* the app's copy of the views' own figures */
 
     /* Screen and run state. */
@@ -67,6 +68,14 @@ typedef struct ui_model {
     double speed;            /* the app's multiplier of the lesson's step rate */
     double now;              /* monotonic seconds */
     int overlay;             /* UI_OV_* */
+
+    /* The lesson runtime's state, as the app read it (lsn.h): the views
+     * get figures, not the runner. */
+    int has_runner;          /* a lesson runtime is loaded (else the figures below are 0) */
+    int lesson_current;      /* lsn_current: the loaded lesson's number, 0 none */
+    int engine_runs;         /* lsn_engine_runs: the lesson lets the engine step now */
+    int nlessons;            /* lsn_count, at most UI_MAX_LESSONS */
+    lsn_info lessons[UI_MAX_LESSONS]; /* lsn_info_at 0..nlessons-1 (the list's rows: number, title, progress) */
 
     /* Text view. */
     int loading;             /* lesson number being opened (first frame), 0 = none */
@@ -132,10 +141,15 @@ typedef struct ui_model {
     int presenter_left;
     const char *room_idle;   /* the text view's words while a follower has no lesson, or NULL */
 
-    /* Rewind (app_rewind.h): replaying a past step of hist. */
+    /* Rewind (app_rewind.h): replaying a past step of the history. The
+     * header's timeline: rw_ncells cells (ui_chrome_timeline_cells at cols)
+     * and in rw_marks[c] the KV_MARK_* kinds (kv_history.h) of the steps
+     * cell c covers (ui_chrome_timeline_span), OR-ed. */
     int rw_active;
-    const kv_history *rw_hist;
-    int64_t rw_pos;
+    int64_t rw_pos;          /* the step shown */
+    int64_t rw_first, rw_present; /* kv_history_first, kv_history_present */
+    int rw_ncells;
+    uint32_t rw_marks[UI_RW_MAX_CELLS];
     const char *rw_kind;     /* what { } jump to ("event", "preemption", ...) */
 } ui_model;
 

@@ -238,7 +238,7 @@ static void text_draw(const ui_view_ctx *c, WINDOW *win)
         /* A follower: the presenter answers and moves on. */
         add_blank(&bot);
         /* x breaks away only from a lesson: say it only when one is open */
-        int lesson_open = a->lsn && lsn_current(a->lsn);
+        int lesson_open = a->lesson_current != 0;
         if (a->presenter_left)
             add_text(&bot, lesson_open ? "The presenter has left: this page stays until they come back (x: explore "
                                          "on your own)"
