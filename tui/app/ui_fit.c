@@ -186,17 +186,3 @@ int ui_fit_page_at(const lsn_scene *s, const kv_frame *f, int cols, int rows, ch
     }
     return 0;
 }
-
-int ui_fit_rule(lsn_runner *r, void *ctx, char *msg, size_t msglen)
-{
-    kv_frame *f = ctx;
-    const lsn_scene *s = lsn_scene_get(r);
-    char err[160];
-    if (kv_frame_capture(f, lsn_engine(r), lsn_plan(r), NULL, err, sizeof err) != 0) {
-        snprintf(msg, msglen, "could not capture the engine: %s", err);
-        return -1;
-    }
-    for (int i = 0; i < UI_FIT_NSIZES; i++)
-        if (ui_fit_page_at(s, f, ui_fit_sizes[i][0], ui_fit_sizes[i][1], msg, msglen) < 0) return -1;
-    return 0;
-}

@@ -7,7 +7,10 @@
  * (ui_layout.c) with the rows that show what it highlights whole. The
  * layout is computed as the app computes it, from the view classes' heights
  * (ui_views.h) for the engine and plan of the moment; nothing is drawn, so
- * the rule runs without a terminal (no initscr). */
+ * the rule runs without a terminal (no initscr). The rule itself, which
+ * reads the runner's scene, engine and plan, is `kvlab check`'s
+ * (fit_rule in tui/cli/cmd_lessons.c): this file computes from what it is
+ * handed and queries no runner or engine, like every ui_* file. */
 #ifndef UI_FIT_H
 #define UI_FIT_H
 
@@ -44,11 +47,5 @@ unsigned ui_fit_shown(const lsn_scene *s, int *focus);
  * whole (ui_view_class.must_h; flags: every highlighted flag's row and the
  * hint under them). Returns 0, or -1 with one line in msg. */
 int ui_fit_page_at(const lsn_scene *s, const kv_frame *f, int cols, int rows, char *msg, size_t msglen);
-
-/* lsn_page_rule for kvlab check (lsn_check_set_page_rule): ui_fit_page_at
- * at every size of ui_fit_sizes, on r's scene, engine and plan. ctx: a
- * kv_frame the caller made with kv_frame_init (reused between pages) and
- * frees with kv_frame_free. */
-int ui_fit_rule(lsn_runner *r, void *ctx, char *msg, size_t msglen);
 
 #endif

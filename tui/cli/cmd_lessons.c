@@ -13,6 +13,27 @@
 #include "ui_fit.h" /* the page rule: what a page points at is on screen */
 #endif
 
+#ifdef KVLAB_HAVE_TUI
+/* lsn_page_rule for kvlab check (lsn_check_set_page_rule): ui_fit_page_at
+ * at every size of ui_fit_sizes, on r's scene, engine and plan. Here, on
+ * the check's side, so the app's ui_* files query no runner or engine
+ * (docs/DESIGN.md). ctx: a kv_frame made with kv_frame_init, reused
+ * between pages. */
+static int fit_rule(lsn_runner *r, void *ctx, char *msg, size_t msglen)
+{
+    kv_frame *f = ctx;
+    const lsn_scene *s = lsn_scene_get(r);
+    char err[160];
+    if (kv_frame_capture(f, lsn_engine(r), lsn_plan(r), NULL, err, sizeof err) != 0) {
+        snprintf(msg, msglen, "could not capture the engine: %s", err);
+        return -1;
+    }
+    for (int i = 0; i < UI_FIT_NSIZES; i++)
+        if (ui_fit_page_at(s, f, ui_fit_sizes[i][0], ui_fit_sizes[i][1], msg, msglen) < 0) return -1;
+    return 0;
+}
+#endif
+
 static void check_usage(FILE *f)
 {
     fprintf(f, "usage: kvlab check [N ...] [--vllm-version V] [--accounting textbook] [--lessons DIR]\n"
@@ -124,7 +145,7 @@ int cmd_check(int argc, char **argv)
 #ifdef KVLAB_HAVE_TUI
     static kv_frame fit_frame;
     kv_frame_init(&fit_frame);
-    lsn_check_set_page_rule(r, ui_fit_rule, &fit_frame);
+    lsn_check_set_page_rule(r, fit_rule, &fit_frame);
 #endif
     for (int i = 0; i < n; i++) {
         const lsn_info *l = lsn_info_of(r, nums[i]);
