@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Calls go one way (docs/DESIGN.md): the app's views (tui/app/ui_*) include
 # no app header and call nothing the app's modules (tui/app/app_*) define,
+# of the engine (kv_*) and the lesson runtime (lsn_*) they use only the pure
+# helpers listed in view_pure below (no runner, engine or history query: the
+# app reads those into the view model, tui/app/ui_model.h),
 # and in the lesson runtime nothing but lsn_check.c calls what lsn_check.c
 # defines (the runner hands `kvlab check` its handlers instead). Read from
 # the object files kvlab was linked from (nm), so a call through a macro or
@@ -32,6 +35,20 @@ if [ "${KVLAB_TUI:-1}" != "0" ] && [ "${KVLAB_TUI:-}" != "OFF" ]; then
     [ -z "$hits" ] || bad "$(basename "$o" .c.o) calls into the app: $(echo $hits)"
   done
   echo "views checked: $views against $(printf '%s\n' "$defs" | wc -l) app symbols"
+
+  # 2b. of kv_* and lsn_*, a view uses only these: formatting, lookups in a
+  # kv_frame it was handed, tables of names; none reads a runner, an engine
+  # or a history
+  view_pure="kv_fmt_thousands kv_frame_find_req kv_frame_table kv_frame_block kv_frame_block_owners
+             kv_release_metrics_of lsn_server_log_phase lsn_view_names"
+  nq=0
+  for o in "$app"/ui_*.o; do
+    used=$(nm -u "$o" | awk '{print $NF}' | grep -E '^(kv|lsn)_' || true)
+    nq=$((nq + $(printf '%s' "$used" | grep -c . || true)))
+    hits=$(printf '%s\n' $used | grep -vFx -f <(printf '%s\n' $view_pure) | grep . || true)
+    [ -z "$hits" ] || bad "$(basename "$o" .c.o) queries the engine or the lesson runtime: $(echo $hits)"
+  done
+  echo "views use $nq kv_*/lsn_* symbols, all in the pure list"
 fi
 
 # 3. the lesson runtime: only lsn_check.o uses what lsn_check.o defines
