@@ -20,7 +20,7 @@
 
 #define UI_MAX_HINTS 8
 #define UI_HINT_MAX 512
-#define UI_MAX_LESSONS 64     /* rows of the lesson list the model holds (the course has 21) */
+#define UI_MAX_LESSONS LSN_MAX_LESSONS /* rows of the lesson list the model holds: every number a course may have (lsn_progress.h) */
 #define UI_RW_MAX_CELLS 1024  /* replay timeline cells the model holds (a wider header draws fewer marks) */
 
 /* Overlays drawn above the views. */
