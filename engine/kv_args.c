@@ -1427,6 +1427,21 @@ int kv_args_check_release(const kv_args *a, char *err, size_t errlen)
                            vf->name, v, vf->name, from >= 0 ? kv_vllm_releases[from] : "no release");
         }
     }
+    /* "--enforce-eager=true": argparse's switches take no value */
+    if (a->switch_eq_given) {
+        const kv_vllm_flag *vf = &kv_vllm_flags[a->switch_eq_given - 1];
+        int nargs = vf->nargs, negf = 0;
+        if (ri < 0 || kv_vllm_flag_shape(vf, ri, &nargs, &negf)) {
+            if (nargs == KV_VLLM_NARGS_NONE) {
+                char both[160];
+                snprintf(both, sizeof both, negf ? "--%s/--no-%s" : "--%s", vf->name, vf->name);
+                return kv_errf(err, errlen, KV_ARGS_EVALUE,
+                               "vllm serve: error: argument %s: ignored explicit argument '%s' (a switch: give "
+                               "--%s%s%s)",
+                               both, a->switch_eq_text, vf->name, negf ? " or --no-" : "", negf ? vf->name : "");
+            }
+        }
+    }
     if (lora_rank_check(a, v, err, errlen))
         return KV_ARGS_EVALUE;
     return suffix_check_release(a, v, err, errlen);
@@ -1454,6 +1469,16 @@ static int release_nargs(const kv_args *a, const kv_vllm_flag *vf)
     if (kv_vllm_flag_shape(vf, release_index_or_newest(a), &nargs, &neg))
         return nargs;
     return vf->nargs;
+}
+
+/* A switch vf given as "--name=value": remembered (the first) for the
+ * release check, which knows the release's shape of it. */
+static void switch_eq_mark(kv_args *a, const kv_vllm_flag *vf, const char *value)
+{
+    if (!vf || a->switch_eq_given)
+        return;
+    a->switch_eq_given = (int16_t)(vf - kv_vllm_flags + 1);
+    snprintf(a->switch_eq_text, sizeof a->switch_eq_text, "%s", value ? value : "");
 }
 
 /* A flag kv_args_set accepted without modelling (KV_ARGS_IGNORED) leaves
@@ -1559,6 +1584,8 @@ int kv_args_parse(kv_args *a, int argc, char **argv, char *notes, size_t notesle
                 return unknown_flag(name, err, errlen);
             if (vneg)
                 neg_mark(a, vf);
+            if (eq)
+                switch_eq_mark(a, vf, value);
             int vnargs = release_nargs(a, vf);
             if (!eq && !vneg && vnargs != KV_VLLM_NARGS_NONE) {
                 int more = vnargs == KV_VLLM_NARGS_MANY;
@@ -1584,6 +1611,8 @@ int kv_args_parse(kv_args *a, int argc, char **argv, char *notes, size_t notesle
         const kv_vllm_flag *vf = kv_vllm_flag_find(f->name, NULL);
         if (neg && vf)
             neg_mark(a, vf);
+        if (!takes_value && eq)
+            switch_eq_mark(a, vf, eq + 1);
         /* a switch the release's parser reads with an optional true/false
          * (0.6.4's --enable-chunked-prefill, StoreBoolean with nargs "?") */
         if (!takes_value && !eq && !neg && vf && release_nargs(a, vf) == KV_VLLM_NARGS_OPT && i + 1 < argc &&

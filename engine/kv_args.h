@@ -177,6 +177,11 @@ typedef struct kv_args {
      * --no- form). */
     int16_t neg_given[16];
     int32_t num_neg_given;
+    /* A switch given a value after '=' ("--enforce-eager=true"): its
+     * kv_vllm_flags index + 1 (0 = none) and the value, for the release
+     * check: argparse refuses it where the release's option takes no value. */
+    int16_t switch_eq_given;
+    char switch_eq_text[24];
 } kv_args;
 
 /* Fill *a with vLLM's defaults (above). */

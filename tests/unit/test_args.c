@@ -378,6 +378,16 @@ static void test_real_vllm_flags(void **state)
         {"--no-enable-prefix-caching", "0.6.5", NULL},
         {"--no-enforce-eager", "0.9.0", NULL},
         {"--no-enable-chunked-prefill", "0.10.0", NULL},
+        /* a switch takes no value after '=' (argparse: "ignored explicit
+         * argument"); 0.6.4's optional true/false does, and kvlab's own
+         * model-less switches (--trust-remote-code) are vLLM's too */
+        {"--enforce-eager=true", "0.33.0",
+         "argument --enforce-eager/--no-enforce-eager: ignored explicit argument 'true'"},
+        {"--enforce-eager=false", "0.8.5", "argument --enforce-eager: ignored explicit argument 'false'"},
+        {"--no-enable-prefix-caching=1", "0.33.0", "ignored explicit argument '1'"},
+        {"--trust-remote-code=yes", "0.33.0", "ignored explicit argument 'yes'"},
+        {"--enable-chunked-prefill=true", "0.33.0", "ignored explicit argument 'true'"},
+        {"--enable-chunked-prefill=false", "0.6.4", NULL},
     };
     for (size_t i = 0; i < sizeof negs / sizeof negs[0]; i++) {
         char *argv[4] = {"m", (char *)negs[i][0], "--vllm-version", (char *)negs[i][1]};
