@@ -36,7 +36,7 @@ tui_keys r; tui_wait "again from step 1" 5; tui_keys y
 tui_wait_gone "the length check" 10 || fail "the reset did not go back to the start"
 tui_wait "Everything is yours now" 10
 tui_advance_until "the length check" 6
-for i in 1 2 3; do tui_keys h; sleep 0.3; done
+for i in 1 2 3; do tui_press h || fail "h did not show hint $i"; done
 tui_wait "Hint: You solved this before in 1 change" 5 || fail "no hint from the kept score"
 tui_quit_clean
 tui_stop

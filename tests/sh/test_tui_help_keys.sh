@@ -43,7 +43,7 @@ tui_wait "Lesson 1/" 10
 tui_keys '?'
 tui_wait "lines 1-20 of" 5
 all=$(tui_screen)
-for i in 1 2 3; do tui_keys NPage; sleep 0.5; all="$all"$'\n'"$(tui_screen)"; done
+for i in 1 2 3; do tui_press NPage || fail "PgDn $i did not scroll the help"; all="$all"$'\n'"$(tui_screen)"; done
 for want in ': +free, still holding a cached prefix' '! +flash: a preempted' 'o +reserved for a request.s slab' \
             '\. +free, never used' '@ +the null block' 'k +the free part of a KV pool bar' '! +a preemption$' \
             '! +an error line'; do

@@ -56,8 +56,7 @@ tui_wait "replay, step $n of $m" 5 || fail "[ did not step back to $n"
 same_pool() { [ "$(pool_rows)" = "$before_pool" ]; }
 tui_until 5 same_pool || fail "step $n looks different the second time"
 # Tab and scrolling only look: still replaying
-tui_keys Tab
-sleep 0.3
+tui_press Tab || fail "Tab did not move the focus"
 header | grep -q "replay, step $n" || fail "Tab left the replay"
 
 # End: the present, as it was

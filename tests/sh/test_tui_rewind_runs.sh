@@ -88,7 +88,7 @@ tui_start 80 24 -- --lesson 16
 tui_wait "Watch it happen" 60 || fail "the lesson did not resume on its page"
 for i in $(seq 8); do # the resumed page opens at its top
     tui_screen | grep -q "Missed it? Press {" && break
-    tui_keys NPage; sleep 0.2
+    tui_press NPage || break   # the page's end: tui_l16_victim waits for it
 done
 tui_l16_victim
 choose preemption

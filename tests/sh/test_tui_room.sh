@@ -170,9 +170,8 @@ screen_of pres | grep -q "max-num-seqs = 12" && fail "Esc applied the value bein
 on pres tui_keys q
 on pres tui_wait "2 followers see the room close" 5
 on pres tui_keys n
-sleep 0.5
+on pres tui_wait "presenting to 2" 5   # the question closed: n was taken
 screen_of pres | grep -q "EXIT:" && fail "one q ended the class with followers attached"
-on pres tui_wait "presenting to 2" 5
 
 # The presenter quits: followers stay, say so, and re-attach when it is back.
 pid=$(TUI_SESSION=pres tui_app_pid) || fail "no presenter process"

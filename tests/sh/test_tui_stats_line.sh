@@ -28,7 +28,7 @@ check_release() { # check_release COLS ROWS VERSION WORD INTERVAL
     # wide: Tab to the log (memory, pool, flags, metrics, log) so it has half the column
     if [ -n "$word" ]; then
         local k
-        for k in 1 2 3 4 5; do tui_keys Tab; sleep 0.2; done
+        for k in 1 2 3 4 5; do tui_press Tab || fail "$v: Tab $k did not move the focus"; done
     fi
     local end=$((SECONDS + 20 * ${TUI_TIMEOUT_SCALE:-3}))
     until log_text | grep -qF "GPUKVcacheusage:"; do
