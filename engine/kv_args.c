@@ -39,7 +39,7 @@ static const kv_args_flag flags[] = {
     [F_UTIL] = {"gpu-memory-utilization", "gpu_memory_utilization", KV_ARG_FLOAT, NULL, "the release's: 0.92, 0.90 before 0.20",
                 "fraction of the card's reported total vLLM may use, in (0, 1]", 1},
     [F_MAX_MODEL_LEN] = {"max-model-len", "max_model_len", KV_ARG_INT, NULL, "model's max",
-                         "longest request in tokens (32k, 128K, auto or -1 to fit)", 1},
+                         "longest request in tokens (32k or 128K from vLLM 0.8.4; auto or -1 to fit from 0.14.0)", 1},
     [F_MAX_NUM_SEQS] = {"max-num-seqs", "max_num_seqs", KV_ARG_INT, NULL, "by release and card: 256, 1024 on >= 70 GiB non-A100",
                         "requests scheduled at once", 1},
     [F_MNBT] = {"max-num-batched-tokens", "max_num_batched_tokens", KV_ARG_INT, NULL,

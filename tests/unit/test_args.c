@@ -6,9 +6,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <string.h>
 
 #include "kv_args.h"
+#include "kv_vllm_flags.h"
 
 static void test_defaults(void **state)
 {
@@ -305,6 +307,31 @@ static void test_generated_release_flags(void **state)
 /* Real vLLM flags from pasted lines: -O in its three spellings, the
  * CUDA-graph sizes (several values), notes that say what is not modelled,
  * and the release check (a flag the chosen release lacks, --config). */
+/* The help of --max-model-len names the first release that takes a k/K
+ * suffix (the flags view and `serve --help` show it under every release):
+ * that release parses 32k, the one before refuses it. */
+static void test_max_model_len_help_release(void **state)
+{
+    (void)state;
+    const kv_args_flag *f = kv_args_flag_find("max-model-len");
+    assert_non_null(f);
+    const char *at = strstr(f->help, "from vLLM ");
+    assert_non_null(at);
+    char first[16] = "";
+    assert_int_equal(sscanf(at, "from vLLM %15[0-9.]", first), 1);
+    if (first[strlen(first) - 1] == '.') first[strlen(first) - 1] = '\0';
+    int ri = kv_vllm_release_index(first);
+    assert_true(ri > 0);
+    char notes[512], err[512];
+    kv_args a;
+    char *ok[] = {"m", "--max-model-len", "32k", "--vllm-version", first};
+    kv_args_init(&a);
+    assert_int_equal(kv_args_parse(&a, 5, ok, notes, sizeof notes, err, sizeof err), 0);
+    char *old[] = {"m", "--max-model-len", "32k", "--vllm-version", (char *)kv_vllm_releases[ri - 1]};
+    kv_args_init(&a);
+    assert_int_equal(kv_args_parse(&a, 5, old, notes, sizeof notes, err, sizeof err), KV_ARGS_EVALUE);
+}
+
 static void test_real_vllm_flags(void **state)
 {
     (void)state;
@@ -610,6 +637,7 @@ int main(void)
         cmocka_unit_test(test_ignored_flags),
         cmocka_unit_test(test_parse_argv),
         cmocka_unit_test(test_real_vllm_flags),
+        cmocka_unit_test(test_max_model_len_help_release),
         cmocka_unit_test(test_generated_release_flags),
         cmocka_unit_test(test_flag_suggestions),
         cmocka_unit_test(test_kv_cache_dtypes),
