@@ -21,6 +21,7 @@ room_start() {
     for a in "$@"; do args="$args '$a'"; done
     cat > "$TUI_TMP/run-$s.sh" <<EOS
 #!/bin/sh
+$TUI_HUP_TRAP
 export XDG_STATE_HOME='$TUI_STATE' KVLAB_LESSONS_DIR='$LESSONS' KVLAB_ROOMS_DIR='$ROOMS' XDG_RUNTIME_DIR='$TUI_TMP/run'
 unset KVLAB_DEVICE
 '$KVLAB'$args 2>'$TUI_TMP/stderr-$s'

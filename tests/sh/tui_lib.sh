@@ -27,6 +27,15 @@ export XDG_STATE_HOME="$TUI_STATE"
 
 tui_tmux() { tmux -S "$TUI_SOCK" -f /dev/null "$@"; }
 
+# The first line of every pane's script. When tmux ends a session the
+# kernel hangs up the pane's shell (the session leader); when that shell
+# exits it sends SIGHUP and SIGCONT to the app's process group. A SIGCONT
+# that lands while an ASan build's leak check has stopped the app's threads
+# (ptrace) cancels the stop, and the check then waits for it at full CPU
+# forever. So the shell waits for the app, which sees its terminal gone
+# (end of input) and leaves on its own, and exits after it.
+TUI_HUP_TRAP="trap 'exit 129' HUP"
+
 # tui_stop: end this test's tmux server and wait until it is gone, so the
 # next tui_start does not race a server that is still shutting down.
 tui_stop() {
@@ -37,6 +46,33 @@ tui_stop() {
         sleep 0.1
     done
     rm -f "$TUI_SOCK"
+    tui_reap
+}
+
+# tui_own_pids: the kvlab processes this test started, in any of its
+# sessions, also those whose terminal is gone: their XDG_STATE_HOME is this
+# test's own folder.
+tui_own_pids() {
+    local c p
+    for c in $(grep -lx kvlab /proc/[0-9]*/comm 2>/dev/null); do
+        p=${c%/comm}
+        tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qxF "XDG_STATE_HOME=$TUI_STATE" && echo "${p#/proc/}"
+    done
+    return 0
+}
+
+# tui_reap: once the terminals are gone the apps leave on their own (end of
+# input); one still there after a while is stuck, and is killed, so that no
+# test leaves a process behind that takes a CPU from the tests after it.
+tui_reap() {
+    local i pids
+    for i in $(seq $((50 * ${TUI_TIMEOUT_SCALE:-3}))); do
+        pids=$(tui_own_pids)
+        [ -z "$pids" ] && return 0
+        sleep 0.1
+    done
+    echo "note: killing kvlab processes still running after their terminal went away: $pids" >&2
+    kill -KILL $pids 2>/dev/null || true
 }
 
 tui_cleanup() {
@@ -62,6 +98,7 @@ tui_start() {
     for a in "$@"; do args="$args '$a'"; done
     cat > "$TUI_TMP/run.sh" <<EOS
 #!/bin/sh
+$TUI_HUP_TRAP
 export XDG_STATE_HOME='$TUI_STATE'
 ${envs[@]+$(printf 'export %q\n' "${envs[@]}")}
 '$KVLAB'$args
